@@ -1,0 +1,67 @@
+/*
+ * Reactor: the event loop one worker thread runs.  It owns its file
+ * descriptors, its io_uring ring and its buffer pool; nothing it owns is
+ * touched by another thread.  Other threads reach it only with
+ * reactor_send(), which queues a message the reactor runs itself.
+ */
+#ifndef REACTOR_H
+#define REACTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+
+struct reactor;
+struct bufpool;
+struct io_uring;
+
+typedef void (*reactor_fd_cb)(void *arg, uint32_t events);
+typedef void (*reactor_fn)(void *arg);
+
+enum reactor_poll_mode { REACTOR_EVENT, REACTOR_BUSY_POLL, REACTOR_ADAPTIVE };
+
+/* A submitted io_uring request: put &op in the SQE's user_data. */
+struct reactor_uring_op {
+	void (*cb)(struct reactor_uring_op *op, int res);
+};
+
+struct reactor *reactor_create(int index, enum reactor_poll_mode mode);
+void reactor_destroy(struct reactor *r);
+/* Run the loop on the calling thread until reactor_stop(). */
+void reactor_run(struct reactor *r);
+/* Any thread: ask the loop to return (after the current iteration). */
+void reactor_stop(struct reactor *r);
+/* The reactor running on this thread, or NULL. */
+struct reactor *reactor_self(void);
+int reactor_index(const struct reactor *r);
+
+/* File descriptors (EPOLLIN/EPOLLOUT/...); callbacks run on the reactor. */
+int reactor_add_fd(struct reactor *r, int fd, uint32_t events, reactor_fd_cb cb, void *arg);
+int reactor_mod_fd(struct reactor *r, int fd, uint32_t events);
+void reactor_del_fd(struct reactor *r, int fd);
+
+/* Run fn(arg) on this reactor soon (not from inside the caller's stack). */
+int reactor_defer(struct reactor *r, reactor_fn fn, void *arg);
+/* Any thread: run fn(arg) on reactor r.  Returns 0 or -ENOMEM. */
+int reactor_send(struct reactor *r, reactor_fn fn, void *arg);
+
+/*
+ * The reactor's io_uring (NULL if io_uring could not be set up: callers fall
+ * back to synchronous I/O and reactor_defer()).  Get an SQE with
+ * reactor_uring_sqe(); the ring is submitted once per loop iteration.
+ */
+struct io_uring *reactor_ring(struct reactor *r);
+struct io_uring_sqe *reactor_uring_sqe(struct reactor *r);
+
+/* Per-reactor registered buffer pool. */
+struct bufpool *reactor_bufpool(struct reactor *r);
+
+/* Monotonic time in nanoseconds. */
+uint64_t reactor_now_ns(void);
+
+/* A one-shot timer on this reactor; cancel before arg is freed. */
+struct reactor_timer;
+struct reactor_timer *reactor_timer_add(struct reactor *r, uint64_t delay_ms, reactor_fn fn, void *arg);
+void reactor_timer_cancel(struct reactor *r, struct reactor_timer *t);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * Backstore: where a LUN's blocks live.  CDB parsing and emulation stay in
+ * target/scsi/; a backstore only moves bytes.  Every operation is
+ * asynchronous and completes on the reactor that submitted it (through that
+ * reactor's io_uring for file and block), by calling io->cb.  The callback
+ * may run before backstore_submit() returns (ram does so).
+ */
+#ifndef BACKSTORE_H
+#define BACKSTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct reactor;
+struct backstore;
+
+enum backstore_type { BACKSTORE_RAM, BACKSTORE_FILE, BACKSTORE_BLOCK };
+
+struct backstore_cfg {
+	const char *name;
+	enum backstore_type type;
+	const char *path;      /* file, block */
+	uint64_t size;         /* bytes; ram: required; file: creates/extends if the file is smaller; block: 0 = device size */
+	uint32_t block_size;   /* 512 or 4096; 0 = default (512, or the device's logical block size) */
+	bool thin;             /* file: UNMAP punches holes; block: UNMAP discards (if the device can) */
+	bool write_cache;      /* report a volatile write cache (WCE); FUA and flush are honoured anyway */
+	bool readonly;         /* open read-only */
+};
+
+enum backstore_op {
+	BS_READ,        /* buf <- [offset, offset+len) */
+	BS_WRITE,       /* buf -> [offset, offset+len); fua: durable before completion */
+	BS_FLUSH,       /* everything written is durable */
+	BS_UNMAP,       /* deallocate [offset, offset+len): reads back zeroes afterwards */
+	BS_WRITE_SAME,  /* repeat buf (pattern_len bytes, one block) over [offset, offset+len) */
+};
+
+struct bs_io {
+	enum backstore_op op;
+	uint64_t offset;       /* bytes, multiple of block size */
+	uint64_t len;          /* bytes */
+	void *buf;
+	uint32_t pattern_len;  /* BS_WRITE_SAME */
+	bool fua;
+	struct reactor *reactor;                /* where to complete: the caller's */
+	void (*cb)(struct bs_io *io, int res);  /* res: 0 or -errno */
+	void *priv;                             /* caller's */
+	/* backend private state */
+	uint64_t done;
+	int inflight;
+	int err;
+};
+
+/* Open per cfg; on failure returns -errno and writes a message naming the field/path to err. */
+int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char *err, size_t errlen);
+void backstore_close(struct backstore *bs);
+
+const char *backstore_name(const struct backstore *bs);
+enum backstore_type backstore_type(const struct backstore *bs);
+uint64_t backstore_size(const struct backstore *bs);        /* bytes, multiple of block size */
+uint32_t backstore_block_size(const struct backstore *bs);
+bool backstore_readonly(const struct backstore *bs);
+bool backstore_write_cache(const struct backstore *bs);
+bool backstore_thin(const struct backstore *bs);            /* UNMAP deallocates */
+/* Optimal/maximum I/O hints for VPD B0 (bytes, 0 = no preference). */
+uint32_t backstore_optimal_io(const struct backstore *bs);
+
+/* Submit an operation; always ends with io->cb (maybe before returning). */
+void backstore_submit(struct backstore *bs, struct bs_io *io);
+
+/*
+ * GET LBA STATUS: is the range starting at offset mapped?  *run receives the
+ * length in bytes of the extent with the same state (at least one block).
+ * Thick backstores report everything mapped.  Synchronous: cheap lseek().
+ */
+int backstore_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run);
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * Target configuration: the JSON document (see docs/config.md) loaded into
+ * plain structs.  Loading validates everything a running target relies on
+ * (names, ranges, references between objects) and fails with a message that
+ * names the file, the JSON path of the field and what is wrong.
+ */
+#ifndef CONFIG_H
+#define CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/reactor.h"
+#include "target/backstore/backstore.h"
+
+struct cfg_chap {
+	char *userid;            /* NULL: no CHAP */
+	char *password;
+	char *mutual_userid;     /* NULL: one-way */
+	char *mutual_password;
+};
+
+struct cfg_backstore {
+	struct backstore_cfg bs; /* bs.name and bs.path point at the strings below */
+	char *name;
+	char *path;
+	char *serial;            /* NULL: derived from the name */
+};
+
+struct cfg_portal {
+	char *host;              /* IPv4, IPv6 or "0.0.0.0"/"::" */
+	uint16_t port;
+	bool iser;
+};
+
+struct cfg_lun {
+	uint64_t lun;
+	char *backstore;         /* name of a backstore */
+	size_t backstore_index;  /* resolved index into config.backstores */
+	bool read_only;
+};
+
+struct cfg_mapped_lun {
+	uint64_t mapped_lun;     /* what the initiator sees */
+	uint64_t tpg_lun;        /* a lun of the portal group */
+	bool write_protect;
+};
+
+struct cfg_acl {
+	char *initiator;         /* initiator IQN/EUI/NAA name */
+	struct cfg_chap chap;
+	struct cfg_mapped_lun *luns;
+	size_t nluns;
+};
+
+/* iSCSI parameters a portal group offers (RFC 7143 names in the JSON). */
+struct cfg_params {
+	uint32_t max_recv_dsl;
+	uint32_t max_burst;
+	uint32_t first_burst;
+	uint32_t max_outstanding_r2t;
+	bool initial_r2t;
+	bool immediate_data;
+	bool header_digest;      /* allow CRC32C (None is always allowed) */
+	bool data_digest;
+	uint32_t default_time2wait;
+	uint32_t default_time2retain;
+	uint32_t max_connections;
+	uint32_t queue_depth;    /* commands per session (CmdSN window) */
+	uint32_t nop_in_interval;/* seconds between target NOP-Ins on idle connections; 0 = off */
+};
+
+struct cfg_tpg {
+	uint16_t tag;
+	bool enable;
+	bool demo_mode;          /* admit any initiator, with every LUN mapped */
+	bool demo_write_protect;
+	struct cfg_chap demo_chap; /* CHAP for demo-mode initiators (NULL userid: none) */
+	struct cfg_portal *portals;
+	size_t nportals;
+	struct cfg_lun *luns;
+	size_t nluns;
+	struct cfg_acl *acls;
+	size_t nacls;
+	struct cfg_params params;
+};
+
+struct cfg_target {
+	char *iqn;
+	char *alias;             /* may be NULL */
+	struct cfg_tpg *tpgs;
+	size_t ntpgs;
+};
+
+struct config {
+	char *origin;            /* file path or "<embedded default>" */
+	struct cfg_backstore *backstores;
+	size_t nbackstores;
+	struct cfg_target *targets;
+	size_t ntargets;
+	struct cfg_chap discovery_chap;  /* CHAP for discovery sessions (NULL userid: none) */
+	bool discovery_auth_required;
+	unsigned reactors;               /* 0 = one per core */
+	enum reactor_poll_mode poll_mode;
+	char *admin_socket;              /* may be NULL */
+};
+
+/* The embedded default: one 1 GiB RAM LUN, portal 127.0.0.1:3260, demo mode. */
+extern const char config_default_json[];
+
+int config_load_file(const char *path, struct config **out, char *err, size_t errlen);
+int config_load_string(const char *json, const char *origin, struct config **out, char *err, size_t errlen);
+/* Write atomically (temp file, fsync, rename). */
+int config_save_file(const struct config *c, const char *path, char *err, size_t errlen);
+/* Serialize to a newly allocated JSON string (free()). */
+char *config_to_json(const struct config *c);
+void config_free(struct config *c);
+
+/* Replace every TPG's portals by HOST:PORT ("[::1]:3260", "0.0.0.0", ...). */
+int config_override_portals(struct config *c, const char *hostport, char *err, size_t errlen);
+/* Parse "HOST[:PORT]" / "[V6]:PORT"; default port 3260. */
+int config_parse_hostport(const char *s, char **host, uint16_t *port);
+/* Check an iSCSI name (iqn., eui., naa. formats of RFC 7143 sec. 4.2.7). */
+bool config_valid_iscsi_name(const char *name);
+
+#endif

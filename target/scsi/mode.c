@@ -1,0 +1,2 @@
+/* placeholder until written */
+typedef int placeholder_mode_t;

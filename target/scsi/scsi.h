@@ -1,0 +1,129 @@
+/*
+ * SCSI layer: CDB parsing and emulation for a block device (SPC-4, SBC-3),
+ * written once for every transport.  The iSCSI layer hands in a struct
+ * scsi_cmd per command; this layer decides how much Data-Out it needs,
+ * executes (asynchronously, through the backstore) and leaves status,
+ * sense, Data-In and the residual in the command.
+ *
+ * A struct scsi_lu is shared by every session that maps it, and sessions run
+ * on different reactors: the LU's shared state (reservations, persistent
+ * reservations, unit attentions, mode pages) is guarded by the LU's mutex.
+ * Data I/O runs on the caller's reactor with no lock.
+ */
+#ifndef SCSI_H
+#define SCSI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct backstore;
+struct reactor;
+struct buf;
+struct scsi_lu;
+
+#define SCSI_MAX_CDB 260
+#define SCSI_SENSE_LEN 96  /* fixed or descriptor format; D_SENSE in the control page picks */
+
+enum scsi_status {
+	SCSI_GOOD = 0x00,
+	SCSI_CHECK_CONDITION = 0x02,
+	SCSI_CONDITION_MET = 0x04,
+	SCSI_BUSY = 0x08,
+	SCSI_RESERVATION_CONFLICT = 0x18,
+	SCSI_TASK_SET_FULL = 0x28,
+	SCSI_ACA_ACTIVE = 0x30,
+	SCSI_TASK_ABORTED = 0x40,
+};
+
+/* Identity of an I_T nexus, kept by the session for its life. */
+struct scsi_nexus {
+	char initiator_name[224];  /* iSCSI name, e.g. iqn.1994-05.com.redhat:host */
+	char initiator_port[256];  /* "<initiator_name>,i,0x<ISID 12 hex>" */
+	char target_name[224];
+	char target_port[256];     /* "<target_name>,t,0x<TPGT 4 hex>" */
+	uint16_t rel_port_id;      /* relative target port identifier (TPGT) */
+	uint64_t id;               /* unique for the process lifetime */
+};
+
+/* LUNs the nexus sees, for REPORT LUNS (ascending). */
+struct scsi_lun_map {
+	uint32_t count;
+	const uint64_t *luns;
+};
+
+struct scsi_lu_params {
+	const char *vendor;     /* 8 chars max, default "ISERT" */
+	const char *product;    /* 16 max, default "<backstore type>" */
+	const char *revision;   /* 4 max */
+	const char *serial;     /* unit serial (VPD 80) and source of the NAA id (VPD 83) */
+	const char *name;       /* backstore name, for logs */
+};
+
+struct scsi_cmd {
+	/* Set by the transport layer before scsi_cmd_prepare(). */
+	uint8_t cdb[SCSI_MAX_CDB];
+	uint32_t cdb_len;
+	struct scsi_lu *lu;                 /* NULL: no such LUN for this nexus */
+	uint64_t lun;                       /* as addressed */
+	const struct scsi_nexus *nexus;
+	const struct scsi_lun_map *lun_map;
+	bool read_only;                     /* LUN mapped read-only for this nexus */
+	uint32_t edtl;                      /* Expected Data Transfer Length from the initiator */
+	bool dir_read, dir_write;           /* initiator's R and W bits */
+	uint8_t task_attr;                  /* SIMPLE, ORDERED, HEAD OF QUEUE, ACA */
+	struct reactor *reactor;            /* the reactor running this command */
+	void (*done)(struct scsi_cmd *cmd); /* called once, on that reactor */
+	void *priv;                         /* caller's */
+
+	/* Set by this layer. */
+	uint32_t dout_len;     /* Data-Out bytes to collect into buf before exec (<= edtl) */
+	struct buf *buf;       /* Data-Out lands here; Data-In is produced here */
+	uint32_t din_len;      /* Data-In bytes in buf to send (<= edtl) */
+	int64_t resid;         /* residual: > 0 underflow, < 0 overflow */
+	uint8_t status;
+	uint8_t sense[SCSI_SENSE_LEN];
+	uint32_t sense_len;
+
+	/* Private to target/scsi. */
+	uint64_t lba;
+	uint32_t nblocks;
+	uint32_t flags;
+	uint32_t state;
+	void *scratch;
+	struct buf *buf2;
+	uint8_t io[256] __attribute__((aligned(8))); /* room for struct bs_io */
+};
+
+/* Logical units. */
+int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct scsi_lu **out);
+void scsi_lu_destroy(struct scsi_lu *lu);
+struct backstore *scsi_lu_backstore(const struct scsi_lu *lu);
+/* The backstore's size changed: CAPACITY DATA HAS CHANGED to every nexus. */
+void scsi_lu_capacity_changed(struct scsi_lu *lu);
+
+enum scsi_lu_event {
+	SCSI_EV_LU_RESET,           /* LOGICAL UNIT RESET from nexus */
+	SCSI_EV_TARGET_WARM_RESET,
+	SCSI_EV_TARGET_COLD_RESET,
+	SCSI_EV_NEXUS_LOSS,         /* the session of nexus ended */
+	SCSI_EV_CLEAR_TASK_SET,     /* tasks of all nexuses aborted by nexus */
+};
+/* State changes and unit attentions for a task management event or nexus loss. */
+void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi_lu_event ev);
+
+/*
+ * Parse and check the CDB (LUN, unit attention, reservations, LBA range,
+ * write protection, data lengths against edtl).  Returns true when the
+ * command goes on: cmd->dout_len bytes of Data-Out must be collected into
+ * cmd->buf (allocated here from the reactor's pool) and then
+ * scsi_cmd_exec() called.  Returns false when the command already ended:
+ * status/sense are set and cmd->done is NOT called.
+ */
+bool scsi_cmd_prepare(struct scsi_cmd *cmd);
+/* Execute; ends by calling cmd->done(cmd) (possibly before returning). */
+void scsi_cmd_exec(struct scsi_cmd *cmd);
+/* Free what prepare/exec allocated (buffers, scratch).  Safe after either. */
+void scsi_cmd_release(struct scsi_cmd *cmd);
+
+#endif

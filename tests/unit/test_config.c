@@ -1,0 +1,2 @@
+/* not yet written: skipped */
+int main(void) { return 77; }
