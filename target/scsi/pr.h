@@ -1,0 +1,40 @@
+/*
+ * Reservations of one LU: SPC-2 RESERVE/RELEASE and SPC-4 persistent
+ * reservations (all PERSISTENT RESERVE IN/OUT service actions and types).
+ * Called by the LU with its mutex held; never blocks.
+ */
+#ifndef SCSI_PR_H
+#define SCSI_PR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct scsi_cmd;
+struct scsi_nexus;
+struct scsi_pr;
+
+/* Establish a unit attention for every nexus of initiator_port (the LU owns UA queues). */
+typedef void (*pr_ua_fn)(void *ctx, const char *initiator_port, uint16_t asc);
+
+struct scsi_pr *pr_create(pr_ua_fn ua, void *ua_ctx);
+void pr_destroy(struct scsi_pr *pr);
+
+/*
+ * Would the reservation state conflict with this CDB from nexus?  (SPC-4
+ * table 63 for persistent reservations; SPC-2 reservations: everything but
+ * the commands SPC-2 allows conflicts.)
+ */
+bool pr_conflict(struct scsi_pr *pr, const struct scsi_nexus *nexus, const uint8_t *cdb);
+
+/* PERSISTENT RESERVE IN: fill cmd->buf / din_len, or sense. */
+void pr_in(struct scsi_pr *pr, struct scsi_cmd *cmd);
+/* PERSISTENT RESERVE OUT: parameter list in cmd->buf (cmd->dout_len bytes). */
+void pr_out(struct scsi_pr *pr, struct scsi_cmd *cmd);
+/* RESERVE(6/10), RELEASE(6/10). */
+void pr_reserve(struct scsi_pr *pr, struct scsi_cmd *cmd);
+void pr_release(struct scsi_pr *pr, struct scsi_cmd *cmd);
+
+/* LU reset, target reset, nexus loss: SPC-2 reservations go away, PRs stay. */
+void pr_reset(struct scsi_pr *pr, const struct scsi_nexus *nexus, bool nexus_loss_only);
+
+#endif
