@@ -97,7 +97,7 @@ enum pdu_tmf_func {
 	PDU_TMF_CLEAR_TASK_SET = 4, PDU_TMF_LU_RESET = 5, PDU_TMF_TARGET_WARM_RESET = 6,
 	PDU_TMF_TARGET_COLD_RESET = 7, PDU_TMF_TASK_REASSIGN = 8,
 };
-enum pdu_tmf_rsp {
+enum pdu_tmf_response {
 	PDU_TMF_RSP_COMPLETE = 0, PDU_TMF_RSP_NO_TASK = 1, PDU_TMF_RSP_NO_LUN = 2,
 	PDU_TMF_RSP_TASK_ALLEGIANT = 3, PDU_TMF_RSP_NO_FAILOVER = 4, PDU_TMF_RSP_NOT_SUPPORTED = 5,
 	PDU_TMF_RSP_AUTH_FAILED = 6, PDU_TMF_RSP_REJECTED = 255,
@@ -105,7 +105,7 @@ enum pdu_tmf_rsp {
 
 /* Logout reason (byte 1 & 0x7f) and response (byte 2) */
 enum pdu_logout_reason { PDU_LOGOUT_SESSION = 0, PDU_LOGOUT_CONNECTION = 1, PDU_LOGOUT_RECOVERY = 2 };
-enum pdu_logout_rsp { PDU_LOGOUT_RSP_OK = 0, PDU_LOGOUT_RSP_NO_CID = 1,
+enum pdu_logout_response { PDU_LOGOUT_RSP_OK = 0, PDU_LOGOUT_RSP_NO_CID = 1,
 		      PDU_LOGOUT_RSP_NO_RECOVERY = 2, PDU_LOGOUT_RSP_CLEANUP_FAILED = 3 };
 
 /* Reject reasons (RFC 7143 sec. 11.17.1) */
@@ -253,6 +253,8 @@ _Static_assert(sizeof(struct pdu_async) == PDU_BHS_LEN, "async size");
 /* AHS types (RFC 7143 sec. 11.2.2) */
 #define PDU_AHS_EXTENDED_CDB 1
 #define PDU_AHS_BIDI_READ_LEN 2
+#define PDU_MAX_EXT_CDB 244 /* CDB bytes beyond the 16 in the BHS */
+#define PDU_MAX_CDB (16 + PDU_MAX_EXT_CDB)
 
 /* Accessors over the raw 48 bytes. */
 static inline uint8_t pdu_opcode(const void *bhs) { return ((const uint8_t *)bhs)[0] & PDU_OPCODE_MASK; }
@@ -268,12 +270,16 @@ static inline uint32_t pdu_pad(uint32_t len) { return (4 - (len & 3)) & 3; }
 /* SAM LUN encoding <-> flat LUN number (peripheral and flat addressing). */
 uint64_t pdu_lun_encode(uint64_t lun);
 uint64_t pdu_lun_decode(uint64_t raw);
+/* pdu_lun_decode() of an addressing method we do not map; pdu_lun_encode() of lun > 2^24-1. */
+#define PDU_LUN_INVALID UINT64_MAX
 
 /* Name of an opcode for logs ("SCSI Command", "unknown 0x1a"). */
 const char *pdu_opcode_name(uint8_t opcode);
 /* True if the opcode is one an initiator may send (resp. a target). */
 bool pdu_opcode_from_initiator(uint8_t opcode);
 bool pdu_opcode_from_target(uint8_t opcode);
+/* False for opcodes whose DataSegmentLength must be 0 (TMF, Logout, SNACK, R2T). */
+bool pdu_opcode_may_carry_data(uint8_t opcode);
 
 /*
  * Check a BHS received from the peer before any of its lengths are used.

@@ -1,2 +1,399 @@
-/* placeholder until written */
-typedef int placeholder_reactor_t;
+/*
+ * The reactor loop: epoll for sockets and CQ channels, the io_uring ring's
+ * own fd in the same epoll set, an eventfd for messages from other threads,
+ * a deferred-call queue and one-shot timers.
+ */
+#include "common/reactor.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/bufpool.h"
+#include "common/log.h"
+
+#define REACTOR_RING_ENTRIES 256
+#define REACTOR_MAX_EVENTS 64
+/* Adaptive mode keeps spinning this long after the last piece of work. */
+#define REACTOR_ADAPTIVE_SPIN_NS 50000ull
+
+struct reactor_fd {
+	int fd;
+	bool dead;
+	reactor_fd_cb cb;
+	void *arg;
+	struct reactor_fd *next_dead;
+};
+
+struct reactor_call {
+	reactor_fn fn;
+	void *arg;
+};
+
+struct reactor_timer {
+	uint64_t deadline;
+	reactor_fn fn;
+	void *arg;
+	struct reactor_timer *next;
+};
+
+struct reactor {
+	int index;
+	enum reactor_poll_mode mode;
+	int epfd;
+	int evfd;
+	volatile bool stopping;
+	struct reactor_fd **fds;     /* indexed by fd */
+	int nfds;
+	struct reactor_fd *dead;     /* freed at the end of an iteration */
+	/* deferred calls: a growable array, swapped out while running */
+	struct reactor_call *defer, *defer_run;
+	size_t ndefer, defer_cap, defer_run_cap;
+	/* cross-thread messages */
+	pthread_mutex_t msg_lock;
+	struct reactor_call *msgs;
+	size_t nmsgs, msgs_cap;
+	struct reactor_timer *timers; /* sorted by deadline */
+	struct io_uring ring;
+	bool have_ring;
+	unsigned ring_pending;
+	struct bufpool *pool;
+	struct reactor_fd ring_entry, ev_entry;
+};
+
+static __thread struct reactor *tls_reactor;
+
+uint64_t reactor_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct reactor *reactor_self(void) { return tls_reactor; }
+int reactor_index(const struct reactor *r) { return r->index; }
+struct bufpool *reactor_bufpool(struct reactor *r) { return r->pool; }
+struct io_uring *reactor_ring(struct reactor *r) { return r->have_ring ? &r->ring : NULL; }
+
+struct io_uring_sqe *reactor_uring_sqe(struct reactor *r)
+{
+	if (!r->have_ring)
+		return NULL;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe) {
+		/* Ring full: push what is queued and try once more. */
+		io_uring_submit(&r->ring);
+		r->ring_pending = 0;
+		sqe = io_uring_get_sqe(&r->ring);
+	}
+	if (sqe)
+		r->ring_pending++;
+	return sqe;
+}
+
+static void reap_ring(void *arg, uint32_t events)
+{
+	struct reactor *r = arg;
+	struct io_uring_cqe *cqe;
+	(void)events;
+	while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
+		struct reactor_uring_op *op = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+		io_uring_cqe_seen(&r->ring, cqe);
+		if (op && op->cb)
+			op->cb(op, res);
+	}
+}
+
+static void drain_msgs(void *arg, uint32_t events)
+{
+	struct reactor *r = arg;
+	uint64_t v;
+	(void)events;
+	if (read(r->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_warn("reactor %d: eventfd read: %s", r->index, strerror(errno));
+	for (;;) {
+		pthread_mutex_lock(&r->msg_lock);
+		if (!r->nmsgs) {
+			pthread_mutex_unlock(&r->msg_lock);
+			return;
+		}
+		struct reactor_call c = r->msgs[0];
+		memmove(r->msgs, r->msgs + 1, (r->nmsgs - 1) * sizeof(*r->msgs));
+		r->nmsgs--;
+		pthread_mutex_unlock(&r->msg_lock);
+		c.fn(c.arg);
+	}
+}
+
+static int epoll_add(struct reactor *r, int fd, uint32_t events, struct reactor_fd *e)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = e };
+	return epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+struct reactor *reactor_create(int index, enum reactor_poll_mode mode)
+{
+	struct reactor *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->index = index;
+	r->mode = mode;
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	r->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	r->pool = bufpool_create();
+	pthread_mutex_init(&r->msg_lock, NULL);
+	if (r->epfd < 0 || r->evfd < 0 || !r->pool)
+		goto fail;
+	r->ev_entry = (struct reactor_fd){ .fd = r->evfd, .cb = drain_msgs, .arg = r };
+	if (epoll_add(r, r->evfd, EPOLLIN, &r->ev_entry))
+		goto fail;
+	int rc = io_uring_queue_init(REACTOR_RING_ENTRIES, &r->ring, 0);
+	if (rc == 0) {
+		r->have_ring = true;
+		r->ring_entry = (struct reactor_fd){ .fd = r->ring.ring_fd, .cb = reap_ring, .arg = r };
+		if (epoll_add(r, r->ring.ring_fd, EPOLLIN, &r->ring_entry)) {
+			io_uring_queue_exit(&r->ring);
+			r->have_ring = false;
+		}
+	}
+	if (!r->have_ring && index == 0)
+		log_warn("io_uring unavailable (%s): file and block I/O fall back to synchronous calls",
+			 strerror(-rc));
+	return r;
+fail:
+	reactor_destroy(r);
+	return NULL;
+}
+
+void reactor_destroy(struct reactor *r)
+{
+	if (!r)
+		return;
+	if (r->have_ring)
+		io_uring_queue_exit(&r->ring);
+	for (int i = 0; i < r->nfds; i++)
+		free(r->fds[i]);
+	free(r->fds);
+	while (r->dead) {
+		struct reactor_fd *d = r->dead;
+		r->dead = d->next_dead;
+		free(d);
+	}
+	while (r->timers) {
+		struct reactor_timer *t = r->timers;
+		r->timers = t->next;
+		free(t);
+	}
+	free(r->defer);
+	free(r->defer_run);
+	free(r->msgs);
+	if (r->epfd >= 0)
+		close(r->epfd);
+	if (r->evfd >= 0)
+		close(r->evfd);
+	bufpool_destroy(r->pool);
+	pthread_mutex_destroy(&r->msg_lock);
+	free(r);
+}
+
+int reactor_add_fd(struct reactor *r, int fd, uint32_t events, reactor_fd_cb cb, void *arg)
+{
+	if (fd < 0)
+		return -EBADF;
+	if (fd >= r->nfds) {
+		int n = fd + 64;
+		struct reactor_fd **nf = realloc(r->fds, (size_t)n * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		memset(nf + r->nfds, 0, (size_t)(n - r->nfds) * sizeof(*nf));
+		r->fds = nf;
+		r->nfds = n;
+	}
+	if (r->fds[fd])
+		return -EEXIST;
+	struct reactor_fd *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	*e = (struct reactor_fd){ .fd = fd, .cb = cb, .arg = arg };
+	int rc = epoll_add(r, fd, events, e);
+	if (rc) {
+		free(e);
+		return rc;
+	}
+	r->fds[fd] = e;
+	return 0;
+}
+
+int reactor_mod_fd(struct reactor *r, int fd, uint32_t events)
+{
+	if (fd < 0 || fd >= r->nfds || !r->fds[fd])
+		return -ENOENT;
+	struct epoll_event ev = { .events = events, .data.ptr = r->fds[fd] };
+	return epoll_ctl(r->epfd, EPOLL_CTL_MOD, fd, &ev) ? -errno : 0;
+}
+
+void reactor_del_fd(struct reactor *r, int fd)
+{
+	if (fd < 0 || fd >= r->nfds || !r->fds[fd])
+		return;
+	struct reactor_fd *e = r->fds[fd];
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, fd, NULL);
+	r->fds[fd] = NULL;
+	/* Events for it may still sit in this iteration's batch. */
+	e->dead = true;
+	e->next_dead = r->dead;
+	r->dead = e;
+}
+
+static int push_call(struct reactor_call **arr, size_t *n, size_t *cap, reactor_fn fn, void *arg)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct reactor_call *na = realloc(*arr, nc * sizeof(*na));
+		if (!na)
+			return -ENOMEM;
+		*arr = na;
+		*cap = nc;
+	}
+	(*arr)[(*n)++] = (struct reactor_call){ fn, arg };
+	return 0;
+}
+
+int reactor_defer(struct reactor *r, reactor_fn fn, void *arg)
+{
+	return push_call(&r->defer, &r->ndefer, &r->defer_cap, fn, arg);
+}
+
+int reactor_send(struct reactor *r, reactor_fn fn, void *arg)
+{
+	pthread_mutex_lock(&r->msg_lock);
+	int rc = push_call(&r->msgs, &r->nmsgs, &r->msgs_cap, fn, arg);
+	pthread_mutex_unlock(&r->msg_lock);
+	if (rc)
+		return rc;
+	uint64_t one = 1;
+	if (write(r->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+struct reactor_timer *reactor_timer_add(struct reactor *r, uint64_t delay_ms, reactor_fn fn, void *arg)
+{
+	struct reactor_timer *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->deadline = reactor_now_ns() + delay_ms * 1000000ull;
+	t->fn = fn;
+	t->arg = arg;
+	struct reactor_timer **pp = &r->timers;
+	while (*pp && (*pp)->deadline <= t->deadline)
+		pp = &(*pp)->next;
+	t->next = *pp;
+	*pp = t;
+	return t;
+}
+
+void reactor_timer_cancel(struct reactor *r, struct reactor_timer *t)
+{
+	for (struct reactor_timer **pp = &r->timers; *pp; pp = &(*pp)->next) {
+		if (*pp == t) {
+			*pp = t->next;
+			free(t);
+			return;
+		}
+	}
+}
+
+void reactor_stop(struct reactor *r)
+{
+	r->stopping = true;
+	uint64_t one = 1;
+	if (write(r->evfd, &one, sizeof(one)) < 0) {
+		/* The flag alone stops the loop at its next wake-up. */
+	}
+}
+
+static bool run_deferred(struct reactor *r)
+{
+	if (!r->ndefer)
+		return false;
+	/* Swap arrays so calls may defer more work for the next round. */
+	struct reactor_call *run = r->defer;
+	size_t n = r->ndefer, cap = r->defer_cap;
+	r->defer = r->defer_run;
+	r->defer_cap = r->defer_run_cap;
+	r->ndefer = 0;
+	r->defer_run = run;
+	r->defer_run_cap = cap;
+	for (size_t i = 0; i < n; i++)
+		run[i].fn(run[i].arg);
+	return true;
+}
+
+static bool run_timers(struct reactor *r, uint64_t now)
+{
+	bool any = false;
+	while (r->timers && r->timers->deadline <= now) {
+		struct reactor_timer *t = r->timers;
+		r->timers = t->next;
+		reactor_fn fn = t->fn;
+		void *arg = t->arg;
+		free(t);
+		fn(arg);
+		any = true;
+	}
+	return any;
+}
+
+void reactor_run(struct reactor *r)
+{
+	struct epoll_event evs[REACTOR_MAX_EVENTS];
+	uint64_t last_work = reactor_now_ns();
+	tls_reactor = r;
+	while (!r->stopping) {
+		bool work = run_deferred(r);
+		if (r->have_ring && r->ring_pending) {
+			io_uring_submit(&r->ring);
+			r->ring_pending = 0;
+		}
+		int timeout = -1;
+		uint64_t now = reactor_now_ns();
+		if (r->ndefer || r->mode == REACTOR_BUSY_POLL ||
+		    (r->mode == REACTOR_ADAPTIVE && now - last_work < REACTOR_ADAPTIVE_SPIN_NS))
+			timeout = 0;
+		else if (r->timers) {
+			uint64_t d = r->timers->deadline > now ? r->timers->deadline - now : 0;
+			timeout = (int)((d + 999999) / 1000000);
+		}
+		int n = epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, timeout);
+		if (n < 0 && errno != EINTR) {
+			log_err("reactor %d: epoll_wait: %s", r->index, strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct reactor_fd *e = evs[i].data.ptr;
+			if (!e->dead)
+				e->cb(e->arg, evs[i].events);
+		}
+		work |= n > 0;
+		if (r->timers)
+			work |= run_timers(r, reactor_now_ns());
+		while (r->dead) {
+			struct reactor_fd *d = r->dead;
+			r->dead = d->next_dead;
+			free(d);
+		}
+		if (work)
+			last_work = reactor_now_ns();
+	}
+	/* Leave nothing half-done: run what is already queued. */
+	run_deferred(r);
+	r->stopping = false;
+	tls_reactor = NULL;
+}

@@ -15,6 +15,7 @@
 #define TEXT_MAX_VALUE_LEN 8192  /* binary values (CHAP_C/CHAP_R) may be this long */
 #define TEXT_MAX_PAIRS 256
 #define TEXT_MAX_TOTAL (64 * 1024) /* a whole negotiation sequence */
+#define TEXT_MAX_SIMPLE_VALUE_LEN 255 /* values not 0x/0b encoded (RFC 7143 sec. 6.1) */
 
 struct text_pair {
 	const char *key;   /* points into the list's own copy of the data */
@@ -36,6 +37,8 @@ int text_parse(const uint8_t *data, uint32_t len, struct text_list *out, char *w
 void text_list_free(struct text_list *l);
 /* First value of key, or NULL. */
 const char *text_get(const struct text_list *l, const char *key);
+/* Index of the first pair whose key appeared earlier in the list, or -1. */
+int text_find_duplicate(const struct text_list *l);
 
 /* Growable output buffer of key=value\0 pairs. */
 struct text_buf {

@@ -1,2 +1,1819 @@
-/* placeholder until written */
-typedef int placeholder_config_t;
+/*
+ * Target configuration: JSON <-> struct config.  The format is documented in
+ * docs/config.md; keep the two in step.  Loading is strict on purpose: an
+ * unknown key is far more often a typo than a feature, and a silently ignored
+ * "acl" instead of "acls" would expose every LUN.
+ */
+#include "target/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CFG_MAX_FILE       (16u << 20)
+#define CFG_MAX_NAME       223      /* RFC 7143 sec. 4.2.7.1: iSCSI names up to 223 bytes */
+#define CFG_MAX_LUN        16383
+#define CFG_MAX_BACKSTORES 4096
+#define CFG_MAX_TARGETS    1024
+#define CFG_MAX_TPGS       256
+#define CFG_MAX_PORTALS    64
+#define CFG_MAX_ACLS       4096
+#define CFG_CHAP_MIN       12       /* RFC 7143 sec. 12.1.3: at least 96 bits */
+#define CFG_CHAP_MAX       255
+#define CFG_DEFAULT_PORT   3260
+
+#define MIN_SZ(a, b) ((a) < (b) ? (a) : (b))
+
+static void __attribute__((format(printf, 3, 4))) seterr(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+const char config_default_json[] =
+	"{\n"
+	"  \"backstores\": [\n"
+	"    { \"name\": \"ram0\", \"type\": \"ram\", \"size\": \"1G\", \"block_size\": 512 }\n"
+	"  ],\n"
+	"  \"targets\": [\n"
+	"    {\n"
+	"      \"iqn\": \"iqn.2026-11.org.isert:default\",\n"
+	"      \"tpgs\": [\n"
+	"        {\n"
+	"          \"tag\": 1,\n"
+	"          \"enable\": true,\n"
+	"          \"demo_mode\": true,\n"
+	"          \"demo_write_protect\": false,\n"
+	"          \"portals\": [ { \"ip\": \"127.0.0.1\", \"port\": 3260, \"iser\": false } ],\n"
+	"          \"luns\": [ { \"lun\": 0, \"backstore\": \"ram0\" } ]\n"
+	"        }\n"
+	"      ]\n"
+	"    }\n"
+	"  ]\n"
+	"}\n";
+
+/* ------------------------------------------------------------------------ */
+/* Parse context: where we are, for messages that name the JSON path. */
+
+struct pctx {
+	const char *origin;
+	char *err;
+	size_t errlen;
+	char path[512];
+	size_t plen;
+};
+
+static int __attribute__((format(printf, 2, 3))) perr(struct pctx *p, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!p->err || !p->errlen)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (p->plen)
+		snprintf(p->err, p->errlen, "%s: %s: %s", p->origin, p->path, msg);
+	else
+		snprintf(p->err, p->errlen, "%s: %s", p->origin, msg);
+	return -EINVAL;
+}
+
+static int enomem(struct pctx *p)
+{
+	perr(p, "out of memory");
+	return -ENOMEM;
+}
+
+static size_t push_key(struct pctx *p, const char *key)
+{
+	size_t mark = p->plen;
+	int n = snprintf(p->path + p->plen, sizeof(p->path) - p->plen, "%s%s",
+			 p->plen ? "." : "", key);
+
+	if (n > 0)
+		p->plen = MIN_SZ(p->plen + (size_t)n, sizeof(p->path) - 1);
+	return mark;
+}
+
+static size_t push_idx(struct pctx *p, size_t i)
+{
+	size_t mark = p->plen;
+	int n = snprintf(p->path + p->plen, sizeof(p->path) - p->plen, "[%zu]", i);
+
+	if (n > 0)
+		p->plen = MIN_SZ(p->plen + (size_t)n, sizeof(p->path) - 1);
+	return mark;
+}
+
+static void pop(struct pctx *p, size_t mark)
+{
+	p->plen = mark;
+	p->path[mark] = '\0';
+}
+
+/* A short rendering of a JSON value for "got ..." in messages. */
+static const char *jdesc(json_object *v, char *buf, size_t n)
+{
+	const char *s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
+						       JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	if (!s)
+		s = "?";
+	if (strlen(s) > 40)
+		snprintf(buf, n, "%.37s...", s);
+	else
+		snprintf(buf, n, "%s", s);
+	return buf;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Typed field access.  Each returns 1 if the key is present and valid, 0 if
+ * absent (output untouched), negative errno on error (message written). */
+
+static int lookup(struct pctx *p, json_object *o, const char *key, bool required, json_object **v)
+{
+	if (json_object_object_get_ex(o, key, v))
+		return 1;
+	if (required) {
+		push_key(p, key);
+		return perr(p, "required field missing");
+	}
+	return 0;
+}
+
+static int expect_object(struct pctx *p, json_object *v)
+{
+	char d[48];
+
+	if (!json_object_is_type(v, json_type_object))
+		return perr(p, "must be an object, got %s", jdesc(v, d, sizeof(d)));
+	return 0;
+}
+
+/* Reject keys not in allowed (NULL-terminated): typo protection. */
+static int check_keys(struct pctx *p, json_object *o, const char *const *allowed)
+{
+	json_object_object_foreach(o, key, val) {
+		const char *const *a;
+		char list[384];
+		size_t used = 0;
+
+		(void)val;
+		for (a = allowed; *a; a++)
+			if (!strcmp(*a, key))
+				break;
+		if (*a)
+			continue;
+		list[0] = '\0';
+		for (a = allowed; *a && used < sizeof(list); a++) {
+			int n = snprintf(list + used, sizeof(list) - used, "%s%s",
+					 a == allowed ? "" : ", ", *a);
+			if (n < 0)
+				break;
+			used += (size_t)n;
+		}
+		push_key(p, key);
+		return perr(p, "unknown key (expected one of: %s)", list);
+	}
+	return 0;
+}
+
+static bool has_ctl(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+static int get_str(struct pctx *p, json_object *o, const char *key, bool required,
+		   size_t maxlen, char **out)
+{
+	json_object *v;
+	char d[48];
+	size_t mark;
+	int r = lookup(p, o, key, required, &v);
+
+	if (r <= 0)
+		return r;
+	mark = push_key(p, key);
+	if (!json_object_is_type(v, json_type_string))
+		return perr(p, "must be a string, got %s", jdesc(v, d, sizeof(d)));
+	const char *s = json_object_get_string(v);
+	size_t len = (size_t)json_object_get_string_len(v);
+	if (strlen(s) != len)
+		return perr(p, "must not contain a NUL character");
+	if (len == 0)
+		return perr(p, "must not be empty");
+	if (len > maxlen)
+		return perr(p, "must be at most %zu characters, got %zu", maxlen, len);
+	if (has_ctl(s))
+		return perr(p, "must not contain control characters");
+	free(*out);
+	*out = strdup(s);
+	if (!*out)
+		return enomem(p);
+	pop(p, mark);
+	return 1;
+}
+
+static int get_bool(struct pctx *p, json_object *o, const char *key, bool *out)
+{
+	json_object *v;
+	char d[48];
+	int r = lookup(p, o, key, false, &v);
+
+	if (r <= 0)
+		return r;
+	if (!json_object_is_type(v, json_type_boolean)) {
+		push_key(p, key);
+		return perr(p, "must be true or false, got %s", jdesc(v, d, sizeof(d)));
+	}
+	*out = json_object_get_boolean(v);
+	return 1;
+}
+
+static int range_err(struct pctx *p, uint64_t min, uint64_t max, const char *got)
+{
+	if (max == UINT64_MAX || max == INT64_MAX)
+		return perr(p, "must be at least %" PRIu64 ", got %s", min, got);
+	return perr(p, "must be %" PRIu64 "-%" PRIu64 ", got %s", min, max, got);
+}
+
+/* A non-negative JSON integer (json-c saturates on overflow: caught by range). */
+static int json_to_u64(struct pctx *p, json_object *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char d[48];
+
+	if (!json_object_is_type(v, json_type_int))
+		return perr(p, "must be an integer, got %s", jdesc(v, d, sizeof(d)));
+	if (json_object_get_int64(v) < 0)
+		return range_err(p, min, max, jdesc(v, d, sizeof(d)));
+	uint64_t u = json_object_get_uint64(v);
+	if (u < min || u > max || u == UINT64_MAX)
+		return range_err(p, min, max, jdesc(v, d, sizeof(d)));
+	*out = u;
+	return 0;
+}
+
+static int get_u64(struct pctx *p, json_object *o, const char *key, bool required,
+		   uint64_t min, uint64_t max, uint64_t *out)
+{
+	json_object *v;
+	size_t mark;
+	int r = lookup(p, o, key, required, &v);
+
+	if (r <= 0)
+		return r;
+	mark = push_key(p, key);
+	r = json_to_u64(p, v, min, max, out);
+	if (r)
+		return r;
+	pop(p, mark);
+	return 1;
+}
+
+static int get_u32(struct pctx *p, json_object *o, const char *key, bool required,
+		   uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+	int r = get_u64(p, o, key, required, min, max, &v);
+
+	if (r == 1)
+		*out = (uint32_t)v;
+	return r;
+}
+
+static int get_array(struct pctx *p, json_object *o, const char *key, bool required,
+		     size_t maxn, json_object **arr, size_t *n)
+{
+	json_object *v;
+	char d[48];
+	int r = lookup(p, o, key, required, &v);
+
+	if (r <= 0)
+		return r;
+	if (!json_object_is_type(v, json_type_array)) {
+		push_key(p, key);
+		return perr(p, "must be an array, got %s", jdesc(v, d, sizeof(d)));
+	}
+	*arr = v;
+	*n = json_object_array_length(v);
+	if (*n > maxn) {
+		push_key(p, key);
+		return perr(p, "at most %zu entries allowed, got %zu", maxn, *n);
+	}
+	return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Value syntaxes. */
+
+static bool is_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+			return false;
+	}
+	return true;
+}
+
+static bool is_lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/*
+ * RFC 7143 sec. 4.2.7 / RFC 3722.  Names are stringprep-normalised, so an iqn
+ * carries no upper-case ASCII; the hex of eui./naa. is accepted in either
+ * case since RFC 7143's own examples use upper case.  Non-ASCII bytes are let
+ * through in the unique part without checking the full nameprep profile.
+ * '_' is tolerated there too: deployed initiators use it.
+ */
+bool config_valid_iscsi_name(const char *n)
+{
+	size_t len;
+	const char *s;
+
+	if (!n)
+		return false;
+	len = strlen(n);
+	if (len == 0 || len > CFG_MAX_NAME)
+		return false;
+	if (!strncmp(n, "eui.", 4))
+		return len == 20 && is_hex(n + 4, 16);
+	if (!strncmp(n, "naa.", 4))
+		return (len == 20 || len == 36) && is_hex(n + 4, len - 4);
+	if (strncmp(n, "iqn.", 4))
+		return false;
+	s = n + 4;
+	/* yyyy-mm. */
+	for (int i = 0; i < 4; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	if (s[4] != '-' || s[5] < '0' || s[5] > '1' || s[6] < '0' || s[6] > '9')
+		return false;
+	int month = (s[5] - '0') * 10 + (s[6] - '0');
+	if (month < 1 || month > 12 || s[7] != '.')
+		return false;
+	s += 8;
+	/* reversed domain: labels of [a-z0-9-] separated by single dots */
+	size_t label = 0;
+	for (; *s && *s != ':'; s++) {
+		if (*s == '.') {
+			if (label == 0)
+				return false;
+			label = 0;
+		} else if (is_lower_alnum(*s) || *s == '-') {
+			label++;
+		} else {
+			return false;
+		}
+	}
+	if (label == 0)
+		return false;
+	if (*s == ':') {
+		s++;
+		if (!*s)
+			return false;
+		for (; *s; s++) {
+			unsigned char c = (unsigned char)*s;
+			if (!(is_lower_alnum((char)c) || c == '-' || c == '.' || c == ':' ||
+			      c == '_' || c >= 0x80))
+				return false;
+		}
+	}
+	return true;
+}
+
+static bool names_equal(const char *a, const char *b)
+{
+	return strcasecmp(a, b) == 0;   /* eui./naa. hex compares case-blind */
+}
+
+static bool valid_ip(const char *s, int *family, unsigned char bin[16])
+{
+	unsigned char tmp[16];
+
+	if (!bin)
+		bin = tmp;
+	memset(bin, 0, 16);
+	if (inet_pton(AF_INET, s, bin) == 1) {
+		if (family)
+			*family = AF_INET;
+		return true;
+	}
+	if (inet_pton(AF_INET6, s, bin) == 1) {
+		if (family)
+			*family = AF_INET6;
+		return true;
+	}
+	return false;
+}
+
+int config_parse_hostport(const char *s, char **host, uint16_t *port)
+{
+	char h[INET6_ADDRSTRLEN];
+	const char *hs, *ps = NULL;
+	size_t hlen;
+	bool bracketed = false;
+	int family;
+
+	if (!s || !*s || !host || !port)
+		return -EINVAL;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (!close)
+			return -EINVAL;
+		hs = s + 1;
+		hlen = (size_t)(close - hs);
+		if (close[1] == ':')
+			ps = close + 2;
+		else if (close[1])
+			return -EINVAL;
+		bracketed = true;
+	} else {
+		const char *first = strchr(s, ':'), *last = strrchr(s, ':');
+		hs = s;
+		if (first && first == last) {
+			hlen = (size_t)(first - s);
+			ps = first + 1;
+		} else {
+			/* no colon, or several: a bare IPv6 address, never with a port */
+			hlen = strlen(s);
+		}
+	}
+	if (hlen == 0 || hlen >= sizeof(h))
+		return -EINVAL;
+	memcpy(h, hs, hlen);
+	h[hlen] = '\0';
+	if (!valid_ip(h, &family, NULL) || (bracketed && family != AF_INET6))
+		return -EINVAL;
+	unsigned long pv = CFG_DEFAULT_PORT;
+	if (ps) {
+		if (!*ps || strlen(ps) > 5)
+			return -EINVAL;
+		pv = 0;
+		for (const char *c = ps; *c; c++) {
+			if (*c < '0' || *c > '9')
+				return -EINVAL;
+			pv = pv * 10 + (unsigned long)(*c - '0');
+		}
+		if (pv < 1 || pv > 65535)
+			return -EINVAL;
+	}
+	*host = strdup(h);
+	if (!*host)
+		return -ENOMEM;
+	*port = (uint16_t)pv;
+	return 0;
+}
+
+/* "1073741824", "512M", "1G", "1GiB": binary multiples. */
+static int parse_size_str(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *c = s;
+	unsigned shift = 0;
+
+	if (*c < '0' || *c > '9')
+		return -EINVAL;
+	for (; *c >= '0' && *c <= '9'; c++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*c - '0');
+	}
+	if (*c) {
+		switch (*c) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		case 't': case 'T': shift = 40; break;
+		default: return -EINVAL;
+		}
+		c++;
+		if (*c && strcmp(c, "iB") && strcmp(c, "B"))
+			return -EINVAL;
+	}
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sections. */
+
+static int parse_chap(struct pctx *p, json_object *v, struct cfg_chap *c)
+{
+	static const char *const keys[] = { "userid", "password", "mutual_userid",
+					    "mutual_password", NULL };
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	if (!json_object_object_get_ex(v, "userid", NULL) &&
+	    !json_object_object_get_ex(v, "password", NULL) &&
+	    (json_object_object_get_ex(v, "mutual_userid", NULL) ||
+	     json_object_object_get_ex(v, "mutual_password", NULL)))
+		return perr(p, "mutual CHAP requires one-way CHAP: set userid and password too");
+	if ((r = get_str(p, v, "userid", true, CFG_CHAP_MAX, &c->userid)) < 0 ||
+	    (r = get_str(p, v, "password", true, CFG_CHAP_MAX, &c->password)) < 0 ||
+	    (r = get_str(p, v, "mutual_userid", false, CFG_CHAP_MAX, &c->mutual_userid)) < 0 ||
+	    (r = get_str(p, v, "mutual_password", false, CFG_CHAP_MAX, &c->mutual_password)) < 0)
+		return r;
+	if (strlen(c->password) < CFG_CHAP_MIN) {
+		push_key(p, "password");
+		return perr(p, "CHAP secret must be at least %d characters (RFC 7143 sec. 12.1.3), got %zu",
+			    CFG_CHAP_MIN, strlen(c->password));
+	}
+	if (!c->mutual_userid != !c->mutual_password)
+		return perr(p, "mutual CHAP needs both mutual_userid and mutual_password");
+	if (c->mutual_password) {
+		if (strlen(c->mutual_password) < CFG_CHAP_MIN) {
+			push_key(p, "mutual_password");
+			return perr(p, "CHAP secret must be at least %d characters (RFC 7143 sec. 12.1.3), got %zu",
+				    CFG_CHAP_MIN, strlen(c->mutual_password));
+		}
+		if (!strcmp(c->mutual_password, c->password)) {
+			push_key(p, "mutual_password");
+			return perr(p, "must differ from password (RFC 7143 sec. 12.1.3 forbids reusing a secret in both directions)");
+		}
+	}
+	return 0;
+}
+
+static int get_chap(struct pctx *p, json_object *o, const char *key, struct cfg_chap *c)
+{
+	json_object *v;
+	size_t mark;
+	int r = lookup(p, o, key, false, &v);
+
+	if (r <= 0)
+		return r;
+	mark = push_key(p, key);
+	r = parse_chap(p, v, c);
+	if (r)
+		return r;
+	pop(p, mark);
+	return 1;
+}
+
+static bool valid_bs_name(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
+			return false;
+	return true;
+}
+
+static int parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
+{
+	static const char *const keys[] = { "name", "type", "path", "size", "block_size",
+					    "thin", "write_cache", "readonly", "serial", NULL };
+	char *type = NULL;
+	json_object *sv;
+	char d[48];
+	size_t mark;
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	if ((r = get_str(p, v, "name", true, 64, &b->name)) < 0)
+		return r;
+	if (!valid_bs_name(b->name)) {
+		push_key(p, "name");
+		return perr(p, "may hold only letters, digits, '_', '-' and '.', got \"%s\"", b->name);
+	}
+	if ((r = get_str(p, v, "type", true, 16, &type)) < 0)
+		return r;
+	if (!strcmp(type, "ram"))
+		b->bs.type = BACKSTORE_RAM;
+	else if (!strcmp(type, "file"))
+		b->bs.type = BACKSTORE_FILE;
+	else if (!strcmp(type, "block"))
+		b->bs.type = BACKSTORE_BLOCK;
+	else {
+		push_key(p, "type");
+		r = perr(p, "must be \"ram\", \"file\" or \"block\", got \"%s\"", type);
+		free(type);
+		return r;
+	}
+	free(type);
+
+	if ((r = get_str(p, v, "path", b->bs.type != BACKSTORE_RAM, PATH_MAX - 1, &b->path)) < 0)
+		return r;
+	if (b->path && b->bs.type == BACKSTORE_RAM) {
+		push_key(p, "path");
+		return perr(p, "not allowed for a ram backstore");
+	}
+	if (b->path && b->path[0] != '/') {
+		push_key(p, "path");
+		return perr(p, "must be an absolute path, got \"%s\"", b->path);
+	}
+
+	if ((r = get_u32(p, v, "block_size", false, 0, 4096, &b->bs.block_size)) < 0)
+		return r;
+	if (r == 1 && b->bs.block_size != 512 && b->bs.block_size != 4096) {
+		push_key(p, "block_size");
+		return perr(p, "must be 512 or 4096, got %" PRIu32, b->bs.block_size);
+	}
+
+	r = lookup(p, v, "size", b->bs.type == BACKSTORE_RAM, &sv);
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		mark = push_key(p, "size");
+		if (json_object_is_type(sv, json_type_string)) {
+			int e = parse_size_str(json_object_get_string(sv), &b->bs.size);
+			if (e == -ERANGE || (!e && b->bs.size > INT64_MAX))
+				return perr(p, "too large, got %s", jdesc(sv, d, sizeof(d)));
+			if (e)
+				return perr(p, "must be a byte count or a number with a K, M, G or T suffix (powers of 1024), got %s",
+					    jdesc(sv, d, sizeof(d)));
+		} else if ((r = json_to_u64(p, sv, 0, INT64_MAX, &b->bs.size))) {
+			return r;
+		}
+		uint32_t bsz = b->bs.block_size ? b->bs.block_size : 512;
+		if (b->bs.type == BACKSTORE_RAM && b->bs.size == 0)
+			return perr(p, "must be greater than 0 for a ram backstore");
+		if (b->bs.size % bsz)
+			return perr(p, "must be a multiple of the block size %" PRIu32 ", got %" PRIu64,
+				    bsz, b->bs.size);
+		pop(p, mark);
+	}
+	if ((r = get_bool(p, v, "thin", &b->bs.thin)) < 0 ||
+	    (r = get_bool(p, v, "write_cache", &b->bs.write_cache)) < 0 ||
+	    (r = get_bool(p, v, "readonly", &b->bs.readonly)) < 0)
+		return r;
+	if ((r = get_str(p, v, "serial", false, 64, &b->serial)) < 0)
+		return r;
+	if (b->serial && strchr(b->serial, ' ')) {
+		push_key(p, "serial");
+		return perr(p, "must not contain spaces");
+	}
+	if (b->serial) {
+		for (const char *c = b->serial; *c; c++)
+			if ((unsigned char)*c >= 0x80) {
+				push_key(p, "serial");
+				return perr(p, "must be printable ASCII");
+			}
+	}
+	b->bs.name = b->name;
+	b->bs.path = b->path;
+	return 0;
+}
+
+static int parse_portal(struct pctx *p, json_object *v, struct cfg_portal *pt)
+{
+	static const char *const keys[] = { "ip", "port", "iser", NULL };
+	uint32_t port = CFG_DEFAULT_PORT;
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	if ((r = get_str(p, v, "ip", true, INET6_ADDRSTRLEN - 1, &pt->host)) < 0)
+		return r;
+	if (!valid_ip(pt->host, NULL, NULL)) {
+		push_key(p, "ip");
+		return perr(p, "must be a numeric IPv4 or IPv6 address (host names are not resolved), got \"%s\"",
+			    pt->host);
+	}
+	if ((r = get_u32(p, v, "port", false, 1, 65535, &port)) < 0)
+		return r;
+	pt->port = (uint16_t)port;
+	if ((r = get_bool(p, v, "iser", &pt->iser)) < 0)
+		return r;
+	return 0;
+}
+
+static bool portal_same(const struct cfg_portal *a, const struct cfg_portal *b)
+{
+	unsigned char ba[16], bb[16];
+	int fa = 0, fb = 0;
+
+	if (a->port != b->port || a->iser != b->iser)
+		return false;
+	valid_ip(a->host, &fa, ba);
+	valid_ip(b->host, &fb, bb);
+	return fa == fb && !memcmp(ba, bb, 16);
+}
+
+static int get_yesno(struct pctx *p, json_object *o, const char *key, bool *out)
+{
+	json_object *v;
+	char d[48];
+	int r = lookup(p, o, key, false, &v);
+
+	if (r <= 0)
+		return r;
+	if (json_object_is_type(v, json_type_boolean)) {
+		*out = json_object_get_boolean(v);
+		return 1;
+	}
+	if (json_object_is_type(v, json_type_string)) {
+		if (!strcmp(json_object_get_string(v), "Yes")) {
+			*out = true;
+			return 1;
+		}
+		if (!strcmp(json_object_get_string(v), "No")) {
+			*out = false;
+			return 1;
+		}
+	}
+	push_key(p, key);
+	return perr(p, "must be true, false, \"Yes\" or \"No\", got %s", jdesc(v, d, sizeof(d)));
+}
+
+/* Digest offer: a list of CRC32C and None; None must be in it. */
+static int get_digest(struct pctx *p, json_object *o, const char *key, bool *out)
+{
+	json_object *v;
+	char d[48];
+	size_t mark;
+	int r = lookup(p, o, key, false, &v);
+
+	if (r <= 0)
+		return r;
+	mark = push_key(p, key);
+	if (!json_object_is_type(v, json_type_string))
+		return perr(p, "must be a string such as \"CRC32C,None\", got %s", jdesc(v, d, sizeof(d)));
+	const char *s = json_object_get_string(v);
+	if (!strcmp(s, "None"))
+		*out = false;
+	else if (!strcmp(s, "CRC32C,None") || !strcmp(s, "None,CRC32C"))
+		*out = true;
+	else if (!strcmp(s, "CRC32C"))
+		return perr(p, "must include None (a CRC32C-only offer is not supported), got \"CRC32C\"");
+	else
+		return perr(p, "must be \"CRC32C,None\" or \"None\", got %s", jdesc(v, d, sizeof(d)));
+	pop(p, mark);
+	return 1;
+}
+
+static void params_default(struct cfg_params *pr)
+{
+	pr->max_recv_dsl = 262144;
+	pr->max_burst = 1048576;
+	pr->first_burst = 65536;
+	pr->max_outstanding_r2t = 1;
+	pr->initial_r2t = false;
+	pr->immediate_data = true;
+	pr->header_digest = true;
+	pr->data_digest = true;
+	pr->default_time2wait = 2;
+	pr->default_time2retain = 20;
+	pr->max_connections = 1;
+	pr->queue_depth = 128;
+	pr->nop_in_interval = 0;
+}
+
+static int parse_params(struct pctx *p, json_object *v, struct cfg_params *pr)
+{
+	static const char *const keys[] = {
+		"MaxRecvDataSegmentLength", "MaxBurstLength", "FirstBurstLength",
+		"MaxOutstandingR2T", "InitialR2T", "ImmediateData", "HeaderDigest",
+		"DataDigest", "DefaultTime2Wait", "DefaultTime2Retain", "MaxConnections",
+		"QueueDepth", "NopInInterval", NULL };
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	/* Ranges from RFC 7143 sec. 13; QueueDepth and NopInInterval are ours. */
+	if ((r = get_u32(p, v, "MaxRecvDataSegmentLength", false, 512, 16777215, &pr->max_recv_dsl)) < 0 ||
+	    (r = get_u32(p, v, "MaxBurstLength", false, 512, 16777215, &pr->max_burst)) < 0 ||
+	    (r = get_u32(p, v, "FirstBurstLength", false, 512, 16777215, &pr->first_burst)) < 0 ||
+	    (r = get_u32(p, v, "MaxOutstandingR2T", false, 1, 65535, &pr->max_outstanding_r2t)) < 0 ||
+	    (r = get_yesno(p, v, "InitialR2T", &pr->initial_r2t)) < 0 ||
+	    (r = get_yesno(p, v, "ImmediateData", &pr->immediate_data)) < 0 ||
+	    (r = get_digest(p, v, "HeaderDigest", &pr->header_digest)) < 0 ||
+	    (r = get_digest(p, v, "DataDigest", &pr->data_digest)) < 0 ||
+	    (r = get_u32(p, v, "DefaultTime2Wait", false, 0, 3600, &pr->default_time2wait)) < 0 ||
+	    (r = get_u32(p, v, "DefaultTime2Retain", false, 0, 3600, &pr->default_time2retain)) < 0 ||
+	    (r = get_u32(p, v, "MaxConnections", false, 1, 65535, &pr->max_connections)) < 0 ||
+	    (r = get_u32(p, v, "QueueDepth", false, 1, 65535, &pr->queue_depth)) < 0 ||
+	    (r = get_u32(p, v, "NopInInterval", false, 0, 3600, &pr->nop_in_interval)) < 0)
+		return r;
+	if (pr->first_burst > pr->max_burst) {
+		push_key(p, "FirstBurstLength");
+		return perr(p, "must not exceed MaxBurstLength (%" PRIu32 "), got %" PRIu32,
+			    pr->max_burst, pr->first_burst);
+	}
+	return 0;
+}
+
+struct lunmap { uint8_t bits[(CFG_MAX_LUN + 1) / 8]; };
+
+static bool lunmap_test_set(struct lunmap *m, uint64_t lun)
+{
+	bool was = m->bits[lun / 8] & (1u << (lun % 8));
+
+	m->bits[lun / 8] |= (uint8_t)(1u << (lun % 8));
+	return was;
+}
+
+static int parse_lun(struct pctx *p, json_object *v, const struct config *c, struct cfg_lun *l)
+{
+	static const char *const keys[] = { "lun", "backstore", "read_only", NULL };
+	size_t i;
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	if ((r = get_u64(p, v, "lun", true, 0, CFG_MAX_LUN, &l->lun)) < 0 ||
+	    (r = get_str(p, v, "backstore", true, 64, &l->backstore)) < 0 ||
+	    (r = get_bool(p, v, "read_only", &l->read_only)) < 0)
+		return r;
+	for (i = 0; i < c->nbackstores; i++)
+		if (!strcmp(c->backstores[i].name, l->backstore))
+			break;
+	if (i == c->nbackstores) {
+		push_key(p, "backstore");
+		return perr(p, "no backstore named \"%s\"", l->backstore);
+	}
+	l->backstore_index = i;
+	return 0;
+}
+
+static int parse_mapped_lun(struct pctx *p, json_object *v, const struct lunmap *tpg_luns,
+			    struct cfg_mapped_lun *m)
+{
+	static const char *const keys[] = { "mapped_lun", "tpg_lun", "write_protect", NULL };
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	if ((r = get_u64(p, v, "mapped_lun", true, 0, CFG_MAX_LUN, &m->mapped_lun)) < 0 ||
+	    (r = get_u64(p, v, "tpg_lun", true, 0, CFG_MAX_LUN, &m->tpg_lun)) < 0 ||
+	    (r = get_bool(p, v, "write_protect", &m->write_protect)) < 0)
+		return r;
+	if (!(tpg_luns->bits[m->tpg_lun / 8] & (1u << (m->tpg_lun % 8)))) {
+		push_key(p, "tpg_lun");
+		return perr(p, "the portal group has no LUN %" PRIu64, m->tpg_lun);
+	}
+	return 0;
+}
+
+static int parse_acl(struct pctx *p, json_object *v, const struct lunmap *tpg_luns,
+		     struct cfg_acl *a)
+{
+	static const char *const keys[] = { "initiator", "chap", "mapped_luns", NULL };
+	json_object *arr;
+	size_t n, mark;
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	if ((r = get_str(p, v, "initiator", true, CFG_MAX_NAME, &a->initiator)) < 0)
+		return r;
+	if (!config_valid_iscsi_name(a->initiator)) {
+		push_key(p, "initiator");
+		return perr(p, "not a valid iSCSI name (iqn.yyyy-mm.reversed.domain[:id], eui.<16 hex>, naa.<16|32 hex>), got \"%s\"",
+			    a->initiator);
+	}
+	if ((r = get_chap(p, v, "chap", &a->chap)) < 0)
+		return r;
+	if ((r = get_array(p, v, "mapped_luns", false, CFG_MAX_LUN + 1, &arr, &n)) < 0)
+		return r;
+	if (r == 0)
+		return 0;
+	a->luns = calloc(n ? n : 1, sizeof(*a->luns));
+	if (!a->luns)
+		return enomem(p);
+	a->nluns = n;
+	struct lunmap *seen = calloc(1, sizeof(*seen));
+	if (!seen)
+		return enomem(p);
+	mark = push_key(p, "mapped_luns");
+	for (size_t i = 0; i < n; i++) {
+		size_t m2 = push_idx(p, i);
+		r = parse_mapped_lun(p, json_object_array_get_idx(arr, i), tpg_luns, &a->luns[i]);
+		if (!r && lunmap_test_set(seen, a->luns[i].mapped_lun)) {
+			push_key(p, "mapped_lun");
+			r = perr(p, "duplicate mapped LUN %" PRIu64, a->luns[i].mapped_lun);
+		}
+		if (r) {
+			free(seen);
+			return r;
+		}
+		pop(p, m2);
+	}
+	free(seen);
+	pop(p, mark);
+	return 0;
+}
+
+/* Parse array key of o into a freshly allocated *items of *n elements. */
+#define PARSE_ARRAY(p, o, key, maxn, items, n, PARSE_ONE)                          \
+	do {                                                                       \
+		json_object *arr_;                                                 \
+		size_t cnt_, mark_;                                                \
+		int r_ = get_array(p, o, key, false, maxn, &arr_, &cnt_);          \
+		if (r_ < 0)                                                        \
+			return r_;                                                 \
+		if (r_ == 0)                                                       \
+			break;                                                     \
+		(items) = calloc(cnt_ ? cnt_ : 1, sizeof(*(items)));               \
+		if (!(items))                                                      \
+			return enomem(p);                                          \
+		(n) = cnt_;                                                        \
+		mark_ = push_key(p, key);                                          \
+		for (size_t i = 0; i < cnt_; i++) {                                \
+			size_t m_ = push_idx(p, i);                                \
+			json_object *el = json_object_array_get_idx(arr_, i);      \
+			r_ = PARSE_ONE;                                            \
+			if (r_)                                                    \
+				return r_;                                         \
+			pop(p, m_);                                                \
+		}                                                                  \
+		pop(p, mark_);                                                     \
+	} while (0)
+
+static int parse_one_portal(struct pctx *p, json_object *el, struct cfg_tpg *t, size_t i)
+{
+	int r = parse_portal(p, el, &t->portals[i]);
+
+	if (r)
+		return r;
+	for (size_t j = 0; j < i; j++)
+		if (portal_same(&t->portals[j], &t->portals[i]))
+			return perr(p, "duplicate portal %s:%u (iser %s), same as portals[%zu]",
+				    t->portals[i].host, t->portals[i].port,
+				    t->portals[i].iser ? "true" : "false", j);
+	return 0;
+}
+
+static int parse_one_lun(struct pctx *p, json_object *el, const struct config *c,
+			 struct cfg_tpg *t, size_t i, struct lunmap *luns)
+{
+	int r = parse_lun(p, el, c, &t->luns[i]);
+
+	if (r)
+		return r;
+	if (lunmap_test_set(luns, t->luns[i].lun)) {
+		push_key(p, "lun");
+		return perr(p, "duplicate LUN %" PRIu64, t->luns[i].lun);
+	}
+	return 0;
+}
+
+static int parse_one_acl(struct pctx *p, json_object *el, struct cfg_tpg *t, size_t i,
+			 const struct lunmap *luns)
+{
+	int r = parse_acl(p, el, luns, &t->acls[i]);
+
+	if (r)
+		return r;
+	for (size_t j = 0; j < i; j++)
+		if (names_equal(t->acls[j].initiator, t->acls[i].initiator)) {
+			push_key(p, "initiator");
+			return perr(p, "duplicate initiator \"%s\", also in acls[%zu]",
+				    t->acls[i].initiator, j);
+		}
+	return 0;
+}
+
+static int parse_tpg_body(struct pctx *p, json_object *v, const struct config *c,
+			  struct cfg_tpg *t, struct lunmap *luns)
+{
+	static const char *const keys[] = { "tag", "enable", "demo_mode", "demo_write_protect",
+					    "demo_chap", "portals", "luns", "acls", "params", NULL };
+	json_object *pv;
+	uint32_t tag = 0;
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	if ((r = get_u32(p, v, "tag", true, 1, 65535, &tag)) < 0)
+		return r;
+	t->tag = (uint16_t)tag;
+	t->enable = true;
+	if ((r = get_bool(p, v, "enable", &t->enable)) < 0 ||
+	    (r = get_bool(p, v, "demo_mode", &t->demo_mode)) < 0 ||
+	    (r = get_bool(p, v, "demo_write_protect", &t->demo_write_protect)) < 0 ||
+	    (r = get_chap(p, v, "demo_chap", &t->demo_chap)) < 0)
+		return r;
+	PARSE_ARRAY(p, v, "portals", CFG_MAX_PORTALS, t->portals, t->nportals,
+		    parse_one_portal(p, el, t, i));
+	PARSE_ARRAY(p, v, "luns", CFG_MAX_LUN + 1, t->luns, t->nluns,
+		    parse_one_lun(p, el, c, t, i, luns));
+	PARSE_ARRAY(p, v, "acls", CFG_MAX_ACLS, t->acls, t->nacls,
+		    parse_one_acl(p, el, t, i, luns));
+	params_default(&t->params);
+	r = lookup(p, v, "params", false, &pv);
+	if (r == 1) {
+		size_t mark = push_key(p, "params");
+		if ((r = parse_params(p, pv, &t->params)))
+			return r;
+		pop(p, mark);
+	}
+	return r < 0 ? r : 0;
+}
+
+static int parse_tpg(struct pctx *p, json_object *v, const struct config *c, struct cfg_tpg *t)
+{
+	struct lunmap *luns = calloc(1, sizeof(*luns));
+	int r;
+
+	if (!luns)
+		return enomem(p);
+	r = parse_tpg_body(p, v, c, t, luns);
+	free(luns);
+	return r;
+}
+
+static int parse_one_tpg(struct pctx *p, json_object *el, const struct config *c,
+			 struct cfg_target *tg, size_t i)
+{
+	int r = parse_tpg(p, el, c, &tg->tpgs[i]);
+
+	if (r)
+		return r;
+	for (size_t j = 0; j < i; j++)
+		if (tg->tpgs[j].tag == tg->tpgs[i].tag) {
+			push_key(p, "tag");
+			return perr(p, "duplicate portal group tag %u, also in tpgs[%zu]",
+				    tg->tpgs[i].tag, j);
+		}
+	return 0;
+}
+
+static int parse_target(struct pctx *p, json_object *v, const struct config *c,
+			struct cfg_target *tg)
+{
+	static const char *const keys[] = { "iqn", "alias", "tpgs", NULL };
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	if ((r = get_str(p, v, "iqn", true, CFG_MAX_NAME, &tg->iqn)) < 0)
+		return r;
+	if (!config_valid_iscsi_name(tg->iqn)) {
+		push_key(p, "iqn");
+		return perr(p, "not a valid iSCSI name (iqn.yyyy-mm.reversed.domain[:id], eui.<16 hex>, naa.<16|32 hex>), got \"%s\"",
+			    tg->iqn);
+	}
+	if ((r = get_str(p, v, "alias", false, 255, &tg->alias)) < 0)
+		return r;
+	PARSE_ARRAY(p, v, "tpgs", CFG_MAX_TPGS, tg->tpgs, tg->ntpgs,
+		    parse_one_tpg(p, el, c, tg, i));
+	return 0;
+}
+
+static int parse_one_target(struct pctx *p, json_object *el, struct config *c, size_t i)
+{
+	int r = parse_target(p, el, c, &c->targets[i]);
+
+	if (r)
+		return r;
+	for (size_t j = 0; j < i; j++)
+		if (names_equal(c->targets[j].iqn, c->targets[i].iqn)) {
+			push_key(p, "iqn");
+			return perr(p, "duplicate target \"%s\", also in targets[%zu]",
+				    c->targets[i].iqn, j);
+		}
+	return 0;
+}
+
+static int parse_one_backstore(struct pctx *p, json_object *el, struct config *c, size_t i)
+{
+	struct cfg_backstore *b = &c->backstores[i];
+	int r = parse_backstore(p, el, b);
+
+	if (r)
+		return r;
+	for (size_t j = 0; j < i; j++) {
+		if (!strcmp(c->backstores[j].name, b->name)) {
+			push_key(p, "name");
+			return perr(p, "duplicate backstore name \"%s\", also in backstores[%zu]",
+				    b->name, j);
+		}
+		/* Two backstores over one file would corrupt each other. */
+		if (b->path && c->backstores[j].path && !strcmp(c->backstores[j].path, b->path)) {
+			push_key(p, "path");
+			return perr(p, "\"%s\" is already used by backstores[%zu]", b->path, j);
+		}
+	}
+	return 0;
+}
+
+static int parse_discovery(struct pctx *p, json_object *v, struct config *c)
+{
+	static const char *const keys[] = { "auth_required", "chap", NULL };
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	if ((r = get_bool(p, v, "auth_required", &c->discovery_auth_required)) < 0 ||
+	    (r = get_chap(p, v, "chap", &c->discovery_chap)) < 0)
+		return r;
+	if (c->discovery_auth_required && !c->discovery_chap.userid) {
+		push_key(p, "auth_required");
+		return perr(p, "is true but no discovery chap is configured");
+	}
+	return 0;
+}
+
+static int parse_global(struct pctx *p, json_object *v, struct config *c)
+{
+	static const char *const keys[] = { "reactors", "poll_mode", "admin_socket", NULL };
+	char *mode = NULL;
+	uint32_t n = 0;
+	int r;
+
+	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
+		return r;
+	if ((r = get_u32(p, v, "reactors", false, 0, 1024, &n)) < 0)
+		return r;
+	c->reactors = n;
+	if ((r = get_str(p, v, "poll_mode", false, 16, &mode)) < 0)
+		return r;
+	if (mode) {
+		if (!strcmp(mode, "event"))
+			c->poll_mode = REACTOR_EVENT;
+		else if (!strcmp(mode, "busy"))
+			c->poll_mode = REACTOR_BUSY_POLL;
+		else if (!strcmp(mode, "adaptive"))
+			c->poll_mode = REACTOR_ADAPTIVE;
+		else {
+			push_key(p, "poll_mode");
+			r = perr(p, "must be \"event\", \"busy\" or \"adaptive\", got \"%s\"", mode);
+			free(mode);
+			return r;
+		}
+		free(mode);
+	}
+	/* sun_path holds 108 bytes with the terminator */
+	if ((r = get_str(p, v, "admin_socket", false, 107, &c->admin_socket)) < 0)
+		return r;
+	return 0;
+}
+
+static int parse_section(struct pctx *p, json_object *root, const char *key, struct config *c,
+			 int (*fn)(struct pctx *, json_object *, struct config *))
+{
+	json_object *v;
+	size_t mark;
+	int r = lookup(p, root, key, false, &v);
+
+	if (r <= 0)
+		return r;
+	mark = push_key(p, key);
+	if ((r = fn(p, v, c)))
+		return r;
+	pop(p, mark);
+	return 0;
+}
+
+static int parse_root(struct pctx *p, json_object *root, struct config *c)
+{
+	static const char *const keys[] = { "backstores", "targets", "discovery", "global", NULL };
+	int r;
+
+	if (!json_object_is_type(root, json_type_object))
+		return perr(p, "the document must be a JSON object");
+	if ((r = check_keys(p, root, keys)))
+		return r;
+	PARSE_ARRAY(p, root, "backstores", CFG_MAX_BACKSTORES, c->backstores, c->nbackstores,
+		    parse_one_backstore(p, el, c, i));
+	PARSE_ARRAY(p, root, "targets", CFG_MAX_TARGETS, c->targets, c->ntargets,
+		    parse_one_target(p, el, c, i));
+	if ((r = parse_section(p, root, "discovery", c, parse_discovery)) ||
+	    (r = parse_section(p, root, "global", c, parse_global)))
+		return r;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loading. */
+
+static void offset_to_linecol(const char *s, size_t off, unsigned *line, unsigned *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < off && s[i]; i++) {
+		if (s[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else if (((unsigned char)s[i] & 0xc0) != 0x80) {
+			(*col)++;   /* count characters, not UTF-8 continuation bytes */
+		}
+	}
+}
+
+static int load_buf(const char *json, size_t len, const char *origin, struct config **out,
+		    char *err, size_t errlen)
+{
+	struct pctx p = { .origin = origin ? origin : "<string>", .err = err, .errlen = errlen };
+	struct json_tokener *tok;
+	json_object *root;
+	struct config *c;
+	int r;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
+	if (strlen(json) != len)
+		return perr(&p, "the document contains a NUL byte");
+	if (len > CFG_MAX_FILE)
+		return perr(&p, "the document is larger than %u bytes", CFG_MAX_FILE);
+	tok = json_tokener_new();
+	if (!tok)
+		return enomem(&p);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	/* Passing the terminator too makes json-c finish a trailing number. */
+	root = json_tokener_parse_ex(tok, json, (int)len + 1);
+	enum json_tokener_error jerr = json_tokener_get_error(tok);
+	if (!root || jerr != json_tokener_success) {
+		unsigned line, col;
+		size_t off = json_tokener_get_parse_end(tok);
+		offset_to_linecol(json, off, &line, &col);
+		if (jerr == json_tokener_success || jerr == json_tokener_continue ||
+		    jerr == json_tokener_error_parse_eof)
+			r = perr(&p, "line %u, column %u: JSON syntax error: unexpected end of document", line, col);
+		else
+			r = perr(&p, "line %u, column %u: JSON syntax error: %s", line, col,
+				 json_tokener_error_desc(jerr));
+		json_object_put(root);
+		json_tokener_free(tok);
+		return r;
+	}
+	json_tokener_free(tok);
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		json_object_put(root);
+		return enomem(&p);
+	}
+	c->poll_mode = REACTOR_EVENT;
+	c->origin = strdup(p.origin);
+	r = c->origin ? parse_root(&p, root, c) : enomem(&p);
+	json_object_put(root);
+	if (r) {
+		config_free(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+int config_load_string(const char *json, const char *origin, struct config **out,
+		       char *err, size_t errlen)
+{
+	if (!json || !out)
+		return -EINVAL;
+	return load_buf(json, strlen(json), origin, out, err, errlen);
+}
+
+int config_load_file(const char *path, struct config **out, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf;
+	size_t got = 0;
+	int fd, r;
+
+	if (!path || !out)
+		return -EINVAL;
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		seterr(err, errlen, "%s: cannot open: %s", path, strerror(-r));
+		return r;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		seterr(err, errlen, "%s: stat: %s", path, strerror(-r));
+		close(fd);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)CFG_MAX_FILE) {
+		r = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
+		seterr(err, errlen, "%s: %s", path,
+		       r == -EFBIG ? "larger than 16 MiB" : "not a regular file");
+		close(fd);
+		return r;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		seterr(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			seterr(err, errlen, "%s: read: %s", path, strerror(-r));
+			free(buf);
+			close(fd);
+			return r;
+		}
+		if (n == 0)
+			break;   /* shrank under us: parse what we have */
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	r = load_buf(buf, got, path, out, err, errlen);
+	free(buf);
+	return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Serialising: every field written explicitly, so a saved file documents the
+ * effective values; optional strings only when set. */
+
+static bool put(json_object *o, const char *key, json_object *v)
+{
+	if (!v)
+		return false;
+	if (json_object_object_add(o, key, v)) {
+		json_object_put(v);
+		return false;
+	}
+	return true;
+}
+
+static bool put_str(json_object *o, const char *key, const char *s)
+{
+	return !s || put(o, key, json_object_new_string(s));
+}
+
+static bool arr_add(json_object *a, json_object *v)
+{
+	if (!v)
+		return false;
+	if (json_object_array_add(a, v)) {
+		json_object_put(v);
+		return false;
+	}
+	return true;
+}
+
+static json_object *chap_to_json(const struct cfg_chap *c)
+{
+	json_object *o = json_object_new_object();
+	bool ok = o && put_str(o, "userid", c->userid) && put_str(o, "password", c->password) &&
+		  put_str(o, "mutual_userid", c->mutual_userid) &&
+		  put_str(o, "mutual_password", c->mutual_password);
+
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static const char *bs_type_name(enum backstore_type t)
+{
+	switch (t) {
+	case BACKSTORE_RAM: return "ram";
+	case BACKSTORE_FILE: return "file";
+	case BACKSTORE_BLOCK: return "block";
+	}
+	return "?";
+}
+
+static json_object *backstore_to_json(const struct cfg_backstore *b)
+{
+	json_object *o = json_object_new_object();
+	bool ok = o && put_str(o, "name", b->name) &&
+		  put(o, "type", json_object_new_string(bs_type_name(b->bs.type))) &&
+		  put_str(o, "path", b->path) &&
+		  put(o, "size", json_object_new_uint64(b->bs.size)) &&
+		  (!b->bs.block_size || put(o, "block_size", json_object_new_int64(b->bs.block_size))) &&
+		  put(o, "thin", json_object_new_boolean(b->bs.thin)) &&
+		  put(o, "write_cache", json_object_new_boolean(b->bs.write_cache)) &&
+		  put(o, "readonly", json_object_new_boolean(b->bs.readonly)) &&
+		  put_str(o, "serial", b->serial);
+
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_object *params_to_json(const struct cfg_params *pr)
+{
+	json_object *o = json_object_new_object();
+	bool ok = o &&
+		put(o, "MaxRecvDataSegmentLength", json_object_new_int64(pr->max_recv_dsl)) &&
+		put(o, "MaxBurstLength", json_object_new_int64(pr->max_burst)) &&
+		put(o, "FirstBurstLength", json_object_new_int64(pr->first_burst)) &&
+		put(o, "MaxOutstandingR2T", json_object_new_int64(pr->max_outstanding_r2t)) &&
+		put(o, "InitialR2T", json_object_new_boolean(pr->initial_r2t)) &&
+		put(o, "ImmediateData", json_object_new_boolean(pr->immediate_data)) &&
+		put(o, "HeaderDigest", json_object_new_string(pr->header_digest ? "CRC32C,None" : "None")) &&
+		put(o, "DataDigest", json_object_new_string(pr->data_digest ? "CRC32C,None" : "None")) &&
+		put(o, "DefaultTime2Wait", json_object_new_int64(pr->default_time2wait)) &&
+		put(o, "DefaultTime2Retain", json_object_new_int64(pr->default_time2retain)) &&
+		put(o, "MaxConnections", json_object_new_int64(pr->max_connections)) &&
+		put(o, "QueueDepth", json_object_new_int64(pr->queue_depth)) &&
+		put(o, "NopInInterval", json_object_new_int64(pr->nop_in_interval));
+
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_object *acl_to_json(const struct cfg_acl *a)
+{
+	json_object *o = json_object_new_object();
+	json_object *ml = json_object_new_array();
+	bool ok = o && ml;
+
+	for (size_t i = 0; ok && i < a->nluns; i++) {
+		json_object *m = json_object_new_object();
+		ok = m && put(m, "mapped_lun", json_object_new_uint64(a->luns[i].mapped_lun)) &&
+		     put(m, "tpg_lun", json_object_new_uint64(a->luns[i].tpg_lun)) &&
+		     put(m, "write_protect", json_object_new_boolean(a->luns[i].write_protect));
+		if (!ok)
+			json_object_put(m);
+		else
+			ok = arr_add(ml, m);
+	}
+	ok = ok && put_str(o, "initiator", a->initiator) &&
+	     (!a->chap.userid || put(o, "chap", chap_to_json(&a->chap)));
+	if (ok) {
+		ok = put(o, "mapped_luns", ml);
+		ml = NULL;
+	}
+	json_object_put(ml);
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_object *tpg_to_json(const struct cfg_tpg *t)
+{
+	json_object *o = json_object_new_object();
+	json_object *ps = json_object_new_array(), *ls = json_object_new_array(),
+		    *as = json_object_new_array();
+	bool ok = o && ps && ls && as;
+
+	for (size_t i = 0; ok && i < t->nportals; i++) {
+		json_object *e = json_object_new_object();
+		ok = e && put(e, "ip", json_object_new_string(t->portals[i].host)) &&
+		     put(e, "port", json_object_new_int64(t->portals[i].port)) &&
+		     put(e, "iser", json_object_new_boolean(t->portals[i].iser));
+		ok = ok ? arr_add(ps, e) : (json_object_put(e), false);
+	}
+	for (size_t i = 0; ok && i < t->nluns; i++) {
+		json_object *e = json_object_new_object();
+		ok = e && put(e, "lun", json_object_new_uint64(t->luns[i].lun)) &&
+		     put(e, "backstore", json_object_new_string(t->luns[i].backstore)) &&
+		     put(e, "read_only", json_object_new_boolean(t->luns[i].read_only));
+		ok = ok ? arr_add(ls, e) : (json_object_put(e), false);
+	}
+	for (size_t i = 0; ok && i < t->nacls; i++)
+		ok = arr_add(as, acl_to_json(&t->acls[i]));
+	ok = ok && put(o, "tag", json_object_new_int64(t->tag)) &&
+	     put(o, "enable", json_object_new_boolean(t->enable)) &&
+	     put(o, "demo_mode", json_object_new_boolean(t->demo_mode)) &&
+	     put(o, "demo_write_protect", json_object_new_boolean(t->demo_write_protect)) &&
+	     (!t->demo_chap.userid || put(o, "demo_chap", chap_to_json(&t->demo_chap)));
+	if (ok) {
+		ok = put(o, "portals", ps);
+		ps = NULL;
+	}
+	if (ok) {
+		ok = put(o, "luns", ls);
+		ls = NULL;
+	}
+	if (ok) {
+		ok = put(o, "acls", as);
+		as = NULL;
+	}
+	ok = ok && put(o, "params", params_to_json(&t->params));
+	json_object_put(ps);
+	json_object_put(ls);
+	json_object_put(as);
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_object *target_to_json(const struct cfg_target *tg)
+{
+	json_object *o = json_object_new_object();
+	json_object *ts = json_object_new_array();
+	bool ok = o && ts;
+
+	for (size_t i = 0; ok && i < tg->ntpgs; i++)
+		ok = arr_add(ts, tpg_to_json(&tg->tpgs[i]));
+	ok = ok && put_str(o, "iqn", tg->iqn) && put_str(o, "alias", tg->alias);
+	if (ok) {
+		ok = put(o, "tpgs", ts);
+		ts = NULL;
+	}
+	json_object_put(ts);
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static const char *poll_mode_name(enum reactor_poll_mode m)
+{
+	switch (m) {
+	case REACTOR_EVENT: return "event";
+	case REACTOR_BUSY_POLL: return "busy";
+	case REACTOR_ADAPTIVE: return "adaptive";
+	}
+	return "event";
+}
+
+static json_object *config_to_obj(const struct config *c)
+{
+	json_object *root = json_object_new_object();
+	json_object *bs = json_object_new_array(), *ts = json_object_new_array();
+	json_object *disc = json_object_new_object(), *glob = json_object_new_object();
+	bool ok = root && bs && ts && disc && glob;
+
+	for (size_t i = 0; ok && i < c->nbackstores; i++)
+		ok = arr_add(bs, backstore_to_json(&c->backstores[i]));
+	for (size_t i = 0; ok && i < c->ntargets; i++)
+		ok = arr_add(ts, target_to_json(&c->targets[i]));
+	ok = ok && put(disc, "auth_required", json_object_new_boolean(c->discovery_auth_required)) &&
+	     (!c->discovery_chap.userid || put(disc, "chap", chap_to_json(&c->discovery_chap))) &&
+	     put(glob, "reactors", json_object_new_int64(c->reactors)) &&
+	     put(glob, "poll_mode", json_object_new_string(poll_mode_name(c->poll_mode))) &&
+	     put_str(glob, "admin_socket", c->admin_socket);
+	json_object *parts[] = { bs, ts, disc, glob };
+	const char *names[] = { "backstores", "targets", "discovery", "global" };
+	for (size_t i = 0; i < 4; i++) {
+		if (ok)
+			ok = put(root, names[i], parts[i]);
+		else
+			json_object_put(parts[i]);
+	}
+	if (!ok) {
+		json_object_put(root);
+		return NULL;
+	}
+	return root;
+}
+
+char *config_to_json(const struct config *c)
+{
+	json_object *o;
+	const char *s;
+	char *out = NULL;
+
+	if (!c)
+		return NULL;
+	o = config_to_obj(c);
+	if (!o)
+		return NULL;
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+					   JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (s) {
+		size_t n = strlen(s);
+		out = malloc(n + 2);
+		if (out) {
+			memcpy(out, s, n);
+			out[n] = '\n';
+			out[n + 1] = '\0';
+		}
+	}
+	json_object_put(o);
+	return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Atomic save: a crash leaves either the old file or the new one. */
+
+static int write_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int config_save_file(const struct config *c, const char *path, char *err, size_t errlen)
+{
+	char *json, *tmp = NULL, *dir = NULL;
+	const char *slash;
+	int fd = -1, dfd, r;
+
+	if (!c || !path || !*path)
+		return -EINVAL;
+	json = config_to_json(c);
+	if (!json) {
+		seterr(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	slash = strrchr(path, '/');
+	if (slash)
+		dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+	else
+		dir = strdup(".");
+	if (!dir || asprintf(&tmp, "%s/.%s.tmpXXXXXX", dir, slash ? slash + 1 : path) < 0) {
+		tmp = NULL;
+		r = -ENOMEM;
+		seterr(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	/* mkstemp creates 0600: the file holds CHAP secrets. */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		seterr(err, errlen, "%s: cannot create temporary file in %s: %s", path, dir, strerror(-r));
+		free(tmp);
+		tmp = NULL;
+		goto out;
+	}
+	if ((r = write_all(fd, json, strlen(json))) ||
+	    (fsync(fd) < 0 && (r = -errno))) {
+		seterr(err, errlen, "%s: write %s: %s", path, tmp, strerror(-r));
+		goto out;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		r = -errno;
+		seterr(err, errlen, "%s: close %s: %s", path, tmp, strerror(-r));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		seterr(err, errlen, "%s: rename from %s: %s", path, tmp, strerror(-r));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	/* The rename is durable only once the directory is. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0) {
+		r = -errno;
+		seterr(err, errlen, "%s: fsync directory %s: %s", path, dir, strerror(-r));
+		if (dfd >= 0)
+			close(dfd);
+		goto out;
+	}
+	close(dfd);
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	free(dir);
+	free(json);
+	return r;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void chap_free(struct cfg_chap *c)
+{
+	free(c->userid);
+	free(c->password);
+	free(c->mutual_userid);
+	free(c->mutual_password);
+}
+
+static void tpg_free(struct cfg_tpg *t)
+{
+	for (size_t i = 0; i < t->nportals; i++)
+		free(t->portals[i].host);
+	free(t->portals);
+	for (size_t i = 0; i < t->nluns; i++)
+		free(t->luns[i].backstore);
+	free(t->luns);
+	for (size_t i = 0; i < t->nacls; i++) {
+		free(t->acls[i].initiator);
+		chap_free(&t->acls[i].chap);
+		free(t->acls[i].luns);
+	}
+	free(t->acls);
+	chap_free(&t->demo_chap);
+}
+
+void config_free(struct config *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nbackstores; i++) {
+		free(c->backstores[i].name);
+		free(c->backstores[i].path);
+		free(c->backstores[i].serial);
+	}
+	free(c->backstores);
+	for (size_t i = 0; i < c->ntargets; i++) {
+		struct cfg_target *tg = &c->targets[i];
+		free(tg->iqn);
+		free(tg->alias);
+		for (size_t j = 0; j < tg->ntpgs; j++)
+			tpg_free(&tg->tpgs[j]);
+		free(tg->tpgs);
+	}
+	free(c->targets);
+	chap_free(&c->discovery_chap);
+	free(c->admin_socket);
+	free(c->origin);
+	free(c);
+}
+
+int config_override_portals_iser(struct config *c, const char *hostport, bool iser,
+				 char *err, size_t errlen)
+{
+	char *host = NULL;
+	uint16_t port;
+	size_t ntpg = 0;
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	r = config_parse_hostport(hostport, &host, &port);
+	if (r) {
+		seterr(err, errlen, "%s: expected ADDRESS[:PORT] or [IPV6]:PORT with a numeric address, port 1-65535",
+			 hostport ? hostport : "(null)");
+		return r;
+	}
+	for (size_t i = 0; i < c->ntargets; i++)
+		ntpg += c->targets[i].ntpgs;
+	if (!ntpg) {
+		seterr(err, errlen, "%s: the configuration has no portal group to listen for", c->origin);
+		free(host);
+		return -ENOENT;
+	}
+	/* Allocate everything first so a failure leaves the config untouched. */
+	struct cfg_portal **fresh = calloc(ntpg, sizeof(*fresh));
+	if (!fresh)
+		goto nomem;
+	for (size_t k = 0; k < ntpg; k++) {
+		fresh[k] = calloc(1, sizeof(**fresh));
+		if (!fresh[k] || !(fresh[k]->host = strdup(host))) {
+			for (size_t j = 0; j <= k; j++) {
+				if (fresh[j])
+					free(fresh[j]->host);
+				free(fresh[j]);
+			}
+			free(fresh);
+			goto nomem;
+		}
+		fresh[k]->port = port;
+		fresh[k]->iser = iser;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < c->ntargets; i++)
+		for (size_t j = 0; j < c->targets[i].ntpgs; j++) {
+			struct cfg_tpg *t = &c->targets[i].tpgs[j];
+			for (size_t n = 0; n < t->nportals; n++)
+				free(t->portals[n].host);
+			free(t->portals);
+			t->portals = fresh[k++];
+			t->nportals = 1;
+		}
+	free(fresh);
+	free(host);
+	return 0;
+nomem:
+	free(host);
+	seterr(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+int config_override_portals(struct config *c, const char *hostport, char *err, size_t errlen)
+{
+	return config_override_portals_iser(c, hostport, false, err, errlen);
+}

@@ -119,6 +119,9 @@ void config_free(struct config *c);
 
 /* Replace every TPG's portals by HOST:PORT ("[::1]:3260", "0.0.0.0", ...). */
 int config_override_portals(struct config *c, const char *hostport, char *err, size_t errlen);
+/* Same, with the iser flag of the new portals chosen (the above uses TCP). */
+int config_override_portals_iser(struct config *c, const char *hostport, bool iser,
+				 char *err, size_t errlen);
 /* Parse "HOST[:PORT]" / "[V6]:PORT"; default port 3260. */
 int config_parse_hostport(const char *s, char **host, uint16_t *port);
 /* Check an iSCSI name (iqn., eui., naa. formats of RFC 7143 sec. 4.2.7). */

@@ -1,2 +1,204 @@
-/* placeholder until written */
-typedef int placeholder_backstore_t;
+/*
+ * Backstore common part: open by type through the per-type ops table,
+ * accessors, and the argument checks every type relies on (so a backend
+ * never sees an unaligned or out-of-range request).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target/backstore/backstore_impl.h"
+
+void bs_errf(const struct backstore *bs, char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || errlen == 0)
+		return;
+	int n = snprintf(err, errlen, "backstore '%s': ", bs && bs->name ? bs->name : "?");
+	if (n < 0 || (size_t)n >= errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+static const struct bs_ops *bs_ops_for(enum backstore_type t)
+{
+	switch (t) {
+	case BACKSTORE_RAM: return &bs_ram_ops;
+	case BACKSTORE_FILE: return &bs_file_ops;
+	case BACKSTORE_BLOCK: return &bs_block_ops;
+	}
+	return NULL;
+}
+
+static bool bs_valid_block_size(uint32_t b)
+{
+	return b >= 512 && b <= 4096 && (b & (b - 1)) == 0;
+}
+
+int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = '\0';
+	*out = NULL;
+	if (!cfg->name || !cfg->name[0]) {
+		if (err && errlen)
+			snprintf(err, errlen, "backstore: name is required");
+		return -EINVAL;
+	}
+	struct backstore tmp = { .name = (char *)cfg->name };
+	const struct bs_ops *ops = bs_ops_for(cfg->type);
+	if (!ops) {
+		bs_errf(&tmp, err, errlen, "type: unknown type %d", (int)cfg->type);
+		return -EINVAL;
+	}
+	if (cfg->block_size && !bs_valid_block_size(cfg->block_size)) {
+		bs_errf(&tmp, err, errlen, "block_size: %u is not 512, 1024, 2048 or 4096", cfg->block_size);
+		return -EINVAL;
+	}
+	if (cfg->type != BACKSTORE_RAM && (!cfg->path || !cfg->path[0])) {
+		bs_errf(&tmp, err, errlen, "path: required for a %s backstore",
+			cfg->type == BACKSTORE_FILE ? "file" : "block");
+		return -EINVAL;
+	}
+
+	struct backstore *bs = calloc(1, sizeof(*bs));
+	if (!bs || !(bs->name = strdup(cfg->name))) {
+		free(bs);
+		bs_errf(&tmp, err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	bs->type = cfg->type;
+	bs->ops = ops;
+	bs->fd = -1;
+	bs->thin = cfg->thin;
+	bs->write_cache = cfg->write_cache;
+	bs->readonly = cfg->readonly;
+	bs->block_size = cfg->block_size ? cfg->block_size : 512;
+
+	int rc = ops->open(bs, cfg, err, errlen);
+	if (rc < 0) {
+		free(bs->name);
+		free(bs);
+		return rc;
+	}
+	/* A backend that breaks these would let requests past the end. */
+	if (bs->size == 0 || bs->size % bs->block_size) {
+		bs_errf(bs, err, errlen, "size: %llu is not a positive multiple of the block size %u",
+			(unsigned long long)bs->size, bs->block_size);
+		backstore_close(bs);
+		return -EINVAL;
+	}
+	*out = bs;
+	return 0;
+}
+
+void backstore_close(struct backstore *bs)
+{
+	if (!bs)
+		return;
+	bs->ops->close(bs);
+	free(bs->name);
+	free(bs);
+}
+
+const char *backstore_name(const struct backstore *bs) { return bs->name; }
+enum backstore_type backstore_type(const struct backstore *bs) { return bs->type; }
+uint64_t backstore_size(const struct backstore *bs) { return bs->size; }
+uint32_t backstore_block_size(const struct backstore *bs) { return bs->block_size; }
+bool backstore_readonly(const struct backstore *bs) { return bs->readonly; }
+bool backstore_write_cache(const struct backstore *bs) { return bs->write_cache; }
+bool backstore_thin(const struct backstore *bs) { return bs->thin; }
+uint32_t backstore_optimal_io(const struct backstore *bs) { return bs->optimal_io; }
+
+void bs_complete(struct bs_io *io, int res)
+{
+	io->err = res;
+	io->inflight = 0;
+	io->cb(io, res);
+}
+
+bool bs_is_zero(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	/* Compare the buffer with itself shifted by one: all equal to p[0]. */
+	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
+}
+
+/* Range inside the backstore, block aligned, no overflow. */
+static bool bs_range_ok(const struct backstore *bs, uint64_t off, uint64_t len)
+{
+	return off % bs->block_size == 0 && len % bs->block_size == 0 &&
+	       off <= bs->size && len <= bs->size - off;
+}
+
+static int bs_check(const struct backstore *bs, const struct bs_io *io)
+{
+	switch (io->op) {
+	case BS_FLUSH:
+		return 0;
+	case BS_READ:
+		break;
+	case BS_WRITE:
+	case BS_UNMAP:
+	case BS_WRITE_SAME:
+		if (bs->readonly)
+			return -EROFS;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (!bs_range_ok(bs, io->offset, io->len))
+		return -EINVAL;
+	if (io->len && !io->buf && io->op != BS_UNMAP)
+		return -EINVAL;
+	if (io->op == BS_WRITE_SAME && io->len &&
+	    (io->pattern_len == 0 || io->pattern_len > (1u << 20) || io->len % io->pattern_len))
+		return -EINVAL;
+	return 0;
+}
+
+void backstore_submit(struct backstore *bs, struct bs_io *io)
+{
+	io->done = 0;
+	io->err = 0;
+	io->inflight = 0;
+	io->bs = bs;
+	io->bounce = NULL;
+	io->bounce_len = 0;
+	io->stage = 0;
+	int rc = bs_check(bs, io);
+	if (rc < 0) {
+		bs_complete(io, rc);
+		return;
+	}
+	if (io->len == 0 && io->op != BS_FLUSH) {
+		bs_complete(io, 0);
+		return;
+	}
+	bs->ops->submit(bs, io);
+}
+
+int backstore_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run)
+{
+	if (offset % bs->block_size || offset >= bs->size)
+		return -EINVAL;
+	if (!bs->thin || !bs->ops->lba_status) {
+		*mapped = true;
+		*run = bs->size - offset;
+		return 0;
+	}
+	int rc = bs->ops->lba_status(bs, offset, mapped, run);
+	if (rc < 0)
+		return rc;
+	/* Whole blocks, at least one, never past the end. */
+	if (*run > bs->size - offset)
+		*run = bs->size - offset;
+	*run -= *run % bs->block_size;
+	if (*run == 0)
+		*run = bs->block_size;
+	return 0;
+}

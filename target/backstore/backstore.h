@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/reactor.h"
+
 struct reactor;
 struct backstore;
 
@@ -50,6 +52,11 @@ struct bs_io {
 	uint64_t done;
 	int inflight;
 	int err;
+	struct reactor_uring_op uop;  /* the one SQE in flight (file, block) */
+	struct backstore *bs;
+	void *bounce;                 /* O_DIRECT bounce or WRITE_SAME pattern buffer */
+	uint32_t bounce_len;
+	int stage;
 };
 
 /* Open per cfg; on failure returns -errno and writes a message naming the field/path to err. */
@@ -66,7 +73,14 @@ bool backstore_thin(const struct backstore *bs);            /* UNMAP deallocates
 /* Optimal/maximum I/O hints for VPD B0 (bytes, 0 = no preference). */
 uint32_t backstore_optimal_io(const struct backstore *bs);
 
-/* Submit an operation; always ends with io->cb (maybe before returning). */
+/*
+ * Submit an operation; always ends with io->cb (maybe before returning).
+ * Argument errors (offset/len not block multiples or past the end, a
+ * readonly backstore written, a bad WRITE_SAME pattern_len) complete with
+ * -EINVAL/-EROFS before returning.  io->reactor may be NULL: file and block
+ * then do the I/O synchronously and complete before returning (tools,
+ * tests).  Close only with no I/O in flight.
+ */
 void backstore_submit(struct backstore *bs, struct bs_io *io);
 
 /*

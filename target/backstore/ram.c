@@ -1,2 +1,197 @@
-/* placeholder until written */
-typedef int placeholder_ram_t;
+/*
+ * RAM backstore.  One anonymous MAP_NORESERVE mapping for the whole LUN:
+ * the kernel backs a page only when it is first written (reads of untouched
+ * pages map the shared zero page), so a large sparse RAM LUN costs memory
+ * only where written.  Thin UNMAP gives pages back with MADV_DONTNEED, which
+ * keeps the mapping valid for other reactors reading concurrently (freeing
+ * per-chunk allocations would not).  Thin LUNs keep a bitmap of written
+ * pages for GET LBA STATUS: mincore() cannot tell a written page from one
+ * merely read (reads map the zero page).  Bits are set and cleared with
+ * atomics since LUNs are shared by reactors.  Everything completes inline.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "target/backstore/backstore_impl.h"
+
+static size_t ram_page(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+	return p > 0 ? (size_t)p : 4096;
+}
+
+static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char *err, size_t errlen)
+{
+	if (cfg->size == 0) {
+		bs_errf(bs, err, errlen, "size: required for a ram backstore");
+		return -EINVAL;
+	}
+	if (cfg->size % bs->block_size) {
+		bs_errf(bs, err, errlen, "size: %llu is not a multiple of the block size %u",
+			(unsigned long long)cfg->size, bs->block_size);
+		return -EINVAL;
+	}
+	if (cfg->size > SIZE_MAX / 2) {
+		bs_errf(bs, err, errlen, "size: %llu is too large", (unsigned long long)cfg->size);
+		return -EINVAL;
+	}
+	void *m = mmap(NULL, (size_t)cfg->size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		int e = errno;
+		bs_errf(bs, err, errlen, "size: cannot reserve %llu bytes: %s",
+			(unsigned long long)cfg->size, strerror(e));
+		return -e;
+	}
+	bs->mem = m;
+	bs->size = cfg->size;
+	if (bs->thin) {
+		size_t pages = (size_t)((cfg->size + ram_page() - 1) / ram_page());
+		bs->ram_map = calloc((pages + 63) / 64, sizeof(*bs->ram_map));
+		if (!bs->ram_map) {
+			munmap(m, (size_t)cfg->size);
+			bs->mem = NULL;
+			bs_errf(bs, err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void ram_close(struct backstore *bs)
+{
+	if (bs->mem)
+		munmap(bs->mem, (size_t)bs->size);
+	bs->mem = NULL;
+	free(bs->ram_map);
+	bs->ram_map = NULL;
+}
+
+/* Mark pages [first, end) written (set) or deallocated (clear). */
+static void ram_mark(struct backstore *bs, uint64_t first, uint64_t end, bool set)
+{
+	if (!bs->ram_map)
+		return;
+	for (uint64_t p = first; p < end;) {
+		uint64_t w = p / 64, bit = p % 64;
+		uint64_t n = MIN(64 - bit, end - p);
+		uint64_t mask = (n == 64 ? ~0ull : ((1ull << n) - 1)) << bit;
+		if (set)
+			atomic_fetch_or(&bs->ram_map[w], mask);
+		else
+			atomic_fetch_and(&bs->ram_map[w], ~mask);
+		p += n;
+	}
+}
+
+static bool ram_bit(const struct backstore *bs, uint64_t p)
+{
+	return atomic_load(&bs->ram_map[p / 64]) >> (p % 64) & 1;
+}
+
+/* Byte range [off, off+len) written: every page it touches is mapped. */
+static void ram_written(struct backstore *bs, uint64_t off, uint64_t len)
+{
+	size_t pg = ram_page();
+	ram_mark(bs, off / pg, (off + len + pg - 1) / pg, true);
+}
+
+/* Zero [off, off+len); thin gives whole pages back to the kernel. */
+static void ram_zero(struct backstore *bs, uint64_t off, uint64_t len)
+{
+	uint8_t *p = bs->mem + off;
+	if (!bs->thin) {
+		memset(p, 0, (size_t)len);
+		return;
+	}
+	size_t pg = ram_page();
+	uint64_t a = (off + pg - 1) / pg * pg;      /* first whole page */
+	uint64_t b = (off + len) / pg * pg;         /* end of last whole page */
+	if (a >= b) {
+		memset(p, 0, (size_t)len);
+		return;
+	}
+	memset(p, 0, (size_t)(a - off));
+	memset(bs->mem + b, 0, (size_t)(off + len - b));
+	/* MADV_DONTNEED on private anonymous memory reads back zero-filled. */
+	if (madvise(bs->mem + a, (size_t)(b - a), MADV_DONTNEED) < 0)
+		memset(bs->mem + a, 0, (size_t)(b - a));
+	ram_mark(bs, a / pg, b / pg, false);
+}
+
+static void ram_fill(uint8_t *dst, uint64_t len, const uint8_t *pat, uint32_t plen)
+{
+	memcpy(dst, pat, plen);
+	uint64_t have = plen;
+	/* Double the filled prefix each step: log2(len/plen) memcpy calls. */
+	while (have < len) {
+		uint64_t n = MIN(have, len - have);
+		memcpy(dst + have, dst, (size_t)n);
+		have += n;
+	}
+}
+
+static void ram_submit(struct backstore *bs, struct bs_io *io)
+{
+	uint8_t *p = bs->mem + io->offset;
+	switch (io->op) {
+	case BS_READ:
+		memcpy(io->buf, p, (size_t)io->len);
+		break;
+	case BS_WRITE:
+		memcpy(p, io->buf, (size_t)io->len);
+		ram_written(bs, io->offset, io->len);
+		break;
+	case BS_FLUSH:
+		break;
+	case BS_UNMAP:
+		ram_zero(bs, io->offset, io->len);
+		break;
+	case BS_WRITE_SAME:
+		if (bs_is_zero(io->buf, io->pattern_len))
+			ram_zero(bs, io->offset, io->len);
+		else {
+			ram_fill(p, io->len, io->buf, io->pattern_len);
+			ram_written(bs, io->offset, io->len);
+		}
+		break;
+	}
+	io->done = io->len;
+	bs_complete(io, 0);
+}
+
+/* Thin only: a page is mapped from its first write until unmapped whole. */
+static int ram_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run)
+{
+	size_t pg = ram_page();
+	uint64_t first = offset / pg;
+	uint64_t npages = (bs->size + pg - 1) / pg;
+	bool state = ram_bit(bs, first);
+	uint64_t p = first + 1;
+	while (p < npages) {
+		uint64_t word = atomic_load(&bs->ram_map[p / 64]);
+		/* Skip whole words that match. */
+		if (p % 64 == 0 && word == (state ? ~0ull : 0) && p + 64 <= npages) {
+			p += 64;
+			continue;
+		}
+		if ((bool)(word >> (p % 64) & 1) != state)
+			break;
+		p++;
+	}
+	*mapped = state;
+	*run = MIN(p * pg, bs->size) - offset;
+	return 0;
+}
+
+const struct bs_ops bs_ram_ops = {
+	.open = ram_open,
+	.close = ram_close,
+	.submit = ram_submit,
+	.lba_status = ram_lba_status,
+};

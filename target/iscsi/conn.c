@@ -1,2 +1,366 @@
-/* placeholder until written */
-typedef int placeholder_conn_t;
+/*
+ * iSCSI connections: accept, PDU dispatch by opcode and phase, the shared
+ * sequence numbers of target PDUs, NOP-In/Out, Logout and Reject.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/reactor.h"
+#include "common/serial.h"
+#include "common/util.h"
+#include "target/iscsi/iscsi.h"
+
+#define LOGIN_MAX_DLEN 8192
+
+static int conn_rx_bhs(struct xp_conn *xp, const uint8_t *bhs, uint8_t **dest);
+static void conn_rx_pdu(struct xp_conn *xp, struct xp_rx *rx);
+static void conn_closed(struct xp_conn *xp, int err);
+
+static const struct xp_upcalls conn_upcalls = {
+	.rx_bhs = conn_rx_bhs,
+	.rx_pdu = conn_rx_pdu,
+	.closed = conn_closed,
+};
+
+static void conn_start(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	struct reactor *r = c->r;
+	c->xp->reactor = r;
+	int rc = c->xp->ops->start(c->xp, r);
+	if (rc) {
+		log_warn("%s: cannot start connection: %s", c->xp->peer, strerror(-rc));
+		c->xp->ops->destroy(c->xp);
+		free(c);
+	}
+}
+
+void conn_accept(void *arg, struct xp_conn *xp)
+{
+	(void)arg;
+	struct iscsi_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		xp->ops->destroy(xp);
+		return;
+	}
+	c->xp = xp;
+	xp->upper = c;
+	xp->up = &conn_upcalls;
+	neg_params_default(&c->params);
+	pthread_mutex_lock(&iscsi_g.lock);
+	c->r = iscsi_g.reactors[iscsi_g.next_reactor++ % iscsi_g.nreactors];
+	pthread_mutex_unlock(&iscsi_g.lock);
+	log_debug("connection from %s to %s on reactor %d", xp->peer, xp->local, reactor_index(c->r));
+	if (reactor_send(c->r, conn_start, c)) {
+		xp->ops->destroy(xp);
+		free(c);
+	}
+}
+
+struct xp_pdu *conn_pdu_get(struct iscsi_conn *c)
+{
+	struct xp_pdu *p = c->pdu_free;
+	if (p)
+		c->pdu_free = p->next;
+	else
+		p = malloc(sizeof(*p));
+	if (p) {
+		memset(p, 0, sizeof(*p));
+		c->pdus_out++;
+	}
+	return p;
+}
+
+void conn_pdu_put(struct iscsi_conn *c, struct xp_pdu *p)
+{
+	c->pdus_out--;
+	p->next = c->pdu_free;
+	c->pdu_free = p;
+}
+
+uint32_t conn_max_cmdsn(const struct iscsi_conn *c)
+{
+	const struct iscsi_session *s = c->sess;
+	if (!s)
+		return 0;
+	/* The window shrinks while tasks are alive, so buffers stay bounded. */
+	uint32_t depth = s->queue_depth;
+	uint32_t busy = c->ntasks < depth ? c->ntasks : depth - 1;
+	return s->exp_cmdsn + (depth - busy) - 1;
+}
+
+void conn_fill_sn(struct iscsi_conn *c, void *bhs, bool status_pdu)
+{
+	struct pdu_bhs *h = bhs;
+	h->sn1 = htobe32(c->statsn);
+	if (status_pdu)
+		c->statsn++;
+	if (c->sess) {
+		h->sn2 = htobe32(c->sess->exp_cmdsn);
+		h->sn3 = htobe32(conn_max_cmdsn(c));
+	}
+}
+
+int conn_send(struct iscsi_conn *c, struct xp_pdu *p)
+{
+	if (c->state == CONN_CLOSING || c->closed) {
+		if (p->done)
+			p->done(p, -ECONNRESET);
+		return -ECONNRESET;
+	}
+	return c->xp->ops->send(c->xp, p);
+}
+
+static void simple_done(struct xp_pdu *p, int err)
+{
+	struct iscsi_conn *c = p->priv;
+	(void)err;
+	free((void *)p->data);
+	conn_pdu_put(c, p);
+}
+
+int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, uint32_t len)
+{
+	struct xp_pdu *p = conn_pdu_get(c);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p->bhs, bhs, PDU_BHS_LEN);
+	if (len) {
+		uint8_t *d = malloc(len);
+		if (!d) {
+			conn_pdu_put(c, p);
+			return -ENOMEM;
+		}
+		memcpy(d, data, len);
+		p->data = d;
+		p->data_len = len;
+	}
+	pdu_set_dlen(p->bhs, len);
+	p->priv = c;
+	p->done = simple_done;
+	return conn_send(c, p);
+}
+
+void conn_send_reject(struct iscsi_conn *c, const uint8_t *bad_bhs, uint8_t reason)
+{
+	struct pdu_reject r = { 0 };
+	r.opcode = PDU_OP_REJECT;
+	r.flags = PDU_FLAG_FINAL;
+	r.reason = reason;
+	r.ffffffff = PDU_RESERVED_TAG;
+	conn_fill_sn(c, &r, true);
+	log_debug("%s: reject %s, reason 0x%02x", c->xp->peer, pdu_opcode_name(pdu_opcode(bad_bhs)), reason);
+	conn_send_simple(c, &r, bad_bhs, PDU_BHS_LEN);
+}
+
+static void close_after_send(struct xp_pdu *p, int err)
+{
+	struct iscsi_conn *c = p->priv;
+	simple_done(p, err);
+	conn_close(c);
+}
+
+void conn_close(struct iscsi_conn *c)
+{
+	if (c->state == CONN_CLOSING)
+		return;
+	c->state = CONN_CLOSING;
+	c->xp->ops->close(c->xp);
+}
+
+static void conn_free(struct iscsi_conn *c)
+{
+	if (c->nop_timer)
+		reactor_timer_cancel(c->r, c->nop_timer);
+	login_free(c);
+	while (c->pdu_free) {
+		struct xp_pdu *p = c->pdu_free;
+		c->pdu_free = p->next;
+		free(p);
+	}
+	free(c->tmf_rsp);
+	c->xp->ops->destroy(c->xp);
+	free(c);
+}
+
+static void conn_try_free(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	/* Tasks in the SCSI layer or PDUs in the transport still point at us. */
+	if (c->ntasks || c->pdus_out) {
+		reactor_timer_add(c->r, 1, conn_try_free, c);
+		return;
+	}
+	conn_free(c);
+}
+
+static void conn_closed(struct xp_conn *xp, int err)
+{
+	struct iscsi_conn *c = xp->upper;
+	c->closed = true;
+	c->state = CONN_CLOSING;
+	if (err && err != -ECONNRESET)
+		log_info("%s: connection closed: %s", xp->peer, strerror(-err));
+	session_conn_gone(c);
+	conn_try_free(c);
+}
+
+static void nop_out(struct iscsi_conn *c, struct xp_rx *rx)
+{
+	const struct pdu_nop *req = (const void *)rx->bhs;
+	uint32_t itt = be32toh(req->itt);
+	if (itt == PDU_RESERVED_TAG) {
+		/* Answer to our NOP-In ping: nothing to send back. */
+		if (!pdu_immediate(rx->bhs))
+			session_check_cmdsn(c, rx->bhs);
+		return;
+	}
+	if (!session_check_cmdsn(c, rx->bhs))
+		return;
+	struct pdu_nop in = { 0 };
+	in.opcode = PDU_OP_NOP_IN;
+	in.flags = PDU_FLAG_FINAL;
+	memcpy(in.lun, req->lun, 8);
+	in.itt = req->itt;
+	in.ttt = PDU_RESERVED_TAG;
+	conn_fill_sn(c, &in, true);
+	/* Ping data comes back unchanged (it fit our MaxRecvDataSegmentLength). */
+	conn_send_simple(c, &in, rx->data, rx->data ? rx->data_len : 0);
+}
+
+static void logout(struct iscsi_conn *c, struct xp_rx *rx)
+{
+	const struct pdu_logout_req *req = (const void *)rx->bhs;
+	if (!session_check_cmdsn(c, rx->bhs))
+		return;
+	uint8_t reason = req->reason & 0x7f;
+	struct pdu_logout_rsp rsp = { 0 };
+	rsp.opcode = PDU_OP_LOGOUT_RSP;
+	rsp.flags = PDU_FLAG_FINAL;
+	rsp.itt = req->itt;
+	if (reason == PDU_LOGOUT_RECOVERY)
+		rsp.response = PDU_LOGOUT_RSP_NO_RECOVERY;
+	else if (reason == PDU_LOGOUT_CONNECTION && be16toh(req->cid) != c->cid)
+		rsp.response = PDU_LOGOUT_RSP_NO_CID;
+	else
+		rsp.response = PDU_LOGOUT_RSP_OK;
+	conn_fill_sn(c, &rsp, true);
+	if (rsp.response != PDU_LOGOUT_RSP_OK) {
+		conn_send_simple(c, &rsp, NULL, 0);
+		return;
+	}
+	c->state = CONN_LOGOUT;
+	struct xp_pdu *p = conn_pdu_get(c);
+	if (!p) {
+		conn_close(c);
+		return;
+	}
+	memcpy(p->bhs, &rsp, PDU_BHS_LEN);
+	p->priv = c;
+	p->done = close_after_send;
+	conn_send(c, p);
+}
+
+static void text_rx(struct iscsi_conn *c, struct xp_rx *rx)
+{
+	if (!session_check_cmdsn(c, rx->bhs))
+		return;
+	discovery_text(c, rx);
+}
+
+static int conn_rx_bhs(struct xp_conn *xp, const uint8_t *bhs, uint8_t **dest)
+{
+	struct iscsi_conn *c = xp->upper;
+	char why[128];
+	uint32_t max = c->state == CONN_LOGIN ? LOGIN_MAX_DLEN : c->params.max_recv_dsl;
+	int reason = pdu_check_bhs(bhs, true, max, why, sizeof(why));
+	if (reason > 0) {
+		log_info("%s: bad PDU: %s", xp->peer, why);
+		uint32_t dlen = pdu_dlen(bhs);
+		/* A data segment we can skip keeps the stream in step; a huge one cannot be trusted. */
+		if (dlen > PDU_MAX_DLEN || (c->state == CONN_LOGIN && dlen > 16 * LOGIN_MAX_DLEN))
+			return -EPROTO;
+		*dest = XP_DISCARD;
+		return 0;
+	}
+	if (c->state == CONN_FULL && pdu_opcode(bhs) == PDU_OP_DATA_OUT)
+		return session_data_out_dest(c, bhs, dest);
+	*dest = NULL;
+	return 0;
+}
+
+static void conn_rx_pdu(struct xp_conn *xp, struct xp_rx *rx)
+{
+	struct iscsi_conn *c = xp->upper;
+	uint8_t op = pdu_opcode(rx->bhs);
+	if (c->state == CONN_CLOSING)
+		return;
+	char why[128];
+	uint32_t max = c->state == CONN_LOGIN ? LOGIN_MAX_DLEN : c->params.max_recv_dsl;
+	int reason = pdu_check_bhs(rx->bhs, true, max, why, sizeof(why));
+	if (reason > 0) {
+		if (c->state == CONN_LOGIN) {
+			conn_close(c);
+			return;
+		}
+		conn_send_reject(c, rx->bhs, (uint8_t)reason);
+		return;
+	}
+	if (rx->data_digest_error) {
+		/* The PDU is dropped; the initiator recovers by retry or timeout. */
+		log_info("%s: data digest error on %s", xp->peer, pdu_opcode_name(op));
+		conn_send_reject(c, rx->bhs, PDU_REJECT_DIGEST_ERROR);
+		return;
+	}
+	if (c->state == CONN_LOGIN) {
+		if (op != PDU_OP_LOGIN_REQ) {
+			log_info("%s: %s before login completed, closing", xp->peer, pdu_opcode_name(op));
+			conn_close(c);
+			return;
+		}
+		login_rx(c, rx);
+		return;
+	}
+	if (c->state == CONN_LOGOUT)
+		return;
+	bool discovery = c->sess && c->sess->discovery;
+	switch (op) {
+	case PDU_OP_NOP_OUT:
+		nop_out(c, rx);
+		break;
+	case PDU_OP_SCSI_CMD:
+		if (discovery)
+			conn_send_reject(c, rx->bhs, PDU_REJECT_PROTOCOL_ERROR);
+		else
+			session_scsi_cmd(c, rx);
+		break;
+	case PDU_OP_DATA_OUT:
+		session_data_out(c, rx);
+		break;
+	case PDU_OP_TMF_REQ:
+		if (discovery)
+			conn_send_reject(c, rx->bhs, PDU_REJECT_PROTOCOL_ERROR);
+		else
+			tmf_rx(c, rx);
+		break;
+	case PDU_OP_TEXT_REQ:
+		text_rx(c, rx);
+		break;
+	case PDU_OP_LOGOUT_REQ:
+		logout(c, rx);
+		break;
+	case PDU_OP_LOGIN_REQ:
+		/* A login on a full-feature connection is a protocol error. */
+		conn_send_reject(c, rx->bhs, PDU_REJECT_PROTOCOL_ERROR);
+		break;
+	case PDU_OP_SNACK_REQ:
+		/* ErrorRecoveryLevel 0: SNACK is not supported. */
+		conn_send_reject(c, rx->bhs, PDU_REJECT_CMD_NOT_SUPPORTED);
+		break;
+	default:
+		conn_send_reject(c, rx->bhs, PDU_REJECT_CMD_NOT_SUPPORTED);
+		break;
+	}
+}

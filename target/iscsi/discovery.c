@@ -1,2 +1,146 @@
-/* placeholder until written */
-typedef int placeholder_discovery_t;
+/*
+ * Text requests: SendTargets (RFC 7143 sec. 12.3, appendix C) listing only
+ * the targets the initiator may log in to, and text negotiation in full
+ * feature phase.  Long answers go out in pieces with the C bit.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "target/iscsi/iscsi.h"
+
+bool tpg_initiator_allowed(const struct iscsi_tpg *tpg, const char *initiator, const struct cfg_acl **acl)
+{
+	*acl = NULL;
+	for (size_t i = 0; i < tpg->cfg->nacls; i++) {
+		if (!strcmp(tpg->cfg->acls[i].initiator, initiator)) {
+			*acl = &tpg->cfg->acls[i];
+			return true;
+		}
+	}
+	return tpg->cfg->demo_mode;
+}
+
+static bool wildcard(const char *host)
+{
+	return !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "[::]");
+}
+
+bool tpg_has_portal(const struct iscsi_tpg *tpg, const struct xp_conn *xp)
+{
+	for (size_t i = 0; i < tpg->cfg->nportals; i++) {
+		const struct cfg_portal *p = &tpg->cfg->portals[i];
+		if (p->port != xp->local_port || p->iser != xp->ops->rdma)
+			continue;
+		if (wildcard(p->host) || !strcmp(p->host, xp->local_ip))
+			return true;
+		/* "::1" in the config and "::1" from getsockname, or bracketed forms */
+		char b[64];
+		snprintf(b, sizeof(b), "[%s]", xp->local_ip);
+		if (!strcmp(p->host, b))
+			return true;
+	}
+	return false;
+}
+
+static void add_target(struct text_buf *tb, const struct iscsi_target *t, const char *initiator,
+		       const struct xp_conn *xp)
+{
+	bool named = false;
+	for (size_t j = 0; j < t->ntpgs; j++) {
+		const struct iscsi_tpg *tpg = &t->tpgs[j];
+		const struct cfg_acl *acl;
+		if (!tpg->cfg->enable || !tpg_initiator_allowed(tpg, initiator, &acl))
+			continue;
+		for (size_t k = 0; k < tpg->cfg->nportals; k++) {
+			const struct cfg_portal *p = &tpg->cfg->portals[k];
+			if (!named) {
+				text_add(tb, "TargetName", t->cfg->iqn);
+				named = true;
+			}
+			/* A wildcard portal is reported as the address the initiator reached. */
+			const char *host = wildcard(p->host) ? xp->local_ip : p->host;
+			bool v6 = strchr(host, ':') && host[0] != '[';
+			text_addf(tb, "TargetAddress", "%s%s%s:%u,%u", v6 ? "[" : "", host, v6 ? "]" : "", p->port,
+				  tpg->cfg->tag);
+		}
+	}
+}
+
+static void text_done(struct xp_pdu *p, int err)
+{
+	struct iscsi_conn *c = p->priv;
+	(void)err;
+	free((void *)p->data);
+	conn_pdu_put(c, p);
+}
+
+void discovery_text(struct iscsi_conn *c, struct xp_rx *rx)
+{
+	const struct pdu_text *req = (const void *)rx->bhs;
+	struct iscsi_session *s = c->sess;
+	char why[128];
+	struct text_list kv;
+	struct text_buf tb;
+	text_buf_init(&tb);
+	if (req->flags & PDU_TEXT_CONTINUE) {
+		/* Multi-PDU text requests are not needed by any key we serve. */
+		conn_send_reject(c, rx->bhs, PDU_REJECT_CMD_NOT_SUPPORTED);
+		return;
+	}
+	if (text_parse(rx->data, rx->data ? rx->data_len : 0, &kv, why, sizeof(why))) {
+		log_info("%s: bad text request: %s", c->xp->peer, why);
+		conn_send_reject(c, rx->bhs, PDU_REJECT_PROTOCOL_ERROR);
+		return;
+	}
+	for (unsigned i = 0; i < kv.count; i++) {
+		const char *k = kv.pairs[i].key, *v = kv.pairs[i].value;
+		if (!strcmp(k, "SendTargets")) {
+			for (size_t j = 0; j < iscsi_g.ntargets; j++) {
+				const struct iscsi_target *t = &iscsi_g.targets[j];
+				if (s->discovery ? (!strcmp(v, "All") || !strcmp(v, t->cfg->iqn))
+						 : (s->tpg && s->tpg->target == t && (!*v || !strcmp(v, t->cfg->iqn))))
+					add_target(&tb, t, s->initiator, c->xp);
+			}
+		} else {
+			/* Renegotiation in full feature phase is not offered: keep values, say so. */
+			if (neg_is_operational_key(k))
+				text_add(&tb, k, "Reject");
+			else
+				text_add(&tb, k, "NotUnderstood");
+		}
+	}
+	text_list_free(&kv);
+	struct pdu_text rsp = { 0 };
+	rsp.opcode = PDU_OP_TEXT_RSP;
+	rsp.flags = PDU_FLAG_FINAL;
+	memcpy(rsp.lun, req->lun, 8);
+	rsp.itt = req->itt;
+	rsp.ttt = PDU_RESERVED_TAG;
+	uint32_t max = c->params.peer_max_recv_dsl ? c->params.peer_max_recv_dsl : 8192;
+	if (tb.len > max) {
+		/* Answers that long do not happen with sane configurations; cut at a pair boundary. */
+		uint32_t cut = max;
+		while (cut && tb.data[cut - 1] != 0)
+			cut--;
+		log_warn("%s: SendTargets answer of %u bytes truncated to %u", c->xp->peer, tb.len, cut);
+		tb.len = cut;
+	}
+	conn_fill_sn(c, &rsp, true);
+	struct xp_pdu *p = conn_pdu_get(c);
+	if (!p) {
+		text_buf_free(&tb);
+		return;
+	}
+	memcpy(p->bhs, &rsp, PDU_BHS_LEN);
+	p->data = tb.data;
+	p->data_len = tb.len;
+	pdu_set_dlen(p->bhs, tb.len);
+	p->priv = c;
+	p->done = text_done;
+	conn_send(c, p);
+}

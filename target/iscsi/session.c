@@ -1,2 +1,644 @@
-/* placeholder until written */
-typedef int placeholder_session_t;
+/*
+ * Sessions and the SCSI command path: CmdSN ordering, immediate and
+ * unsolicited data, R2T and Data-Out checks, Data-In split to the
+ * initiator's MaxRecvDataSegmentLength with status in the last Data-In,
+ * and the SCSI Response.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/reactor.h"
+#include "common/serial.h"
+#include "common/util.h"
+#include "target/iscsi/iscsi.h"
+
+static void task_scsi_done(struct scsi_cmd *cmd);
+static void task_start(struct iscsi_task *t, const uint8_t *data, uint32_t len);
+static void data_out_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool placed);
+
+struct iscsi_task *task_find(struct iscsi_conn *c, uint32_t itt)
+{
+	for (struct iscsi_task *t = c->itt_hash[itt & 255]; t; t = t->hnext)
+		if (t->itt == itt)
+			return t;
+	return NULL;
+}
+
+static void task_unhash(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+	for (struct iscsi_task **pp = &c->itt_hash[t->itt & 255]; *pp; pp = &(*pp)->hnext) {
+		if (*pp == t) {
+			*pp = t->hnext;
+			return;
+		}
+	}
+}
+
+void task_put(struct iscsi_task *t)
+{
+	if (--t->refs > 0)
+		return;
+	struct iscsi_conn *c = t->conn;
+	task_unhash(t);
+	if (t->lprev)
+		t->lprev->lnext = t->lnext;
+	else
+		c->tasks = t->lnext;
+	if (t->lnext)
+		t->lnext->lprev = t->lprev;
+	while (t->stash) {
+		struct stash *s = t->stash;
+		t->stash = s->next;
+		free(s->data);
+		free(s);
+	}
+	scsi_cmd_release(&t->cmd);
+	free(t);
+	c->ntasks--;
+	if (c->tmf_waiting)
+		tmf_task_gone(c);
+}
+
+static struct stash *stash_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t *data, uint32_t len)
+{
+	struct stash *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	memcpy(s->bhs, bhs, PDU_BHS_LEN);
+	if (len) {
+		s->data = malloc(len);
+		if (!s->data) {
+			free(s);
+			return NULL;
+		}
+		memcpy(s->data, data, len);
+		s->len = len;
+	}
+	struct stash **pp = &t->stash;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = s;
+	return s;
+}
+
+const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun)
+{
+	for (size_t i = 0; i < s->nluns; i++)
+		if (s->luns[i].lun == lun)
+			return &s->luns[i];
+	return NULL;
+}
+
+/* Run queued commands whose turn came. */
+static void drain_cmdq(struct iscsi_session *s)
+{
+	while (s->cmdq && s->cmdq->cmdsn == s->exp_cmdsn) {
+		struct iscsi_task *t = s->cmdq;
+		s->cmdq = t->qnext;
+		s->exp_cmdsn++;
+		if (t->aborted) {
+			task_put(t);
+			continue;
+		}
+		struct stash *first = t->stash;
+		t->stash = first->next;
+		task_start(t, first->data, first->len);
+		free(first->data);
+		free(first);
+		/* Data-Out that arrived while it waited. */
+		while (t->stash && t->state == TASK_DATA_OUT) {
+			struct stash *d = t->stash;
+			t->stash = d->next;
+			data_out_pdu(t, d->bhs, d->data, d->len, false);
+			free(d->data);
+			free(d);
+		}
+	}
+}
+
+bool session_check_cmdsn(struct iscsi_conn *c, const void *bhs)
+{
+	struct iscsi_session *s = c->sess;
+	if (!s || pdu_immediate(bhs))
+		return true;
+	uint32_t cmdsn = be32toh(((const struct pdu_bhs *)bhs)->sn1);
+	if (cmdsn == s->exp_cmdsn) {
+		s->exp_cmdsn++;
+		drain_cmdq(s);
+		return true;
+	}
+	if (!serial_in_window(cmdsn, s->exp_cmdsn, conn_max_cmdsn(c))) {
+		log_debug("%s: CmdSN %u outside window [%u, %u], dropped", c->xp->peer, cmdsn, s->exp_cmdsn,
+			  conn_max_cmdsn(c));
+		return false;
+	}
+	return true;
+}
+
+static void datain_done(struct xp_pdu *p, int err)
+{
+	struct iscsi_task *t = p->priv;
+	(void)err;
+	conn_pdu_put(t->conn, p);
+	task_put(t);
+}
+
+static void rsp_done(struct xp_pdu *p, int err)
+{
+	struct iscsi_task *t = p->priv;
+	(void)err;
+	task_put(t);
+}
+
+/* Residual flags and count; returns the count in network order. */
+static uint32_t fill_resid(const struct iscsi_task *t, uint8_t *flags)
+{
+	int64_t r = t->cmd.resid;
+	if (r > 0) {
+		*flags |= PDU_RSP_UNDERFLOW;
+		return htobe32((uint32_t)MIN(r, (int64_t)UINT32_MAX));
+	}
+	if (r < 0) {
+		*flags |= PDU_RSP_OVERFLOW;
+		return htobe32((uint32_t)MIN(-r, (int64_t)UINT32_MAX));
+	}
+	return 0;
+}
+
+static void send_response(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+	struct pdu_scsi_rsp *r = (void *)t->rsp.bhs;
+	memset(&t->rsp, 0, sizeof(t->rsp));
+	r->opcode = PDU_OP_SCSI_RSP;
+	r->flags = PDU_FLAG_FINAL;
+	r->response = PDU_RESPONSE_COMPLETED;
+	r->status = t->cmd.status;
+	r->itt = htobe32(t->itt);
+	r->exp_datasn = htobe32(t->datasn + t->r2t_sn);
+	r->resid = fill_resid(t, &r->flags);
+	conn_fill_sn(c, r, true);
+	if (t->cmd.status == SCSI_CHECK_CONDITION && t->cmd.sense_len) {
+		uint32_t sl = MIN(t->cmd.sense_len, (uint32_t)SCSI_SENSE_LEN);
+		put_be16(t->rspbuf, (uint16_t)sl);
+		memcpy(t->rspbuf + 2, t->cmd.sense, sl);
+		t->rsp.data = t->rspbuf;
+		t->rsp.data_len = sl + 2;
+	}
+	pdu_set_dlen(r, t->rsp.data_len);
+	t->rsp.priv = t;
+	t->rsp.done = rsp_done;
+	t->state = TASK_SENDING;
+	conn_send(c, &t->rsp);
+}
+
+/* Data-In PDUs from the command's buffer; status rides on the last one when GOOD. */
+static void send_data_in(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+	uint32_t total = t->cmd.din_len, seg = c->params.peer_max_recv_dsl;
+	uint32_t burst = c->params.max_burst ? c->params.max_burst : total;
+	bool status_in_data = t->cmd.status == SCSI_GOOD;
+	if (!seg)
+		seg = 8192;
+	t->state = TASK_SENDING;
+	for (uint32_t off = 0; off < total;) {
+		uint32_t len = MIN(seg, total - off);
+		/* A Data-In sequence ends at each MaxBurstLength boundary. */
+		uint32_t to_burst = burst - (off % burst);
+		len = MIN(len, to_burst);
+		bool last = off + len == total;
+		struct xp_pdu *p = conn_pdu_get(c);
+		if (!p) {
+			conn_close(c);
+			return;
+		}
+		struct pdu_data_in *d = (void *)p->bhs;
+		d->opcode = PDU_OP_DATA_IN;
+		if (last || len == to_burst)
+			d->flags |= PDU_FLAG_FINAL;
+		pdu_set_lun(d, pdu_lun_encode(t->cmd.lun));
+		d->itt = htobe32(t->itt);
+		d->ttt = PDU_RESERVED_TAG;
+		d->datasn = htobe32(t->datasn++);
+		d->offset = htobe32(off);
+		if (last && status_in_data) {
+			d->flags |= PDU_DATAIN_STATUS | PDU_FLAG_FINAL;
+			d->status = t->cmd.status;
+			d->resid = fill_resid(t, &d->flags);
+			conn_fill_sn(c, d, true);
+		} else {
+			conn_fill_sn(c, d, false);
+			d->statsn = 0;
+		}
+		p->data = t->cmd.buf->data + off;
+		p->data_len = len;
+		pdu_set_dlen(d, len);
+		p->priv = t;
+		p->done = datain_done;
+		t->refs++;
+		conn_send(c, p);
+		off += len;
+	}
+	if (status_in_data)
+		task_put(t); /* the PDUs in flight hold the task now */
+	else
+		send_response(t);
+}
+
+static void task_complete(struct iscsi_task *t)
+{
+	if (t->aborted || t->conn->state == CONN_CLOSING) {
+		task_put(t);
+		return;
+	}
+	if (t->cmd.din_len && t->cmd.buf)
+		send_data_in(t);
+	else
+		send_response(t);
+}
+
+static void task_scsi_done(struct scsi_cmd *cmd)
+{
+	task_complete(cmd->priv);
+}
+
+static void send_r2ts(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+	/* One solicited sequence at a time: MaxOutstandingR2T >= 1 allows it. */
+	if (t->r2t_outstanding || t->r2t_next_offset >= t->dout_total)
+		return;
+	uint32_t len = MIN(t->dout_total - t->r2t_next_offset, c->params.max_burst);
+	struct pdu_r2t r = { 0 };
+	r.opcode = PDU_OP_R2T;
+	r.flags = PDU_FLAG_FINAL;
+	pdu_set_lun(&r, pdu_lun_encode(t->cmd.lun));
+	r.itt = htobe32(t->itt);
+	t->ttt = c->next_ttt++;
+	if (t->ttt == PDU_RESERVED_TAG)
+		t->ttt = c->next_ttt++;
+	r.ttt = htobe32(t->ttt);
+	r.r2tsn = htobe32(t->r2t_sn++);
+	r.offset = htobe32(t->r2t_next_offset);
+	r.length = htobe32(len);
+	conn_fill_sn(c, &r, false);
+	r.statsn = htobe32(c->statsn);
+	t->seq_offset = t->r2t_next_offset;
+	t->seq_len = len;
+	t->seq_got = 0;
+	t->seq_datasn = 0;
+	t->r2t_next_offset += len;
+	t->r2t_outstanding = 1;
+	conn_send_simple(c, &r, NULL, 0);
+}
+
+static void maybe_exec(struct iscsi_task *t)
+{
+	if (t->state != TASK_DATA_OUT || t->dout_got < t->dout_total || !t->unsol_done)
+		return;
+	t->state = TASK_EXEC;
+	scsi_cmd_exec(&t->cmd);
+}
+
+/* Fail a command whose Data-Out broke the rules: CHECK CONDITION, then forget its data. */
+static void task_protocol_error(struct iscsi_task *t, const uint8_t *bhs, uint8_t reason)
+{
+	conn_send_reject(t->conn, bhs, reason);
+}
+
+static void task_start(struct iscsi_task *t, const uint8_t *data, uint32_t len)
+{
+	struct iscsi_conn *c = t->conn;
+	const struct neg_params *np = &c->params;
+	uint32_t edtl = t->cmd.dir_write ? t->edtl : 0;
+	/* What the initiator will send without being asked (RFC 7143 sec. 4.2.5.2). */
+	t->unsol_expected = np->initial_r2t ? len : MIN(np->first_burst, edtl);
+	if (t->unsol_expected < len)
+		t->unsol_expected = len;
+	t->unsol_got = len;
+	t->unsol_done = t->unsol_got >= t->unsol_expected;
+	t->r2t_next_offset = t->unsol_expected;
+	if (!scsi_cmd_prepare(&t->cmd)) {
+		if (!t->unsol_done) {
+			/* Keep the ITT while the unsolicited data still arrives. */
+			t->refs++;
+			t->absorbing = true;
+		}
+		task_complete(t);
+		return;
+	}
+	t->dout_total = t->cmd.dout_len;
+	t->state = TASK_DATA_OUT;
+	if (len && t->dout_total) {
+		uint32_t k = MIN(len, t->dout_total);
+		memcpy(t->cmd.buf->data, data, k);
+		t->dout_got = k;
+	}
+	if (t->r2t_next_offset < t->dout_total)
+		send_r2ts(t);
+	maybe_exec(t);
+}
+
+static struct iscsi_task *task_new(struct iscsi_conn *c, const struct pdu_scsi_cmd *h)
+{
+	struct iscsi_task *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->conn = c;
+	t->refs = 1;
+	t->itt = be32toh(h->itt);
+	t->cmdsn = be32toh(h->cmdsn);
+	t->immediate = pdu_immediate(h);
+	t->edtl = be32toh(h->edtl);
+	t->hnext = c->itt_hash[t->itt & 255];
+	c->itt_hash[t->itt & 255] = t;
+	t->lnext = c->tasks;
+	if (c->tasks)
+		c->tasks->lprev = t;
+	c->tasks = t;
+	c->ntasks++;
+	return t;
+}
+
+void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
+{
+	struct iscsi_session *s = c->sess;
+	const struct pdu_scsi_cmd *h = (const void *)rx->bhs;
+	uint32_t itt = be32toh(h->itt), cmdsn = be32toh(h->cmdsn);
+	bool immediate = pdu_immediate(h);
+	if (!immediate && cmdsn != s->exp_cmdsn &&
+	    !(serial_gt(cmdsn, s->exp_cmdsn) && serial_le(cmdsn, conn_max_cmdsn(c)))) {
+		log_debug("%s: command CmdSN %u outside window (ExpCmdSN %u), dropped", c->xp->peer, cmdsn,
+			  s->exp_cmdsn);
+		return;
+	}
+	if (itt == PDU_RESERVED_TAG || task_find(c, itt)) {
+		conn_send_reject(c, rx->bhs, PDU_REJECT_TASK_IN_PROGRESS);
+		return;
+	}
+	uint32_t dlen = rx->data ? rx->data_len : 0;
+	bool w = h->flags & PDU_CMD_WRITE;
+	if (dlen && (!w || !c->params.immediate_data || dlen > c->params.first_burst || dlen > be32toh(h->edtl))) {
+		conn_send_reject(c, rx->bhs, PDU_REJECT_PROTOCOL_ERROR);
+		return;
+	}
+	struct iscsi_task *t = task_new(c, h);
+	if (!t) {
+		conn_close(c);
+		return;
+	}
+	struct scsi_cmd *cmd = &t->cmd;
+	uint32_t bidi = 0;
+	if (pdu_parse_cmd_ahs(h, rx->ahs, rx->ahs_len, cmd->cdb, &cmd->cdb_len, &bidi)) {
+		task_put(t);
+		conn_send_reject(c, rx->bhs, PDU_REJECT_INVALID_PDU_FIELD);
+		return;
+	}
+	cmd->lun = pdu_lun_decode(pdu_lun(h));
+	const struct iscsi_lun *l = session_lun(s, cmd->lun);
+	cmd->lu = l ? l->lu : NULL;
+	cmd->read_only = l ? l->read_only : false;
+	cmd->nexus = &s->nexus;
+	cmd->lun_map = &s->lun_map;
+	cmd->edtl = t->edtl;
+	cmd->dir_read = h->flags & PDU_CMD_READ;
+	cmd->dir_write = w;
+	cmd->task_attr = h->flags & PDU_CMD_ATTR_MASK;
+	cmd->reactor = c->r;
+	cmd->done = task_scsi_done;
+	cmd->priv = t;
+	if (immediate || cmdsn == s->exp_cmdsn) {
+		if (!immediate)
+			s->exp_cmdsn++;
+		task_start(t, rx->data, dlen);
+		drain_cmdq(s);
+		return;
+	}
+	/* Early: keep it (and its data) until the commands before it arrived. */
+	t->state = TASK_QUEUED;
+	if (!stash_pdu(t, rx->bhs, rx->data, dlen)) {
+		conn_close(c);
+		return;
+	}
+	struct iscsi_task **pp = &s->cmdq;
+	while (*pp && serial_lt((*pp)->cmdsn, cmdsn))
+		pp = &(*pp)->qnext;
+	t->qnext = *pp;
+	*pp = t;
+}
+
+int session_data_out_dest(struct iscsi_conn *c, const uint8_t *bhs, uint8_t **dest)
+{
+	const struct pdu_data_out *d = (const void *)bhs;
+	struct iscsi_task *t = task_find(c, be32toh(d->itt));
+	uint32_t off = be32toh(d->offset), len = pdu_dlen(bhs);
+	*dest = NULL;
+	if (t && t->state == TASK_DATA_OUT && t->cmd.buf && off <= t->dout_total && len <= t->dout_total - off)
+		*dest = t->cmd.buf->data + off;
+	return 0;
+}
+
+static void data_out_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool placed)
+{
+	struct iscsi_conn *c = t->conn;
+	const struct pdu_data_out *d = (const void *)bhs;
+	uint32_t ttt = be32toh(d->ttt), off = be32toh(d->offset), datasn = be32toh(d->datasn);
+	bool final = d->flags & PDU_FLAG_FINAL;
+	if (ttt == PDU_RESERVED_TAG) {
+		if (t->unsol_done || datasn != t->unsol_datasn || off != t->unsol_got ||
+		    len > t->unsol_expected - t->unsol_got) {
+			log_info("%s: bad unsolicited Data-Out (ITT 0x%x DataSN %u offset %u len %u)", c->xp->peer,
+				 t->itt, datasn, off, len);
+			task_protocol_error(t, bhs, PDU_REJECT_PROTOCOL_ERROR);
+			return;
+		}
+		t->unsol_datasn++;
+		t->unsol_got += len;
+		if (final || t->unsol_got == t->unsol_expected)
+			t->unsol_done = true;
+	} else {
+		if (!t->r2t_outstanding || ttt != t->ttt || datasn != t->seq_datasn ||
+		    off != t->seq_offset + t->seq_got || len > t->seq_len - t->seq_got) {
+			log_info("%s: bad solicited Data-Out (ITT 0x%x TTT 0x%x DataSN %u offset %u len %u)",
+				 c->xp->peer, t->itt, ttt, datasn, off, len);
+			task_protocol_error(t, bhs, PDU_REJECT_PROTOCOL_ERROR);
+			return;
+		}
+		t->seq_datasn++;
+		t->seq_got += len;
+	}
+	if (t->absorbing) {
+		if (t->unsol_done) {
+			t->absorbing = false;
+			task_put(t);
+		}
+		return;
+	}
+	if (off < t->dout_total) {
+		uint32_t k = MIN(len, t->dout_total - off);
+		if (!placed && data)
+			memcpy(t->cmd.buf->data + off, data, k);
+		t->dout_got += k;
+	}
+	if (ttt != PDU_RESERVED_TAG && t->seq_got == t->seq_len) {
+		t->r2t_outstanding = 0;
+		send_r2ts(t);
+	}
+	maybe_exec(t);
+}
+
+void session_data_out(struct iscsi_conn *c, struct xp_rx *rx)
+{
+	const struct pdu_data_out *d = (const void *)rx->bhs;
+	struct iscsi_task *t = task_find(c, be32toh(d->itt));
+	if (!t || t->aborted) {
+		if (!t)
+			conn_send_reject(c, rx->bhs, PDU_REJECT_INVALID_PDU_FIELD);
+		return;
+	}
+	if (t->state == TASK_QUEUED) {
+		if (!stash_pdu(t, rx->bhs, rx->data, rx->data ? rx->data_len : 0))
+			conn_close(c);
+		return;
+	}
+	if (t->state != TASK_DATA_OUT && !t->absorbing) {
+		conn_send_reject(c, rx->bhs, PDU_REJECT_PROTOCOL_ERROR);
+		return;
+	}
+	data_out_pdu(t, rx->bhs, rx->data, rx->data ? rx->data_len : 0, rx->placed);
+}
+
+/* The connection ended: its tasks end with it, and the nexus is lost. */
+void session_conn_gone(struct iscsi_conn *c)
+{
+	struct iscsi_session *s = c->sess;
+	for (struct iscsi_task *t = c->tasks, *n; t; t = n) {
+		t->refs++; /* keep t (and so t->lnext) valid while its refs drop */
+		if (t->absorbing) {
+			t->absorbing = false;
+			task_put(t);
+		}
+		if (!t->aborted) {
+			t->aborted = true;
+			if (t->state == TASK_QUEUED || t->state == TASK_DATA_OUT)
+				task_put(t);
+		}
+		n = t->lnext;
+		task_put(t);
+	}
+	if (!s)
+		return;
+	s->cmdq = NULL;
+	for (size_t i = 0; i < s->nluns; i++)
+		scsi_lu_event(s->luns[i].lu, &s->nexus, SCSI_EV_NEXUS_LOSS);
+	session_free(s);
+	c->sess = NULL;
+}
+
+static int lun_cmp(const void *a, const void *b)
+{
+	const struct iscsi_lun *x = a, *y = b;
+	return x->lun < y->lun ? -1 : x->lun > y->lun;
+}
+
+static int build_lun_map(struct iscsi_session *s)
+{
+	const struct iscsi_tpg *tpg = s->tpg;
+	const struct cfg_acl *acl = NULL;
+	tpg_initiator_allowed(tpg, s->initiator, &acl);
+	size_t n = acl ? acl->nluns : tpg->nluns;
+	s->luns = calloc(n ? n : 1, sizeof(*s->luns));
+	s->lun_ids = calloc(n ? n : 1, sizeof(*s->lun_ids));
+	if (!s->luns || !s->lun_ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (acl) {
+			const struct cfg_mapped_lun *m = &acl->luns[i];
+			for (size_t j = 0; j < tpg->nluns; j++) {
+				if (tpg->luns[j].lun != m->tpg_lun)
+					continue;
+				s->luns[s->nluns] = tpg->luns[j];
+				s->luns[s->nluns].lun = m->mapped_lun;
+				s->luns[s->nluns].read_only = tpg->luns[j].read_only || m->write_protect;
+				s->nluns++;
+			}
+		} else {
+			s->luns[s->nluns] = tpg->luns[i];
+			s->luns[s->nluns].read_only |= tpg->cfg->demo_write_protect;
+			s->nluns++;
+		}
+	}
+	qsort(s->luns, s->nluns, sizeof(*s->luns), lun_cmp);
+	for (size_t i = 0; i < s->nluns; i++)
+		s->lun_ids[i] = s->luns[i].lun;
+	s->lun_map.count = (uint32_t)s->nluns;
+	s->lun_map.luns = s->lun_ids;
+	return 0;
+}
+
+static void reinstate_close(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	if (c->state != CONN_CLOSING)
+		conn_close(c);
+}
+
+int session_register(struct iscsi_session *s, char *why, size_t whylen)
+{
+	if (!s->discovery && build_lun_map(s)) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&iscsi_g.lock);
+	/* Session reinstatement: same initiator port and target port replaces the old session. */
+	for (struct iscsi_session *o = iscsi_g.sessions; o; o = o->next) {
+		if (o->gone || o->tpg != s->tpg || o->discovery != s->discovery || memcmp(o->isid, s->isid, 6) ||
+		    strcmp(o->initiator, s->initiator))
+			continue;
+		o->gone = true;
+		log_info("reinstating session of '%s' (TSIH %u)", o->initiator, o->tsih);
+		reactor_send(o->r, reinstate_close, o->conn);
+	}
+	bool clash;
+	do {
+		s->tsih = ++iscsi_g.next_tsih;
+		clash = s->tsih == 0;
+		for (struct iscsi_session *o = iscsi_g.sessions; o && !clash; o = o->next)
+			clash = o->tsih == s->tsih;
+	} while (clash);
+	s->nexus.id = ++iscsi_g.next_nexus_id;
+	s->next = iscsi_g.sessions;
+	iscsi_g.sessions = s;
+	pthread_mutex_unlock(&iscsi_g.lock);
+	struct scsi_nexus *nx = &s->nexus;
+	snprintf(nx->initiator_name, sizeof(nx->initiator_name), "%s", s->initiator);
+	snprintf(nx->initiator_port, sizeof(nx->initiator_port), "%s,i,0x%02x%02x%02x%02x%02x%02x", s->initiator,
+		 s->isid[0], s->isid[1], s->isid[2], s->isid[3], s->isid[4], s->isid[5]);
+	if (s->tpg) {
+		snprintf(nx->target_name, sizeof(nx->target_name), "%s", s->tpg->target->cfg->iqn);
+		snprintf(nx->target_port, sizeof(nx->target_port), "%s,t,0x%04x", s->tpg->target->cfg->iqn,
+			 s->tpg->cfg->tag);
+		nx->rel_port_id = s->tpg->cfg->tag;
+	}
+	return 0;
+}
+
+void session_free(struct iscsi_session *s)
+{
+	pthread_mutex_lock(&iscsi_g.lock);
+	for (struct iscsi_session **pp = &iscsi_g.sessions; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&iscsi_g.lock);
+	free(s->luns);
+	free(s->lun_ids);
+	free(s);
+}

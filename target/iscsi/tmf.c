@@ -1,2 +1,144 @@
-/* placeholder until written */
-typedef int placeholder_tmf_t;
+/*
+ * Task management (RFC 7143 sec. 11.5): ABORT TASK, ABORT TASK SET, CLEAR
+ * TASK SET, LOGICAL UNIT RESET, TARGET WARM/COLD RESET.  Aborted tasks end
+ * silently; the TMF response goes out once every task it aborted has left
+ * the SCSI layer, so the initiator may reuse their ITTs at once.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/serial.h"
+#include "target/iscsi/iscsi.h"
+
+static bool task_in_tmf_scope(const struct iscsi_task *t, int fn, uint64_t lun)
+{
+	if (fn == PDU_TMF_TARGET_WARM_RESET || fn == PDU_TMF_TARGET_COLD_RESET)
+		return true;
+	return t->cmd.lun == lun;
+}
+
+/* Abort: tasks waiting for their turn or for data end now; running ones when the SCSI layer returns. */
+static void abort_task(struct iscsi_conn *c, struct iscsi_task *t)
+{
+	if (t->aborted)
+		return;
+	t->aborted = true;
+	/* A queued task stays queued: its CmdSN still counts when its turn comes. */
+	if (t->state == TASK_DATA_OUT) {
+		task_put(t);
+	}
+}
+
+static unsigned tasks_aborted_pending(struct iscsi_conn *c)
+{
+	unsigned n = 0;
+	for (struct iscsi_task *t = c->tasks; t; t = t->lnext)
+		if (t->aborted && t->state == TASK_EXEC)
+			n++;
+	return n;
+}
+
+void tmf_task_gone(struct iscsi_conn *c)
+{
+	if (!c->tmf_rsp || tasks_aborted_pending(c))
+		return;
+	struct xp_pdu *p = c->tmf_rsp;
+	c->tmf_rsp = NULL;
+	c->tmf_waiting = 0;
+	conn_fill_sn(c, p->bhs, true);
+	conn_send_simple(c, p->bhs, NULL, 0);
+	free(p);
+}
+
+static void lu_event_all(struct iscsi_session *s, int fn, const struct scsi_lu *only)
+{
+	enum scsi_lu_event ev = fn == PDU_TMF_LU_RESET	       ? SCSI_EV_LU_RESET
+				: fn == PDU_TMF_TARGET_WARM_RESET ? SCSI_EV_TARGET_WARM_RESET
+				: fn == PDU_TMF_TARGET_COLD_RESET ? SCSI_EV_TARGET_COLD_RESET
+								  : SCSI_EV_CLEAR_TASK_SET;
+	for (size_t i = 0; i < s->nluns; i++)
+		if (!only || s->luns[i].lu == only)
+			scsi_lu_event(s->luns[i].lu, &s->nexus, ev);
+}
+
+void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
+{
+	const struct pdu_tmf_req *req = (const void *)rx->bhs;
+	struct iscsi_session *s = c->sess;
+	if (!session_check_cmdsn(c, rx->bhs))
+		return;
+	int fn = req->function & 0x7f;
+	uint64_t lun = pdu_lun_decode(pdu_lun(req));
+	const struct iscsi_lun *l = session_lun(s, lun);
+	struct pdu_tmf_rsp rsp = { 0 };
+	rsp.opcode = PDU_OP_TMF_RSP;
+	rsp.flags = PDU_FLAG_FINAL;
+	rsp.itt = req->itt;
+	rsp.response = PDU_TMF_RSP_COMPLETE;
+	switch (fn) {
+	case PDU_TMF_ABORT_TASK: {
+		struct iscsi_task *t = task_find(c, be32toh(req->ref_itt));
+		if (!t || t->state == TASK_SENDING) {
+			/* Gone already (answered, or never arrived): nothing left to abort. */
+			uint32_t ref = be32toh(req->ref_cmdsn);
+			rsp.response = t || serial_lt(ref, s->exp_cmdsn) ? PDU_TMF_RSP_COMPLETE : PDU_TMF_RSP_NO_TASK;
+		} else if (t->cmd.lun != lun) {
+			rsp.response = PDU_TMF_RSP_NO_TASK;
+		} else {
+			abort_task(c, t);
+		}
+		break;
+	}
+	case PDU_TMF_ABORT_TASK_SET:
+	case PDU_TMF_CLEAR_TASK_SET:
+	case PDU_TMF_LU_RESET:
+	case PDU_TMF_TARGET_WARM_RESET:
+	case PDU_TMF_TARGET_COLD_RESET:
+		if (fn != PDU_TMF_TARGET_WARM_RESET && fn != PDU_TMF_TARGET_COLD_RESET && !l) {
+			rsp.response = PDU_TMF_RSP_NO_LUN;
+			break;
+		}
+		for (struct iscsi_task *t = c->tasks, *n; t; t = n) {
+			t->refs++; /* keep t (and so t->lnext) valid across the abort */
+			if (task_in_tmf_scope(t, fn, lun))
+				abort_task(c, t);
+			n = t->lnext;
+			task_put(t);
+		}
+		if (fn != PDU_TMF_ABORT_TASK_SET)
+			lu_event_all(s, fn, fn == PDU_TMF_LU_RESET || fn == PDU_TMF_CLEAR_TASK_SET ? l->lu : NULL);
+		log_info("%s: task management function %d on LUN %llu", c->xp->peer, fn, (unsigned long long)lun);
+		if (fn == PDU_TMF_TARGET_COLD_RESET) {
+			/* A cold reset also ends the session that asked for it, after the answer. */
+			conn_fill_sn(c, &rsp, true);
+			conn_send_simple(c, &rsp, NULL, 0);
+			c->state = CONN_LOGOUT;
+			conn_close(c);
+			return;
+		}
+		break;
+	case PDU_TMF_CLEAR_ACA:
+	case PDU_TMF_TASK_REASSIGN:
+		rsp.response = PDU_TMF_RSP_NOT_SUPPORTED;
+		break;
+	default:
+		rsp.response = PDU_TMF_RSP_REJECTED;
+		break;
+	}
+	if (tasks_aborted_pending(c)) {
+		struct xp_pdu *p = calloc(1, sizeof(*p));
+		if (!p) {
+			conn_close(c);
+			return;
+		}
+		memcpy(p->bhs, &rsp, PDU_BHS_LEN);
+		free(c->tmf_rsp);
+		c->tmf_rsp = p;
+		c->tmf_waiting = 1;
+		return;
+	}
+	conn_fill_sn(c, &rsp, true);
+	conn_send_simple(c, &rsp, NULL, 0);
+}

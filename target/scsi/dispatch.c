@@ -1,2 +1,228 @@
-/* placeholder until written */
-typedef int placeholder_dispatch_t;
+/*
+ * The opcode table and the command flow: every CDB is looked up once, the
+ * entry says what may run with a unit attention pending, without a LUN,
+ * with the medium stopped or write protected; REPORT SUPPORTED OPERATION
+ * CODES is generated from the same entries.
+ */
+#include <string.h>
+
+#include "common/bufpool.h"
+#include "target/scsi/scsi_int.h"
+
+#define F0 0xff
+#define LBA4 F0, F0, F0, F0
+#define LBA8 LBA4, LBA4
+
+static const struct scsi_op ops[] = {
+	{ 0x00, 0, 6, OPF_MEDIUM, NULL, spc_tur, { 0x00, 0, 0, 0, 0, 0 } },
+	{ 0x03, 0, 6, OPF_UA_OK | OPF_NO_LU, spc_prep_din, spc_request_sense, { 0x03, 0x01, 0, 0, F0, 0 } },
+	{ 0x08, 0, 6, OPF_MEDIUM, sbc_prep_rw, sbc_read, { 0x08, 0x1f, F0, F0, F0, 0 } },
+	{ 0x0a, 0, 6, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, { 0x0a, 0x1f, F0, F0, F0, 0 } },
+	{ 0x12, 0, 6, OPF_UA_OK | OPF_NO_LU, spc_prep_din, spc_inquiry, { 0x12, 0x01, F0, F0, F0, 0 } },
+	{ 0x15, 0, 6, 0, mode_select_prep, mode_select, { 0x15, 0x11, 0, 0, F0, 0 } },
+	{ 0x16, 0, 6, 0, NULL, spc_reserve, { 0x16, 0, 0, 0, 0, 0 } },
+	{ 0x17, 0, 6, 0, NULL, spc_release, { 0x17, 0, 0, 0, 0, 0 } },
+	{ 0x1a, 0, 6, 0, spc_prep_din, mode_sense, { 0x1a, 0x08, F0, F0, F0, 0 } },
+	{ 0x1b, 0, 6, 0, NULL, spc_start_stop, { 0x1b, 0x01, 0, 0x0f, 0xf7, 0 } },
+	{ 0x1e, 0, 6, 0, NULL, spc_prevent_allow, { 0x1e, 0, 0, 0, 0x03, 0 } },
+	{ 0x25, 0, 10, OPF_MEDIUM, spc_prep_din, sbc_read_capacity10, { 0x25, 0, LBA4, 0, 0, 0x01, 0 } },
+	{ 0x28, 0, 10, OPF_MEDIUM, sbc_prep_rw, sbc_read, { 0x28, 0x1a, LBA4, 0, F0, F0, 0 } },
+	{ 0x2a, 0, 10, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, { 0x2a, 0x1a, LBA4, 0, F0, F0, 0 } },
+	{ 0x2e, 0, 10, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, { 0x2e, 0x12, LBA4, 0, F0, F0, 0 } },
+	{ 0x2f, 0, 10, OPF_MEDIUM, sbc_prep_verify, sbc_verify, { 0x2f, 0x16, LBA4, 0, F0, F0, 0 } },
+	{ 0x34, 0, 10, OPF_MEDIUM, sbc_prep_prefetch, sbc_nop, { 0x34, 0x02, LBA4, 0, F0, F0, 0 } },
+	{ 0x35, 0, 10, OPF_MEDIUM, sbc_prep_sync, sbc_sync, { 0x35, 0x02, LBA4, 0, F0, F0, 0 } },
+	{ 0x41, 0, 10, OPF_MEDIUM | OPF_WRITE, sbc_prep_ws, sbc_ws, { 0x41, 0x08, LBA4, 0, F0, F0, 0 } },
+	{ 0x42, 0, 10, OPF_MEDIUM | OPF_WRITE | OPF_THIN, sbc_prep_unmap, sbc_unmap,
+	  { 0x42, 0, 0, 0, 0, 0, 0, F0, F0, 0 } },
+	{ 0x55, 0, 10, 0, mode_select_prep, mode_select, { 0x55, 0x11, 0, 0, 0, 0, 0, F0, F0, 0 } },
+	{ 0x56, 0, 10, 0, NULL, spc_reserve, { 0x56, 0, 0, 0, 0, 0, 0, 0, 0, 0 } },
+	{ 0x57, 0, 10, 0, NULL, spc_release, { 0x57, 0, 0, 0, 0, 0, 0, 0, 0, 0 } },
+	{ 0x5a, 0, 10, 0, spc_prep_din, mode_sense, { 0x5a, 0x18, F0, F0, 0, 0, 0, F0, F0, 0 } },
+#define PRIN(sa) { 0x5e, sa, 10, OPF_SA, spc_prep_din, spc_pr_in, { 0x5e, sa, 0, 0, 0, 0, 0, F0, F0, 0 } }
+	PRIN(0), PRIN(1), PRIN(2), PRIN(3),
+#define PROUT(sa) { 0x5f, sa, 10, OPF_SA, spc_prep_pr_out, spc_pr_out, \
+		    { 0x5f, sa, F0, 0, 0, F0, F0, F0, F0, 0 } }
+	PROUT(0), PROUT(1), PROUT(2), PROUT(3), PROUT(4), PROUT(5), PROUT(6), PROUT(7),
+	{ 0x88, 0, 16, OPF_MEDIUM, sbc_prep_rw, sbc_read, { 0x88, 0x1a, LBA8, LBA4, 0, 0 } },
+	{ 0x89, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_caw, sbc_caw, { 0x89, 0x18, LBA8, 0, 0, 0, F0, 0, 0 } },
+	{ 0x8a, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, { 0x8a, 0x1a, LBA8, LBA4, 0, 0 } },
+	{ 0x8e, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, { 0x8e, 0x12, LBA8, LBA4, 0, 0 } },
+	{ 0x8f, 0, 16, OPF_MEDIUM, sbc_prep_verify, sbc_verify, { 0x8f, 0x16, LBA8, LBA4, 0, 0 } },
+	{ 0x90, 0, 16, OPF_MEDIUM, sbc_prep_prefetch, sbc_nop, { 0x90, 0x02, LBA8, LBA4, 0, 0 } },
+	{ 0x91, 0, 16, OPF_MEDIUM, sbc_prep_sync, sbc_sync, { 0x91, 0x02, LBA8, LBA4, 0, 0 } },
+	{ 0x93, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_ws, sbc_ws, { 0x93, 0x09, LBA8, LBA4, 0, 0 } },
+	{ 0x9e, 0x10, 16, OPF_MEDIUM | OPF_SA, spc_prep_din, sbc_read_capacity16,
+	  { 0x9e, 0x10, LBA8, LBA4, 0x01, 0 } },
+	{ 0x9e, 0x12, 16, OPF_MEDIUM | OPF_SA, sbc_prep_get_lba_status, sbc_get_lba_status,
+	  { 0x9e, 0x12, LBA8, LBA4, 0, 0 } },
+	{ 0xa0, 0, 12, OPF_UA_OK | OPF_NO_LU, spc_prep_din, spc_report_luns,
+	  { 0xa0, 0, F0, 0, 0, 0, LBA4, 0, 0 } },
+	{ 0xa3, 0x0c, 12, OPF_SA, spc_prep_din, spc_rsoc, { 0xa3, 0x0c, 0x87, F0, F0, F0, LBA4, 0, 0 } },
+	{ 0xa8, 0, 12, OPF_MEDIUM, sbc_prep_rw, sbc_read, { 0xa8, 0x1a, LBA4, LBA4, 0, 0 } },
+	{ 0xaa, 0, 12, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, { 0xaa, 0x1a, LBA4, LBA4, 0, 0 } },
+	{ 0xae, 0, 12, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, { 0xae, 0x12, LBA4, LBA4, 0, 0 } },
+	{ 0xaf, 0, 12, OPF_MEDIUM, sbc_prep_verify, sbc_verify, { 0xaf, 0x16, LBA4, LBA4, 0, 0 } },
+};
+
+/* opcode -> first table index + 1 (0: unsupported); built once. */
+static uint8_t op_index[256];
+static pthread_once_t op_once = PTHREAD_ONCE_INIT;
+
+static void op_index_build(void)
+{
+	for (size_t i = ARRAY_SIZE(ops); i-- > 0;)
+		op_index[ops[i].opcode] = (uint8_t)(i + 1);
+}
+
+size_t scsi_op_count(void)
+{
+	return ARRAY_SIZE(ops);
+}
+
+const struct scsi_op *scsi_op_at(size_t i)
+{
+	return i < ARRAY_SIZE(ops) ? &ops[i] : NULL;
+}
+
+bool scsi_op_supported(const struct scsi_lu *lu, const struct scsi_op *op)
+{
+	return !(op->flags & OPF_THIN) || (lu && lu->thin);
+}
+
+/* The entry for opcode (and sa if it has service actions); *sa_bad when only the SA is unknown. */
+const struct scsi_op *scsi_op_find(uint8_t opcode, uint16_t sa, bool *sa_bad)
+{
+	pthread_once(&op_once, op_index_build);
+	*sa_bad = false;
+	unsigned i = op_index[opcode];
+	if (!i)
+		return NULL;
+	const struct scsi_op *op = &ops[i - 1];
+	if (!(op->flags & OPF_SA))
+		return op;
+	for (; op < ops + ARRAY_SIZE(ops) && op->opcode == opcode; op++)
+		if (op->sa == sa)
+			return op;
+	*sa_bad = true;
+	return NULL;
+}
+
+static void cmd_reset(struct scsi_cmd *cmd)
+{
+	cmd->dout_len = 0;
+	cmd->buf = NULL;
+	cmd->buf2 = NULL;
+	cmd->din_len = 0;
+	cmd->resid = 0;
+	cmd->status = SCSI_GOOD;
+	cmd->sense_len = 0;
+	cmd->lba = 0;
+	cmd->nblocks = 0;
+	cmd->flags = 0;
+	cmd->state = 0;
+	cmd->scratch = NULL;
+}
+
+/* The op found for this command is kept in scratch until exec. */
+static const struct scsi_op *cmd_op(const struct scsi_cmd *cmd)
+{
+	bool bad;
+	uint8_t sa = cmd->cdb[1] & 0x1f;
+
+	return scsi_op_find(cmd->cdb[0], sa, &bad);
+}
+
+/* Unit attention, reservation conflict: the LU's shared state, under its mutex. */
+static bool check_shared(struct scsi_cmd *cmd, const struct scsi_op *op)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct lu_nexus *n;
+	uint16_t asc;
+	bool ok = true;
+
+	pthread_mutex_lock(&lu->mu);
+	n = lu_nexus_get(lu, cmd->nexus);
+	if (n && n->n_ua && !(op && (op->flags & OPF_UA_OK)) && lu_ua_pop(n, &asc)) {
+		sense_set(cmd, SK_UNIT_ATTENTION, asc);
+		ok = false;
+	} else if (op && cmd->nexus && pr_conflict(lu->pr, cmd->nexus, cmd->cdb)) {
+		cmd->status = SCSI_RESERVATION_CONFLICT;
+		ok = false;
+	}
+	pthread_mutex_unlock(&lu->mu);
+	return ok;
+}
+
+bool scsi_cmd_prepare(struct scsi_cmd *cmd)
+{
+	const struct scsi_op *op;
+	bool sa_bad;
+
+	cmd_reset(cmd);
+	op = scsi_op_find(cmd->cdb[0], cmd->cdb[1] & 0x1f, &sa_bad);
+	if (op && !scsi_op_supported(cmd->lu, op))
+		op = NULL;
+	if (!cmd->lu && !(op && (op->flags & OPF_NO_LU))) {
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
+		return false;
+	}
+	if (cmd->lu && !check_shared(cmd, op))
+		return false;
+	if (!op) {
+		if (sa_bad)
+			sense_invalid_cdb(cmd, 1, 4);
+		else
+			sense_set_field(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE, true, 0, 7);
+		return false;
+	}
+	if (cmd->cdb_len < op->cdb_len) {
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
+		return false;
+	}
+	if (cmd->lu && (op->flags & OPF_MEDIUM)) {
+		bool stopped = __atomic_load_n(&cmd->lu->stopped, __ATOMIC_RELAXED);
+		bool ejected = __atomic_load_n(&cmd->lu->ejected, __ATOMIC_RELAXED);
+		if (ejected) {
+			sense_set(cmd, SK_NOT_READY, ASC_MEDIUM_NOT_PRESENT);
+			return false;
+		}
+		if (stopped) {
+			sense_set(cmd, SK_NOT_READY, ASC_LU_NOT_READY_STOPPED);
+			return false;
+		}
+	}
+	if (cmd->lu && (op->flags & OPF_WRITE) && lu_write_protected(cmd)) {
+		sense_set(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+		return false;
+	}
+	if (op->prepare)
+		return op->prepare(cmd);
+	scsi_no_xfer(cmd);
+	return true;
+}
+
+void scsi_cmd_exec(struct scsi_cmd *cmd)
+{
+	const struct scsi_op *op = cmd_op(cmd);
+
+	if (!op) {
+		/* prepare accepted it; cannot happen unless the CDB changed in between */
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
+		scsi_cmd_complete(cmd);
+		return;
+	}
+	op->exec(cmd);
+}
+
+void scsi_cmd_release(struct scsi_cmd *cmd)
+{
+	if (cmd->buf) {
+		bufpool_put(cmd->buf);
+		cmd->buf = NULL;
+	}
+	if (cmd->buf2) {
+		bufpool_put(cmd->buf2);
+		cmd->buf2 = NULL;
+	}
+}

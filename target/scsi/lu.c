@@ -1,2 +1,248 @@
-/* placeholder until written */
-typedef int placeholder_lu_t;
+/*
+ * Logical units: identity, mode page state, unit attention queues per
+ * I_T nexus and the task management events that feed them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/bufpool.h"
+#include "common/reactor.h"
+#include "target/scsi/scsi_int.h"
+
+/* Unit tests run without reactors: they point this at a pool of their own. */
+struct bufpool *scsi_test_pool;
+
+struct buf *scsi_buf_get(struct scsi_cmd *cmd, size_t len)
+{
+	struct bufpool *p = cmd->reactor ? reactor_bufpool(cmd->reactor) : scsi_test_pool;
+
+	return p ? bufpool_get(p, len) : NULL;
+}
+
+void scsi_cmd_complete(struct scsi_cmd *cmd)
+{
+	cmd->done(cmd);
+}
+
+uint64_t lu_nblocks(const struct scsi_lu *lu)
+{
+	return backstore_size(lu->bs) >> lu->block_shift;
+}
+
+bool lu_write_protected(const struct scsi_cmd *cmd)
+{
+	return cmd->read_only || backstore_readonly(cmd->lu->bs) || lu_flag(&cmd->lu->swp);
+}
+
+static void copy_id(char *dst, size_t cap, const char *src, const char *def)
+{
+	size_t i, n = 0;
+
+	if (!src || !*src)
+		src = def;
+	/* SPC-4 4.4.1: printable ASCII only. */
+	for (i = 0; src[i] && n + 1 < cap; i++)
+		if (src[i] >= 0x20 && src[i] <= 0x7e)
+			dst[n++] = src[i];
+	dst[n] = 0;
+}
+
+static uint64_t fnv1a(const char *s, uint64_t h)
+{
+	for (; *s; s++) {
+		h ^= (uint8_t)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static void lu_pr_ua(void *ctx, const char *initiator_port, uint16_t asc)
+{
+	struct scsi_lu *lu = ctx;
+	struct lu_nexus *n;
+
+	/* Called by pr.c with lu->mu held. */
+	for (n = lu->nexuses; n; n = n->next) {
+		if (strcmp(n->initiator_port, initiator_port))
+			continue;
+		uint32_t i;
+		for (i = 0; i < n->n_ua && n->ua[i] != asc; i++)
+			;
+		if (i == n->n_ua && n->n_ua < SCSI_UA_MAX)
+			n->ua[n->n_ua++] = asc;
+	}
+}
+
+int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct scsi_lu **out)
+{
+	static const char *const types[] = { "RAM", "FILE", "BLOCK" };
+	struct scsi_lu_params none = { 0 };
+	struct scsi_lu *lu;
+	uint32_t bsz;
+
+	if (!bs || !out)
+		return -EINVAL;
+	if (!p)
+		p = &none;
+	bsz = backstore_block_size(bs);
+	if (bsz < 512 || (bsz & (bsz - 1)))
+		return -EINVAL;
+	lu = calloc(1, sizeof(*lu));
+	if (!lu)
+		return -ENOMEM;
+	lu->pr = pr_create(lu_pr_ua, lu);
+	if (!lu->pr) {
+		free(lu);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&lu->mu, NULL);
+	lu->bs = bs;
+	lu->block_size = bsz;
+	while ((1u << lu->block_shift) < bsz)
+		lu->block_shift++;
+	lu->thin = backstore_thin(bs);
+	lu->wce = backstore_write_cache(bs);
+	unsigned t = (unsigned)backstore_type(bs);
+	copy_id(lu->vendor, sizeof(lu->vendor), p->vendor, "ISERT");
+	copy_id(lu->product, sizeof(lu->product), p->product, t < 3 ? types[t] : "DISK");
+	copy_id(lu->revision, sizeof(lu->revision), p->revision, "0001");
+	if (p->serial && *p->serial) {
+		copy_id(lu->serial, sizeof(lu->serial), p->serial, "0");
+	} else {
+		/* A stable serial from the backstore name, so the NAA id survives restarts. */
+		const char *nm = p->name ? p->name : backstore_name(bs);
+		snprintf(lu->serial, sizeof(lu->serial), "%016llx",
+			 (unsigned long long)fnv1a(nm ? nm : "", 0xcbf29ce484222325ull));
+	}
+	lu->naa_hi = fnv1a(lu->serial, 0xcbf29ce484222325ull);
+	lu->naa_lo = fnv1a(lu->serial, 0x84222325cbf29ce4ull);
+	*out = lu;
+	return 0;
+}
+
+void scsi_lu_destroy(struct scsi_lu *lu)
+{
+	struct lu_nexus *n, *next;
+
+	if (!lu)
+		return;
+	for (n = lu->nexuses; n; n = next) {
+		next = n->next;
+		free(n);
+	}
+	pr_destroy(lu->pr);
+	pthread_mutex_destroy(&lu->mu);
+	free(lu);
+}
+
+struct backstore *scsi_lu_backstore(const struct scsi_lu *lu)
+{
+	return lu->bs;
+}
+
+struct lu_nexus *lu_nexus_get(struct scsi_lu *lu, const struct scsi_nexus *nx)
+{
+	struct lu_nexus *n;
+
+	if (!nx)
+		return NULL;
+	for (n = lu->nexuses; n; n = n->next)
+		if (n->id == nx->id)
+			return n;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->id = nx->id;
+	snprintf(n->initiator_port, sizeof(n->initiator_port), "%s", nx->initiator_port);
+	n->next = lu->nexuses;
+	lu->nexuses = n;
+	return n;
+}
+
+static void ua_add(struct lu_nexus *n, uint16_t asc)
+{
+	uint32_t i;
+
+	for (i = 0; i < n->n_ua; i++)
+		if (n->ua[i] == asc)
+			return;
+	if (n->n_ua < SCSI_UA_MAX)
+		n->ua[n->n_ua++] = asc;
+}
+
+void lu_ua_all(struct scsi_lu *lu, const struct scsi_nexus *skip, uint16_t asc)
+{
+	struct lu_nexus *n;
+
+	for (n = lu->nexuses; n; n = n->next)
+		if (!skip || n->id != skip->id)
+			ua_add(n, asc);
+}
+
+bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc)
+{
+	if (!n || !n->n_ua)
+		return false;
+	*asc = n->ua[0];
+	memmove(n->ua, n->ua + 1, (n->n_ua - 1) * sizeof(n->ua[0]));
+	n->n_ua--;
+	return true;
+}
+
+void scsi_lu_capacity_changed(struct scsi_lu *lu)
+{
+	pthread_mutex_lock(&lu->mu);
+	lu_ua_all(lu, NULL, ASC_CAPACITY_CHANGED);
+	pthread_mutex_unlock(&lu->mu);
+}
+
+static void lu_clear_prevent(struct scsi_lu *lu)
+{
+	struct lu_nexus *n;
+
+	for (n = lu->nexuses; n; n = n->next)
+		n->prevent = false;
+}
+
+void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi_lu_event ev)
+{
+	struct lu_nexus *n, **pp;
+
+	pthread_mutex_lock(&lu->mu);
+	switch (ev) {
+	case SCSI_EV_LU_RESET:
+		pr_reset(lu->pr, nexus, false);
+		lu_clear_prevent(lu);
+		lu_ua_all(lu, NULL, ASC_BUS_DEVICE_RESET);
+		break;
+	case SCSI_EV_TARGET_WARM_RESET:
+		pr_reset(lu->pr, nexus, false);
+		lu_clear_prevent(lu);
+		lu_ua_all(lu, NULL, ASC_BUS_RESET);
+		break;
+	case SCSI_EV_TARGET_COLD_RESET:
+		pr_reset(lu->pr, nexus, false);
+		lu_clear_prevent(lu);
+		lu->stopped = lu->ejected = false;
+		lu_ua_all(lu, NULL, ASC_POWER_ON_RESET);
+		break;
+	case SCSI_EV_NEXUS_LOSS:
+		if (!nexus)
+			break;
+		pr_reset(lu->pr, nexus, true);
+		for (pp = &lu->nexuses; (n = *pp); pp = &n->next) {
+			if (n->id == nexus->id) {
+				*pp = n->next;
+				free(n);
+				break;
+			}
+		}
+		break;
+	case SCSI_EV_CLEAR_TASK_SET:
+		lu_ua_all(lu, nexus, ASC_COMMANDS_CLEARED_BY_OTHER);
+		break;
+	}
+	pthread_mutex_unlock(&lu->mu);
+}

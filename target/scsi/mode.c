@@ -1,2 +1,262 @@
-/* placeholder until written */
-typedef int placeholder_mode_t;
+/*
+ * MODE SENSE / MODE SELECT (SPC-4 6.11-6.14) with the read-write error
+ * recovery, caching, control and informational exceptions pages.  Each
+ * page has a builder for current/changeable/default values; MODE SELECT
+ * accepts a change only where the changeable mask allows it.
+ */
+#include <string.h>
+
+#include "common/bufpool.h"
+#include "target/scsi/scsi_int.h"
+
+enum { PC_CURRENT, PC_CHANGEABLE, PC_DEFAULT, PC_SAVED };
+
+typedef uint32_t (*page_fn)(struct scsi_lu *lu, int pc, uint8_t *p);
+
+static uint32_t pg_rw_recovery(struct scsi_lu *lu, int pc, uint8_t *p)
+{
+	memset(p, 0, 12);
+	p[0] = 0x01;
+	p[1] = 0x0a;
+	return 12;
+}
+
+static uint32_t pg_caching(struct scsi_lu *lu, int pc, uint8_t *p)
+{
+	memset(p, 0, 20);
+	p[0] = 0x08;
+	p[1] = 0x12;
+	if (pc == PC_CHANGEABLE)
+		p[2] = 0x04;
+	else if (pc == PC_DEFAULT)
+		p[2] = backstore_write_cache(lu->bs) ? 0x04 : 0;
+	else
+		p[2] = lu_flag(&lu->wce) ? 0x04 : 0;
+	return 20;
+}
+
+static uint32_t pg_control(struct scsi_lu *lu, int pc, uint8_t *p)
+{
+	memset(p, 0, 12);
+	p[0] = 0x0a;
+	p[1] = 0x0a;
+	if (pc == PC_CHANGEABLE) {
+		p[2] = 0x04;   /* D_SENSE */
+		p[4] = 0x08;   /* SWP */
+		return 12;
+	}
+	if (pc == PC_CURRENT) {
+		p[2] = lu_flag(&lu->d_sense) ? 0x04 : 0;
+		p[4] = lu_flag(&lu->swp) ? 0x08 : 0;
+	}
+	p[3] = 0x10;           /* unrestricted reordering */
+	p[5] = 0x40;           /* TAS */
+	put_be16(p + 8, 0xffff);
+	return 12;
+}
+
+static uint32_t pg_iec(struct scsi_lu *lu, int pc, uint8_t *p)
+{
+	memset(p, 0, 12);
+	p[0] = 0x1c;
+	p[1] = 0x0a;
+	if (pc != PC_CHANGEABLE)
+		p[2] = 0x08;   /* DEXCPT: no exception reporting */
+	return 12;
+}
+
+static const struct {
+	uint8_t code;
+	page_fn fn;
+} mpages[] = {
+	{ 0x01, pg_rw_recovery }, { 0x08, pg_caching }, { 0x0a, pg_control }, { 0x1c, pg_iec },
+};
+
+void mode_sense(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	bool ten = cmd->cdb[0] == 0x5a;
+	bool dbd = cmd->cdb[1] & 0x08, llbaa = ten && (cmd->cdb[1] & 0x10);
+	int pc = cmd->cdb[2] >> 6;
+	uint8_t page = cmd->cdb[2] & 0x3f, sub = cmd->cdb[3];
+	uint32_t alloc = ten ? get_be16(cmd->cdb + 7) : cmd->cdb[4];
+	uint8_t d[256];
+	uint32_t hl = ten ? 8 : 4, n = hl;
+	bool found = false;
+
+	if (pc == PC_SAVED) {
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_SAVING_PARAMS_UNSUPPORTED);
+		goto out;
+	}
+	memset(d, 0, sizeof(d));
+	if (!dbd) {
+		uint64_t nb = lu_nblocks(lu);
+		if (llbaa) {
+			d[4] = 0x01;   /* LONGLBA */
+			put_be64(d + n, nb);
+			put_be32(d + n + 12, lu->block_size);
+			n += 16;
+		} else {
+			put_be32(d + n, nb > 0xffffffu ? 0xffffffu : (uint32_t)nb);
+			d[n] = 0;      /* density code */
+			put_be32(d + n + 4, lu->block_size);
+			n += 8;
+		}
+	}
+	if (ten)
+		put_be16(d + 6, (uint16_t)(n - hl));
+	else
+		d[3] = (uint8_t)(n - hl);
+	/* Subpage 00h or FFh (all subpages): we have no subpages, so both mean the page itself. */
+	if (sub == 0 || sub == 0xff) {
+		for (size_t i = 0; i < ARRAY_SIZE(mpages); i++) {
+			if (page != 0x3f && page != mpages[i].code)
+				continue;
+			n += mpages[i].fn(lu, pc, d + n);
+			found = true;
+		}
+	}
+	if (!found) {
+		if (sub == 0 || sub == 0xff)
+			sense_invalid_cdb(cmd, 2, 5);
+		else
+			sense_invalid_cdb(cmd, 3, 7);
+		goto out;
+	}
+	uint8_t dsp = 0x10;   /* DPOFUA */
+	if (lu_write_protected(cmd))
+		dsp |= 0x80;
+	if (ten) {
+		put_be16(d, (uint16_t)(n - 2));
+		d[3] = dsp;
+	} else {
+		d[0] = (uint8_t)(n - 1);
+		d[2] = dsp;
+	}
+	scsi_cmd_din(cmd, d, n, alloc);
+out:
+	scsi_cmd_complete(cmd);
+}
+
+bool mode_select_prep(struct scsi_cmd *cmd)
+{
+	bool ten = cmd->cdb[0] == 0x55;
+	uint32_t plen = ten ? get_be16(cmd->cdb + 7) : cmd->cdb[4];
+
+	if (!(cmd->cdb[1] & 0x10)) {
+		sense_invalid_cdb(cmd, 1, 4);   /* vendor-specific page format: not supported */
+		return false;
+	}
+	if (cmd->cdb[1] & 0x01) {
+		sense_invalid_cdb(cmd, 1, 0);   /* SP: nothing can be saved */
+		return false;
+	}
+	if (plen > 1024) {
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
+		return false;
+	}
+	cmd->dout_len = cmd->dir_write ? MIN(plen, cmd->edtl) : 0;
+	cmd->resid = (int64_t)cmd->edtl - plen;
+	cmd->state = plen;
+	cmd->buf = scsi_buf_get(cmd, cmd->dout_len ? cmd->dout_len : 1);
+	if (!cmd->buf) {
+		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return false;
+	}
+	return true;
+}
+
+/* Check every page first, then apply: a rejected list changes nothing. */
+static int select_pages(struct scsi_cmd *cmd, const uint8_t *p, uint32_t len, uint32_t base, bool apply)
+{
+	struct scsi_lu *lu = cmd->lu;
+	uint32_t off = 0;
+
+	while (off < len) {
+		if (len - off < 2) {
+			sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
+			return -1;
+		}
+		const uint8_t *pg = p + off;
+		if (pg[0] & 0x40) {
+			sense_invalid_param(cmd, (uint16_t)(base + off), 6);   /* no subpages */
+			return -1;
+		}
+		uint8_t code = pg[0] & 0x3f;
+		uint32_t plen = 2u + pg[1];
+		if (plen > len - off) {
+			sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
+			return -1;
+		}
+		size_t i;
+		for (i = 0; i < ARRAY_SIZE(mpages) && mpages[i].code != code; i++)
+			;
+		if (i == ARRAY_SIZE(mpages)) {
+			sense_invalid_param(cmd, (uint16_t)(base + off), 5);
+			return -1;
+		}
+		uint8_t cur[32], chg[32];
+		uint32_t l = mpages[i].fn(lu, PC_CURRENT, cur);
+		mpages[i].fn(lu, PC_CHANGEABLE, chg);
+		if (plen != l) {
+			sense_invalid_param(cmd, (uint16_t)(base + off + 1), 7);
+			return -1;
+		}
+		for (uint32_t b = 2; b < l; b++) {
+			if ((pg[b] ^ cur[b]) & ~chg[b]) {
+				sense_invalid_param(cmd, (uint16_t)(base + off + b), -1);
+				return -1;
+			}
+		}
+		if (apply) {
+			if (code == 0x08)
+				lu_flag_set(&lu->wce, pg[2] & 0x04);
+			if (code == 0x0a) {
+				lu_flag_set(&lu->d_sense, pg[2] & 0x04);
+				lu_flag_set(&lu->swp, pg[4] & 0x08);
+			}
+		}
+		off += plen;
+	}
+	return 0;
+}
+
+void mode_select(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	bool ten = cmd->cdb[0] == 0x55;
+	uint32_t hl = ten ? 8 : 4, len = cmd->dout_len, bdl;
+	const uint8_t *p = cmd->buf->data;
+
+	if (len < cmd->state || (len && len < hl)) {
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
+		goto out;
+	}
+	if (!len)
+		goto out;
+	bdl = ten ? get_be16(p + 6) : p[3];
+	if (bdl > len - hl) {
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
+		goto out;
+	}
+	/* A block descriptor may restate the block length, not change it. */
+	if (bdl) {
+		uint32_t blen = bdl >= 16 && ten && (p[4] & 1) ? get_be32(p + hl + 12) : get_be24(p + hl + 5);
+		if (bdl != 8 && bdl != 16) {
+			sense_invalid_param(cmd, ten ? 6 : 3, -1);
+			goto out;
+		}
+		if (blen && blen != lu->block_size) {
+			sense_invalid_param(cmd, (uint16_t)(hl + (bdl == 16 ? 12 : 5)), -1);
+			goto out;
+		}
+	}
+	pthread_mutex_lock(&lu->mu);
+	if (select_pages(cmd, p + hl + bdl, len - hl - bdl, hl + bdl, false) == 0) {
+		select_pages(cmd, p + hl + bdl, len - hl - bdl, hl + bdl, true);
+		lu_ua_all(lu, cmd->nexus, ASC_MODE_PARAMS_CHANGED);
+	}
+	pthread_mutex_unlock(&lu->mu);
+out:
+	scsi_cmd_complete(cmd);
+}

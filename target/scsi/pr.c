@@ -1,2 +1,1033 @@
-/* placeholder until written */
-typedef int placeholder_pr_t;
+/*
+ * Reservations of one LU (SPC-2 RESERVE/RELEASE, SPC-4 persistent
+ * reservations).  Registrations are per I_T nexus, named by the initiator
+ * port and target port strings of struct scsi_nexus, so they survive the
+ * session that made them (iSCSI keeps the I_T nexus across reconnects).
+ *
+ * Choices a reader should know:
+ * - APTPL is rejected (PTPL_C=0): nothing here survives a restart, and
+ *   claiming otherwise would mislead cluster software.
+ * - CRH=1: RESERVE/RELEASE from a PR holder (or a registrant under a
+ *   registrants-only / all-registrants reservation) succeed without effect.
+ * - SIP_C and ATP_C are supported.
+ */
+#include "target/scsi/pr.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/bufpool.h"
+#include "common/util.h"
+#include "target/scsi/scsi.h"
+#include "target/scsi/sense.h"
+
+#define PR_MAX_REGS 1024
+#define PR_ASC_INVALID_RELEASE 0x2604 /* INVALID RELEASE OF PERSISTENT RESERVATION */
+#define PR_BASIC_LEN 24
+#define PR_TID_ISCSI 0x5
+
+enum { PRI_READ_KEYS, PRI_READ_RESERVATION, PRI_REPORT_CAPS, PRI_READ_FULL_STATUS };
+enum {
+	PRO_REGISTER, PRO_RESERVE, PRO_RELEASE, PRO_CLEAR, PRO_PREEMPT,
+	PRO_PREEMPT_ABORT, PRO_REGISTER_IGNORE, PRO_REGISTER_MOVE,
+};
+enum { PR_WE = 1, PR_EA = 3, PR_WE_RO = 5, PR_EA_RO = 6, PR_WE_AR = 7, PR_EA_AR = 8 };
+
+/* Parameter list flag bits (byte 20 of the basic list, byte 17 of REGISTER AND MOVE). */
+#define PR_SPEC_I_PT 0x08
+#define PR_ALL_TG_PT 0x04
+#define PR_APTPL 0x01
+#define PR_UNREG 0x02
+
+struct pr_reg {
+	struct pr_reg *next;
+	uint64_t key;
+	char iport[256]; /* initiator port; the bare name when !has_isid */
+	char iname[224];
+	char tport[256];
+	uint16_t rtpi;
+	bool all_tg_pt;
+	bool has_isid;
+};
+
+/* An initiator named by a TransportID. */
+struct pr_it {
+	char iport[256];
+	char iname[224];
+	bool has_isid;
+};
+
+struct pr_note {
+	char port[256];
+	uint16_t asc;
+	bool abort;
+};
+
+struct scsi_pr {
+	pr_ua_fn ua;
+	void *ua_ctx;
+	pr_abort_fn abort;
+	void *abort_ctx;
+
+	struct pr_reg *regs; /* in registration order, which READ KEYS reports */
+	unsigned nregs;
+	uint32_t generation;
+
+	bool reserved;
+	uint8_t type;
+	struct pr_reg *holder; /* NULL for all-registrants types: every registrant holds */
+
+	bool res2; /* SPC-2 reservation */
+	char res2_iport[256];
+	char res2_tport[256];
+
+	/* Unit attentions collected during one command, sent once the state is final. */
+	struct pr_note *notes;
+	unsigned nnotes, notes_cap;
+};
+
+struct scsi_pr *pr_create(pr_ua_fn ua, void *ua_ctx)
+{
+	struct scsi_pr *pr = calloc(1, sizeof(*pr));
+
+	if (!pr)
+		return NULL;
+	pr->ua = ua;
+	pr->ua_ctx = ua_ctx;
+	return pr;
+}
+
+static void pr_free_regs(struct scsi_pr *pr)
+{
+	while (pr->regs) {
+		struct pr_reg *r = pr->regs;
+
+		pr->regs = r->next;
+		free(r);
+	}
+	pr->nregs = 0;
+	pr->holder = NULL;
+}
+
+void pr_destroy(struct scsi_pr *pr)
+{
+	if (!pr)
+		return;
+	pr_free_regs(pr);
+	free(pr->notes);
+	free(pr);
+}
+
+void pr_set_abort(struct scsi_pr *pr, pr_abort_fn abort, void *ctx)
+{
+	pr->abort = abort;
+	pr->abort_ctx = ctx;
+}
+
+/* ---- registrations ---- */
+
+static bool pr_type_valid(uint8_t t)
+{
+	return t == PR_WE || t == PR_EA || t == PR_WE_RO || t == PR_EA_RO || t == PR_WE_AR || t == PR_EA_AR;
+}
+
+static bool pr_type_ar(uint8_t t) { return t == PR_WE_AR || t == PR_EA_AR; }
+static bool pr_type_ro(uint8_t t) { return t == PR_WE_RO || t == PR_EA_RO; }
+static bool pr_type_we(uint8_t t) { return t == PR_WE || t == PR_WE_RO || t == PR_WE_AR; }
+
+static bool pr_reg_matches(const struct pr_reg *r, const struct scsi_nexus *n)
+{
+	bool init = r->has_isid ? strcasecmp(r->iport, n->initiator_port) == 0
+				: strcasecmp(r->iname, n->initiator_name) == 0;
+
+	return init && (r->all_tg_pt || strcasecmp(r->tport, n->target_port) == 0);
+}
+
+static struct pr_reg *pr_find(const struct scsi_pr *pr, const struct scsi_nexus *n)
+{
+	for (struct pr_reg *r = pr->regs; r; r = r->next)
+		if (pr_reg_matches(r, n))
+			return r;
+	return NULL;
+}
+
+static bool pr_is_holder(const struct scsi_pr *pr, const struct pr_reg *r)
+{
+	return r && pr->reserved && (pr_type_ar(pr->type) || pr->holder == r);
+}
+
+static void pr_set_reservation(struct scsi_pr *pr, struct pr_reg *r, uint8_t type)
+{
+	pr->reserved = true;
+	pr->type = type;
+	pr->holder = pr_type_ar(type) ? NULL : r;
+}
+
+static void pr_clear_reservation(struct scsi_pr *pr)
+{
+	pr->reserved = false;
+	pr->type = 0;
+	pr->holder = NULL;
+}
+
+static struct pr_reg *pr_add(struct scsi_pr *pr, const struct pr_it *it, const struct scsi_nexus *n,
+			     uint64_t key, bool all_tg_pt)
+{
+	struct pr_reg *r = calloc(1, sizeof(*r)), **tail;
+
+	if (!r)
+		return NULL;
+	r->key = key;
+	snprintf(r->iport, sizeof(r->iport), "%s", it->iport);
+	snprintf(r->iname, sizeof(r->iname), "%s", it->iname);
+	r->has_isid = it->has_isid;
+	snprintf(r->tport, sizeof(r->tport), "%s", n->target_port);
+	r->rtpi = n->rel_port_id;
+	r->all_tg_pt = all_tg_pt;
+	for (tail = &pr->regs; *tail; tail = &(*tail)->next)
+		;
+	*tail = r;
+	pr->nregs++;
+	return r;
+}
+
+/* Unlink and free; the caller decides what happens to the reservation. */
+static void pr_unlink(struct scsi_pr *pr, struct pr_reg *r)
+{
+	for (struct pr_reg **pp = &pr->regs; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			pr->nregs--;
+			break;
+		}
+	}
+	if (pr->holder == r)
+		pr->holder = NULL;
+	free(r);
+	if (pr->reserved && pr_type_ar(pr->type) && pr->nregs == 0)
+		pr_clear_reservation(pr);
+}
+
+static void pr_it_from_nexus(struct pr_it *it, const struct scsi_nexus *n)
+{
+	snprintf(it->iport, sizeof(it->iport), "%s", n->initiator_port);
+	snprintf(it->iname, sizeof(it->iname), "%s", n->initiator_name);
+	it->has_isid = true;
+}
+
+/* ---- unit attentions ---- */
+
+static void pr_note(struct scsi_pr *pr, const struct pr_reg *r, const struct scsi_nexus *issuer,
+		    uint16_t asc, bool abort)
+{
+	struct pr_note *nt;
+
+	if (issuer && pr_reg_matches(r, issuer))
+		return;
+	for (unsigned i = 0; i < pr->nnotes; i++) {
+		nt = &pr->notes[i];
+		if (nt->asc == asc && strcasecmp(nt->port, r->iport) == 0) {
+			nt->abort |= abort;
+			return;
+		}
+	}
+	if (pr->nnotes == pr->notes_cap) {
+		unsigned cap = pr->notes_cap ? pr->notes_cap * 2 : 8;
+		struct pr_note *p = realloc(pr->notes, cap * sizeof(*p));
+
+		if (!p) {
+			/* Better a duplicate unit attention than a lost one. */
+			if (abort && pr->abort)
+				pr->abort(pr->abort_ctx, r->iport);
+			if (pr->ua)
+				pr->ua(pr->ua_ctx, r->iport, asc);
+			return;
+		}
+		pr->notes = p;
+		pr->notes_cap = cap;
+	}
+	nt = &pr->notes[pr->nnotes++];
+	snprintf(nt->port, sizeof(nt->port), "%s", r->iport);
+	nt->asc = asc;
+	nt->abort = abort;
+}
+
+static void pr_note_all(struct scsi_pr *pr, const struct scsi_nexus *issuer, uint16_t asc)
+{
+	for (struct pr_reg *r = pr->regs; r; r = r->next)
+		pr_note(pr, r, issuer, asc, false);
+}
+
+static void pr_flush_notes(struct scsi_pr *pr)
+{
+	for (unsigned i = 0; i < pr->nnotes; i++) {
+		if (pr->notes[i].abort && pr->abort)
+			pr->abort(pr->abort_ctx, pr->notes[i].port);
+		if (pr->ua)
+			pr->ua(pr->ua_ctx, pr->notes[i].port, pr->notes[i].asc);
+	}
+	pr->nnotes = 0;
+}
+
+/* ---- TransportIDs (iSCSI only, SPC-4 7.6.4.6) ---- */
+
+/* Parse one TransportID at t (len bytes available); returns its length or -1. */
+static int pr_parse_tid(const uint8_t *t, uint32_t len, struct pr_it *it)
+{
+	uint32_t total;
+	size_t n;
+	const char *s, *sep;
+
+	if (len < 4 || (t[0] & 0x0f) != PR_TID_ISCSI || (t[0] >> 6) > 1)
+		return -1;
+	total = 4u + get_be16(t + 2);
+	if (total > len || total <= 4)
+		return -1;
+	s = (const char *)t + 4;
+	n = strnlen(s, total - 4);
+	if (n == 0 || n == total - 4 || n >= sizeof(it->iport))
+		return -1;
+	memset(it, 0, sizeof(*it));
+	memcpy(it->iport, s, n);
+	if ((t[0] >> 6) == 0) {
+		if (n >= sizeof(it->iname))
+			return -1;
+		memcpy(it->iname, s, n);
+		it->has_isid = false;
+		return (int)total;
+	}
+	sep = strcasestr(it->iport, ",i,0x");
+	if (!sep || sep == it->iport || (size_t)(sep - it->iport) >= sizeof(it->iname))
+		return -1;
+	if (strlen(sep + 5) != 12 || strspn(sep + 5, "0123456789abcdefABCDEF") != 12)
+		return -1;
+	memcpy(it->iname, it->iport, (size_t)(sep - it->iport));
+	it->has_isid = true;
+	return (int)total;
+}
+
+/* Write r's TransportID at out (zeroed, or NULL to measure); returns its length. */
+static uint32_t pr_put_tid(uint8_t *out, const struct pr_reg *r)
+{
+	const char *s = r->has_isid ? r->iport : r->iname;
+	size_t n = strlen(s) + 1;
+	uint32_t padded = (uint32_t)((n + 3) & ~(size_t)3);
+
+	if (padded < 20)
+		padded = 20;
+	if (out) {
+		out[0] = (uint8_t)((r->has_isid ? 0x40 : 0x00) | PR_TID_ISCSI);
+		put_be16(out + 2, (uint16_t)padded);
+		memcpy(out + 4, s, n - 1);
+	}
+	return 4 + padded;
+}
+
+/* ---- common outcomes ---- */
+
+static void pr_conflict_status(struct scsi_cmd *cmd)
+{
+	cmd->status = SCSI_RESERVATION_CONFLICT;
+	cmd->sense_len = 0;
+}
+
+static void pr_plle(struct scsi_cmd *cmd)
+{
+	sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
+}
+
+static bool pr_res2_is(const struct scsi_pr *pr, const struct scsi_nexus *n)
+{
+	return pr->res2 && strcasecmp(pr->res2_iport, n->initiator_port) == 0 &&
+	       strcasecmp(pr->res2_tport, n->target_port) == 0;
+}
+
+/* ---- conflicts (SPC-4 table 63, SBC-3 table 13; SPC-2 5.5.1) ---- */
+
+enum pr_class { PRC_ALLOWED, PRC_READ, PRC_WRITE, PRC_OWN };
+
+static enum pr_class pr_classify(const uint8_t *cdb)
+{
+	switch (cdb[0]) {
+	case 0x00: /* TEST UNIT READY */
+	case 0x03: /* REQUEST SENSE */
+	case 0x12: /* INQUIRY */
+	case 0x25: /* READ CAPACITY(10) */
+	case 0x4d: /* LOG SENSE */
+	case 0x86: /* ACCESS CONTROL IN */
+	case 0x87: /* ACCESS CONTROL OUT */
+	case 0xa0: /* REPORT LUNS */
+		return PRC_ALLOWED;
+	case 0x5e: /* PERSISTENT RESERVE IN */
+	case 0x5f: /* PERSISTENT RESERVE OUT: table 64 is applied by pr_out */
+	case 0x16: case 0x56: /* RESERVE */
+	case 0x17: case 0x57: /* RELEASE: CRH rules in pr_reserve/pr_release */
+		return PRC_OWN;
+	case 0x1e: /* PREVENT ALLOW MEDIUM REMOVAL: only PREVENT=0 passes */
+		return (cdb[4] & 0x03) ? PRC_WRITE : PRC_ALLOWED;
+	case 0x1b: /* START STOP UNIT: only START=1 with no power condition passes */
+		return ((cdb[4] & 0x01) && !(cdb[4] & 0xf0)) ? PRC_ALLOWED : PRC_WRITE;
+	case 0x9e: /* SERVICE ACTION IN(16) */
+		switch (cdb[1] & 0x1f) {
+		case 0x10: return PRC_ALLOWED; /* READ CAPACITY(16) */
+		case 0x12: /* GET LBA STATUS */
+		case 0x13: return PRC_READ;    /* REPORT REFERRALS */
+		default: return PRC_WRITE;
+		}
+	case 0xab: /* SERVICE ACTION IN(12): READ MEDIA SERIAL NUMBER */
+		return (cdb[1] & 0x1f) == 0x01 ? PRC_ALLOWED : PRC_WRITE;
+	case 0xa3: /* MAINTENANCE IN */
+		switch (cdb[1] & 0x1f) {
+		case 0x05: case 0x0a: case 0x0b: case 0x0e: case 0x0f:
+			return PRC_ALLOWED; /* REPORT IDENTIFYING INFO, TPGS, ALIASES, PRIORITY, TIMESTAMP */
+		case 0x0c: case 0x0d: case 0x10:
+			return PRC_READ; /* REPORT SUPPORTED OPCODES / TMFs, MANAGEMENT PROTOCOL IN */
+		default:
+			return PRC_WRITE;
+		}
+	case 0x08: case 0x28: case 0xa8: case 0x88: /* READ */
+	case 0x2f: case 0xaf: case 0x8f:            /* VERIFY */
+	case 0x34: case 0x90:                       /* PRE-FETCH */
+	case 0x1a: case 0x5a:                       /* MODE SENSE */
+	case 0x3c: /* READ BUFFER */
+	case 0x1c: /* RECEIVE DIAGNOSTIC RESULTS */
+	case 0x8c: /* READ ATTRIBUTE */
+	case 0xa2: /* SECURITY PROTOCOL IN */
+	case 0x37: case 0xb7: /* READ DEFECT DATA */
+		return PRC_READ;
+	case 0x7f: /* variable length: READ(32), VERIFY(32) */
+		if (get_be16(cdb + 8) == 0x0009 || get_be16(cdb + 8) == 0x000a)
+			return PRC_READ;
+		return PRC_WRITE;
+	default:
+		/* Writes and anything unknown: only holders (and registrants where the type allows). */
+		return PRC_WRITE;
+	}
+}
+
+static bool pr_conflict_spc2(const struct scsi_pr *pr, const struct scsi_nexus *n, const uint8_t *cdb)
+{
+	switch (cdb[0]) {
+	case 0x5e:
+	case 0x5f:
+		/* SPC-2 5.5.1: PR IN/OUT conflict with a RESERVE from any nexus. */
+		return true;
+	case 0x12: /* INQUIRY */
+	case 0x03: /* REQUEST SENSE */
+	case 0xa0: /* REPORT LUNS */
+	case 0x17: case 0x57: /* RELEASE from a non-holder is a no-op */
+		return false;
+	default:
+		return !pr_res2_is(pr, n);
+	}
+}
+
+bool pr_conflict(struct scsi_pr *pr, const struct scsi_nexus *nexus, const uint8_t *cdb)
+{
+	enum pr_class c;
+	struct pr_reg *r;
+
+	if (pr->res2)
+		return pr_conflict_spc2(pr, nexus, cdb);
+	if (!pr->reserved)
+		return false;
+	c = pr_classify(cdb);
+	if (c == PRC_ALLOWED || c == PRC_OWN)
+		return false;
+	r = pr_find(pr, nexus);
+	if (pr_is_holder(pr, r))
+		return false;
+	/* Registrants share access under registrants-only and all-registrants types. */
+	if (r && (pr_type_ro(pr->type) || pr_type_ar(pr->type)))
+		return false;
+	if (c == PRC_READ && pr_type_we(pr->type))
+		return false;
+	return true;
+}
+
+/* ---- PERSISTENT RESERVE IN ---- */
+
+static void pr_in_read_keys(struct scsi_pr *pr, uint8_t *b, uint32_t *len)
+{
+	uint32_t off = 8;
+
+	for (struct pr_reg *r = pr->regs; r; r = r->next, off += 8)
+		put_be64(b + off, r->key);
+	put_be32(b, pr->generation);
+	put_be32(b + 4, off - 8);
+	*len = off;
+}
+
+static void pr_in_read_reservation(struct scsi_pr *pr, uint8_t *b, uint32_t *len)
+{
+	put_be32(b, pr->generation);
+	*len = 8;
+	if (!pr->reserved)
+		return;
+	put_be32(b + 4, 16);
+	/* All-registrants reservations report key zero (SPC-4 6.15.3). */
+	put_be64(b + 8, pr->holder ? pr->holder->key : 0);
+	b[21] = pr->type; /* scope LU_SCOPE (0) in the high nibble */
+	*len = 24;
+}
+
+static void pr_in_report_caps(uint8_t *b, uint32_t *len)
+{
+	put_be16(b, 8);
+	b[2] = 0x10 | 0x08 | 0x04;  /* CRH, SIP_C, ATP_C; PTPL_C=0 */
+	b[3] = 0x80 | (1 << 4);     /* TMV; ALLOW COMMANDS 001b: TEST UNIT READY passes */
+	b[4] = 0x80 | 0x40 | 0x20 | 0x08 | 0x02; /* WR_EX_AR EX_AC_RO WR_EX_RO EX_AC WR_EX */
+	b[5] = 0x01;                             /* EX_AC_AR */
+	*len = 8;
+}
+
+static uint32_t pr_full_status_len(const struct scsi_pr *pr)
+{
+	uint32_t len = 8;
+
+	for (const struct pr_reg *r = pr->regs; r; r = r->next)
+		len += 24 + pr_put_tid(NULL, r);
+	return len;
+}
+
+static void pr_in_full_status(struct scsi_pr *pr, uint8_t *b, uint32_t *len)
+{
+	uint32_t off = 8;
+
+	for (struct pr_reg *r = pr->regs; r; r = r->next) {
+		uint8_t *d = b + off;
+		uint32_t tl = pr_put_tid(d + 24, r);
+
+		put_be64(d, r->key);
+		d[12] = (uint8_t)((r->all_tg_pt ? 0x02 : 0) | (pr_is_holder(pr, r) ? 0x01 : 0));
+		if (pr_is_holder(pr, r))
+			d[13] = pr->type;
+		put_be16(d + 18, r->rtpi);
+		put_be32(d + 20, tl);
+		off += 24 + tl;
+	}
+	put_be32(b, pr->generation);
+	put_be32(b + 4, off - 8);
+	*len = off;
+}
+
+void pr_in(struct scsi_pr *pr, struct scsi_cmd *cmd)
+{
+	uint8_t sa = cmd->cdb[1] & 0x1f;
+	uint32_t alloc = get_be16(cmd->cdb + 7), size, len = 0;
+	uint8_t *b;
+
+	if (sa > PRI_READ_FULL_STATUS) {
+		sense_invalid_cdb(cmd, 1, 4);
+		return;
+	}
+	if (pr->res2) {
+		pr_conflict_status(cmd);
+		return;
+	}
+	size = sa == PRI_READ_FULL_STATUS ? pr_full_status_len(pr) : 8 + 8 * pr->nregs + 24;
+	b = calloc(1, size);
+	if (!b) {
+		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return;
+	}
+	switch (sa) {
+	case PRI_READ_KEYS: pr_in_read_keys(pr, b, &len); break;
+	case PRI_READ_RESERVATION: pr_in_read_reservation(pr, b, &len); break;
+	case PRI_REPORT_CAPS: pr_in_report_caps(b, &len); break;
+	default: pr_in_full_status(pr, b, &len); break;
+	}
+	cmd->status = SCSI_GOOD;
+	scsi_cmd_din(cmd, b, len, alloc);
+	free(b);
+}
+
+/* ---- PERSISTENT RESERVE OUT ---- */
+
+struct pr_out_args {
+	struct scsi_cmd *cmd;
+	const struct scsi_nexus *n;
+	struct pr_reg *reg;   /* the issuer's registration, or NULL */
+	const uint8_t *p;     /* parameter list */
+	uint32_t plen;
+	uint64_t rk, sark;
+	uint8_t sa, scope, type;
+};
+
+/* Is the initiator named by it already registered on the issuer's target port? */
+static bool pr_it_registered(const struct scsi_pr *pr, const struct pr_it *it, const struct scsi_nexus *n)
+{
+	struct scsi_nexus dn = *n;
+
+	snprintf(dn.initiator_port, sizeof(dn.initiator_port), "%s", it->has_isid ? it->iport : "");
+	snprintf(dn.initiator_name, sizeof(dn.initiator_name), "%s", it->iname);
+	return pr_find(pr, &dn) != NULL;
+}
+
+/* SPEC_I_PT: parse the TransportIDs into *out (caller frees); -1 with sense set. */
+static int pr_parse_tids(struct scsi_pr *pr, struct pr_out_args *a, struct pr_it **out, unsigned *count)
+{
+	uint32_t tlen = get_be32(a->p + 24), off = 0;
+	struct pr_it *its = NULL, it;
+	unsigned n = 0, cap = 0;
+
+	*out = NULL;
+	*count = 0;
+	while (off < tlen) {
+		int used = pr_parse_tid(a->p + 28 + off, tlen - off, &it);
+		bool dup = false;
+
+		if (used < 0)
+			goto bad;
+		off += (uint32_t)used;
+		/* The issuer is registered anyway; naming it again is harmless. */
+		if (it.has_isid && strcasecmp(it.iport, a->n->initiator_port) == 0)
+			continue;
+		for (unsigned i = 0; i < n && !dup; i++)
+			dup = its[i].has_isid == it.has_isid && strcasecmp(its[i].iport, it.iport) == 0;
+		if (dup || pr_it_registered(pr, &it, a->n))
+			goto bad;
+		if (n == cap) {
+			struct pr_it *p;
+
+			if (pr->nregs + 1 + n >= PR_MAX_REGS) {
+				sense_set(a->cmd, SK_ILLEGAL_REQUEST, ASC_INSUFFICIENT_REG_RESOURCES);
+				free(its);
+				return -1;
+			}
+			cap = cap ? cap * 2 : 4;
+			p = realloc(its, cap * sizeof(*p));
+			if (!p) {
+				sense_set(a->cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+				free(its);
+				return -1;
+			}
+			its = p;
+		}
+		its[n++] = it;
+	}
+	*out = its;
+	*count = n;
+	return 0;
+bad:
+	sense_invalid_param(a->cmd, (uint16_t)MIN(28u + off, 0xffffu), -1);
+	free(its);
+	return -1;
+}
+
+/* Register the issuer and, with SPEC_I_PT, every TransportID too: all or nothing. */
+static void pr_register_new(struct scsi_pr *pr, struct pr_out_args *a)
+{
+	bool atp = a->p[20] & PR_ALL_TG_PT;
+	struct pr_it self, *its = NULL;
+	unsigned nits = 0, i;
+
+	pr_it_from_nexus(&self, a->n);
+	if ((a->p[20] & PR_SPEC_I_PT) && pr_parse_tids(pr, a, &its, &nits) < 0)
+		return;
+	if (pr->nregs + 1 + nits > PR_MAX_REGS) {
+		sense_set(a->cmd, SK_ILLEGAL_REQUEST, ASC_INSUFFICIENT_REG_RESOURCES);
+		free(its);
+		return;
+	}
+	for (i = 0; i <= nits; i++) {
+		if (!pr_add(pr, i ? &its[i - 1] : &self, a->n, a->sark, atp)) {
+			/* Undo the partial registration: all or nothing. */
+			while (i--) {
+				struct pr_reg *last = pr->regs;
+
+				while (last->next)
+					last = last->next;
+				pr_unlink(pr, last);
+			}
+			sense_set(a->cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+			free(its);
+			return;
+		}
+	}
+	pr->generation++;
+	free(its);
+}
+
+static void pr_unregister(struct scsi_pr *pr, struct pr_out_args *a)
+{
+	struct pr_reg *r = a->reg;
+
+	if (pr_is_holder(pr, r) && !pr_type_ar(pr->type)) {
+		uint8_t t = pr->type;
+
+		pr_clear_reservation(pr);
+		pr_unlink(pr, r);
+		if (pr_type_ro(t))
+			pr_note_all(pr, a->n, ASC_RESERVATIONS_RELEASED);
+		return;
+	}
+	pr_unlink(pr, r); /* the last all-registrants holder takes the reservation with it */
+}
+
+static void pr_do_register(struct scsi_pr *pr, struct pr_out_args *a)
+{
+	bool ignore = a->sa == PRO_REGISTER_IGNORE;
+
+	if (a->p[20] & PR_APTPL) {
+		sense_invalid_param(a->cmd, 20, 0);
+		return;
+	}
+	if (!a->reg) {
+		if (!ignore && a->rk != 0) {
+			pr_conflict_status(a->cmd);
+			return;
+		}
+		if (a->sark == 0)
+			return; /* nothing to register, nothing changed */
+		pr_register_new(pr, a);
+		return;
+	}
+	if (!ignore && a->rk != a->reg->key) {
+		pr_conflict_status(a->cmd);
+		return;
+	}
+	if (a->p[20] & PR_SPEC_I_PT) {
+		sense_invalid_param(a->cmd, 20, 3);
+		return;
+	}
+	if (a->sark == 0)
+		pr_unregister(pr, a);
+	else
+		a->reg->key = a->sark;
+	pr->generation++;
+}
+
+static void pr_do_reserve(struct scsi_pr *pr, struct pr_out_args *a)
+{
+	if (pr->reserved) {
+		/* Re-reserving the same type is a no-op; anything else conflicts. */
+		if (!pr_is_holder(pr, a->reg) || pr->type != a->type)
+			pr_conflict_status(a->cmd);
+		return;
+	}
+	pr_set_reservation(pr, a->reg, a->type);
+}
+
+static void pr_do_release(struct scsi_pr *pr, struct pr_out_args *a)
+{
+	uint8_t t = pr->type;
+
+	if (!pr_is_holder(pr, a->reg))
+		return; /* GOOD, nothing to release */
+	if (a->type != pr->type) {
+		sense_set(a->cmd, SK_ILLEGAL_REQUEST, PR_ASC_INVALID_RELEASE);
+		return;
+	}
+	pr_clear_reservation(pr);
+	if (pr_type_ro(t) || pr_type_ar(t))
+		pr_note_all(pr, a->n, ASC_RESERVATIONS_RELEASED);
+}
+
+static void pr_do_clear(struct scsi_pr *pr, struct pr_out_args *a)
+{
+	pr_note_all(pr, a->n, ASC_RESERVATIONS_PREEMPTED);
+	pr_clear_reservation(pr);
+	pr_free_regs(pr);
+	pr->generation++;
+}
+
+/* Remove registrations with key, except keep (may be NULL); returns how many. */
+static unsigned pr_remove_key(struct scsi_pr *pr, struct pr_out_args *a, uint64_t key,
+			      const struct pr_reg *keep, bool abort)
+{
+	unsigned n = 0;
+	struct pr_reg *r = pr->regs, *next;
+
+	for (; r; r = next) {
+		next = r->next;
+		if (r->key != key || r == keep)
+			continue;
+		pr_note(pr, r, a->n, ASC_REGISTRATIONS_PREEMPTED, abort);
+		pr_unlink(pr, r);
+		n++;
+	}
+	return n;
+}
+
+static bool pr_check_scope_type(struct pr_out_args *a)
+{
+	if (a->scope != 0) {
+		sense_invalid_cdb(a->cmd, 2, 7);
+		return false;
+	}
+	if (!pr_type_valid(a->type)) {
+		sense_invalid_cdb(a->cmd, 2, 3);
+		return false;
+	}
+	return true;
+}
+
+static void pr_do_preempt(struct scsi_pr *pr, struct pr_out_args *a)
+{
+	bool abort = a->sa == PRO_PREEMPT_ABORT;
+	bool all = pr->reserved && pr_type_ar(pr->type);
+	bool of_holder = pr->reserved &&
+			 ((all && a->sark == 0) || (!all && pr->holder && pr->holder->key == a->sark));
+
+	if (of_holder) {
+		/* Preempt the reservation: the issuer becomes the holder (SPC-4 5.13.11.2.4). */
+		uint8_t old = pr->type;
+
+		if (!pr_check_scope_type(a))
+			return;
+		if (all) {
+			struct pr_reg *r = pr->regs, *next;
+
+			for (; r; r = next) {
+				next = r->next;
+				if (r == a->reg)
+					continue;
+				pr_note(pr, r, a->n, ASC_REGISTRATIONS_PREEMPTED, abort);
+				pr_unlink(pr, r);
+			}
+		} else {
+			pr_remove_key(pr, a, a->sark, a->reg, abort);
+		}
+		pr_set_reservation(pr, a->reg, a->type);
+		if (old != a->type)
+			pr_note_all(pr, a->n, ASC_RESERVATIONS_RELEASED);
+		pr->generation++;
+		return;
+	}
+	/* Only remove registrations; scope and type are ignored (SPC-4 5.13.11.2.3). */
+	if (a->sark == 0) {
+		sense_invalid_param(a->cmd, 8, -1);
+		return;
+	}
+	if (pr_remove_key(pr, a, a->sark, NULL, abort) == 0) {
+		pr_conflict_status(a->cmd);
+		return;
+	}
+	pr->generation++;
+}
+
+static void pr_do_move(struct scsi_pr *pr, struct pr_out_args *a)
+{
+	const uint8_t *p = a->p;
+	uint32_t tlen = get_be32(p + 20);
+	uint16_t rtpi = get_be16(p + 18);
+	struct scsi_nexus dn = *a->n;
+	struct pr_it it;
+	struct pr_reg *dest;
+	int used;
+
+	if (p[17] & PR_APTPL) {
+		sense_invalid_param(a->cmd, 17, 0);
+		return;
+	}
+	if (!pr->reserved || pr_type_ar(pr->type) || !pr_is_holder(pr, a->reg)) {
+		pr_conflict_status(a->cmd);
+		return;
+	}
+	if (a->sark == 0) {
+		sense_invalid_param(a->cmd, 8, -1);
+		return;
+	}
+	used = pr_parse_tid(p + 24, tlen, &it);
+	if (used < 0) {
+		sense_invalid_param(a->cmd, 24, -1);
+		return;
+	}
+	snprintf(dn.initiator_port, sizeof(dn.initiator_port), "%s", it.has_isid ? it.iport : "");
+	snprintf(dn.initiator_name, sizeof(dn.initiator_name), "%s", it.iname);
+	if (rtpi != a->n->rel_port_id) {
+		/* Target port names follow "<target>,t,0x<TPGT>" with TPGT = relative port id. */
+		snprintf(dn.target_port, sizeof(dn.target_port), "%s,t,0x%04x", a->n->target_name, rtpi);
+		dn.rel_port_id = rtpi;
+	}
+	if (it.has_isid && strcasecmp(dn.initiator_port, a->n->initiator_port) == 0 &&
+	    strcasecmp(dn.target_port, a->n->target_port) == 0) {
+		sense_invalid_param(a->cmd, 24, -1); /* moving to itself */
+		return;
+	}
+	dest = pr_find(pr, &dn);
+	if (!dest) {
+		if (pr->nregs + 1 > PR_MAX_REGS) {
+			sense_set(a->cmd, SK_ILLEGAL_REQUEST, ASC_INSUFFICIENT_REG_RESOURCES);
+			return;
+		}
+		dest = pr_add(pr, &it, &dn, a->sark, false);
+		if (!dest) {
+			sense_set(a->cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+			return;
+		}
+	}
+	dest->key = a->sark;
+	pr_set_reservation(pr, dest, pr->type);
+	if (p[17] & PR_UNREG)
+		pr_unlink(pr, a->reg);
+	pr->generation++;
+}
+
+/* Parameter list length rules of SPC-4 6.16.3; false when sense was set. */
+static bool pr_out_check_len(struct pr_out_args *a, uint32_t avail)
+{
+	if (a->plen > avail || a->plen < PR_BASIC_LEN) {
+		pr_plle(a->cmd);
+		return false;
+	}
+	if (a->sa == PRO_REGISTER_MOVE) {
+		if ((uint64_t)PR_BASIC_LEN + get_be32(a->p + 20) > a->plen) {
+			pr_plle(a->cmd);
+			return false;
+		}
+		return true;
+	}
+	if (a->p[20] & PR_SPEC_I_PT) {
+		if (a->sa != PRO_REGISTER) {
+			sense_invalid_param(a->cmd, 20, 3);
+			return false;
+		}
+		if (a->plen < PR_BASIC_LEN + 4 ||
+		    (uint64_t)PR_BASIC_LEN + 4 + get_be32(a->p + 24) > a->plen) {
+			pr_plle(a->cmd);
+			return false;
+		}
+		return true;
+	}
+	if (a->plen != PR_BASIC_LEN) {
+		pr_plle(a->cmd);
+		return false;
+	}
+	return true;
+}
+
+void pr_out(struct scsi_pr *pr, struct scsi_cmd *cmd)
+{
+	struct pr_out_args a = { .cmd = cmd, .n = cmd->nexus };
+	uint32_t avail = 0;
+
+	a.sa = cmd->cdb[1] & 0x1f;
+	a.scope = cmd->cdb[2] >> 4;
+	a.type = cmd->cdb[2] & 0x0f;
+	a.plen = get_be32(cmd->cdb + 5);
+	cmd->status = SCSI_GOOD;
+	cmd->din_len = 0;
+	if (a.sa > PRO_REGISTER_MOVE) {
+		sense_invalid_cdb(cmd, 1, 4);
+		return;
+	}
+	if (cmd->buf && cmd->buf->data)
+		avail = (uint32_t)MIN((size_t)cmd->dout_len, cmd->buf->len);
+	a.p = avail ? cmd->buf->data : NULL;
+	if (!pr_out_check_len(&a, avail))
+		return;
+	if (pr->res2) {
+		pr_conflict_status(cmd);
+		return;
+	}
+	if ((a.sa == PRO_RESERVE || a.sa == PRO_RELEASE) && !pr_check_scope_type(&a))
+		return;
+	a.rk = get_be64(a.p);
+	a.sark = get_be64(a.p + 8);
+	a.reg = pr_find(pr, a.n);
+	if (a.sa != PRO_REGISTER && a.sa != PRO_REGISTER_IGNORE &&
+	    (!a.reg || a.reg->key != a.rk)) {
+		pr_conflict_status(cmd);
+		return;
+	}
+	switch (a.sa) {
+	case PRO_REGISTER:
+	case PRO_REGISTER_IGNORE: pr_do_register(pr, &a); break;
+	case PRO_RESERVE: pr_do_reserve(pr, &a); break;
+	case PRO_RELEASE: pr_do_release(pr, &a); break;
+	case PRO_CLEAR: pr_do_clear(pr, &a); break;
+	case PRO_PREEMPT:
+	case PRO_PREEMPT_ABORT: pr_do_preempt(pr, &a); break;
+	default: pr_do_move(pr, &a); break;
+	}
+	/* Only paths that changed state queued notes. */
+	pr_flush_notes(pr);
+}
+
+/* ---- SPC-2 RESERVE / RELEASE ---- */
+
+/* Compatible reservation handling (SPC-4 5.13.3): 1 no-op, -1 conflict, 0 SPC-2 rules. */
+static int pr_crh(const struct scsi_pr *pr, const struct scsi_nexus *n)
+{
+	const struct pr_reg *r;
+
+	if (!pr->regs)
+		return 0;
+	r = pr_find(pr, n);
+	if (pr_is_holder(pr, r))
+		return 1;
+	if (r && pr->reserved && (pr_type_ro(pr->type) || pr_type_ar(pr->type)))
+		return 1;
+	return -1;
+}
+
+/* Third-party and extent reservations are not supported. */
+static bool pr_spc2_cdb_ok(struct scsi_cmd *cmd)
+{
+	bool ten = cmd->cdb[0] == 0x56 || cmd->cdb[0] == 0x57;
+
+	if (ten && (cmd->cdb[1] & 0x12)) {
+		sense_invalid_cdb(cmd, 1, (cmd->cdb[1] & 0x10) ? 4 : 1);
+		return false;
+	}
+	if (!ten && (cmd->cdb[1] & 0x01)) {
+		sense_invalid_cdb(cmd, 1, 0);
+		return false;
+	}
+	return true;
+}
+
+void pr_reserve(struct scsi_pr *pr, struct scsi_cmd *cmd)
+{
+	const struct scsi_nexus *n = cmd->nexus;
+	int crh;
+
+	cmd->status = SCSI_GOOD;
+	cmd->din_len = 0;
+	if (!pr_spc2_cdb_ok(cmd))
+		return;
+	crh = pr_crh(pr, n);
+	if (crh) {
+		if (crh < 0)
+			pr_conflict_status(cmd);
+		return;
+	}
+	if (pr->res2 && !pr_res2_is(pr, n)) {
+		pr_conflict_status(cmd);
+		return;
+	}
+	pr->res2 = true;
+	snprintf(pr->res2_iport, sizeof(pr->res2_iport), "%s", n->initiator_port);
+	snprintf(pr->res2_tport, sizeof(pr->res2_tport), "%s", n->target_port);
+}
+
+void pr_release(struct scsi_pr *pr, struct scsi_cmd *cmd)
+{
+	const struct scsi_nexus *n = cmd->nexus;
+	int crh;
+
+	cmd->status = SCSI_GOOD;
+	cmd->din_len = 0;
+	if (!pr_spc2_cdb_ok(cmd))
+		return;
+	crh = pr_crh(pr, n);
+	if (crh) {
+		if (crh < 0)
+			pr_conflict_status(cmd);
+		return;
+	}
+	/* A RELEASE from a nexus that holds nothing succeeds and does nothing (SPC-2 7.17). */
+	if (pr_res2_is(pr, n))
+		pr->res2 = false;
+}
+
+void pr_reset(struct scsi_pr *pr, const struct scsi_nexus *nexus, bool nexus_loss_only)
+{
+	if (!nexus_loss_only || (nexus && pr_res2_is(pr, nexus)))
+		pr->res2 = false;
+}

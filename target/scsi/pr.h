@@ -13,11 +13,20 @@ struct scsi_cmd;
 struct scsi_nexus;
 struct scsi_pr;
 
-/* Establish a unit attention for every nexus of initiator_port (the LU owns UA queues). */
+/*
+ * Establish a unit attention for every nexus of initiator_port (the LU owns UA queues).
+ * initiator_port is "<name>,i,0x<ISID>", or a bare iSCSI name (no ",i,0x") for a
+ * registration made through a TransportID that named only the initiator device:
+ * then every port of that initiator.
+ */
 typedef void (*pr_ua_fn)(void *ctx, const char *initiator_port, uint16_t asc);
+/* Abort every task of initiator_port's nexuses on this LU (PREEMPT AND ABORT); same naming. */
+typedef void (*pr_abort_fn)(void *ctx, const char *initiator_port);
 
 struct scsi_pr *pr_create(pr_ua_fn ua, void *ua_ctx);
 void pr_destroy(struct scsi_pr *pr);
+/* Optional: without it PREEMPT AND ABORT acts as PREEMPT. */
+void pr_set_abort(struct scsi_pr *pr, pr_abort_fn abort, void *ctx);
 
 /*
  * Would the reservation state conflict with this CDB from nexus?  (SPC-4

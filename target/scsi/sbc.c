@@ -1,2 +1,645 @@
-/* placeholder until written */
-typedef int placeholder_sbc_t;
+/*
+ * SBC-3 commands: READ/WRITE (6/10/12/16), WRITE AND VERIFY, VERIFY,
+ * SYNCHRONIZE CACHE, PRE-FETCH, UNMAP, WRITE SAME, COMPARE AND WRITE,
+ * READ CAPACITY, GET LBA STATUS.  The read/write path allocates one buffer
+ * and the backstore moves data straight into or out of it.
+ */
+#include <string.h>
+
+#include "common/bufpool.h"
+#include "common/reactor.h"
+#include "target/scsi/scsi_int.h"
+
+_Static_assert(sizeof(struct bs_io) <= sizeof(((struct scsi_cmd *)0)->io), "bs_io must fit in cmd->io");
+
+enum { CF_FUA = 1u << 0, CF_UNMAP = 1u << 1, CF_BYTCHK = 1u << 2 };
+
+static struct bs_io *cmd_io(struct scsi_cmd *cmd)
+{
+	return (struct bs_io *)cmd->io;
+}
+
+/* LBA, transfer length and where the transfer length sits, by CDB group. */
+static void cdb_lba_tl(const uint8_t *cdb, uint64_t *lba, uint32_t *tl, uint16_t *tl_byte)
+{
+	switch (cdb[0] >> 5) {
+	case 0:
+		*lba = get_be24(cdb + 1) & 0x1fffff;
+		*tl = cdb[4] ? cdb[4] : 256;   /* READ(6)/WRITE(6): 0 means 256 */
+		*tl_byte = 4;
+		break;
+	case 4:
+		*lba = get_be64(cdb + 2);
+		*tl = get_be32(cdb + 10);
+		*tl_byte = 10;
+		break;
+	case 5:
+		*lba = get_be32(cdb + 2);
+		*tl = get_be32(cdb + 6);
+		*tl_byte = 6;
+		break;
+	default:
+		*lba = get_be32(cdb + 2);
+		*tl = get_be16(cdb + 7);
+		*tl_byte = 7;
+		break;
+	}
+}
+
+/* LBA range check shared by every medium command; n == 0 still needs lba inside. */
+static bool lba_ok(struct scsi_cmd *cmd, uint64_t lba, uint64_t n)
+{
+	uint64_t nb = lu_nblocks(cmd->lu);
+
+	if (lba >= nb || n > nb - lba) {
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return false;
+	}
+	return true;
+}
+
+static bool xfer_ok(struct scsi_cmd *cmd, uint64_t n, uint16_t tl_byte)
+{
+	if (n > (SCSI_MAX_XFER_BYTES >> cmd->lu->block_shift)) {
+		sense_invalid_cdb(cmd, tl_byte, 7);
+		return false;
+	}
+	return true;
+}
+
+static bool get_buf(struct scsi_cmd *cmd, struct buf **b, size_t len)
+{
+	*b = scsi_buf_get(cmd, len ? len : 1);
+	if (!*b) {
+		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return false;
+	}
+	return true;
+}
+
+static void submit(struct scsi_cmd *cmd, enum backstore_op op, uint64_t lba, uint64_t nblocks,
+		   void *data, void (*cb)(struct bs_io *, int))
+{
+	struct bs_io *io = cmd_io(cmd);
+	uint8_t sh = cmd->lu->block_shift;
+
+	memset(io, 0, sizeof(*io));
+	io->op = op;
+	io->offset = lba << sh;
+	io->len = nblocks << sh;
+	io->buf = data;
+	io->pattern_len = op == BS_WRITE_SAME ? cmd->lu->block_size : 0;
+	io->fua = (cmd->flags & CF_FUA) != 0;
+	io->reactor = cmd->reactor;
+	io->cb = cb;
+	io->priv = cmd;
+	backstore_submit(cmd->lu->bs, io);
+}
+
+static bool is_read_op(uint8_t opc)
+{
+	return opc == 0x08 || opc == 0x28 || opc == 0xa8 || opc == 0x88;
+}
+
+/* READ and WRITE (and WRITE AND VERIFY): data length is min(CDB, EDTL); the residual says the rest. */
+bool sbc_prep_rw(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	const uint8_t *cdb = cmd->cdb;
+	uint64_t lba;
+	uint32_t tl;
+	uint16_t tl_byte;
+	bool rd = is_read_op(cdb[0]);
+
+	cdb_lba_tl(cdb, &lba, &tl, &tl_byte);
+	if (cdb[0] >> 5) {
+		if (cdb[1] & 0xe0) {   /* RDPROTECT/WRPROTECT: no protection information */
+			sense_invalid_cdb(cmd, 1, 7);
+			return false;
+		}
+		if ((cdb[1] & 0x08) || (!rd && !lu_flag(&lu->wce)))
+			cmd->flags |= CF_FUA;
+		if (cdb[0] == 0x2e || cdb[0] == 0xae || cdb[0] == 0x8e)
+			cmd->flags |= CF_FUA;   /* verify after write: the data must be on the medium */
+	}
+	if (!lba_ok(cmd, lba, tl) || !xfer_ok(cmd, tl, tl_byte))
+		return false;
+	uint64_t xfer = (uint64_t)tl << lu->block_shift;
+	uint32_t room = (rd ? cmd->dir_read : cmd->dir_write) ? cmd->edtl : 0;
+	uint32_t len = (uint32_t)MIN(xfer, (uint64_t)room);
+
+	cmd->lba = lba;
+	cmd->resid = (int64_t)cmd->edtl - (int64_t)xfer;
+	if (rd) {
+		/* Whole blocks are read; only len bytes go out. */
+		cmd->nblocks = (len + lu->block_size - 1) >> lu->block_shift;
+		cmd->state = len;
+		if (!cmd->nblocks)
+			return true;
+		return get_buf(cmd, &cmd->buf, (size_t)cmd->nblocks << lu->block_shift);
+	}
+	cmd->nblocks = len >> lu->block_shift;
+	cmd->dout_len = len;
+	if (!len)
+		return true;
+	return get_buf(cmd, &cmd->buf, len);
+}
+
+static void read_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+
+	if (res < 0)
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_READ_ERROR);
+	else
+		cmd->din_len = cmd->state;
+	scsi_cmd_complete(cmd);
+}
+
+void sbc_read(struct scsi_cmd *cmd)
+{
+	if (!cmd->nblocks) {
+		scsi_cmd_complete(cmd);
+		return;
+	}
+	submit(cmd, BS_READ, cmd->lba, cmd->nblocks, cmd->buf->data, read_done);
+}
+
+static void write_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+
+	if (res < 0)
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
+	scsi_cmd_complete(cmd);
+}
+
+void sbc_write(struct scsi_cmd *cmd)
+{
+	if (!cmd->nblocks) {
+		scsi_cmd_complete(cmd);
+		return;
+	}
+	submit(cmd, BS_WRITE, cmd->lba, cmd->nblocks, cmd->buf->data, write_done);
+}
+
+/* VERIFY: BYTCHK 00b checks the range only; 01b compares the Data-Out with the medium. */
+bool sbc_prep_verify(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	uint64_t lba;
+	uint32_t tl;
+	uint16_t tl_byte;
+	uint8_t bytchk = (cmd->cdb[1] >> 1) & 3;
+
+	cdb_lba_tl(cmd->cdb, &lba, &tl, &tl_byte);
+	if (cmd->cdb[1] & 0xe0) {
+		sense_invalid_cdb(cmd, 1, 7);
+		return false;
+	}
+	if (bytchk > 1) {
+		sense_invalid_cdb(cmd, 1, 2);
+		return false;
+	}
+	if (!lba_ok(cmd, lba, tl) || !xfer_ok(cmd, tl, tl_byte))
+		return false;
+	cmd->lba = lba;
+	if (!bytchk) {
+		scsi_no_xfer(cmd);
+		return true;
+	}
+	uint64_t xfer = (uint64_t)tl << lu->block_shift;
+	uint32_t len = (uint32_t)MIN(xfer, (uint64_t)(cmd->dir_write ? cmd->edtl : 0));
+
+	cmd->flags |= CF_BYTCHK;
+	cmd->resid = (int64_t)cmd->edtl - (int64_t)xfer;
+	cmd->dout_len = len;
+	cmd->nblocks = (len + lu->block_size - 1) >> lu->block_shift;
+	if (!len)
+		return true;
+	return get_buf(cmd, &cmd->buf, len) &&
+	       get_buf(cmd, &cmd->buf2, (size_t)cmd->nblocks << lu->block_shift);
+}
+
+static bool compare(struct scsi_cmd *cmd, const uint8_t *want, const uint8_t *have, uint32_t len)
+{
+	if (!memcmp(want, have, len))
+		return true;
+	uint32_t i = 0;
+	while (want[i] == have[i])
+		i++;
+	sense_set_info(cmd, SK_MISCOMPARE, ASC_MISCOMPARE_DURING_VERIFY, i);
+	return false;
+}
+
+static void verify_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+
+	if (res < 0)
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_READ_ERROR);
+	else
+		compare(cmd, cmd->buf->data, cmd->buf2->data, cmd->dout_len);
+	scsi_cmd_complete(cmd);
+}
+
+void sbc_verify(struct scsi_cmd *cmd)
+{
+	if (!(cmd->flags & CF_BYTCHK) || !cmd->nblocks) {
+		scsi_cmd_complete(cmd);
+		return;
+	}
+	submit(cmd, BS_READ, cmd->lba, cmd->nblocks, cmd->buf2->data, verify_done);
+}
+
+/* SYNCHRONIZE CACHE / PRE-FETCH: a number of blocks of 0 means "to the end". */
+static bool prep_range_to_end(struct scsi_cmd *cmd)
+{
+	uint64_t lba;
+	uint32_t tl;
+	uint16_t tl_byte;
+
+	cdb_lba_tl(cmd->cdb, &lba, &tl, &tl_byte);
+	if (!lba_ok(cmd, lba, tl))
+		return false;
+	scsi_no_xfer(cmd);
+	return true;
+}
+
+bool sbc_prep_sync(struct scsi_cmd *cmd)
+{
+	return prep_range_to_end(cmd);
+}
+
+static void sync_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+
+	if (res < 0)
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
+	scsi_cmd_complete(cmd);
+}
+
+void sbc_sync(struct scsi_cmd *cmd)
+{
+	submit(cmd, BS_FLUSH, 0, 0, NULL, sync_done);
+}
+
+bool sbc_prep_prefetch(struct scsi_cmd *cmd)
+{
+	return prep_range_to_end(cmd);
+}
+
+/* PRE-FETCH: nothing to stage; GOOD says the range is valid (no cache claim). */
+void sbc_nop(struct scsi_cmd *cmd)
+{
+	scsi_cmd_complete(cmd);
+}
+
+/* UNMAP (SBC-3 5.28): parameter list checked whole before anything is deallocated. */
+bool sbc_prep_unmap(struct scsi_cmd *cmd)
+{
+	uint32_t plen = get_be16(cmd->cdb + 7);
+
+	if (cmd->cdb[1] & 0x01) {   /* ANCHOR: not supported (ANC_SUP = 0) */
+		sense_invalid_cdb(cmd, 1, 0);
+		return false;
+	}
+	cmd->resid = (int64_t)cmd->edtl - plen;
+	if (!plen)
+		return true;
+	if (plen < 8) {
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
+		return false;
+	}
+	cmd->dout_len = cmd->dir_write ? MIN(plen, cmd->edtl) : 0;
+	cmd->state = plen;
+	return get_buf(cmd, &cmd->buf, cmd->dout_len);
+}
+
+static void unmap_next(struct scsi_cmd *cmd);
+
+static void unmap_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+
+	if (res < 0) {
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
+		scsi_cmd_complete(cmd);
+		return;
+	}
+	unmap_next(cmd);
+}
+
+/* cmd->lba: index of the next descriptor; cmd->nblocks: descriptor count. */
+static void unmap_next(struct scsi_cmd *cmd)
+{
+	const uint8_t *p = cmd->buf->data + 8;
+
+	while (cmd->lba < cmd->nblocks) {
+		const uint8_t *d = p + 16 * cmd->lba++;
+		uint32_t n = get_be32(d + 8);
+		if (n) {
+			submit(cmd, BS_UNMAP, get_be64(d), n, NULL, unmap_done);
+			return;
+		}
+	}
+	scsi_cmd_complete(cmd);
+}
+
+void sbc_unmap(struct scsi_cmd *cmd)
+{
+	uint32_t len = cmd->dout_len, plen = cmd->state;
+	const uint8_t *p;
+	uint64_t total = 0, nb = lu_nblocks(cmd->lu);
+
+	if (!plen)
+		goto done;
+	if (len < plen) {
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
+		goto done;
+	}
+	p = cmd->buf->data;
+	uint32_t bddl = get_be16(p + 2);
+	if (bddl > len - 8)
+		bddl = len - 8;
+	uint32_t count = bddl / 16;
+	if (count > SCSI_MAX_UNMAP_DESCS) {
+		sense_invalid_param(cmd, 2, -1);
+		goto done;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		const uint8_t *d = p + 8 + 16 * i;
+		uint64_t lba = get_be64(d);
+		uint32_t n = get_be32(d + 8);
+		if (lba > nb || n > nb - lba) {
+			sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+			goto done;
+		}
+		total += n;
+	}
+	if (total > SCSI_MAX_UNMAP_LBAS) {
+		sense_invalid_param(cmd, 8 + 8, -1);
+		goto done;
+	}
+	cmd->lba = 0;
+	cmd->nblocks = count;
+	unmap_next(cmd);
+	return;
+done:
+	scsi_cmd_complete(cmd);
+}
+
+/* WRITE SAME (10/16): UNMAP with a zero pattern on a thin LU deallocates; NDOB means zeroes. */
+bool sbc_prep_ws(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	const uint8_t *cdb = cmd->cdb;
+	bool ws16 = cdb[0] == 0x93;
+	bool ndob = ws16 && (cdb[1] & 0x01);
+	uint64_t lba, nb = lu_nblocks(lu);
+	uint32_t tl;
+	uint16_t tl_byte;
+
+	cdb_lba_tl(cdb, &lba, &tl, &tl_byte);
+	if (cdb[1] & 0xe0) {
+		sense_invalid_cdb(cmd, 1, 7);
+		return false;
+	}
+	if (cdb[1] & 0x10) {   /* ANCHOR */
+		sense_invalid_cdb(cmd, 1, 4);
+		return false;
+	}
+	if (!lba_ok(cmd, lba, tl))
+		return false;
+	if (!tl)
+		tl = (uint32_t)MIN(nb - lba, (uint64_t)UINT32_MAX);
+	if (ndob) {
+		cmd->resid = (int64_t)cmd->edtl;
+	} else {
+		if (!cmd->dir_write || cmd->edtl != lu->block_size) {
+			sense_invalid_cdb(cmd, tl_byte, 7);
+			return false;
+		}
+		cmd->dout_len = lu->block_size;
+	}
+	cmd->lba = lba;
+	cmd->nblocks = tl;
+	if (cdb[1] & 0x08)
+		cmd->flags |= CF_UNMAP;
+	if (!lu_flag(&lu->wce))
+		cmd->flags |= CF_FUA;
+	if (!get_buf(cmd, &cmd->buf, lu->block_size))
+		return false;
+	if (ndob)
+		memset(cmd->buf->data, 0, lu->block_size);
+	return true;
+}
+
+static bool all_zero(const uint8_t *p, uint32_t n)
+{
+	return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
+}
+
+void sbc_ws(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+
+	if ((cmd->flags & CF_UNMAP) && lu->thin && all_zero(cmd->buf->data, lu->block_size))
+		submit(cmd, BS_UNMAP, cmd->lba, cmd->nblocks, NULL, write_done);
+	else
+		submit(cmd, BS_WRITE_SAME, cmd->lba, cmd->nblocks, cmd->buf->data, write_done);
+}
+
+/*
+ * COMPARE AND WRITE: one at a time per LU, so a CAW never sees another
+ * CAW's half-done write.  Waiters queue on the LU and resume on their own
+ * reactor.
+ */
+bool sbc_prep_caw(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	uint64_t lba = get_be64(cmd->cdb + 2);
+	uint32_t n = cmd->cdb[13];
+
+	if (cmd->cdb[1] & 0xe0) {
+		sense_invalid_cdb(cmd, 1, 7);
+		return false;
+	}
+	if (n > SCSI_MAX_CAW_BLOCKS) {
+		sense_invalid_cdb(cmd, 13, 7);
+		return false;
+	}
+	if (!lba_ok(cmd, lba, n))
+		return false;
+	if (!n) {
+		scsi_no_xfer(cmd);
+		return true;
+	}
+	uint32_t xfer = (2 * n) << lu->block_shift;
+	if (!cmd->dir_write || cmd->edtl != xfer) {
+		sense_invalid_cdb(cmd, 13, 7);
+		return false;
+	}
+	cmd->lba = lba;
+	cmd->nblocks = n;
+	cmd->dout_len = xfer;
+	cmd->flags |= CF_FUA;
+	return get_buf(cmd, &cmd->buf, xfer) &&
+	       get_buf(cmd, &cmd->buf2, (size_t)n << lu->block_shift);
+}
+
+static void caw_start(struct scsi_cmd *cmd);
+
+static void caw_resume(void *arg)
+{
+	caw_start(arg);
+}
+
+static void caw_finish(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_cmd *next;
+
+	pthread_mutex_lock(&lu->mu);
+	next = lu->caw_head;
+	if (next) {
+		lu->caw_head = next->scratch;
+		if (!lu->caw_head)
+			lu->caw_tail = NULL;
+		next->scratch = NULL;
+	} else {
+		lu->caw_busy = false;
+	}
+	pthread_mutex_unlock(&lu->mu);
+	scsi_cmd_complete(cmd);
+	if (next) {
+		if (!next->reactor || reactor_send(next->reactor, caw_resume, next) != 0)
+			caw_start(next);
+	}
+}
+
+static void caw_write_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+
+	if (res < 0)
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
+	caw_finish(cmd);
+}
+
+static void caw_read_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+	uint32_t len = cmd->nblocks << cmd->lu->block_shift;
+
+	if (res < 0) {
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_READ_ERROR);
+		caw_finish(cmd);
+		return;
+	}
+	if (!compare(cmd, cmd->buf->data, cmd->buf2->data, len)) {
+		caw_finish(cmd);
+		return;
+	}
+	submit(cmd, BS_WRITE, cmd->lba, cmd->nblocks, cmd->buf->data + len, caw_write_done);
+}
+
+static void caw_start(struct scsi_cmd *cmd)
+{
+	submit(cmd, BS_READ, cmd->lba, cmd->nblocks, cmd->buf2->data, caw_read_done);
+}
+
+void sbc_caw(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+
+	if (!cmd->nblocks) {
+		scsi_cmd_complete(cmd);
+		return;
+	}
+	pthread_mutex_lock(&lu->mu);
+	if (lu->caw_busy) {
+		cmd->scratch = NULL;
+		if (lu->caw_tail)
+			lu->caw_tail->scratch = cmd;
+		else
+			lu->caw_head = cmd;
+		lu->caw_tail = cmd;
+		pthread_mutex_unlock(&lu->mu);
+		return;
+	}
+	lu->caw_busy = true;
+	pthread_mutex_unlock(&lu->mu);
+	caw_start(cmd);
+}
+
+void sbc_read_capacity10(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	uint8_t d[8];
+	uint64_t last = lu_nblocks(lu) - 1;
+
+	if (!(cmd->cdb[8] & 0x01) && get_be32(cmd->cdb + 2)) {
+		sense_invalid_cdb(cmd, 2, 7);
+	} else {
+		put_be32(d, last > 0xffffffffull ? 0xffffffffu : (uint32_t)last);
+		put_be32(d + 4, lu->block_size);
+		scsi_cmd_din(cmd, d, sizeof(d), sizeof(d));
+	}
+	scsi_cmd_complete(cmd);
+}
+
+void sbc_read_capacity16(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	uint8_t d[32] = { 0 };
+
+	put_be64(d, lu_nblocks(lu) - 1);
+	put_be32(d + 8, lu->block_size);
+	if (lu->thin)
+		d[14] = 0x80 | 0x40;   /* LBPME, LBPRZ */
+	scsi_cmd_din(cmd, d, sizeof(d), get_be32(cmd->cdb + 10));
+	scsi_cmd_complete(cmd);
+}
+
+bool sbc_prep_get_lba_status(struct scsi_cmd *cmd)
+{
+	if (!lba_ok(cmd, get_be64(cmd->cdb + 2), 0))
+		return false;
+	scsi_no_xfer(cmd);
+	return true;
+}
+
+void sbc_get_lba_status(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	uint64_t lba = get_be64(cmd->cdb + 2), nb = lu_nblocks(lu);
+	uint32_t alloc = get_be32(cmd->cdb + 10);
+	uint8_t d[8 + 16 * 32];
+	uint32_t n = 8, max = alloc > 24 ? MIN((alloc - 8) / 16, 32u) : 1;
+
+	memset(d, 0, sizeof(d));
+	for (uint32_t i = 0; i < max && lba < nb; i++) {
+		bool mapped = true;
+		uint64_t run = 0;
+		if (backstore_lba_status(lu->bs, lba << lu->block_shift, &mapped, &run) < 0) {
+			sense_set(cmd, SK_MEDIUM_ERROR, ASC_READ_ERROR);
+			goto out;
+		}
+		uint64_t blocks = run >> lu->block_shift;
+		if (!blocks)
+			blocks = 1;
+		blocks = MIN(blocks, nb - lba);
+		blocks = MIN(blocks, (uint64_t)UINT32_MAX);
+		put_be64(d + n, lba);
+		put_be32(d + n + 8, (uint32_t)blocks);
+		d[n + 12] = mapped ? 0 : 1;
+		n += 16;
+		lba += blocks;
+	}
+	put_be32(d, n - 4);
+	scsi_cmd_din(cmd, d, n, alloc);
+out:
+	scsi_cmd_complete(cmd);
+}

@@ -1,2 +1,847 @@
-/* not yet written: skipped */
-int main(void) { return 77; }
+/* CUnit tests for target/config.c: loading, validation messages, round-trip, save. */
+#include "target/config.c"
+
+#include <CUnit/Basic.h>
+#include <dirent.h>
+#include <libgen.h>
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+
+static char errbuf[1024];
+
+/* The source tree, found from the test binary (build/tests/unit/test_config)
+ * and this file's path as the compiler saw it, so cwd does not matter. */
+static char srcroot[PATH_MAX];
+
+static void find_srcroot(void)
+{
+	char exe[PATH_MAX], file[PATH_MAX];
+	const char *suffix = "/tests/unit/test_config.c";
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	if (__FILE__[0] == '/') {
+		snprintf(file, sizeof(file), "%s", __FILE__);
+	} else {
+		/* builddir = dirname^3(exe) */
+		char *d = dirname(dirname(dirname(exe)));
+		snprintf(file, sizeof(file), "%s/%s", d, __FILE__);
+	}
+	size_t fl = strlen(file), sl = strlen(suffix);
+	if (fl > sl && !strcmp(file + fl - sl, suffix))
+		file[fl - sl] = '\0';
+	if (!realpath(file, srcroot))
+		srcroot[0] = '\0';
+}
+
+static char *src_path(const char *rel)
+{
+	static char buf[PATH_MAX + 64];
+
+	snprintf(buf, sizeof(buf), "%s/%s", srcroot, rel);
+	return buf;
+}
+
+static struct config *load_ok(const char *json)
+{
+	struct config *c = NULL;
+	int r = config_load_string(json, "t.json", &c, errbuf, sizeof(errbuf));
+
+	if (r)
+		fprintf(stderr, "\nunexpected error: %s\n", errbuf);
+	CU_ASSERT_EQUAL(r, 0);
+	return c;
+}
+
+/* Load must fail and the message must contain want. */
+static void load_bad(const char *json, const char *want)
+{
+	struct config *c = (struct config *)1;
+	int r;
+
+	errbuf[0] = '\0';
+	r = config_load_string(json, "t.json", &c, errbuf, sizeof(errbuf));
+	CU_ASSERT_EQUAL(r, -EINVAL);
+	CU_ASSERT_PTR_NULL(c);
+	if (!strstr(errbuf, want))
+		fprintf(stderr, "\nwanted \"%s\"\n   got \"%s\"\n", want, errbuf);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, want));
+	if (r == 0)
+		config_free(c);
+}
+
+#define BS_RAM "\"backstores\":[{\"name\":\"r\",\"type\":\"ram\",\"size\":1048576}]"
+#define TGT(tpg) "\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[{" tpg "}]}]"
+#define DOC(tpg) "{" BS_RAM "," TGT(tpg) "}"
+#define LUN0 "\"luns\":[{\"lun\":0,\"backstore\":\"r\"}]"
+
+/* ---------------------------------------------------------------- default */
+
+static void test_default(void)
+{
+	struct config *c = load_ok(config_default_json);
+
+	if (!c)
+		return;
+	CU_ASSERT_STRING_EQUAL(c->origin, "t.json");
+	CU_ASSERT_EQUAL(c->nbackstores, 1);
+	CU_ASSERT_STRING_EQUAL(c->backstores[0].name, "ram0");
+	CU_ASSERT_PTR_EQUAL(c->backstores[0].bs.name, c->backstores[0].name);
+	CU_ASSERT_EQUAL(c->backstores[0].bs.type, BACKSTORE_RAM);
+	CU_ASSERT_EQUAL(c->backstores[0].bs.size, 1ull << 30);
+	CU_ASSERT_EQUAL(c->backstores[0].bs.block_size, 512);
+	CU_ASSERT_PTR_NULL(c->backstores[0].path);
+	CU_ASSERT_EQUAL(c->ntargets, 1);
+	CU_ASSERT_STRING_EQUAL(c->targets[0].iqn, "iqn.2026-11.org.isert:default");
+	CU_ASSERT_TRUE(config_valid_iscsi_name(c->targets[0].iqn));
+	CU_ASSERT_EQUAL(c->targets[0].ntpgs, 1);
+	struct cfg_tpg *t = &c->targets[0].tpgs[0];
+	CU_ASSERT_EQUAL(t->tag, 1);
+	CU_ASSERT_TRUE(t->enable);
+	CU_ASSERT_TRUE(t->demo_mode);
+	CU_ASSERT_FALSE(t->demo_write_protect);
+	CU_ASSERT_PTR_NULL(t->demo_chap.userid);
+	CU_ASSERT_EQUAL(t->nportals, 1);
+	CU_ASSERT_STRING_EQUAL(t->portals[0].host, "127.0.0.1");
+	CU_ASSERT_EQUAL(t->portals[0].port, 3260);
+	CU_ASSERT_FALSE(t->portals[0].iser);
+	CU_ASSERT_EQUAL(t->nluns, 1);
+	CU_ASSERT_EQUAL(t->luns[0].lun, 0);
+	CU_ASSERT_EQUAL(t->luns[0].backstore_index, 0);
+	CU_ASSERT_EQUAL(t->nacls, 0);
+	/* parameter defaults */
+	CU_ASSERT_EQUAL(t->params.max_recv_dsl, 262144);
+	CU_ASSERT_EQUAL(t->params.max_burst, 1048576);
+	CU_ASSERT_EQUAL(t->params.first_burst, 65536);
+	CU_ASSERT_EQUAL(t->params.max_outstanding_r2t, 1);
+	CU_ASSERT_FALSE(t->params.initial_r2t);
+	CU_ASSERT_TRUE(t->params.immediate_data);
+	CU_ASSERT_TRUE(t->params.header_digest);
+	CU_ASSERT_TRUE(t->params.data_digest);
+	CU_ASSERT_EQUAL(t->params.default_time2wait, 2);
+	CU_ASSERT_EQUAL(t->params.default_time2retain, 20);
+	CU_ASSERT_EQUAL(t->params.max_connections, 1);
+	CU_ASSERT_EQUAL(t->params.queue_depth, 128);
+	CU_ASSERT_EQUAL(t->params.nop_in_interval, 0);
+	CU_ASSERT_EQUAL(c->reactors, 0);
+	CU_ASSERT_EQUAL(c->poll_mode, REACTOR_EVENT);
+	CU_ASSERT_PTR_NULL(c->admin_socket);
+	CU_ASSERT_FALSE(c->discovery_auth_required);
+	config_free(c);
+}
+
+/* configs/default.json says the same as the embedded default. */
+static void test_default_file_matches(void)
+{
+	struct config *a = load_ok(config_default_json), *b = NULL;
+	int r = config_load_file(src_path("configs/default.json"), &b, errbuf, sizeof(errbuf));
+
+	CU_ASSERT_EQUAL_FATAL(r, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	char *ja = config_to_json(a), *jb = config_to_json(b);
+	CU_ASSERT_PTR_NOT_NULL(ja);
+	CU_ASSERT_PTR_NOT_NULL(jb);
+	if (ja && jb)
+		CU_ASSERT_STRING_EQUAL(ja, jb);
+	free(ja);
+	free(jb);
+	config_free(a);
+	config_free(b);
+}
+
+static void test_examples(void)
+{
+	struct config *c = NULL;
+	int r = config_load_file(src_path("configs/example-acl-chap.json"), &c, errbuf, sizeof(errbuf));
+
+	if (r)
+		fprintf(stderr, "\n%s\n", errbuf);
+	CU_ASSERT_EQUAL_FATAL(r, 0);
+	CU_ASSERT_EQUAL(c->nbackstores, 3);
+	CU_ASSERT_EQUAL(c->backstores[0].bs.type, BACKSTORE_FILE);
+	CU_ASSERT_EQUAL(c->backstores[0].bs.size, 20ull << 30);
+	CU_ASSERT_EQUAL(c->backstores[0].bs.block_size, 4096);
+	CU_ASSERT_TRUE(c->backstores[0].bs.thin);
+	CU_ASSERT_STRING_EQUAL(c->backstores[0].serial, "VOL0-7f3a");
+	CU_ASSERT_EQUAL(c->backstores[1].bs.size, 256ull << 20);
+	CU_ASSERT_TRUE(c->backstores[2].bs.readonly);
+	CU_ASSERT_EQUAL(c->backstores[2].bs.size, 0);
+	struct cfg_tpg *t = &c->targets[0].tpgs[0];
+	CU_ASSERT_EQUAL(t->nacls, 2);
+	CU_ASSERT_TRUE(t->luns[2].read_only);
+	CU_ASSERT_EQUAL(t->luns[2].backstore_index, 2);
+	CU_ASSERT_STRING_EQUAL(t->acls[0].chap.userid, "db1");
+	CU_ASSERT_PTR_NULL(t->acls[0].chap.mutual_userid);
+	CU_ASSERT_STRING_EQUAL(t->acls[1].chap.mutual_userid, "storage1");
+	CU_ASSERT_EQUAL(t->acls[1].luns[1].mapped_lun, 5);
+	CU_ASSERT_EQUAL(t->acls[1].luns[1].tpg_lun, 2);
+	CU_ASSERT_TRUE(t->acls[1].luns[1].write_protect);
+	CU_ASSERT_FALSE(t->params.data_digest);
+	CU_ASSERT_EQUAL(t->params.queue_depth, 64);
+	CU_ASSERT_TRUE(c->discovery_auth_required);
+	CU_ASSERT_STRING_EQUAL(c->discovery_chap.userid, "discovery");
+	CU_ASSERT_STRING_EQUAL(c->admin_socket, "/run/isertd.sock");
+	config_free(c);
+
+	r = config_load_file(src_path("configs/example-nvme-iser.json"), &c, errbuf, sizeof(errbuf));
+	if (r)
+		fprintf(stderr, "\n%s\n", errbuf);
+	CU_ASSERT_EQUAL_FATAL(r, 0);
+	CU_ASSERT_EQUAL(c->backstores[0].bs.type, BACKSTORE_BLOCK);
+	CU_ASSERT_STRING_EQUAL(c->backstores[0].bs.path, "/dev/nvme0n1");
+	t = &c->targets[0].tpgs[0];
+	CU_ASSERT_EQUAL(t->nportals, 2);
+	CU_ASSERT_TRUE(t->portals[0].iser);
+	CU_ASSERT_STRING_EQUAL(t->portals[0].host, "0.0.0.0");
+	CU_ASSERT_FALSE(t->portals[1].iser);
+	CU_ASSERT_NOT_EQUAL(t->portals[1].port, 3260);
+	CU_ASSERT_EQUAL(c->poll_mode, REACTOR_ADAPTIVE);
+	config_free(c);
+}
+
+/* ------------------------------------------------------------- validation */
+
+static void test_errors_paths(void)
+{
+	load_bad(DOC("\"tag\":1,\"portals\":[{\"ip\":\"127.0.0.1\"},{\"ip\":\"127.0.0.1\",\"port\":70000}]"),
+		 "t.json: targets[0].tpgs[0].portals[1].port: must be 1-65535, got 70000");
+	load_bad(DOC("\"tag\":1,\"portl\":[]"),
+		 "t.json: targets[0].tpgs[0].portl: unknown key (expected one of: tag, enable");
+	load_bad("{\"backstore\":[]}", "t.json: backstore: unknown key");
+	load_bad("{" BS_RAM ",\"targets\":[{\"tpgs\":[]}]}", "t.json: targets[0].iqn: required field missing");
+	load_bad(DOC("\"portals\":[]"), "targets[0].tpgs[0].tag: required field missing");
+	load_bad(DOC("\"tag\":0"), "targets[0].tpgs[0].tag: must be 1-65535, got 0");
+	load_bad(DOC("\"tag\":65536"), "tag: must be 1-65535, got 65536");
+	load_bad(DOC("\"tag\":-1"), "tag: must be 1-65535, got -1");
+	load_bad(DOC("\"tag\":1.5"), "tag: must be an integer, got 1.5");
+	load_bad(DOC("\"tag\":\"1\""), "tag: must be an integer, got \"1\"");
+	load_bad(DOC("\"tag\":99999999999999999999999"), "tag: must be 1-65535");
+	load_bad(DOC("\"tag\":1,\"enable\":\"yes\""), "enable: must be true or false, got \"yes\"");
+	load_bad(DOC("\"tag\":1,\"enable\":null"), "enable: must be true or false, got null");
+	load_bad("{\"targets\":{}}", "t.json: targets: must be an array, got {}");
+	load_bad("{\"targets\":[3]}", "t.json: targets[0]: must be an object, got 3");
+	load_bad("[]", "t.json: the document must be a JSON object");
+}
+
+static void test_errors_backstores(void)
+{
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"block_size\":1024}]}",
+		 "backstores[0].block_size: must be 512 or 4096, got 1024");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":1000}]}",
+		 "backstores[0].size: must be a multiple of the block size 512, got 1000");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4608,\"block_size\":4096}]}",
+		 "size: must be a multiple of the block size 4096");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":0}]}",
+		 "backstores[0].size: must be greater than 0 for a ram backstore");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\"}]}",
+		 "backstores[0].size: required field missing");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":\"1X\"}]}",
+		 "size: must be a byte count or a number with a K, M, G or T suffix");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":\"1.5G\"}]}", "size: must be a byte count");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":\"\"}]}", "size: must be a byte count");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":\"99999999999T\"}]}", "size: too large");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"tape\",\"size\":4096}]}",
+		 "backstores[0].type: must be \"ram\", \"file\" or \"block\", got \"tape\"");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"file\"}]}", "backstores[0].path: required field missing");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"file\",\"path\":\"x.img\"}]}",
+		 "path: must be an absolute path");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"path\":\"/x\"}]}",
+		 "path: not allowed for a ram backstore");
+	load_bad("{\"backstores\":[{\"name\":\"a b\",\"type\":\"ram\",\"size\":4096}]}",
+		 "backstores[0].name: may hold only letters");
+	load_bad("{\"backstores\":[{\"name\":\"\",\"type\":\"ram\",\"size\":4096}]}", "name: must not be empty");
+	load_bad("{\"backstores\":[{\"name\":\"a\\u0000b\",\"type\":\"ram\",\"size\":4096}]}",
+		 "name: must not contain a NUL character");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096},"
+		 "{\"name\":\"a\",\"type\":\"ram\",\"size\":4096}]}",
+		 "backstores[1].name: duplicate backstore name \"a\", also in backstores[0]");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"file\",\"path\":\"/x\"},"
+		 "{\"name\":\"b\",\"type\":\"block\",\"path\":\"/x\"}]}",
+		 "backstores[1].path: \"/x\" is already used by backstores[0]");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"serial\":\"a b\"}]}",
+		 "serial: must not contain spaces");
+
+	/* suffixes are powers of 1024; "iB"/"B" tails accepted */
+	struct config *c = load_ok("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":\"3K\"},"
+				   "{\"name\":\"b\",\"type\":\"ram\",\"size\":\"2MiB\"},"
+				   "{\"name\":\"c\",\"type\":\"ram\",\"size\":\"1t\"},"
+				   "{\"name\":\"d\",\"type\":\"block\",\"path\":\"/dev/x\",\"size\":0}]}");
+	if (c) {
+		CU_ASSERT_EQUAL(c->backstores[0].bs.size, 3072);
+		CU_ASSERT_EQUAL(c->backstores[1].bs.size, 2u << 20);
+		CU_ASSERT_EQUAL(c->backstores[2].bs.size, 1ull << 40);
+		CU_ASSERT_EQUAL(c->backstores[3].bs.size, 0);
+		CU_ASSERT_EQUAL(c->backstores[3].bs.block_size, 0);
+		CU_ASSERT_EQUAL(c->ntargets, 0);
+	}
+	config_free(c);
+}
+
+static void test_errors_luns_acls(void)
+{
+	load_bad(DOC("\"tag\":1,\"luns\":[{\"lun\":16384,\"backstore\":\"r\"}]"),
+		 "targets[0].tpgs[0].luns[0].lun: must be 0-16383, got 16384");
+	load_bad(DOC("\"tag\":1,\"luns\":[{\"lun\":0,\"backstore\":\"nope\"}]"),
+		 "targets[0].tpgs[0].luns[0].backstore: no backstore named \"nope\"");
+	load_bad(DOC("\"tag\":1,\"luns\":[{\"lun\":3,\"backstore\":\"r\"},{\"lun\":3,\"backstore\":\"r\"}]"),
+		 "luns[1].lun: duplicate LUN 3");
+	load_bad(DOC("\"tag\":1," LUN0 ",\"acls\":[{\"initiator\":\"iqn.2026-11.org.x:i\","
+		     "\"mapped_luns\":[{\"mapped_lun\":0,\"tpg_lun\":1}]}]"),
+		 "acls[0].mapped_luns[0].tpg_lun: the portal group has no LUN 1");
+	load_bad(DOC("\"tag\":1," LUN0 ",\"acls\":[{\"initiator\":\"iqn.2026-11.org.x:i\","
+		     "\"mapped_luns\":[{\"mapped_lun\":2,\"tpg_lun\":0},{\"mapped_lun\":2,\"tpg_lun\":0}]}]"),
+		 "acls[0].mapped_luns[1].mapped_lun: duplicate mapped LUN 2");
+	load_bad(DOC("\"tag\":1," LUN0 ",\"acls\":[{\"initiator\":\"iqn.2026-11.org.x:i\"},"
+		     "{\"initiator\":\"iqn.2026-11.org.x:i\"}]"),
+		 "acls[1].initiator: duplicate initiator \"iqn.2026-11.org.x:i\", also in acls[0]");
+	load_bad(DOC("\"tag\":1,\"acls\":[{\"initiator\":\"eui.0123456789abcdef\"},"
+		     "{\"initiator\":\"eui.0123456789ABCDEF\"}]"),
+		 "acls[1].initiator: duplicate initiator");
+	load_bad(DOC("\"tag\":1,\"acls\":[{\"initiator\":\"iqn.bogus\"}]"),
+		 "acls[0].initiator: not a valid iSCSI name");
+	load_bad(DOC("\"tag\":1,\"acls\":[{\"initiator\":\"iqn.2026-11.org.x:i\",\"mapped_luns\":[{\"tpg_lun\":0}]}]"),
+		 "mapped_luns[0].mapped_lun: required field missing");
+	load_bad(DOC("\"tag\":1,\"portals\":[{\"ip\":\"localhost\"}]"),
+		 "portals[0].ip: must be a numeric IPv4 or IPv6 address");
+	load_bad(DOC("\"tag\":1,\"portals\":[{\"ip\":\"::1\",\"port\":3260},{\"ip\":\"0:0::1\"}]"),
+		 "portals[1]: duplicate portal 0:0::1:3260 (iser false), same as portals[0]");
+	/* same address and port over TCP and iSER are distinct listeners */
+	struct config *c = load_ok(DOC("\"tag\":1,\"portals\":[{\"ip\":\"0.0.0.0\"},{\"ip\":\"0.0.0.0\",\"iser\":true}]"));
+	if (c)
+		CU_ASSERT_EQUAL(c->targets[0].tpgs[0].nportals, 2);
+	config_free(c);
+	load_bad("{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[{\"tag\":1},{\"tag\":1}]}]}",
+		 "targets[0].tpgs[1].tag: duplicate portal group tag 1, also in tpgs[0]");
+	load_bad("{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\"},{\"iqn\":\"iqn.2026-11.org.test:t\"}]}",
+		 "targets[1].iqn: duplicate target");
+	load_bad("{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:T\"}]}", "targets[0].iqn: not a valid iSCSI name");
+}
+
+static void test_errors_chap_params_global(void)
+{
+	load_bad(DOC("\"tag\":1,\"acls\":[{\"initiator\":\"iqn.2026-11.org.x:i\","
+		     "\"chap\":{\"userid\":\"u\",\"password\":\"short\"}}]"),
+		 "acls[0].chap.password: CHAP secret must be at least 12 characters");
+	load_bad(DOC("\"tag\":1,\"acls\":[{\"initiator\":\"iqn.2026-11.org.x:i\","
+		     "\"chap\":{\"mutual_userid\":\"t\",\"mutual_password\":\"0123456789abc\"}}]"),
+		 "acls[0].chap: mutual CHAP requires one-way CHAP");
+	load_bad(DOC("\"tag\":1,\"acls\":[{\"initiator\":\"iqn.2026-11.org.x:i\","
+		     "\"chap\":{\"userid\":\"u\",\"password\":\"0123456789abc\",\"mutual_userid\":\"t\","
+		     "\"mutual_password\":\"0123456789abc\"}}]"),
+		 "chap.mutual_password: must differ from password");
+	load_bad(DOC("\"tag\":1,\"acls\":[{\"initiator\":\"iqn.2026-11.org.x:i\","
+		     "\"chap\":{\"userid\":\"u\",\"password\":\"0123456789abc\",\"mutual_userid\":\"t\"}}]"),
+		 "chap: mutual CHAP needs both mutual_userid and mutual_password");
+	load_bad(DOC("\"tag\":1,\"demo_chap\":{\"userid\":\"u\"}"), "demo_chap.password: required field missing");
+	load_bad(DOC("\"tag\":1,\"demo_chap\":{\"userid\":\"u\",\"password\":\"0123456789abc\",\"secret\":1}"),
+		 "demo_chap.secret: unknown key");
+	load_bad(DOC("\"tag\":1,\"params\":{\"MaxBurstLength\":4096,\"FirstBurstLength\":8192}"),
+		 "params.FirstBurstLength: must not exceed MaxBurstLength (4096), got 8192");
+	load_bad(DOC("\"tag\":1,\"params\":{\"MaxRecvDataSegmentLength\":16777216}"),
+		 "params.MaxRecvDataSegmentLength: must be 512-16777215, got 16777216");
+	load_bad(DOC("\"tag\":1,\"params\":{\"HeaderDigest\":\"CRC32C\"}"), "params.HeaderDigest: must include None");
+	load_bad(DOC("\"tag\":1,\"params\":{\"DataDigest\":\"MD5\"}"), "params.DataDigest: must be \"CRC32C,None\" or \"None\"");
+	load_bad(DOC("\"tag\":1,\"params\":{\"InitialR2T\":\"yes\"}"), "params.InitialR2T: must be true, false, \"Yes\" or \"No\"");
+	load_bad(DOC("\"tag\":1,\"params\":{\"DataPDUInOrder\":true}"), "params.DataPDUInOrder: unknown key");
+	load_bad(DOC("\"tag\":1,\"params\":{\"MaxConnections\":0}"), "params.MaxConnections: must be 1-65535, got 0");
+	load_bad("{\"discovery\":{\"auth_required\":true}}",
+		 "discovery.auth_required: is true but no discovery chap is configured");
+	load_bad("{\"global\":{\"poll_mode\":\"spin\"}}", "global.poll_mode: must be \"event\", \"busy\" or \"adaptive\", got \"spin\"");
+	load_bad("{\"global\":{\"reactors\":5000}}", "global.reactors: must be 0-1024, got 5000");
+
+	struct config *c = load_ok(DOC("\"tag\":1,\"params\":{\"InitialR2T\":\"Yes\",\"ImmediateData\":\"No\","
+				       "\"HeaderDigest\":\"None\",\"DataDigest\":\"None,CRC32C\"}"));
+	if (c) {
+		struct cfg_params *pr = &c->targets[0].tpgs[0].params;
+		CU_ASSERT_TRUE(pr->initial_r2t);
+		CU_ASSERT_FALSE(pr->immediate_data);
+		CU_ASSERT_FALSE(pr->header_digest);
+		CU_ASSERT_TRUE(pr->data_digest);
+		CU_ASSERT_EQUAL(pr->max_burst, 1048576);
+	}
+	config_free(c);
+	c = load_ok("{\"global\":{\"poll_mode\":\"busy\",\"reactors\":3},\"discovery\":{\"auth_required\":false,"
+		    "\"chap\":{\"userid\":\"d\",\"password\":\"0123456789abc\",\"mutual_userid\":\"m\","
+		    "\"mutual_password\":\"cba9876543210\"}}}");
+	if (c) {
+		CU_ASSERT_EQUAL(c->poll_mode, REACTOR_BUSY_POLL);
+		CU_ASSERT_EQUAL(c->reactors, 3);
+		CU_ASSERT_STRING_EQUAL(c->discovery_chap.mutual_password, "cba9876543210");
+	}
+	config_free(c);
+}
+
+static void test_syntax_errors(void)
+{
+	load_bad("{\n  \"targets\": [\n    {\"iqn\": tru}\n  ]\n}\n", "t.json: line 3, column 16: JSON syntax error");
+	load_bad("{\"a\":1,}", "line 1, column 8: JSON syntax error");
+	load_bad("{\"targets\":[]", "line 1, column 14: JSON syntax error: unexpected end of document");
+	load_bad("{} x", "line 1, column 4: JSON syntax error");
+	load_bad("", "JSON syntax error");
+	load_bad("{/* comment */}", "line 1, column 2: JSON syntax error");
+	load_bad("{\"global\":{\"admin_socket\":\"\xff\"}}", "JSON syntax error");
+	/* multi-byte characters count as one column */
+	load_bad("{\"\xc3\xa9\xc3\xa9\":x}", "line 1, column 7:");
+}
+
+/* ---------------------------------------------------------------- names */
+
+static void test_iscsi_names(void)
+{
+	static const char *good[] = {
+		"iqn.2026-11.org.isert:default", "iqn.1994-05.com.redhat:2d6c9e8f1a",
+		"iqn.2001-04.com.example", "iqn.2001-04.com.example:storage:diskarrays-sn-a8675309",
+		"iqn.2001-04.com.example:storage.tape1.sys1.xyz", "iqn.1991-05.com.microsoft:host_1",
+		"eui.02004567A425678D", "eui.0123456789abcdef", "naa.52004567BA64678D",
+		"naa.62004567BA64678D0123456789ABCDEF",
+	};
+	static const char *bad[] = {
+		"", "iqn.", "iqn.2026-11", "iqn.2026-11.", "iqn.2026-13.org.x", "iqn.2026-00.org.x",
+		"iqn.26-11.org.x", "iqn.2026-1.org.x", "iqn.2026-11.org..x", "iqn.2026-11.org.x.",
+		"iqn.2026-11.Org.x", "iqn.2026-11.org.x:", "iqn.2026-11.org.x:UPPER", "iqn.2026-11.org.x:a b",
+		"iqn.2026-11.org_x:a", "IQN.2026-11.org.x", "eui.0123", "eui.0123456789abcdefg",
+		"eui.0123456789abcdeg", "naa.0123456789abcdef01", "naa.0123456789abcdez", "foo.bar",
+		"iqn.2026-11.org.x:a/b",
+	};
+	char longname[300];
+
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		if (!config_valid_iscsi_name(good[i]))
+			fprintf(stderr, "\nrejected good name %s\n", good[i]);
+		CU_ASSERT_TRUE(config_valid_iscsi_name(good[i]));
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		if (config_valid_iscsi_name(bad[i]))
+			fprintf(stderr, "\naccepted bad name %s\n", bad[i]);
+		CU_ASSERT_FALSE(config_valid_iscsi_name(bad[i]));
+	}
+	CU_ASSERT_FALSE(config_valid_iscsi_name(NULL));
+	/* 223 bytes is the limit */
+	strcpy(longname, "iqn.2026-11.org.x:");
+	size_t l = strlen(longname);
+	memset(longname + l, 'a', 223 - l);
+	longname[223] = '\0';
+	CU_ASSERT_TRUE(config_valid_iscsi_name(longname));
+	longname[223] = 'a';
+	longname[224] = '\0';
+	CU_ASSERT_FALSE(config_valid_iscsi_name(longname));
+}
+
+static void test_hostport(void)
+{
+	static const struct { const char *in, *host; uint16_t port; } good[] = {
+		{ "127.0.0.1", "127.0.0.1", 3260 },
+		{ "127.0.0.1:3261", "127.0.0.1", 3261 },
+		{ "0.0.0.0:1", "0.0.0.0", 1 },
+		{ "[::1]:3260", "::1", 3260 },
+		{ "[::1]:65535", "::1", 65535 },
+		{ "[fe80::1]", "fe80::1", 3260 },
+		{ "::1", "::1", 3260 },
+		{ "::", "::", 3260 },
+		{ "2001:db8::1:3261", "2001:db8::1:3261", 3260 }, /* unbracketed v6: all address */
+	};
+	static const char *bad[] = {
+		"", "localhost", "localhost:3260", "example.com", "127.0.0.1:", "127.0.0.1:0",
+		"127.0.0.1:65536", "127.0.0.1:+1", "127.0.0.1:32x", "127.0.0.1:003260", "[::1", "[::1]x",
+		"[::1]:", "[127.0.0.1]:3260", ":3260", "[]:3260", "1.2.3.4.5", "::1::2",
+		"[::1]:99999999999999999999",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		char *h = NULL;
+		uint16_t port = 0;
+		int r = config_parse_hostport(good[i].in, &h, &port);
+		if (r)
+			fprintf(stderr, "\nrejected %s\n", good[i].in);
+		CU_ASSERT_EQUAL(r, 0);
+		if (!r) {
+			CU_ASSERT_STRING_EQUAL(h, good[i].host);
+			CU_ASSERT_EQUAL(port, good[i].port);
+		}
+		free(h);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		char *h = NULL;
+		uint16_t port = 0;
+		int r = config_parse_hostport(bad[i], &h, &port);
+		if (!r)
+			fprintf(stderr, "\naccepted %s\n", bad[i]);
+		CU_ASSERT_EQUAL(r, -EINVAL);
+		CU_ASSERT_PTR_NULL(h);
+		free(h);
+	}
+	CU_ASSERT_EQUAL(config_parse_hostport(NULL, &(char *){ NULL }, &(uint16_t){ 0 }), -EINVAL);
+}
+
+static void test_override_portals(void)
+{
+	struct config *c = load_ok("{" BS_RAM ",\"targets\":["
+				   "{\"iqn\":\"iqn.2026-11.org.test:a\",\"tpgs\":[{\"tag\":1,\"portals\":["
+				   "{\"ip\":\"1.2.3.4\"},{\"ip\":\"1.2.3.5\"}]},{\"tag\":2}]},"
+				   "{\"iqn\":\"iqn.2026-11.org.test:b\",\"tpgs\":[{\"tag\":1,\"portals\":[{\"ip\":\"::\",\"iser\":true}]}]}]}");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(config_override_portals(c, "[::1]:3299", errbuf, sizeof(errbuf)), 0);
+	struct cfg_tpg *tp[] = { &c->targets[0].tpgs[0], &c->targets[0].tpgs[1], &c->targets[1].tpgs[0] };
+	for (size_t i = 0; i < ARRAY_SIZE(tp); i++) {
+		CU_ASSERT_EQUAL(tp[i]->nportals, 1);
+		CU_ASSERT_STRING_EQUAL(tp[i]->portals[0].host, "::1");
+		CU_ASSERT_EQUAL(tp[i]->portals[0].port, 3299);
+		CU_ASSERT_FALSE(tp[i]->portals[0].iser);
+	}
+	/* a bad override leaves the config as it was */
+	CU_ASSERT_EQUAL(config_override_portals(c, "nohost:1", errbuf, sizeof(errbuf)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "nohost:1"));
+	CU_ASSERT_STRING_EQUAL(tp[0]->portals[0].host, "::1");
+	CU_ASSERT_EQUAL(config_override_portals_iser(c, "10.0.0.1", true, errbuf, sizeof(errbuf)), 0);
+	CU_ASSERT_STRING_EQUAL(tp[2]->portals[0].host, "10.0.0.1");
+	CU_ASSERT_EQUAL(tp[2]->portals[0].port, 3260);
+	CU_ASSERT_TRUE(tp[2]->portals[0].iser);
+	/* the result still serialises and reloads */
+	char *j = config_to_json(c);
+	struct config *d = load_ok(j);
+	CU_ASSERT_PTR_NOT_NULL(d);
+	if (d)
+		CU_ASSERT_STRING_EQUAL(d->targets[0].tpgs[1].portals[0].host, "10.0.0.1");
+	free(j);
+	config_free(d);
+	config_free(c);
+
+	c = load_ok("{}");
+	CU_ASSERT_EQUAL(config_override_portals(c, "127.0.0.1", errbuf, sizeof(errbuf)), -ENOENT);
+	config_free(c);
+}
+
+/* ------------------------------------------------------------ round trip */
+
+static bool str_eq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static bool chap_eq(const struct cfg_chap *a, const struct cfg_chap *b)
+{
+	return str_eq(a->userid, b->userid) && str_eq(a->password, b->password) &&
+	       str_eq(a->mutual_userid, b->mutual_userid) &&
+	       str_eq(a->mutual_password, b->mutual_password);
+}
+
+static bool tpg_eq(const struct cfg_tpg *a, const struct cfg_tpg *b)
+{
+	if (a->tag != b->tag || a->enable != b->enable || a->demo_mode != b->demo_mode ||
+	    a->demo_write_protect != b->demo_write_protect || !chap_eq(&a->demo_chap, &b->demo_chap) ||
+	    a->nportals != b->nportals || a->nluns != b->nluns || a->nacls != b->nacls ||
+	    memcmp(&a->params, &b->params, sizeof(a->params)))
+		return false;
+	for (size_t i = 0; i < a->nportals; i++)
+		if (!str_eq(a->portals[i].host, b->portals[i].host) ||
+		    a->portals[i].port != b->portals[i].port || a->portals[i].iser != b->portals[i].iser)
+			return false;
+	for (size_t i = 0; i < a->nluns; i++)
+		if (a->luns[i].lun != b->luns[i].lun || !str_eq(a->luns[i].backstore, b->luns[i].backstore) ||
+		    a->luns[i].backstore_index != b->luns[i].backstore_index ||
+		    a->luns[i].read_only != b->luns[i].read_only)
+			return false;
+	for (size_t i = 0; i < a->nacls; i++) {
+		const struct cfg_acl *x = &a->acls[i], *y = &b->acls[i];
+		if (!str_eq(x->initiator, y->initiator) || !chap_eq(&x->chap, &y->chap) || x->nluns != y->nluns)
+			return false;
+		for (size_t k = 0; k < x->nluns; k++)
+			if (memcmp(&x->luns[k], &y->luns[k], sizeof(x->luns[k])))
+				return false;
+	}
+	return true;
+}
+
+static bool config_eq(const struct config *a, const struct config *b)
+{
+	if (a->nbackstores != b->nbackstores || a->ntargets != b->ntargets ||
+	    !chap_eq(&a->discovery_chap, &b->discovery_chap) ||
+	    a->discovery_auth_required != b->discovery_auth_required || a->reactors != b->reactors ||
+	    a->poll_mode != b->poll_mode || !str_eq(a->admin_socket, b->admin_socket))
+		return false;
+	for (size_t i = 0; i < a->nbackstores; i++) {
+		const struct cfg_backstore *x = &a->backstores[i], *y = &b->backstores[i];
+		if (!str_eq(x->name, y->name) || !str_eq(x->path, y->path) || !str_eq(x->serial, y->serial) ||
+		    x->bs.type != y->bs.type || x->bs.size != y->bs.size || x->bs.block_size != y->bs.block_size ||
+		    x->bs.thin != y->bs.thin || x->bs.write_cache != y->bs.write_cache ||
+		    x->bs.readonly != y->bs.readonly || !str_eq(x->bs.name, y->name) || !str_eq(x->bs.path, y->path))
+			return false;
+	}
+	for (size_t i = 0; i < a->ntargets; i++) {
+		const struct cfg_target *x = &a->targets[i], *y = &b->targets[i];
+		if (!str_eq(x->iqn, y->iqn) || !str_eq(x->alias, y->alias) || x->ntpgs != y->ntpgs)
+			return false;
+		for (size_t j = 0; j < x->ntpgs; j++)
+			if (!tpg_eq(&x->tpgs[j], &y->tpgs[j]))
+				return false;
+	}
+	return true;
+}
+
+static void roundtrip(struct config *a)
+{
+	char *j1 = config_to_json(a), *j2;
+	struct config *b;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j1);
+	b = load_ok(j1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_TRUE(config_eq(a, b));
+	j2 = config_to_json(b);
+	CU_ASSERT_STRING_EQUAL(j1, j2);
+	free(j1);
+	free(j2);
+	config_free(b);
+}
+
+static void test_roundtrip(void)
+{
+	const char *files[] = { "configs/default.json", "configs/example-acl-chap.json",
+				"configs/example-nvme-iser.json" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		struct config *c = NULL;
+		CU_ASSERT_EQUAL_FATAL(config_load_file(src_path(files[i]), &c, errbuf, sizeof(errbuf)), 0);
+		roundtrip(c);
+		config_free(c);
+	}
+	/* non-default values everywhere, so a dropped field shows */
+	struct config *c = load_ok(
+		"{\"backstores\":[{\"name\":\"f\",\"type\":\"file\",\"path\":\"/tmp/a b/\\u00e9.img\",\"size\":8192,"
+		"\"block_size\":4096,\"thin\":true,\"write_cache\":true,\"readonly\":true,\"serial\":\"S1\"}],"
+		"\"targets\":[{\"iqn\":\"eui.0123456789ABCDEF\",\"alias\":\"x \\\"y\\\"\",\"tpgs\":[{\"tag\":7,\"enable\":false,"
+		"\"demo_mode\":true,\"demo_write_protect\":true,"
+		"\"demo_chap\":{\"userid\":\"d\",\"password\":\"0123456789abc\"},"
+		"\"portals\":[{\"ip\":\"::\",\"port\":1,\"iser\":true}],"
+		"\"luns\":[{\"lun\":16383,\"backstore\":\"f\",\"read_only\":true}],"
+		"\"acls\":[{\"initiator\":\"naa.0123456789abcdef\",\"mapped_luns\":[{\"mapped_lun\":9,\"tpg_lun\":16383,"
+		"\"write_protect\":true}]}],"
+		"\"params\":{\"MaxRecvDataSegmentLength\":512,\"MaxBurstLength\":16777215,\"FirstBurstLength\":512,"
+		"\"MaxOutstandingR2T\":65535,\"InitialR2T\":true,\"ImmediateData\":false,\"HeaderDigest\":\"None\","
+		"\"DataDigest\":\"None\",\"DefaultTime2Wait\":3600,\"DefaultTime2Retain\":0,\"MaxConnections\":8,"
+		"\"QueueDepth\":1,\"NopInInterval\":30}}]}],"
+		"\"discovery\":{\"auth_required\":true,\"chap\":{\"userid\":\"u\",\"password\":\"0123456789abc\","
+		"\"mutual_userid\":\"m\",\"mutual_password\":\"0123456789abd\"}},"
+		"\"global\":{\"reactors\":2,\"poll_mode\":\"adaptive\",\"admin_socket\":\"/run/x.sock\"}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_STRING_EQUAL(c->backstores[0].path, "/tmp/a b/\xc3\xa9.img");
+	roundtrip(c);
+	/* the serialised form keeps '/' unescaped for readable paths */
+	char *j = config_to_json(c);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j, "\"/run/x.sock\""));
+	free(j);
+	config_free(c);
+}
+
+/* ------------------------------------------------------------------ files */
+
+static void test_save_file(void)
+{
+	char dir[] = "/tmp/test_config.XXXXXX", path[PATH_MAX], bad[PATH_MAX];
+	struct config *c = load_ok(config_default_json), *d = NULL;
+	struct stat st;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/saved.json", dir);
+	/* replaces an existing file */
+	FILE *f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("old", f);
+	fclose(f);
+	CU_ASSERT_EQUAL(config_save_file(c, path, errbuf, sizeof(errbuf)), 0);
+	CU_ASSERT_EQUAL(stat(path, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
+	CU_ASSERT_EQUAL(config_load_file(path, &d, errbuf, sizeof(errbuf)), 0);
+	CU_ASSERT_PTR_NOT_NULL(d);
+	if (d) {
+		CU_ASSERT_TRUE(config_eq(c, d));
+		CU_ASSERT_STRING_EQUAL(d->origin, path);
+	}
+	config_free(d);
+	/* no temporary left behind */
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while ((e = readdir(dh)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(dh);
+	CU_ASSERT_EQUAL(n, 1);
+
+	snprintf(bad, sizeof(bad), "%s/missing/x.json", dir);
+	CU_ASSERT_EQUAL(config_save_file(c, bad, errbuf, sizeof(errbuf)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, bad));
+	unlink(path);
+	rmdir(dir);
+	config_free(c);
+}
+
+static void test_load_file_errors(void)
+{
+	char path[] = "/tmp/test_config_nul.XXXXXX";
+	struct config *c = NULL;
+	int fd;
+
+	CU_ASSERT_EQUAL(config_load_file("/nonexistent/x.json", &c, errbuf, sizeof(errbuf)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "/nonexistent/x.json: cannot open"));
+	CU_ASSERT_EQUAL(config_load_file("/tmp", &c, errbuf, sizeof(errbuf)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "not a regular file"));
+	fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(write(fd, "{}\0{}", 5), 5);
+	close(fd);
+	CU_ASSERT_EQUAL(config_load_file(path, &c, errbuf, sizeof(errbuf)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "NUL byte"));
+	CU_ASSERT_PTR_NULL(c);
+	/* syntax errors name the file */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	CU_ASSERT_EQUAL(write(fd, "{\n\n  x", 6), 6);
+	close(fd);
+	CU_ASSERT_EQUAL(config_load_file(path, &c, errbuf, sizeof(errbuf)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, path));
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "line 3, column 3"));
+	unlink(path);
+	/* a NULL/short error buffer is tolerated */
+	CU_ASSERT_EQUAL(config_load_string("{\"x\":1}", NULL, &c, NULL, 0), -EINVAL);
+	CU_ASSERT_EQUAL(config_load_string("{\"x\":1}", NULL, &c, errbuf, 4), -EINVAL);
+	CU_ASSERT_EQUAL(strlen(errbuf), 3);
+}
+
+/* ------------------------------------------------------------------- fuzz */
+
+static void check_any(const char *doc)
+{
+	struct config *c = NULL;
+	int r;
+
+	errbuf[0] = '\0';
+	r = config_load_string(doc, "fuzz", &c, errbuf, sizeof(errbuf));
+	if (r == 0) {
+		CU_ASSERT_PTR_NOT_NULL(c);
+		char *j = config_to_json(c);
+		CU_ASSERT_PTR_NOT_NULL(j);
+		free(j);
+		config_free(c);
+	} else {
+		CU_ASSERT(r < 0);
+		CU_ASSERT_PTR_NULL(c);
+		CU_ASSERT(strncmp(errbuf, "fuzz: ", 6) == 0);
+	}
+}
+
+static char *read_all(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static void test_fuzz(void)
+{
+	char *doc = read_all(src_path("configs/example-acl-chap.json"));
+	size_t len, last, fails = 0, oks = 0;
+	unsigned seed = 12345;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	len = strlen(doc);
+	last = (size_t)(strrchr(doc, '}') - doc);
+	char *buf = malloc(len + 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	/* every truncation before the closing brace fails cleanly */
+	for (size_t n = 0; n <= last; n++) {
+		struct config *c = NULL;
+		memcpy(buf, doc, n);
+		buf[n] = '\0';
+		errbuf[0] = '\0';
+		CU_ASSERT_EQUAL(config_load_string(buf, "trunc", &c, errbuf, sizeof(errbuf)), -EINVAL);
+		CU_ASSERT_PTR_NULL(c);
+		CU_ASSERT(strncmp(errbuf, "trunc: ", 7) == 0);
+	}
+	/* random byte mutations: any outcome but a crash, leak or silent failure */
+	static const char alphabet[] = "{}[]\",:0123456789-.eEtfnul \\x\x01\xc3\xff";
+	for (int iter = 0; iter < 3000; iter++) {
+		memcpy(buf, doc, len + 1);
+		int edits = 1 + (int)(rand_r(&seed) % 4);
+		for (int k = 0; k < edits; k++) {
+			size_t pos = (size_t)rand_r(&seed) % len;
+			buf[pos] = alphabet[(size_t)rand_r(&seed) % (sizeof(alphabet) - 1)];
+		}
+		check_any(buf);
+		if (errbuf[0])
+			fails++;
+		else
+			oks++;
+	}
+	CU_ASSERT(fails > 0);
+	/* pure garbage */
+	for (int iter = 0; iter < 500; iter++) {
+		size_t n = (size_t)rand_r(&seed) % 64;
+		for (size_t k = 0; k < n; k++)
+			buf[k] = alphabet[(size_t)rand_r(&seed) % (sizeof(alphabet) - 1)];
+		buf[n] = '\0';
+		check_any(buf);
+	}
+	free(buf);
+	free(doc);
+
+	/* deep nesting is refused, not recursed into */
+	char *deep = malloc(200001);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(deep);
+	memset(deep, '[', 100000);
+	memset(deep + 100000, ']', 100000);
+	deep[200000] = '\0';
+	check_any(deep);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "JSON syntax error"));
+	free(deep);
+	(void)oks;
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned fails;
+
+	find_srcroot();
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("config", NULL, NULL);
+	CU_add_test(s, "default config", test_default);
+	CU_add_test(s, "configs/default.json matches", test_default_file_matches);
+	CU_add_test(s, "example configs", test_examples);
+	CU_add_test(s, "error paths and types", test_errors_paths);
+	CU_add_test(s, "backstore validation", test_errors_backstores);
+	CU_add_test(s, "lun/acl/portal validation", test_errors_luns_acls);
+	CU_add_test(s, "chap/params/global validation", test_errors_chap_params_global);
+	CU_add_test(s, "syntax errors", test_syntax_errors);
+	CU_add_test(s, "iSCSI names", test_iscsi_names);
+	CU_add_test(s, "host:port", test_hostport);
+	CU_add_test(s, "override portals", test_override_portals);
+	CU_add_test(s, "round trip", test_roundtrip);
+	CU_add_test(s, "save file", test_save_file);
+	CU_add_test(s, "load file errors", test_load_file_errors);
+	CU_add_test(s, "fuzz", test_fuzz);
+	CU_basic_set_mode(CU_BRM_NORMAL);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}

@@ -1,2 +1,805 @@
-/* not yet written: skipped */
-int main(void) { return 77; }
+/* Reservations: SPC-2 RESERVE/RELEASE and SPC-4 persistent reservations. */
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/bufpool.h"
+#include "common/util.h"
+#include "target/scsi/pr.h"
+#include "target/scsi/scsi.h"
+#include "target/scsi/sense.h"
+
+enum { WE = 1, EA = 3, WE_RO = 5, EA_RO = 6, WE_AR = 7, EA_AR = 8 };
+enum { REG, RES, REL, CLR, PRE, PRE_ABORT, REG_IGN, REG_MOVE };
+enum { RKEYS, RRES, RCAPS, RFULL };
+static const uint8_t all_types[] = { WE, EA, WE_RO, EA_RO, WE_AR, EA_AR };
+
+/* Three initiator ports (two of them on one initiator) behind target port 1. */
+static struct scsi_nexus nx[4];
+
+static void mk_nexus(struct scsi_nexus *n, const char *iname, const char *isid, uint16_t tpgt, uint64_t id)
+{
+	memset(n, 0, sizeof(*n));
+	snprintf(n->initiator_name, sizeof(n->initiator_name), "%s", iname);
+	snprintf(n->initiator_port, sizeof(n->initiator_port), "%s,i,0x%s", iname, isid);
+	snprintf(n->target_name, sizeof(n->target_name), "iqn.2024-01.test:tgt");
+	snprintf(n->target_port, sizeof(n->target_port), "iqn.2024-01.test:tgt,t,0x%04x", tpgt);
+	n->rel_port_id = tpgt;
+	n->id = id;
+}
+
+/* Unit attentions and aborts the module asked for. */
+static struct {
+	char port[256];
+	uint16_t asc;
+} uas[64];
+static int nua;
+static char aborted[8][256];
+static int naborted;
+
+static void ua_cb(void *ctx, const char *port, uint16_t asc)
+{
+	(void)ctx;
+	if (nua < 64) {
+		snprintf(uas[nua].port, sizeof(uas[nua].port), "%s", port);
+		uas[nua].asc = asc;
+	}
+	nua++;
+}
+
+static void abort_cb(void *ctx, const char *port)
+{
+	(void)ctx;
+	if (naborted < 8)
+		snprintf(aborted[naborted], sizeof(aborted[0]), "%s", port);
+	naborted++;
+}
+
+static bool got_ua(const struct scsi_nexus *n, uint16_t asc)
+{
+	for (int i = 0; i < nua && i < 64; i++)
+		if (uas[i].asc == asc && strcmp(uas[i].port, n->initiator_port) == 0)
+			return true;
+	return false;
+}
+
+/* Outcome of the last command. */
+static struct {
+	uint8_t status, key;
+	uint16_t asc;
+	uint8_t sks[3];
+	uint8_t data[8192];
+	uint32_t len;
+} last;
+
+static void run(struct scsi_pr *pr, void (*fn)(struct scsi_pr *, struct scsi_cmd *),
+		const struct scsi_nexus *n, const uint8_t *cdb, uint32_t cdb_len,
+		const uint8_t *param, uint32_t plen)
+{
+	struct scsi_cmd *c = calloc(1, sizeof(*c));
+	struct buf *b = calloc(1, sizeof(*b));
+
+	CU_ASSERT_FATAL(c && b);
+	b->data = calloc(1, 65536);
+	CU_ASSERT_FATAL(b->data != NULL);
+	b->cap = 65536;
+	b->len = plen;
+	if (plen)
+		memcpy(b->data, param, plen);
+	c->buf = b;
+	c->dout_len = plen;
+	c->nexus = n;
+	memcpy(c->cdb, cdb, cdb_len);
+	c->cdb_len = cdb_len;
+	c->edtl = plen ? plen : 65536;
+	c->dir_read = plen == 0;
+	c->dir_write = plen != 0;
+	fn(pr, c);
+	memset(&last, 0, sizeof(last));
+	last.status = c->status;
+	if (c->sense_len >= 18) {
+		last.key = c->sense[2] & 0x0f;
+		last.asc = (uint16_t)(c->sense[12] << 8 | c->sense[13]);
+		memcpy(last.sks, c->sense + 15, 3);
+	}
+	CU_ASSERT(c->buf == b); /* our buffer is large enough to be reused */
+	last.len = MIN(c->din_len, (uint32_t)sizeof(last.data));
+	memcpy(last.data, c->buf->data, last.len);
+	free(c->buf->data);
+	free(c->buf);
+	free(c);
+}
+
+static uint8_t prout_raw(struct scsi_pr *pr, const struct scsi_nexus *n, uint8_t sa, uint8_t scope_type,
+			 const uint8_t *param, uint32_t plen)
+{
+	uint8_t cdb[10] = { 0x5f, sa, scope_type };
+
+	put_be32(cdb + 5, plen);
+	run(pr, pr_out, n, cdb, 10, param, plen);
+	return last.status;
+}
+
+static uint8_t prout(struct scsi_pr *pr, const struct scsi_nexus *n, uint8_t sa, uint8_t type,
+		     uint64_t rk, uint64_t sark, uint8_t flags)
+{
+	uint8_t p[24] = { 0 };
+
+	put_be64(p, rk);
+	put_be64(p + 8, sark);
+	p[20] = flags;
+	return prout_raw(pr, n, sa, type, p, 24);
+}
+
+static uint8_t prin(struct scsi_pr *pr, const struct scsi_nexus *n, uint8_t sa, uint16_t alloc)
+{
+	uint8_t cdb[10] = { 0x5e, sa };
+
+	put_be16(cdb + 7, alloc);
+	run(pr, pr_in, n, cdb, 10, NULL, 0);
+	return last.status;
+}
+
+static uint8_t reserve6(struct scsi_pr *pr, const struct scsi_nexus *n, uint8_t op)
+{
+	uint8_t cdb[10] = { op };
+
+	run(pr, (op == 0x16 || op == 0x56) ? pr_reserve : pr_release, n, cdb, op < 0x20 ? 6 : 10, NULL, 0);
+	return last.status;
+}
+
+static uint32_t generation(struct scsi_pr *pr)
+{
+	prin(pr, &nx[0], RKEYS, 8192);
+	return get_be32(last.data);
+}
+
+static uint32_t nkeys(struct scsi_pr *pr)
+{
+	prin(pr, &nx[0], RKEYS, 8192);
+	return get_be32(last.data + 4) / 8;
+}
+
+static bool has_key(struct scsi_pr *pr, uint64_t key)
+{
+	uint32_t n = nkeys(pr);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (get_be64(last.data + 8 + 8 * i) == key)
+			return true;
+	return false;
+}
+
+/* READ RESERVATION: true when reserved, with key/type. */
+static bool reservation(struct scsi_pr *pr, uint64_t *key, uint8_t *type)
+{
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RRES, 8192), SCSI_GOOD);
+	if (get_be32(last.data + 4) == 0) {
+		CU_ASSERT_EQUAL(last.len, 8);
+		return false;
+	}
+	CU_ASSERT_EQUAL(get_be32(last.data + 4), 16);
+	CU_ASSERT_EQUAL(last.len, 24);
+	*key = get_be64(last.data + 8);
+	*type = last.data[21];
+	return true;
+}
+
+static bool conflicts(struct scsi_pr *pr, const struct scsi_nexus *n, uint8_t op)
+{
+	uint8_t cdb[16] = { op };
+
+	if (op == 0x1b)
+		cdb[4] = 0x01; /* START STOP UNIT: START=1 */
+	return pr_conflict(pr, n, cdb);
+}
+
+static struct scsi_pr *new_pr(void)
+{
+	struct scsi_pr *pr = pr_create(ua_cb, NULL);
+
+	CU_ASSERT_FATAL(pr != NULL);
+	pr_set_abort(pr, abort_cb, NULL);
+	nua = 0;
+	naborted = 0;
+	return pr;
+}
+
+static void test_register(void)
+{
+	struct scsi_pr *pr = new_pr();
+
+	CU_ASSERT_EQUAL(generation(pr), 0);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG_IGN, 0, 0, 0xa1, 0), SCSI_GOOD);
+	CU_ASSERT(has_key(pr, 0xa1));
+	CU_ASSERT_EQUAL(generation(pr), 1);
+	/* Re-registering with a wrong reservation key conflicts and changes nothing. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 0xa2, 0), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(generation(pr), 1);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0xa1, 0xa2, 0), SCSI_GOOD);
+	CU_ASSERT(has_key(pr, 0xa2) && !has_key(pr, 0xa1));
+	CU_ASSERT_EQUAL(generation(pr), 2);
+	/* REGISTER AND IGNORE EXISTING KEY ignores the key. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG_IGN, 0, 0x1234, 0xa3, 0), SCSI_GOOD);
+	CU_ASSERT(has_key(pr, 0xa3));
+	CU_ASSERT_EQUAL(nkeys(pr), 1);
+	/* Unregistered nexus: a nonzero reservation key conflicts; zero/zero is a no-op. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], REG, 0, 5, 6, 0), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], REG, 0, 0, 0, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(generation(pr), 3);
+	/* A second nexus of the same initiator is its own registration. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[3], REG, 0, 0, 0xa3, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(nkeys(pr), 2);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0xa3, 0, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(nkeys(pr), 1);
+	CU_ASSERT_EQUAL(generation(pr), 5);
+	/* Non-register service actions from an unregistered nexus conflict. */
+	for (uint8_t sa = RES; sa <= PRE_ABORT; sa++)
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], sa, EA, 0, 0xa3, 0), SCSI_RESERVATION_CONFLICT);
+	pr_destroy(pr);
+}
+
+static void test_read_keys_truncate(void)
+{
+	struct scsi_pr *pr = new_pr();
+
+	prout(pr, &nx[0], REG_IGN, 0, 0, 0x11, 0);
+	prout(pr, &nx[1], REG_IGN, 0, 0, 0x22, 0);
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RKEYS, 8), SCSI_GOOD);
+	CU_ASSERT_EQUAL(last.len, 8);
+	CU_ASSERT_EQUAL(get_be32(last.data + 4), 16); /* not cut to the allocation length */
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RKEYS, 100), SCSI_GOOD);
+	CU_ASSERT_EQUAL(last.len, 24);
+	CU_ASSERT_EQUAL(get_be64(last.data + 8), 0x11);
+	CU_ASSERT_EQUAL(get_be64(last.data + 16), 0x22);
+	pr_destroy(pr);
+}
+
+static void test_prin_service_actions(void)
+{
+	struct scsi_pr *pr = new_pr();
+
+	for (uint8_t sa = 0; sa < 4; sa++)
+		CU_ASSERT_EQUAL(prin(pr, &nx[0], sa, 8192), SCSI_GOOD);
+	for (uint8_t sa = 4; sa < 0x20; sa++) {
+		CU_ASSERT_EQUAL(prin(pr, &nx[0], sa, 8192), SCSI_CHECK_CONDITION);
+		CU_ASSERT_EQUAL(last.key, SK_ILLEGAL_REQUEST);
+		CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_CDB);
+		CU_ASSERT_EQUAL(last.sks[0], 0x80 | 0x40 | 0x08 | 4); /* CDB byte 1 bit 4 */
+		CU_ASSERT_EQUAL(get_be16(last.sks + 1), 1);
+	}
+	pr_destroy(pr);
+}
+
+static void test_report_caps(void)
+{
+	struct scsi_pr *pr = new_pr();
+
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RCAPS, 8192), SCSI_GOOD);
+	CU_ASSERT_EQUAL(last.len, 8);
+	CU_ASSERT_EQUAL(get_be16(last.data), 8);
+	CU_ASSERT_EQUAL(last.data[2] & 0x01, 0);    /* PTPL_C: APTPL is not offered */
+	CU_ASSERT_EQUAL(last.data[2] & 0x1c, 0x1c); /* CRH, SIP_C, ATP_C */
+	CU_ASSERT(last.data[3] & 0x80);             /* TMV */
+	CU_ASSERT(((last.data[3] >> 4) & 7) <= 5);
+	CU_ASSERT_EQUAL(last.data[4], 0xea);
+	CU_ASSERT_EQUAL(last.data[5], 0x01);
+	pr_destroy(pr);
+}
+
+static void test_reserve_release_types(void)
+{
+	for (size_t i = 0; i < sizeof(all_types); i++) {
+		struct scsi_pr *pr = new_pr();
+		uint8_t t = all_types[i], rt = 0;
+		uint64_t key = 0;
+		uint32_t gen;
+
+		prout(pr, &nx[0], REG_IGN, 0, 0, 0x77, 0);
+		gen = generation(pr);
+		CU_ASSERT_FALSE(reservation(pr, &key, &rt));
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, t, 0x77, 0, 0), SCSI_GOOD);
+		CU_ASSERT(reservation(pr, &key, &rt));
+		CU_ASSERT_EQUAL(rt, t);
+		CU_ASSERT_EQUAL(key, (t == WE_AR || t == EA_AR) ? 0 : 0x77);
+		/* Same type again is fine; another type conflicts; RESERVE/RELEASE bump nothing. */
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, t, 0x77, 0, 0), SCSI_GOOD);
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, t == WE ? EA : WE, 0x77, 0, 0), SCSI_RESERVATION_CONFLICT);
+		/* Releasing with the wrong type is an invalid release. */
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], REL, t == WE ? EA : WE, 0x77, 0, 0), SCSI_CHECK_CONDITION);
+		CU_ASSERT_EQUAL(last.asc, 0x2604);
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], REL, t, 0x78, 0, 0), SCSI_RESERVATION_CONFLICT);
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], REL, t, 0x77, 0, 0), SCSI_GOOD);
+		CU_ASSERT_FALSE(reservation(pr, &key, &rt));
+		CU_ASSERT_EQUAL(generation(pr), gen);
+		CU_ASSERT_EQUAL(nua, 0);
+		pr_destroy(pr);
+	}
+}
+
+/* What libiscsi's ProutReserve.Access* expects: reads/writes of a second initiator. */
+static void test_access(void)
+{
+	static const struct {
+		uint8_t type;
+		bool reg_read, reg_write, unreg_read, unreg_write;
+	} tab[] = {
+		{ EA, 0, 0, 0, 0 },    { WE, 1, 0, 1, 0 },    { EA_RO, 1, 1, 0, 0 },
+		{ WE_RO, 1, 1, 1, 0 }, { EA_AR, 1, 1, 0, 0 }, { WE_AR, 1, 1, 1, 0 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(tab); i++) {
+		struct scsi_pr *pr = new_pr();
+		bool we = tab[i].type == WE || tab[i].type == WE_RO || tab[i].type == WE_AR;
+
+		prout(pr, &nx[0], REG_IGN, 0, 0, 1, 0);
+		prout(pr, &nx[1], REG_IGN, 0, 0, 2, 0);
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, tab[i].type, 1, 0, 0), SCSI_GOOD);
+		CU_ASSERT_FALSE(conflicts(pr, &nx[0], 0x28));
+		CU_ASSERT_FALSE(conflicts(pr, &nx[0], 0x2a));
+		CU_ASSERT_EQUAL(!conflicts(pr, &nx[1], 0x28), tab[i].reg_read);
+		CU_ASSERT_EQUAL(!conflicts(pr, &nx[1], 0x2a), tab[i].reg_write);
+		CU_ASSERT_EQUAL(!conflicts(pr, &nx[1], 0x88), tab[i].reg_read);
+		CU_ASSERT_EQUAL(!conflicts(pr, &nx[1], 0x8a), tab[i].reg_write);
+		CU_ASSERT_EQUAL(prout(pr, &nx[1], REG, 0, 2, 0, 0), SCSI_GOOD); /* REGISTER passes */
+		CU_ASSERT_EQUAL(!conflicts(pr, &nx[1], 0x28), tab[i].unreg_read);
+		CU_ASSERT_EQUAL(!conflicts(pr, &nx[1], 0x2a), tab[i].unreg_write);
+		CU_ASSERT_EQUAL(!conflicts(pr, &nx[1], 0x35), false); /* SYNCHRONIZE CACHE */
+		/* Table 63 rows that do not depend on the type. */
+		static const uint8_t always[] = { 0x12, 0x00, 0x03, 0xa0, 0x25, 0x4d, 0x5e, 0x5f, 0x1b };
+		for (size_t k = 0; k < sizeof(always); k++)
+			CU_ASSERT_FALSE(conflicts(pr, &nx[1], always[k]));
+		CU_ASSERT_EQUAL(conflicts(pr, &nx[1], 0x1a), !we); /* MODE SENSE */
+		CU_ASSERT_TRUE(conflicts(pr, &nx[1], 0x15));        /* MODE SELECT */
+		CU_ASSERT_TRUE(conflicts(pr, &nx[1], 0x42));        /* UNMAP */
+		/* A different port of the holder's initiator is a different nexus. */
+		CU_ASSERT_TRUE(conflicts(pr, &nx[3], 0x2a));
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], REL, tab[i].type, 1, 0, 0), SCSI_GOOD);
+		CU_ASSERT_FALSE(conflicts(pr, &nx[1], 0x2a));
+		pr_destroy(pr);
+	}
+}
+
+/* ProutReserve.Ownership*: the holder unregisters. */
+static void test_ownership(void)
+{
+	for (size_t i = 0; i < sizeof(all_types); i++) {
+		struct scsi_pr *pr = new_pr();
+		uint8_t t = all_types[i], rt;
+		bool ar = t == WE_AR || t == EA_AR, ro = t == WE_RO || t == EA_RO;
+		uint64_t key;
+
+		prout(pr, &nx[0], REG_IGN, 0, 0, 1, 0);
+		prout(pr, &nx[1], REG_IGN, 0, 0, 2, 0);
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, t, 1, 0, 0), SCSI_GOOD);
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 1, 0, 0), SCSI_GOOD);
+		CU_ASSERT_EQUAL(reservation(pr, &key, &rt), ar);
+		CU_ASSERT_EQUAL(got_ua(&nx[1], ASC_RESERVATIONS_RELEASED), ro);
+		if (ar) {
+			CU_ASSERT_EQUAL(key, 0);
+			CU_ASSERT_EQUAL(rt, t);
+			/* nx[0] is no longer registered, so no longer a holder. */
+			CU_ASSERT_EQUAL(conflicts(pr, &nx[0], 0x2a), true);
+			CU_ASSERT_EQUAL(prout(pr, &nx[1], REL, t, 2, 0, 0), SCSI_GOOD);
+			CU_ASSERT_FALSE(reservation(pr, &key, &rt));
+			/* Releasing an all-registrants reservation tells the other registrants; none left. */
+		}
+		/* The last all-registrants registrant leaving takes the reservation along. */
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], REG_IGN, 0, 0, 1, 0), SCSI_GOOD);
+		CU_ASSERT_EQUAL(prout(pr, &nx[1], RES, t, 2, 0, 0), SCSI_GOOD);
+		CU_ASSERT_EQUAL(prout(pr, &nx[1], REG, 0, 2, 0, 0), SCSI_GOOD);
+		CU_ASSERT_EQUAL(reservation(pr, &key, &rt), ar);
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 1, 0, 0), SCSI_GOOD);
+		CU_ASSERT_FALSE(reservation(pr, &key, &rt));
+		pr_destroy(pr);
+	}
+}
+
+static void test_release_ua(void)
+{
+	for (size_t i = 0; i < sizeof(all_types); i++) {
+		struct scsi_pr *pr = new_pr();
+		uint8_t t = all_types[i];
+
+		prout(pr, &nx[0], REG_IGN, 0, 0, 1, 0);
+		prout(pr, &nx[1], REG_IGN, 0, 0, 2, 0);
+		prout(pr, &nx[0], RES, t, 1, 0, 0);
+		/* A registered non-holder's RELEASE does nothing. */
+		if (t != WE_AR && t != EA_AR) {
+			CU_ASSERT_EQUAL(prout(pr, &nx[1], REL, t, 2, 0, 0), SCSI_GOOD);
+			CU_ASSERT_TRUE(conflicts(pr, &nx[2], 0x2a));
+		}
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], REL, t, 1, 0, 0), SCSI_GOOD);
+		CU_ASSERT_EQUAL(got_ua(&nx[1], ASC_RESERVATIONS_RELEASED), t != WE && t != EA);
+		CU_ASSERT_FALSE(got_ua(&nx[0], ASC_RESERVATIONS_RELEASED));
+		pr_destroy(pr);
+	}
+}
+
+static void test_clear(void)
+{
+	struct scsi_pr *pr = new_pr();
+	uint64_t key;
+	uint8_t rt;
+	uint32_t gen;
+
+	prout(pr, &nx[0], REG_IGN, 0, 0, 1, 0);
+	prout(pr, &nx[1], REG_IGN, 0, 0, 2, 0);
+	gen = generation(pr);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, EA, 1, 0, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], CLR, 0, 3, 0, 0), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], CLR, 0, 2, 0, 0), SCSI_GOOD); /* any registrant may clear */
+	CU_ASSERT_FALSE(reservation(pr, &key, &rt));
+	CU_ASSERT_EQUAL(nkeys(pr), 0);
+	CU_ASSERT_EQUAL(generation(pr), gen + 1);
+	CU_ASSERT_TRUE(got_ua(&nx[0], ASC_RESERVATIONS_PREEMPTED));
+	CU_ASSERT_FALSE(got_ua(&nx[1], ASC_RESERVATIONS_PREEMPTED));
+	CU_ASSERT_FALSE(conflicts(pr, &nx[2], 0x2a));
+	pr_destroy(pr);
+}
+
+/* ProutPreempt.RemoveRegistration: no reservation, drop another key. */
+static void test_preempt_registration(void)
+{
+	struct scsi_pr *pr = new_pr();
+	uint32_t gen;
+
+	prout(pr, &nx[0], REG_IGN, 0, 0, 1, 0);
+	prout(pr, &nx[1], REG_IGN, 0, 0, 2, 0);
+	gen = generation(pr);
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], PRE, EA, 2, 9, 0), SCSI_RESERVATION_CONFLICT); /* no such key */
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], PRE, EA, 2, 0, 0), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_PARAM);
+	CU_ASSERT_EQUAL(generation(pr), gen);
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], PRE, EA, 2, 1, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(generation(pr), gen + 1);
+	CU_ASSERT_EQUAL(nkeys(pr), 1);
+	CU_ASSERT(has_key(pr, 2));
+	CU_ASSERT_TRUE(got_ua(&nx[0], ASC_REGISTRATIONS_PREEMPTED));
+	CU_ASSERT_FALSE(got_ua(&nx[1], ASC_REGISTRATIONS_PREEMPTED));
+	CU_ASSERT_EQUAL(naborted, 0);
+	pr_destroy(pr);
+}
+
+static void test_preempt_holder(void)
+{
+	struct scsi_pr *pr = new_pr();
+	uint64_t key;
+	uint8_t rt;
+
+	prout(pr, &nx[0], REG_IGN, 0, 0, 1, 0);
+	prout(pr, &nx[1], REG_IGN, 0, 0, 2, 0);
+	prout(pr, &nx[2], REG_IGN, 0, 0, 3, 0);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, EA, 1, 0, 0), SCSI_GOOD);
+	/* A non-holder may not RESERVE. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], RES, EA, 2, 0, 0), SCSI_RESERVATION_CONFLICT);
+	/* Preempting the holder with an invalid type fails first. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], PRE_ABORT, 2, 2, 1, 0), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_CDB);
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], PRE_ABORT, WE_RO, 2, 1, 0), SCSI_GOOD);
+	CU_ASSERT(reservation(pr, &key, &rt));
+	CU_ASSERT_EQUAL(key, 2);
+	CU_ASSERT_EQUAL(rt, WE_RO);
+	CU_ASSERT_FALSE(has_key(pr, 1));
+	CU_ASSERT_TRUE(got_ua(&nx[0], ASC_REGISTRATIONS_PREEMPTED));
+	/* The type changed: the remaining registrant hears its reservation went. */
+	CU_ASSERT_TRUE(got_ua(&nx[2], ASC_RESERVATIONS_RELEASED));
+	CU_ASSERT_FALSE(got_ua(&nx[1], ASC_RESERVATIONS_RELEASED));
+	CU_ASSERT_EQUAL(naborted, 1);
+	CU_ASSERT_STRING_EQUAL(aborted[0], nx[0].initiator_port);
+	CU_ASSERT_TRUE(conflicts(pr, &nx[0], 0x2a));
+	CU_ASSERT_FALSE(conflicts(pr, &nx[2], 0x2a)); /* registrants-only now */
+	/* The holder may preempt itself to change type; others keep registrations. */
+	nua = 0;
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], PRE, EA, 2, 2, 0), SCSI_GOOD);
+	CU_ASSERT(reservation(pr, &key, &rt));
+	CU_ASSERT_EQUAL(rt, EA);
+	CU_ASSERT(has_key(pr, 3));
+	CU_ASSERT_TRUE(got_ua(&nx[2], ASC_RESERVATIONS_RELEASED));
+	pr_destroy(pr);
+}
+
+static void test_preempt_all_registrants(void)
+{
+	struct scsi_pr *pr = new_pr();
+	uint64_t key;
+	uint8_t rt;
+
+	prout(pr, &nx[0], REG_IGN, 0, 0, 1, 0);
+	prout(pr, &nx[1], REG_IGN, 0, 0, 2, 0);
+	prout(pr, &nx[2], REG_IGN, 0, 0, 3, 0);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, EA_AR, 1, 0, 0), SCSI_GOOD);
+	/* A nonzero key only removes that registration; the reservation stays. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[2], PRE, EA_AR, 3, 2, 0), SCSI_GOOD);
+	CU_ASSERT(reservation(pr, &key, &rt));
+	CU_ASSERT_EQUAL(rt, EA_AR);
+	CU_ASSERT_EQUAL(nkeys(pr), 2);
+	/* Key zero preempts everyone else and takes a new reservation. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[2], PRE, WE, 3, 0, 0), SCSI_GOOD);
+	CU_ASSERT(reservation(pr, &key, &rt));
+	CU_ASSERT_EQUAL(rt, WE);
+	CU_ASSERT_EQUAL(key, 3);
+	CU_ASSERT_EQUAL(nkeys(pr), 1);
+	CU_ASSERT_TRUE(got_ua(&nx[0], ASC_REGISTRATIONS_PREEMPTED));
+	CU_ASSERT_TRUE(got_ua(&nx[1], ASC_REGISTRATIONS_PREEMPTED));
+	pr_destroy(pr);
+}
+
+static uint32_t put_tid(uint8_t *p, const char *s, bool isid)
+{
+	size_t n = strlen(s) + 1;
+	uint32_t padded = (uint32_t)((n + 3) & ~(size_t)3);
+
+	if (padded < 20)
+		padded = 20;
+	memset(p, 0, 4 + padded);
+	p[0] = (uint8_t)((isid ? 0x40 : 0) | 5);
+	put_be16(p + 2, (uint16_t)padded);
+	memcpy(p + 4, s, n);
+	return 4 + padded;
+}
+
+static void test_register_and_move(void)
+{
+	struct scsi_pr *pr = new_pr();
+	uint8_t p[512] = { 0 };
+	uint32_t tl;
+	uint64_t key;
+	uint8_t rt;
+
+	prout(pr, &nx[0], REG_IGN, 0, 0, 1, 0);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, WE, 1, 0, 0), SCSI_GOOD);
+	put_be64(p, 1);
+	put_be64(p + 8, 0x55);
+	p[17] = 0x02; /* UNREG */
+	put_be16(p + 18, nx[1].rel_port_id);
+	tl = put_tid(p + 24, nx[1].initiator_port, true);
+	put_be32(p + 20, tl);
+	/* The list is shorter than the TransportID it announces. */
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG_MOVE, WE, p, 24 + tl - 4), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_PARAM_LIST_LENGTH_ERROR);
+	/* Only the holder may move. */
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[1], REG_MOVE, WE, p, 24 + tl), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG_MOVE, WE, p, 24 + tl), SCSI_GOOD);
+	CU_ASSERT(reservation(pr, &key, &rt));
+	CU_ASSERT_EQUAL(key, 0x55);
+	CU_ASSERT_EQUAL(rt, WE);
+	CU_ASSERT_EQUAL(nkeys(pr), 1);
+	CU_ASSERT_TRUE(conflicts(pr, &nx[0], 0x2a));
+	CU_ASSERT_FALSE(conflicts(pr, &nx[1], 0x2a));
+	/* A bad TransportID (not iSCSI) is an invalid parameter. */
+	put_be64(p, 0x55);
+	p[24] = 0x40 | 0x1;
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[1], REG_MOVE, WE, p, 24 + tl), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_PARAM);
+	/* Moving to oneself is refused. */
+	p[24] = 0x40 | 0x5;
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[1], REG_MOVE, WE, p, 24 + tl), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_PARAM);
+	pr_destroy(pr);
+}
+
+static void test_spec_i_pt_and_full_status(void)
+{
+	struct scsi_pr *pr = new_pr();
+	uint8_t p[512] = { 0 };
+	uint32_t tl = 0, off, n = 0;
+
+	put_be64(p + 8, 0x99);
+	p[20] = 0x08; /* SPEC_I_PT */
+	tl += put_tid(p + 28 + tl, nx[1].initiator_port, true);
+	tl += put_tid(p + 28 + tl, nx[2].initiator_name, false);
+	put_be32(p + 24, tl);
+	/* SPEC_I_PT is only for REGISTER. */
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG_IGN, 0, p, 28 + tl), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_PARAM);
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG, 0, p, 27), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_PARAM_LIST_LENGTH_ERROR);
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG, 0, p, 28 + tl), SCSI_GOOD);
+	CU_ASSERT_EQUAL(nkeys(pr), 3);
+	CU_ASSERT_EQUAL(generation(pr), 1);
+	/* Each named initiator is registered: its reservation key works. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], RES, WE, 0x99, 0, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[2], PRE, EA, 0x99, 0x99, 0), SCSI_GOOD);
+
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RFULL, 8192), SCSI_GOOD);
+	CU_ASSERT_EQUAL(get_be32(last.data + 4) + 8, last.len);
+	for (off = 8; off < last.len; n++) {
+		const uint8_t *d = last.data + off;
+		uint32_t dl = get_be32(d + 20);
+		const char *name = (const char *)d + 28;
+
+		CU_ASSERT_EQUAL(get_be64(d), 0x99);
+		CU_ASSERT_EQUAL(dl % 4, 0);
+		CU_ASSERT(dl >= 24);
+		CU_ASSERT_EQUAL(d[24] & 0x0f, 5);
+		if (strcmp(name, nx[2].initiator_name) == 0) {
+			/* The preempting initiator holds now; it was named without an ISID. */
+			CU_ASSERT_EQUAL(d[24] >> 6, 0);
+			CU_ASSERT_EQUAL(d[12] & 1, 1);
+			CU_ASSERT_EQUAL(d[13], EA);
+		} else {
+			CU_ASSERT_EQUAL(d[24] >> 6, 1);
+			CU_ASSERT_EQUAL(d[12] & 1, 0);
+		}
+		CU_ASSERT_EQUAL(get_be16(d + 18), 1);
+		off += 24 + dl;
+	}
+	CU_ASSERT_EQUAL(off, last.len);
+	CU_ASSERT_EQUAL(n, 1); /* PREEMPT with the shared key removed the other two */
+	pr_destroy(pr);
+}
+
+static void test_all_tg_pt(void)
+{
+	struct scsi_pr *pr = new_pr();
+	struct scsi_nexus other_port;
+
+	mk_nexus(&other_port, nx[0].initiator_name, "000000000001", 2, 10);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 5, 0), SCSI_GOOD);
+	/* Without ALL_TG_PT the other target port is another nexus. */
+	CU_ASSERT_EQUAL(prout(pr, &other_port, REG, 0, 0, 6, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(nkeys(pr), 2);
+	CU_ASSERT_EQUAL(prout(pr, &other_port, REG, 0, 6, 0, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 5, 0, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 5, 0x04), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &other_port, REG, 0, 0, 6, 0), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(prout(pr, &other_port, RES, EA, 5, 0, 0), SCSI_GOOD);
+	CU_ASSERT_FALSE(conflicts(pr, &nx[0], 0x2a));
+	CU_ASSERT_TRUE(conflicts(pr, &nx[1], 0x2a));
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RFULL, 8192), SCSI_GOOD);
+	CU_ASSERT_EQUAL(last.data[8 + 12], 0x03); /* ALL_TG_PT, R_HOLDER */
+	pr_destroy(pr);
+}
+
+static void test_param_errors(void)
+{
+	struct scsi_pr *pr = new_pr();
+	uint8_t p[32] = { 0 };
+
+	put_be64(p + 8, 7);
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG, 0, p, 23), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.key, SK_ILLEGAL_REQUEST);
+	CU_ASSERT_EQUAL(last.asc, ASC_PARAM_LIST_LENGTH_ERROR);
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG, 0, p, 25), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_PARAM_LIST_LENGTH_ERROR);
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG, 0, p, 0), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_PARAM_LIST_LENGTH_ERROR);
+	/* The CDB claims more than arrived. */
+	{
+		uint8_t cdb[10] = { 0x5f, REG, 0 };
+
+		put_be32(cdb + 5, 24);
+		run(pr, pr_out, &nx[0], cdb, 10, p, 16);
+		CU_ASSERT_EQUAL(last.asc, ASC_PARAM_LIST_LENGTH_ERROR);
+	}
+	for (uint8_t sa = 8; sa < 0x20; sa++) {
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], sa, 0, 0, 7, 0), SCSI_CHECK_CONDITION);
+		CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_CDB);
+		CU_ASSERT_EQUAL(get_be16(last.sks + 1), 1);
+	}
+	/* APTPL is not offered (PTPL_C=0). */
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 7, 0x01), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_PARAM);
+	CU_ASSERT_EQUAL(last.sks[0], 0x80 | 0x08 | 0);
+	CU_ASSERT_EQUAL(get_be16(last.sks + 1), 20);
+	CU_ASSERT_EQUAL(nkeys(pr), 0);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 7, 0), SCSI_GOOD);
+	/* Scope other than LU_SCOPE, unknown types. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, 0x10 | WE, 7, 0, 0), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_CDB);
+	CU_ASSERT_EQUAL(get_be16(last.sks + 1), 2);
+	for (uint8_t t = 0; t < 16; t++) {
+		if (t == WE || t == EA || (t >= WE_RO && t <= EA_AR))
+			continue;
+		CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, t, 7, 0, 0), SCSI_CHECK_CONDITION);
+		CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_CDB);
+	}
+	/* A wrong key conflicts on every service action that checks it. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, WE, 8, 0, 0), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], CLR, 0, 8, 0, 0), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(nkeys(pr), 1);
+	pr_destroy(pr);
+}
+
+/* Reserve6.*: SPC-2 reservations. */
+static void test_spc2(void)
+{
+	struct scsi_pr *pr = new_pr();
+
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[0], 0x16), SCSI_GOOD);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[0], 0x16), SCSI_GOOD);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[1], 0x16), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_TRUE(conflicts(pr, &nx[1], 0x16));
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[1], 0x17), SCSI_GOOD); /* no-op */
+	CU_ASSERT_FALSE(conflicts(pr, &nx[1], 0x17));
+	CU_ASSERT_FALSE(conflicts(pr, &nx[0], 0x1a));
+	CU_ASSERT_TRUE(conflicts(pr, &nx[1], 0x1a));
+	CU_ASSERT_TRUE(conflicts(pr, &nx[1], 0x00));
+	CU_ASSERT_TRUE(conflicts(pr, &nx[3], 0x28)); /* the same initiator through another port */
+	CU_ASSERT_FALSE(conflicts(pr, &nx[1], 0x12));
+	CU_ASSERT_FALSE(conflicts(pr, &nx[1], 0xa0));
+	CU_ASSERT_FALSE(conflicts(pr, &nx[1], 0x03));
+	/* PR IN/OUT conflict with an SPC-2 reservation, from anyone. */
+	CU_ASSERT_TRUE(conflicts(pr, &nx[0], 0x5e));
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RKEYS, 100), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], REG, 0, 0, 1, 0), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[0], 0x17), SCSI_GOOD);
+	CU_ASSERT_FALSE(conflicts(pr, &nx[1], 0x1a));
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[1], 0x56), SCSI_GOOD); /* RESERVE(10) */
+	/* Nexus loss of another nexus keeps it; its own loss drops it. */
+	pr_reset(pr, &nx[0], true);
+	CU_ASSERT_TRUE(conflicts(pr, &nx[0], 0x28));
+	pr_reset(pr, &nx[1], true);
+	CU_ASSERT_FALSE(conflicts(pr, &nx[0], 0x28));
+	/* LU reset from anyone drops it. */
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[1], 0x16), SCSI_GOOD);
+	pr_reset(pr, &nx[0], false);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[0], 0x16), SCSI_GOOD);
+	pr_reset(pr, NULL, false);
+	/* Unsupported forms: extents, third-party. */
+	{
+		uint8_t cdb6[6] = { 0x16, 0x01 }, cdb10[10] = { 0x56, 0x10 };
+
+		run(pr, pr_reserve, &nx[0], cdb6, 6, NULL, 0);
+		CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_CDB);
+		run(pr, pr_reserve, &nx[0], cdb10, 10, NULL, 0);
+		CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_CDB);
+	}
+	CU_ASSERT_FALSE(conflicts(pr, &nx[1], 0x2a));
+	pr_destroy(pr);
+}
+
+/* SPC-4 5.13.3: RESERVE/RELEASE next to registrations (CRH=1). */
+static void test_spc2_with_pr(void)
+{
+	struct scsi_pr *pr = new_pr();
+
+	prout(pr, &nx[0], REG_IGN, 0, 0, 1, 0);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[1], 0x16), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[0], 0x16), SCSI_RESERVATION_CONFLICT); /* registered, no PR */
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[1], 0x17), SCSI_RESERVATION_CONFLICT);
+	prout(pr, &nx[0], RES, WE, 1, 0, 0);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[0], 0x16), SCSI_GOOD); /* holder: no effect */
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[0], 0x17), SCSI_GOOD);
+	CU_ASSERT_FALSE(conflicts(pr, &nx[1], 0x28)); /* still only the WE reservation */
+	CU_ASSERT_EQUAL(prin(pr, &nx[1], RKEYS, 100), SCSI_GOOD);
+	pr_destroy(pr);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+
+	mk_nexus(&nx[0], "iqn.2024-01.test:a", "000000000001", 1, 1);
+	mk_nexus(&nx[1], "iqn.2024-01.test:b", "000000000002", 1, 2);
+	mk_nexus(&nx[2], "iqn.2024-01.test:c", "00023d000001", 1, 3);
+	mk_nexus(&nx[3], "iqn.2024-01.test:a", "000000000009", 1, 4);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("pr", NULL, NULL);
+	CU_add_test(s, "register", test_register);
+	CU_add_test(s, "read_keys_truncate", test_read_keys_truncate);
+	CU_add_test(s, "prin_service_actions", test_prin_service_actions);
+	CU_add_test(s, "report_caps", test_report_caps);
+	CU_add_test(s, "reserve_release_types", test_reserve_release_types);
+	CU_add_test(s, "access", test_access);
+	CU_add_test(s, "ownership", test_ownership);
+	CU_add_test(s, "release_ua", test_release_ua);
+	CU_add_test(s, "clear", test_clear);
+	CU_add_test(s, "preempt_registration", test_preempt_registration);
+	CU_add_test(s, "preempt_holder", test_preempt_holder);
+	CU_add_test(s, "preempt_all_registrants", test_preempt_all_registrants);
+	CU_add_test(s, "register_and_move", test_register_and_move);
+	CU_add_test(s, "spec_i_pt_full_status", test_spec_i_pt_and_full_status);
+	CU_add_test(s, "all_tg_pt", test_all_tg_pt);
+	CU_add_test(s, "param_errors", test_param_errors);
+	CU_add_test(s, "spc2", test_spc2);
+	CU_add_test(s, "spc2_with_pr", test_spc2_with_pr);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	unsigned failed = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

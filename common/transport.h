@@ -1,0 +1,100 @@
+/*
+ * The transport seam: one ops table per transport (TCP, iSER).  Login,
+ * negotiation, sequencing and SCSI handling live above it and are written
+ * once.  A transport moves PDUs; an RDMA transport (ops->rdma_write set)
+ * also moves data with RDMA WRITE/READ, and the iSCSI layer then sends no
+ * Data-In, R2T or Data-Out PDUs (RFC 7145).
+ */
+#ifndef TRANSPORT_H
+#define TRANSPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/pdu.h"
+
+struct reactor;
+struct xp_conn;
+struct xp_listener;
+
+/* A PDU to send.  The caller keeps it (and data) alive until done() runs. */
+struct xp_pdu {
+	uint8_t bhs[PDU_BHS_LEN];
+	const uint8_t *ahs;
+	uint32_t ahs_len;
+	const uint8_t *data;
+	uint32_t data_len;
+	void (*done)(struct xp_pdu *pdu, int err); /* may be NULL */
+	void *priv;
+	/* transport private */
+	struct xp_pdu *next;
+	uint32_t sent;
+	uint8_t hdig[4], ddig[4];
+	bool hd_on, dd_on;     /* digests as they were when queued */
+};
+
+/* A received PDU, valid during the rx_pdu() upcall only. */
+struct xp_rx {
+	uint8_t bhs[PDU_BHS_LEN];
+	uint8_t *ahs;
+	uint32_t ahs_len;
+	uint8_t *data;         /* data segment, data_len bytes (no padding) */
+	uint32_t data_len;
+	bool placed;           /* data went where rx_bhs() asked */
+	bool data_digest_error;
+};
+
+#define XP_DISCARD ((uint8_t *)1)
+
+/* Calls from a transport up to the iSCSI layer, on the connection's reactor. */
+struct xp_upcalls {
+	/*
+	 * A BHS arrived.  Return 0 and set *dest to where the data segment goes
+	 * (NULL: a transport buffer; XP_DISCARD: read and drop it), or a
+	 * negative errno to close the connection.
+	 */
+	int (*rx_bhs)(struct xp_conn *c, const uint8_t *bhs, uint8_t **dest);
+	void (*rx_pdu)(struct xp_conn *c, struct xp_rx *rx);
+	/* The connection is gone (peer closed, error, or xp_close()). Last upcall. */
+	void (*closed)(struct xp_conn *c, int err);
+};
+
+typedef void (*xp_accept_fn)(void *arg, struct xp_conn *c);
+
+struct transport_ops {
+	const char *name;
+	bool rdma;
+	/* Listen on host:port; accepted connections are handed to accept() on reactor r. */
+	int (*listen)(const char *host, uint16_t port, struct reactor *r, xp_accept_fn accept,
+		      void *arg, struct xp_listener **out, char *err, size_t errlen);
+	void (*unlisten)(struct xp_listener *l);
+	/* Begin receiving on the connection's reactor (after xp_conn fields are set). */
+	int (*start)(struct xp_conn *c, struct reactor *r);
+	int (*send)(struct xp_conn *c, struct xp_pdu *pdu);
+	/* Close: pending sends complete with an error, then closed() runs. */
+	void (*close)(struct xp_conn *c);
+	void (*destroy)(struct xp_conn *c);
+	/* RDMA only: data to/from the peer's buffer (remote VA/STag). */
+	int (*rdma_write)(struct xp_conn *c, const void *buf, uint32_t len, uint64_t va, uint32_t stag,
+			  void (*cb)(void *arg, int err), void *arg);
+	int (*rdma_read)(struct xp_conn *c, void *buf, uint32_t len, uint64_t va, uint32_t stag,
+			 void (*cb)(void *arg, int err), void *arg);
+};
+
+/* The transport-independent part of a connection, first in every transport's struct. */
+struct xp_conn {
+	const struct transport_ops *ops;
+	struct reactor *reactor;
+	const struct xp_upcalls *up;
+	void *upper;             /* the iSCSI connection */
+	bool header_digest;      /* in force after login */
+	bool data_digest;
+	char peer[64];           /* "addr:port" */
+	char local[64];
+	char local_ip[48];
+	uint16_t local_port;
+};
+
+extern const struct transport_ops tcp_transport;
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * The target's iSCSI layer (RFC 7143), written once above the transport
+ * seam: portals, login and negotiation, sessions, command ordering, data
+ * movement (R2T/Data-Out/Data-In over TCP, RDMA over iSER), task
+ * management and discovery.  Internal to target/.
+ */
+#ifndef ISCSI_H
+#define ISCSI_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/bufpool.h"
+#include "common/pdu.h"
+#include "common/text.h"
+#include "common/transport.h"
+#include "target/config.h"
+#include "target/scsi/scsi.h"
+
+struct reactor;
+struct iscsi_session;
+struct iscsi_conn;
+
+/* A LUN of a portal group. */
+struct iscsi_lun {
+	uint64_t lun;
+	struct scsi_lu *lu;
+	bool read_only;
+};
+
+struct iscsi_tpg {
+	struct iscsi_target *target;
+	const struct cfg_tpg *cfg;
+	struct iscsi_lun *luns;
+	size_t nluns;
+};
+
+struct iscsi_target {
+	const struct cfg_target *cfg;
+	struct iscsi_tpg *tpgs;
+	size_t ntpgs;
+};
+
+/* Process-wide state, built from the configuration at start. */
+struct iscsi_globals {
+	struct config *cfg;
+	struct scsi_lu **lus;          /* one per backstore */
+	struct backstore **bss;
+	struct iscsi_target *targets;
+	size_t ntargets;
+	struct reactor **reactors;
+	unsigned nreactors;
+	unsigned next_reactor;
+	struct xp_listener **listeners;
+	size_t nlisteners;
+	/* Sessions of all reactors, for reinstatement and TSIH allocation. */
+	pthread_mutex_t lock;
+	struct iscsi_session *sessions;
+	uint16_t next_tsih;
+	uint64_t next_nexus_id;
+};
+
+extern struct iscsi_globals iscsi_g;
+
+/* portal.c */
+int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
+void iscsi_stop(void);
+void iscsi_free(void);
+
+enum task_state {
+	TASK_QUEUED,      /* waiting for its CmdSN turn */
+	TASK_DATA_OUT,    /* collecting Data-Out */
+	TASK_EXEC,        /* in the SCSI layer */
+	TASK_SENDING,     /* response PDUs in flight */
+};
+
+struct iscsi_task {
+	struct scsi_cmd cmd;
+	struct iscsi_conn *conn;
+	struct iscsi_task *hnext;       /* ITT hash chain */
+	struct iscsi_task *qnext;       /* CmdSN queue */
+	struct iscsi_task *lnext, *lprev; /* all tasks of the connection */
+	enum task_state state;
+	uint32_t itt, cmdsn;
+	bool immediate;
+	bool aborted;                   /* answer nothing when it ends */
+	bool absorbing;                 /* ended early; unsolicited data still coming (holds a ref) */
+	int refs;                       /* PDUs in flight + the task itself */
+	/* stashed PDUs (out-of-order arrival) */
+	struct stash *stash;
+	/* Data-Out */
+	uint32_t dout_total;            /* bytes to collect: cmd.dout_len */
+	uint32_t dout_got;
+	uint32_t unsol_expected;        /* unsolicited bytes the initiator will send (incl. immediate) */
+	uint32_t unsol_got;
+	uint32_t unsol_datasn;
+	bool unsol_done;
+	uint32_t r2t_next_offset;       /* next offset to solicit */
+	uint32_t r2t_sn;
+	uint32_t r2t_outstanding;
+	uint32_t ttt;
+	uint32_t seq_offset, seq_len, seq_got, seq_datasn; /* the current solicited sequence */
+	uint32_t edtl;
+	/* Data-In */
+	uint32_t datasn;
+	struct xp_pdu rsp;              /* the SCSI Response */
+	uint8_t rspbuf[2 + SCSI_SENSE_LEN];
+};
+
+struct stash {
+	struct stash *next;
+	uint8_t bhs[PDU_BHS_LEN];
+	uint8_t *data;
+	uint32_t len;
+};
+
+struct login_state;
+
+struct iscsi_conn {
+	struct xp_conn *xp;
+	struct reactor *r;
+	struct iscsi_session *sess;
+	enum { CONN_LOGIN, CONN_FULL, CONN_LOGOUT, CONN_CLOSING } state;
+	struct login_state *login;
+	struct neg_params params;
+	uint32_t statsn;
+	uint16_t cid;
+	uint32_t next_ttt;
+	struct iscsi_task *tasks;       /* all live tasks */
+	struct iscsi_task *itt_hash[256];
+	unsigned ntasks;
+	struct xp_pdu *pdu_free;        /* recycled PDUs */
+	unsigned pdus_out;
+	bool closed;                    /* transport told us it is gone */
+	struct reactor_timer *nop_timer;
+	uint32_t nop_ttt;
+	unsigned tmf_waiting;
+	struct xp_pdu *tmf_rsp;         /* held until aborted tasks drain */
+};
+
+struct iscsi_session {
+	struct iscsi_session *next;     /* iscsi_g.sessions, under iscsi_g.lock */
+	struct iscsi_conn *conn;        /* MaxConnections=1 */
+	struct reactor *r;
+	const struct iscsi_tpg *tpg;    /* NULL for discovery */
+	bool discovery;
+	uint8_t isid[6];
+	uint16_t tsih;
+	char initiator[224];
+	struct scsi_nexus nexus;
+	uint32_t exp_cmdsn;
+	uint32_t queue_depth;
+	struct iscsi_task *cmdq;        /* out-of-order commands, sorted */
+	/* LUN map of this nexus */
+	struct iscsi_lun *luns;
+	size_t nluns;
+	uint64_t *lun_ids;
+	struct scsi_lun_map lun_map;
+	bool gone;
+};
+
+/* conn.c */
+void conn_accept(void *arg, struct xp_conn *xp);
+struct xp_pdu *conn_pdu_get(struct iscsi_conn *c);
+void conn_pdu_put(struct iscsi_conn *c, struct xp_pdu *p);
+/* Fill the StatSN/ExpCmdSN/MaxCmdSN of a target PDU; status_pdu advances StatSN. */
+void conn_fill_sn(struct iscsi_conn *c, void *bhs, bool status_pdu);
+int conn_send(struct iscsi_conn *c, struct xp_pdu *p);
+void conn_send_reject(struct iscsi_conn *c, const uint8_t *bad_bhs, uint8_t reason);
+void conn_close(struct iscsi_conn *c);
+uint32_t conn_max_cmdsn(const struct iscsi_conn *c);
+/* Send a simple control PDU whose BHS is given (copied), with optional data (copied). */
+int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, uint32_t len);
+
+/* login.c */
+void login_rx(struct iscsi_conn *c, struct xp_rx *rx);
+void login_free(struct iscsi_conn *c);
+
+/* session.c */
+void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx);
+int session_data_out_dest(struct iscsi_conn *c, const uint8_t *bhs, uint8_t **dest);
+void session_data_out(struct iscsi_conn *c, struct xp_rx *rx);
+struct iscsi_task *task_find(struct iscsi_conn *c, uint32_t itt);
+void task_put(struct iscsi_task *t);
+void session_conn_gone(struct iscsi_conn *c);
+/* A non-SCSI PDU with a CmdSN (NOP-Out, TMF, Text, Logout): update ExpCmdSN. Returns false to drop it. */
+bool session_check_cmdsn(struct iscsi_conn *c, const void *bhs);
+int session_register(struct iscsi_session *s, char *why, size_t whylen);
+void session_free(struct iscsi_session *s);
+const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun);
+
+/* discovery.c */
+void discovery_text(struct iscsi_conn *c, struct xp_rx *rx);
+bool tpg_initiator_allowed(const struct iscsi_tpg *tpg, const char *initiator, const struct cfg_acl **acl);
+bool tpg_has_portal(const struct iscsi_tpg *tpg, const struct xp_conn *xp);
+
+/* tmf.c */
+void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx);
+void tmf_task_gone(struct iscsi_conn *c);
+
+#endif

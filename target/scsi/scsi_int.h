@@ -1,0 +1,148 @@
+/*
+ * Private to target/scsi: the LU object, the opcode table entry and the
+ * helpers the emulation files share.
+ */
+#ifndef SCSI_INT_H
+#define SCSI_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/util.h"
+#include "target/backstore/backstore.h"
+#include "target/scsi/pr.h"
+#include "target/scsi/scsi.h"
+#include "target/scsi/sense.h"
+
+#define SCSI_UA_MAX 8
+
+/* Limits advertised in VPD B0 and enforced on the CDB. */
+#define SCSI_MAX_XFER_BYTES   (16u << 20)
+#define SCSI_MAX_UNMAP_LBAS   (1u << 20)
+#define SCSI_MAX_UNMAP_DESCS  256u
+#define SCSI_MAX_CAW_BLOCKS   255u
+
+/* Per I_T nexus state of one LU: pending unit attentions, PREVENT. */
+struct lu_nexus {
+	uint64_t id;
+	char initiator_port[256];
+	uint16_t ua[SCSI_UA_MAX];
+	uint32_t n_ua;
+	bool prevent;
+	struct lu_nexus *next;
+};
+
+struct scsi_lu {
+	pthread_mutex_t mu;          /* guards everything below marked (mu) */
+	struct backstore *bs;
+	struct scsi_pr *pr;          /* (mu) */
+	char vendor[9], product[17], revision[5], serial[65];
+	uint64_t naa_hi, naa_lo;     /* NAA 6 designator derived from the serial */
+	uint32_t block_size;
+	uint8_t block_shift;
+	bool thin;
+
+	/* Mode page state (mu for writers; readers on the I/O path use atomics). */
+	bool wce, d_sense, swp;
+
+	bool stopped, ejected;       /* (mu) START STOP UNIT */
+	struct lu_nexus *nexuses;    /* (mu) */
+
+	/* COMPARE AND WRITE runs one at a time per LU. (mu) */
+	bool caw_busy;
+	struct scsi_cmd *caw_head, *caw_tail;
+};
+
+/* Command flags in the opcode table. */
+enum {
+	OPF_UA_OK   = 1u << 0,  /* runs (and does not clear) with a unit attention pending */
+	OPF_NO_LU   = 1u << 1,  /* answered for an unmapped LUN */
+	OPF_MEDIUM  = 1u << 2,  /* needs the medium: NOT READY when stopped */
+	OPF_WRITE   = 1u << 3,  /* modifies the medium: DATA PROTECT when read-only */
+	OPF_THIN    = 1u << 4,  /* only on thin LUs */
+	OPF_SA      = 1u << 5,  /* opcode has service actions */
+};
+
+struct scsi_op {
+	uint8_t opcode;
+	uint16_t sa;
+	uint8_t cdb_len;
+	uint16_t flags;
+	bool (*prepare)(struct scsi_cmd *cmd);   /* NULL: nothing to check or allocate */
+	void (*exec)(struct scsi_cmd *cmd);
+	uint8_t usage[16];                       /* CDB usage data for REPORT SUPPORTED OPCODES */
+};
+
+/* dispatch.c */
+const struct scsi_op *scsi_op_find(uint8_t opcode, uint16_t sa, bool *sa_bad);
+size_t scsi_op_count(void);
+const struct scsi_op *scsi_op_at(size_t i);
+bool scsi_op_supported(const struct scsi_lu *lu, const struct scsi_op *op);
+
+/* lu.c */
+struct buf *scsi_buf_get(struct scsi_cmd *cmd, size_t len);
+void scsi_cmd_complete(struct scsi_cmd *cmd);
+/* Under lu->mu: the nexus entry, created on first use (NULL without a nexus or memory). */
+struct lu_nexus *lu_nexus_get(struct scsi_lu *lu, const struct scsi_nexus *nx);
+/* Under lu->mu: queue asc on every nexus except skip (may be NULL). */
+void lu_ua_all(struct scsi_lu *lu, const struct scsi_nexus *skip, uint16_t asc);
+bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc);
+uint64_t lu_nblocks(const struct scsi_lu *lu);
+bool lu_write_protected(const struct scsi_cmd *cmd);
+static inline bool lu_flag(const bool *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline void lu_flag_set(bool *p, bool v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+
+/* sense.c: build sense bytes into out (>= SCSI_SENSE_LEN); sks: 3 bytes or NULL. Returns length. */
+uint32_t sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t asc,
+		     bool info_valid, uint64_t info, const uint8_t *sks);
+bool sense_desc_format(const struct scsi_cmd *cmd);
+
+/* spc.c */
+bool spc_prep_din(struct scsi_cmd *cmd);
+void spc_inquiry(struct scsi_cmd *cmd);
+void spc_report_luns(struct scsi_cmd *cmd);
+void spc_tur(struct scsi_cmd *cmd);
+void spc_request_sense(struct scsi_cmd *cmd);
+void spc_rsoc(struct scsi_cmd *cmd);
+void spc_start_stop(struct scsi_cmd *cmd);
+void spc_prevent_allow(struct scsi_cmd *cmd);
+bool spc_prep_pr_out(struct scsi_cmd *cmd);
+void spc_pr_in(struct scsi_cmd *cmd);
+void spc_pr_out(struct scsi_cmd *cmd);
+void spc_reserve(struct scsi_cmd *cmd);
+void spc_release(struct scsi_cmd *cmd);
+
+/* vpd.c: build page into out (capacity cap); returns length or -1 if unknown page. */
+int vpd_page(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t cap);
+
+/* mode.c */
+void mode_sense(struct scsi_cmd *cmd);
+bool mode_select_prep(struct scsi_cmd *cmd);
+void mode_select(struct scsi_cmd *cmd);
+
+/* sbc.c */
+bool sbc_prep_rw(struct scsi_cmd *cmd);
+void sbc_read(struct scsi_cmd *cmd);
+void sbc_write(struct scsi_cmd *cmd);
+bool sbc_prep_verify(struct scsi_cmd *cmd);
+void sbc_verify(struct scsi_cmd *cmd);
+bool sbc_prep_sync(struct scsi_cmd *cmd);
+void sbc_sync(struct scsi_cmd *cmd);
+bool sbc_prep_prefetch(struct scsi_cmd *cmd);
+void sbc_nop(struct scsi_cmd *cmd);
+bool sbc_prep_unmap(struct scsi_cmd *cmd);
+void sbc_unmap(struct scsi_cmd *cmd);
+bool sbc_prep_ws(struct scsi_cmd *cmd);
+void sbc_ws(struct scsi_cmd *cmd);
+bool sbc_prep_caw(struct scsi_cmd *cmd);
+void sbc_caw(struct scsi_cmd *cmd);
+void sbc_read_capacity10(struct scsi_cmd *cmd);
+void sbc_read_capacity16(struct scsi_cmd *cmd);
+void sbc_get_lba_status(struct scsi_cmd *cmd);
+bool sbc_prep_get_lba_status(struct scsi_cmd *cmd);
+
+/* Common end of prepare for commands without a transfer from the CDB's view. */
+static inline void scsi_no_xfer(struct scsi_cmd *cmd) { cmd->resid = (int64_t)cmd->edtl; }
+
+#endif
