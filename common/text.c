@@ -616,22 +616,23 @@ int neg_respond(struct neg_ctx *n, const char *key, const char *value,
 		text_addf(rsp, key, "%u", v);
 		break;
 	case NK_DECL:
-		if (!parse_num(k, value, &v)) {
-			text_add(rsp, key, "Reject");
-			break;
-		}
+		/* A declaration has no fallback to negotiate: a bad one fails the login. */
+		if (!parse_num(k, value, &v))
+			return neg_fail(why, whylen, "%s=%.32s out of range", key, value);
 		pset(&n->result, k, v);
-		/* Declare our own value right away unless iSER made it moot. */
-		if (!(n->sent & bit) && !(idx == K_MRDSL && rdma_on(n))) {
+		/*
+		 * Declare our own value right away.  RFC 7145 calls
+		 * MaxRecvDataSegmentLength irrelevant under iSER, but Linux iSER
+		 * initiators size immediate data from it, so it is declared anyway.
+		 */
+		if (!(n->sent & bit)) {
 			text_addf(rsp, key, "%u", pget(&n->local, k, k->loc_off));
 			n->sent |= bit;
 		}
 		break;
 	case NK_DECL_BOOL:
-		if (!parse_bool(value, &b)) {
-			text_add(rsp, key, "Reject");
-			break;
-		}
+		if (!parse_bool(value, &b))
+			return neg_fail(why, whylen, "%s=%.32s is not Yes/No", key, value);
 		pset(&n->result, k, b);
 		break;
 	case NK_MARKER:
@@ -650,8 +651,10 @@ int neg_respond(struct neg_ctx *n, const char *key, const char *value,
 static void offer_num(struct neg_ctx *n, struct text_buf *out, int idx)
 {
 	const struct neg_key *k = &neg_keys[idx];
+	/* The peer's declaration does not replace ours; its offer does get our answer. */
+	uint64_t done = k->kind == NK_DECL ? n->sent : n->sent | n->seen;
 
-	if ((n->sent | n->seen) & (1ull << idx))
+	if (done & (1ull << idx))
 		return;
 	text_addf(out, k->name, "%u", pget(&n->local, k, k->loc_off));
 	n->sent |= 1ull << idx;
@@ -682,8 +685,7 @@ void neg_offer(struct neg_ctx *n, struct text_buf *out)
 	bool rdma = rdma_on(n);
 
 	if (n->role == NEG_TARGET) {
-		if (!rdma)
-			offer_num(n, out, K_MRDSL);
+		offer_num(n, out, K_MRDSL);
 		if (rdma && n->result.rdma_extensions && n->local.max_outstanding_unexpected_pdus)
 			offer_num(n, out, K_MOUP);
 		return;
@@ -692,8 +694,8 @@ void neg_offer(struct neg_ctx *n, struct text_buf *out)
 	if (!rdma) {
 		offer_digest(n, out, K_HEADER_DIGEST);
 		offer_digest(n, out, K_DATA_DIGEST);
-		offer_num(n, out, K_MRDSL);
 	}
+	offer_num(n, out, K_MRDSL);
 	if (n->leading && n->local.rdma_extensions)
 		offer_bool(n, out, K_RDMA);
 	if (rdma) {

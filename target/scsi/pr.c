@@ -194,7 +194,11 @@ static struct pr_reg *pr_add(struct scsi_pr *pr, const struct pr_it *it, const s
 	return r;
 }
 
-/* Unlink and free; the caller decides what happens to the reservation. */
+/*
+ * Unlink and free.  A reservation never outlives its holder: losing the
+ * holder (or the last all-registrants registrant) releases it; callers
+ * that move or preempt set the new reservation afterwards.
+ */
 static void pr_unlink(struct scsi_pr *pr, struct pr_reg *r)
 {
 	for (struct pr_reg **pp = &pr->regs; *pp; pp = &(*pp)->next) {
@@ -205,7 +209,7 @@ static void pr_unlink(struct scsi_pr *pr, struct pr_reg *r)
 		}
 	}
 	if (pr->holder == r)
-		pr->holder = NULL;
+		pr_clear_reservation(pr);
 	free(r);
 	if (pr->reserved && pr_type_ar(pr->type) && pr->nregs == 0)
 		pr_clear_reservation(pr);
@@ -656,16 +660,11 @@ static void pr_unregister(struct scsi_pr *pr, struct pr_out_args *a)
 {
 	struct pr_reg *r = a->reg;
 
-	if (pr_is_holder(pr, r) && !pr_type_ar(pr->type)) {
-		uint8_t t = pr->type;
+	bool ro_holder = pr_is_holder(pr, r) && pr_type_ro(pr->type);
 
-		pr_clear_reservation(pr);
-		pr_unlink(pr, r);
-		if (pr_type_ro(t))
-			pr_note_all(pr, a->n, ASC_RESERVATIONS_RELEASED);
-		return;
-	}
-	pr_unlink(pr, r); /* the last all-registrants holder takes the reservation with it */
+	pr_unlink(pr, r);
+	if (ro_holder)
+		pr_note_all(pr, a->n, ASC_RESERVATIONS_RELEASED);
 }
 
 static void pr_do_register(struct scsi_pr *pr, struct pr_out_args *a)

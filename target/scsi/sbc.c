@@ -390,7 +390,7 @@ done:
 	scsi_cmd_complete(cmd);
 }
 
-/* WRITE SAME (10/16): UNMAP with a zero pattern on a thin LU deallocates; NDOB means zeroes. */
+/* WRITE SAME (10/16): UNMAP on a thin LU deallocates; NDOB means zeroes. */
 bool sbc_prep_ws(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -408,6 +408,10 @@ bool sbc_prep_ws(struct scsi_cmd *cmd)
 	}
 	if (cdb[1] & 0x10) {   /* ANCHOR */
 		sense_invalid_cdb(cmd, 1, 4);
+		return false;
+	}
+	if ((cdb[1] & 0x08) && !lu->thin) {   /* UNMAP needs LBPWS/LBPWS10 */
+		sense_invalid_cdb(cmd, 1, 3);
 		return false;
 	}
 	if (!lba_ok(cmd, lba, tl))
@@ -436,16 +440,12 @@ bool sbc_prep_ws(struct scsi_cmd *cmd)
 	return true;
 }
 
-static bool all_zero(const uint8_t *p, uint32_t n)
-{
-	return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
-}
-
 void sbc_ws(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 
-	if ((cmd->flags & CF_UNMAP) && lu->thin && all_zero(cmd->buf->data, lu->block_size))
+	/* Deallocate whatever the pattern: LBPRZ says reads return zeroes (as libiscsi expects). */
+	if ((cmd->flags & CF_UNMAP) && lu->thin)
 		submit(cmd, BS_UNMAP, cmd->lba, cmd->nblocks, NULL, write_done);
 	else
 		submit(cmd, BS_WRITE_SAME, cmd->lba, cmd->nblocks, cmd->buf->data, write_done);

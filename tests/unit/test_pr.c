@@ -703,6 +703,60 @@ static void test_param_errors(void)
 	pr_destroy(pr);
 }
 
+/* Malformed TransportID lists are refused whole, never read past the list. */
+static void test_bad_tids(void)
+{
+	struct scsi_pr *pr = new_pr();
+	uint8_t p[128];
+	uint32_t seed = 12345;
+
+	/* Announced length beyond the list, no terminating NUL, bad ISID, empty name. */
+	static const struct {
+		uint8_t hdr[4];
+		const char *s;
+	} bad[] = {
+		{ { 0x45, 0, 0, 60 }, "iqn.x,i,0x000000000001" },
+		{ { 0x05, 0, 0, 4 }, "iqn." },
+		{ { 0x45, 0, 0, 24 }, "iqn.x,i,0x0001" },
+		{ { 0x45, 0, 0, 24 }, "iqn.x,i,0xzz0000000001" },
+		{ { 0x05, 0, 0, 20 }, "" },
+		{ { 0x85, 0, 0, 20 }, "iqn.x" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		memset(p, 0, sizeof(p));
+		put_be64(p + 8, 4);
+		p[20] = 0x08;
+		memcpy(p + 28, bad[i].hdr, 4);
+		memcpy(p + 32, bad[i].s, strlen(bad[i].s));
+		put_be32(p + 24, 28);
+		CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG, 0, p, 56), SCSI_CHECK_CONDITION);
+		CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_PARAM);
+		CU_ASSERT_EQUAL(nkeys(pr), 0);
+	}
+	/* Random lists: whatever happens, the state stays consistent. */
+	for (int round = 0; round < 3000; round++) {
+		uint32_t len = 28 + (seed % 64);
+
+		for (size_t i = 0; i < sizeof(p); i++) {
+			seed = seed * 1103515245u + 12345u;
+			p[i] = (uint8_t)(seed >> 16);
+		}
+		memset(p, 0, 20);
+		put_be64(p + 8, 4);
+		p[20] = 0x08;
+		p[28] = (seed & 1) ? 0x45 : 0x05;
+		put_be32(p + 24, len - 28 + (seed % 3) - 1);
+		uint8_t st = prout_raw(pr, &nx[0], REG, 0, p, len);
+		CU_ASSERT(st == SCSI_GOOD || st == SCSI_CHECK_CONDITION);
+		if (st == SCSI_GOOD) {
+			CU_ASSERT(nkeys(pr) >= 1);
+			CU_ASSERT_EQUAL(prout(pr, &nx[0], CLR, 0, 4, 0, 0), SCSI_GOOD);
+		}
+		CU_ASSERT_EQUAL(nkeys(pr), 0);
+	}
+	pr_destroy(pr);
+}
+
 /* Reserve6.*: SPC-2 reservations. */
 static void test_spc2(void)
 {
@@ -765,6 +819,16 @@ static void test_spc2_with_pr(void)
 	CU_ASSERT_EQUAL(reserve6(pr, &nx[0], 0x17), SCSI_GOOD);
 	CU_ASSERT_FALSE(conflicts(pr, &nx[1], 0x28)); /* still only the WE reservation */
 	CU_ASSERT_EQUAL(prin(pr, &nx[1], RKEYS, 100), SCSI_GOOD);
+	/* Under a registrants-only reservation any registrant gets the no-op too. */
+	prout(pr, &nx[1], REG_IGN, 0, 0, 2, 0);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[1], 0x16), SCSI_RESERVATION_CONFLICT); /* WE: not a holder */
+	prout(pr, &nx[0], REL, WE, 1, 0, 0);
+	prout(pr, &nx[0], RES, WE_RO, 1, 0, 0);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[1], 0x16), SCSI_GOOD);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[1], 0x57), SCSI_GOOD);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[2], 0x16), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_FALSE(conflicts(pr, &nx[2], 0x28));
+	CU_ASSERT_TRUE(conflicts(pr, &nx[2], 0x2a));
 	pr_destroy(pr);
 }
 
@@ -795,6 +859,7 @@ int main(void)
 	CU_add_test(s, "spec_i_pt_full_status", test_spec_i_pt_and_full_status);
 	CU_add_test(s, "all_tg_pt", test_all_tg_pt);
 	CU_add_test(s, "param_errors", test_param_errors);
+	CU_add_test(s, "bad_tids", test_bad_tids);
 	CU_add_test(s, "spc2", test_spc2);
 	CU_add_test(s, "spc2_with_pr", test_spc2_with_pr);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
