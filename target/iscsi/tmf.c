@@ -81,9 +81,8 @@ void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
 	case PDU_TMF_ABORT_TASK: {
 		struct iscsi_task *t = task_find(c, be32toh(req->ref_itt));
 		if (!t || t->state == TASK_SENDING) {
-			/* Gone already (answered, or never arrived): nothing left to abort. */
-			uint32_t ref = be32toh(req->ref_cmdsn);
-			rsp.response = t || serial_lt(ref, s->exp_cmdsn) ? PDU_TMF_RSP_COMPLETE : PDU_TMF_RSP_NO_TASK;
+			/* Answered already (or never seen): the initiator gets or got its status. */
+			rsp.response = PDU_TMF_RSP_NO_TASK;
 		} else if (t->cmd.lun != lun) {
 			rsp.response = PDU_TMF_RSP_NO_TASK;
 		} else {

@@ -143,6 +143,8 @@ static bool check_shared(struct scsi_cmd *cmd, const struct scsi_op *op)
 
 	pthread_mutex_lock(&lu->mu);
 	n = lu_nexus_get(lu, cmd->nexus);
+	if (n)
+		cmd->flags |= (uint32_t)n->abort_gen << CMD_GEN_SHIFT;
 	if (n && n->n_ua && !(op && (op->flags & OPF_UA_OK)) && lu_ua_pop(n, &asc)) {
 		sense_set(cmd, SK_UNIT_ATTENTION, asc);
 		ok = false;
@@ -211,6 +213,19 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
 		scsi_cmd_complete(cmd);
 		return;
+	}
+	if (cmd->lu && __atomic_load_n(&cmd->lu->pr_aborts, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&cmd->lu->mu);
+		bool aborted = lu_cmd_aborted(cmd->lu, cmd);
+		pthread_mutex_unlock(&cmd->lu->mu);
+		if (aborted) {
+			cmd->status = SCSI_TASK_ABORTED;
+			cmd->sense_len = 0;
+			cmd->din_len = 0;
+			cmd->resid = (int64_t)cmd->edtl;
+			scsi_cmd_complete(cmd);
+			return;
+		}
 	}
 	op->exec(cmd);
 }

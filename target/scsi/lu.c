@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/bufpool.h"
 #include "common/reactor.h"
@@ -58,21 +59,64 @@ static uint64_t fnv1a(const char *s, uint64_t h)
 	return h;
 }
 
+static void ua_add(struct lu_nexus *n, uint16_t asc)
+{
+	uint32_t i;
+
+	for (i = 0; i < n->n_ua; i++)
+		if (n->ua[i] == asc)
+			return;
+	if (n->n_ua < SCSI_UA_MAX)
+		n->ua[n->n_ua++] = asc;
+}
+
+/*
+ * pr.c names a port as "<name>,i,0x<ISID>", or by the bare initiator name
+ * when a TransportID named only the device: then every port of it.  iSCSI
+ * names compare case-insensitively (ISID hex too).
+ */
+static bool nexus_named(const struct lu_nexus *n, const char *who)
+{
+	if (strcasestr(who, ",i,0x"))
+		return strcasecmp(n->initiator_port, who) == 0;
+	return strcasecmp(n->initiator_name, who) == 0;
+}
+
 static void lu_pr_ua(void *ctx, const char *initiator_port, uint16_t asc)
 {
 	struct scsi_lu *lu = ctx;
-	struct lu_nexus *n;
 
 	/* Called by pr.c with lu->mu held. */
-	for (n = lu->nexuses; n; n = n->next) {
-		if (strcmp(n->initiator_port, initiator_port))
-			continue;
-		uint32_t i;
-		for (i = 0; i < n->n_ua && n->ua[i] != asc; i++)
-			;
-		if (i == n->n_ua && n->n_ua < SCSI_UA_MAX)
-			n->ua[n->n_ua++] = asc;
-	}
+	for (struct lu_nexus *n = lu->nexuses; n; n = n->next)
+		if (nexus_named(n, initiator_port))
+			ua_add(n, asc);
+}
+
+/*
+ * PREEMPT AND ABORT: commands of the preempted nexuses that have not started
+ * executing end with TASK ABORTED (TAS is 1 in the control page).  Commands
+ * already in the backstore finish; they were ahead of the PERSISTENT RESERVE OUT.
+ */
+static void lu_pr_abort(void *ctx, const char *initiator_port)
+{
+	struct scsi_lu *lu = ctx;
+
+	for (struct lu_nexus *n = lu->nexuses; n; n = n->next)
+		if (nexus_named(n, initiator_port))
+			n->abort_gen++;
+	__atomic_add_fetch(&lu->pr_aborts, 1, __ATOMIC_RELEASE);
+}
+
+bool lu_cmd_aborted(struct scsi_lu *lu, const struct scsi_cmd *cmd)
+{
+	const struct lu_nexus *n;
+
+	if (!cmd->nexus)
+		return false;
+	for (n = lu->nexuses; n; n = n->next)
+		if (n->id == cmd->nexus->id)
+			return (uint16_t)(cmd->flags >> CMD_GEN_SHIFT) != n->abort_gen;
+	return false;
 }
 
 int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct scsi_lu **out)
@@ -97,6 +141,7 @@ int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct 
 		free(lu);
 		return -ENOMEM;
 	}
+	pr_set_abort(lu->pr, lu_pr_abort, lu);
 	pthread_mutex_init(&lu->mu, NULL);
 	lu->bs = bs;
 	lu->block_size = bsz;
@@ -155,21 +200,11 @@ struct lu_nexus *lu_nexus_get(struct scsi_lu *lu, const struct scsi_nexus *nx)
 	if (!n)
 		return NULL;
 	n->id = nx->id;
+	snprintf(n->initiator_name, sizeof(n->initiator_name), "%s", nx->initiator_name);
 	snprintf(n->initiator_port, sizeof(n->initiator_port), "%s", nx->initiator_port);
 	n->next = lu->nexuses;
 	lu->nexuses = n;
 	return n;
-}
-
-static void ua_add(struct lu_nexus *n, uint16_t asc)
-{
-	uint32_t i;
-
-	for (i = 0; i < n->n_ua; i++)
-		if (n->ua[i] == asc)
-			return;
-	if (n->n_ua < SCSI_UA_MAX)
-		n->ua[n->n_ua++] = asc;
 }
 
 void lu_ua_all(struct scsi_lu *lu, const struct scsi_nexus *skip, uint16_t asc)

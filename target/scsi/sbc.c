@@ -418,6 +418,10 @@ bool sbc_prep_ws(struct scsi_cmd *cmd)
 		return false;
 	if (!tl)
 		tl = (uint32_t)MIN(nb - lba, (uint64_t)UINT32_MAX);
+	if (tl > SCSI_MAX_WS_BLOCKS) {   /* VPD B0 MAXIMUM WRITE SAME LENGTH */
+		sense_invalid_cdb(cmd, tl_byte, 7);
+		return false;
+	}
 	if (ndob) {
 		cmd->resid = (int64_t)cmd->edtl;
 	} else {
@@ -472,12 +476,17 @@ bool sbc_prep_caw(struct scsi_cmd *cmd)
 	}
 	if (!lba_ok(cmd, lba, n))
 		return false;
-	if (!n) {
+	uint32_t xfer = (2 * n) << lu->block_shift;
+	/*
+	 * The Data-Out must be exactly the verify + write data the CDB names;
+	 * this also catches a one-byte count that wrapped (256 blocks sent as
+	 * 0 with 512 blocks of data), which libiscsi expects refused.
+	 */
+	if (!n && !cmd->edtl) {
 		scsi_no_xfer(cmd);
 		return true;
 	}
-	uint32_t xfer = (2 * n) << lu->block_shift;
-	if (!cmd->dir_write || cmd->edtl != xfer) {
+	if (!n || !cmd->dir_write || cmd->edtl != xfer) {
 		sense_invalid_cdb(cmd, 13, 7);
 		return false;
 	}

@@ -22,11 +22,15 @@
 #define SCSI_MAX_UNMAP_LBAS   (1u << 20)
 #define SCSI_MAX_UNMAP_DESCS  256u
 #define SCSI_MAX_CAW_BLOCKS   255u
+/* WRITE SAME: what WRITE SAME(10) can name, so (10) and (16) agree; bounds one command's work. */
+#define SCSI_MAX_WS_BLOCKS    0xffffu
 
 /* Per I_T nexus state of one LU: pending unit attentions, PREVENT. */
 struct lu_nexus {
 	uint64_t id;
+	char initiator_name[224];
 	char initiator_port[256];
+	uint16_t abort_gen;          /* bumped by PREEMPT AND ABORT of this nexus */
 	uint16_t ua[SCSI_UA_MAX];
 	uint32_t n_ua;
 	bool prevent;
@@ -48,6 +52,7 @@ struct scsi_lu {
 
 	bool stopped, ejected;       /* (mu) START STOP UNIT */
 	struct lu_nexus *nexuses;    /* (mu) */
+	uint32_t pr_aborts;          /* PREEMPT AND ABORTs so far (written under mu, read atomically) */
 
 	/* COMPARE AND WRITE runs one at a time per LU. (mu) */
 	bool caw_busy;
@@ -88,6 +93,14 @@ struct lu_nexus *lu_nexus_get(struct scsi_lu *lu, const struct scsi_nexus *nx);
 /* Under lu->mu: queue asc on every nexus except skip (may be NULL). */
 void lu_ua_all(struct scsi_lu *lu, const struct scsi_nexus *skip, uint16_t asc);
 bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc);
+/*
+ * cmd->flags bits 16-31 hold the nexus's abort_gen as seen by prepare, so
+ * exec can tell a command that PREEMPT AND ABORT overtook while its
+ * Data-Out arrived.  The emulation files use the low 16 bits.
+ */
+#define CMD_GEN_SHIFT 16
+/* Under lu->mu: was cmd's nexus aborted since prepare? */
+bool lu_cmd_aborted(struct scsi_lu *lu, const struct scsi_cmd *cmd);
 uint64_t lu_nblocks(const struct scsi_lu *lu);
 bool lu_write_protected(const struct scsi_cmd *cmd);
 static inline bool lu_flag(const bool *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }

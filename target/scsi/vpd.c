@@ -100,7 +100,7 @@ static int vpd_block_limits(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap)
 		put_be32(d + 24, SCSI_MAX_UNMAP_DESCS);
 		put_be32(d + 28, 1);
 	}
-	/* MAXIMUM WRITE SAME LENGTH: 0 = no limit */
+	put_be64(d + 36, SCSI_MAX_WS_BLOCKS);   /* MAXIMUM WRITE SAME LENGTH */
 	return 64;
 }
 

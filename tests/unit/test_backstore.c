@@ -82,7 +82,8 @@ static int do_io(struct backstore *bs, enum backstore_op op, uint64_t off, uint6
 static void *abuf(size_t len)
 {
 	void *p = NULL;
-	CU_ASSERT_FATAL(posix_memalign(&p, 4096, len) == 0);
+	if (posix_memalign(&p, 4096, len) != 0 || !p)
+		abort();
 	return p;
 }
 

@@ -271,6 +271,7 @@ static void test_vpd_pages(void)
 	CU_ASSERT_EQUAL(get_be32(d + 8), SCSI_MAX_XFER_BYTES / BS);
 	CU_ASSERT_EQUAL(get_be32(d + 20), SCSI_MAX_UNMAP_LBAS);
 	CU_ASSERT_EQUAL(get_be32(d + 24), SCSI_MAX_UNMAP_DESCS);
+	CU_ASSERT_EQUAL(get_be64(d + 36), SCSI_MAX_WS_BLOCKS);
 	scsi_cmd_release(&c);
 
 	d = vpd(0xb2, &c);
@@ -615,6 +616,13 @@ static void test_compare_and_write(void)
 	CU_ASSERT_EQUAL(c.status, SCSI_CHECK_CONDITION);
 	caw(NBLK, 1, d, 2 * BS, &c);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+
+	/* 0 blocks: GOOD without data, refused with data (a 256-block count that wrapped) */
+	CU_ASSERT_EQUAL(caw(200, 0, d, 0, &c), SCSI_GOOD);
+	caw(200, 0, d, 2 * BS, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	CU_ASSERT_EQUAL(rw10(false, 200, 1, BS, r, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(r[0], 'B');
 }
 
 static void test_verify(void)
@@ -810,6 +818,31 @@ static void test_thick_lu(void)
 	LU = thin;
 }
 
+/* WRITE SAME longer than VPD B0 MAXIMUM WRITE SAME LENGTH is refused, also when 0 means "to the end". */
+static void test_write_same_limit(void)
+{
+	uint64_t nblk = (uint64_t)SCSI_MAX_WS_BLOCKS + 2;
+	struct backstore_cfg cfg = { .name = "r2", .type = BACKSTORE_RAM, .size = nblk * BS, .block_size = BS,
+				     .thin = true };
+	struct backstore *b;
+	struct scsi_lu *keep = LU;
+	struct scsi_cmd c;
+	uint8_t pat[BS] = { 0 };
+	char err[128];
+
+	CU_ASSERT_FATAL(backstore_open(&cfg, &b, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(scsi_lu_create(b, NULL, &LU) == 0);
+	ws(0x93, 0x08, 0, SCSI_MAX_WS_BLOCKS + 1, pat, BS, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	ws(0x93, 0x08, 0, 0, pat, BS, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	CU_ASSERT_EQUAL(ws(0x93, 0x08, 2, 0, pat, BS, &c), SCSI_GOOD);   /* exactly the limit */
+	CU_ASSERT_EQUAL(ws(0x93, 0, 0, SCSI_MAX_WS_BLOCKS, pat, BS, &c), SCSI_GOOD);
+	scsi_lu_destroy(LU);
+	backstore_close(b);
+	LU = keep;
+}
+
 /* --- unit attentions, start/stop --- */
 
 static void test_unit_attention(void)
@@ -850,6 +883,90 @@ static void test_unit_attention(void)
 	simple(tur, 0, &c);
 	expect_sense(&c, SK_UNIT_ATTENTION, ASC_MODE_PARAMS_CHANGED);
 	scsi_lu_event(LU, &NX2, SCSI_EV_NEXUS_LOSS);
+}
+
+/* PERSISTENT RESERVE OUT from nexus nx; p is the 24-byte list, plus TransportIDs when SPEC_I_PT. */
+static uint8_t prout(const struct scsi_nexus *nx, uint8_t sa, const uint8_t *p, uint32_t len)
+{
+	struct scsi_cmd c;
+	uint8_t cdb[10] = { 0x5f, sa };
+	put_be32(cdb + 5, len);
+	cmd_init(&c, cdb, 10, len, false, true);
+	c.nexus = nx;
+	uint8_t st = run(&c, p, len);
+	scsi_cmd_release(&c);
+	return st;
+}
+
+/*
+ * PREEMPT AND ABORT of a registration made through a TransportID naming
+ * only the initiator device (in other case): the unit attention reaches the
+ * nexus of that initiator name, and its command waiting for Data-Out ends
+ * with TASK ABORTED instead of writing.
+ */
+static void test_pr_preempt_abort_bare_name(void)
+{
+	static const struct scsi_nexus NX3 = { .initiator_name = "iqn.test:k",
+					       .initiator_port = "iqn.test:k,i,0x000000000003", .id = 3 };
+	struct scsi_cmd c, w;
+	uint8_t tur[6] = { 0 }, blk[BS], p[24 + 4 + 20];
+
+	clear_ua();
+	/* NX2 registers key 0xC for itself and, by SPEC_I_PT, for the device IQN.TEST:I */
+	memset(p, 0, sizeof(p));
+	put_be64(p + 8, 0xC);
+	p[20] = 0x08;
+	put_be32(p + 24, 20);
+	p[28] = 0x05;
+	put_be16(p + 30, 16);
+	memcpy(p + 32, "IQN.TEST:I", 10);
+	CU_ASSERT_EQUAL_FATAL(prout(&NX2, 0x00, p, sizeof(p)), SCSI_GOOD);
+	memset(p, 0, sizeof(p));
+	put_be64(p + 8, 0xB);
+	CU_ASSERT_EQUAL_FATAL(prout(&NX3, 0x00, p, 24), SCSI_GOOD);
+
+	/* a WRITE from NX is prepared (its Data-Out still to come) */
+	memset(blk, 'W', BS);
+	CU_ASSERT_EQUAL(rw10(true, 400, 1, BS, blk, &c), SCSI_GOOD);
+	memset(blk, 'X', BS);
+	uint8_t wr[10] = { 0x2a };
+	put_be32(wr + 2, 400);
+	put_be16(wr + 7, 1);
+	cmd_init(&w, wr, 10, BS, false, true);
+	CU_ASSERT_FATAL(scsi_cmd_prepare(&w));
+	memcpy(w.buf->data, blk, BS);
+
+	/* NX3 preempts key 0xC and aborts */
+	memset(p, 0, sizeof(p));
+	put_be64(p, 0xB);
+	put_be64(p + 8, 0xC);
+	CU_ASSERT_EQUAL(prout(&NX3, 0x05, p, 24), SCSI_GOOD);
+
+	ndone = 0;
+	scsi_cmd_exec(&w);
+	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(w.status, SCSI_TASK_ABORTED);
+	scsi_cmd_release(&w);
+	CU_ASSERT_EQUAL(rw10(false, 400, 1, BS, blk, &c), SCSI_CHECK_CONDITION);
+	expect_sense(&c, SK_UNIT_ATTENTION, ASC_REGISTRATIONS_PREEMPTED);
+	CU_ASSERT_EQUAL(rw10(false, 400, 1, BS, blk, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(blk[0], 'W');
+	/* the port-named registration of NX2 was told too */
+	cmd_init(&c, tur, 6, 0, false, false);
+	c.nexus = &NX2;
+	run(&c, NULL, 0);
+	expect_sense(&c, SK_UNIT_ATTENTION, ASC_REGISTRATIONS_PREEMPTED);
+	scsi_cmd_release(&c);
+	/* a command prepared after the abort runs */
+	CU_ASSERT_EQUAL(rw10(true, 400, 1, BS, blk, &c), SCSI_GOOD);
+
+	/* leave no registration behind */
+	memset(p, 0, sizeof(p));
+	put_be64(p, 0xB);
+	CU_ASSERT_EQUAL(prout(&NX3, 0x03, p, 24), SCSI_GOOD);   /* CLEAR */
+	scsi_lu_event(LU, &NX2, SCSI_EV_NEXUS_LOSS);
+	scsi_lu_event(LU, &NX3, SCSI_EV_NEXUS_LOSS);
+	clear_ua();
 }
 
 static void test_start_stop(void)
@@ -946,7 +1063,9 @@ int main(void)
 	CU_add_test(s, "mode_select", test_mode_select);
 	CU_add_test(s, "read_only", test_read_only);
 	CU_add_test(s, "thick_lu", test_thick_lu);
+	CU_add_test(s, "write_same_limit", test_write_same_limit);
 	CU_add_test(s, "unit_attention", test_unit_attention);
+	CU_add_test(s, "pr_preempt_abort_bare_name", test_pr_preempt_abort_bare_name);
 	CU_add_test(s, "start_stop", test_start_stop);
 	CU_add_test(s, "rsoc", test_rsoc);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
