@@ -1,0 +1,14 @@
+#!/bin/bash
+# Install what building and testing need, from Debian 12's packages.
+set -euo pipefail
+pkgs=(build-essential meson ninja-build pkg-config python3
+      liburing-dev libjson-c-dev libssl-dev libcunit1-dev libibverbs-dev librdmacm-dev
+      libiscsi-dev libiscsi-bin tgt sg3-utils fio)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "== installing: ${missing[*]}"
+	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
