@@ -14,7 +14,15 @@ command -v tgtd >/dev/null || { echo "tgtd not found: apt-get install tgt"; exit
 command -v iscsi-perf >/dev/null || { echo "iscsi-perf not found: apt-get install libiscsi-bin"; exit 1; }
 work=$(mktemp -d /dev/shm/bench.XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$work"; }
+cleanup() {
+	# tgtd ignores SIGTERM while it has targets: ask it to stop, then insist.
+	tgtadm -C 7 --op delete --mode system --force >/dev/null 2>&1 || true
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	sleep 1
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null
+	rm -rf "$work"
+}
 trap cleanup EXIT
 
 cat >"$work/isertd.json" <<JSON
