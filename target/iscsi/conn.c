@@ -207,12 +207,48 @@ static void conn_closed(struct xp_conn *xp, int err)
 	conn_try_free(c);
 }
 
+/* Ping the initiator; a ping still unanswered one interval later ends the connection. */
+static void nop_tick(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	c->nop_timer = NULL;
+	if (c->state != CONN_FULL)
+		return;
+	if (c->nop_outstanding) {
+		log_info("%s: no answer to NOP-In within %u ms, closing the connection", c->xp->peer,
+			 c->nop_interval_ms);
+		conn_close(c);
+		return;
+	}
+	struct pdu_nop in = { 0 };
+	in.opcode = PDU_OP_NOP_IN;
+	in.flags = PDU_FLAG_FINAL;
+	in.itt = PDU_RESERVED_TAG;
+	if (++c->nop_ttt == PDU_RESERVED_TAG)
+		c->nop_ttt = 1;
+	in.ttt = htobe32(c->nop_ttt);
+	conn_fill_sn(c, &in, false); /* a ping carries no status: StatSN does not advance */
+	c->nop_outstanding = true;
+	conn_send_simple(c, &in, NULL, 0);
+	c->nop_timer = reactor_timer_add(c->r, c->nop_interval_ms, nop_tick, c);
+}
+
+void conn_start_nop(struct iscsi_conn *c, uint32_t interval_s)
+{
+	if (!interval_s || c->nop_timer)
+		return;
+	c->nop_interval_ms = interval_s * 1000;
+	c->nop_timer = reactor_timer_add(c->r, c->nop_interval_ms, nop_tick, c);
+}
+
 static void nop_out(struct iscsi_conn *c, struct xp_rx *rx)
 {
 	const struct pdu_nop *req = (const void *)rx->bhs;
 	uint32_t itt = be32toh(req->itt);
 	if (itt == PDU_RESERVED_TAG) {
-		/* Answer to our NOP-In ping: nothing to send back. */
+		/* Answer to our NOP-In ping. */
+		if (be32toh(req->ttt) == c->nop_ttt)
+			c->nop_outstanding = false;
 		if (!pdu_immediate(rx->bhs))
 			session_check_cmdsn(c, rx->bhs);
 		return;

@@ -135,6 +135,8 @@ struct iscsi_conn {
 	bool closed;                    /* transport told us it is gone */
 	struct reactor_timer *nop_timer;
 	uint32_t nop_ttt;
+	bool nop_outstanding;           /* our NOP-In ping awaits its NOP-Out */
+	uint32_t nop_interval_ms;
 	unsigned tmf_waiting;
 	struct xp_pdu *tmf_rsp;         /* held until aborted tasks drain */
 };
@@ -169,6 +171,8 @@ void conn_fill_sn(struct iscsi_conn *c, void *bhs, bool status_pdu);
 int conn_send(struct iscsi_conn *c, struct xp_pdu *p);
 void conn_send_reject(struct iscsi_conn *c, const uint8_t *bad_bhs, uint8_t reason);
 void conn_close(struct iscsi_conn *c);
+/* Start the target's NOP-In pings (nop_in_interval of the portal group). */
+void conn_start_nop(struct iscsi_conn *c, uint32_t interval_s);
 uint32_t conn_max_cmdsn(const struct iscsi_conn *c);
 /* Send a simple control PDU whose BHS is given (copied), with optional data (copied). */
 int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, uint32_t len);

@@ -351,6 +351,8 @@ static void enter_full_feature(struct iscsi_conn *c)
 	c->xp->header_digest = c->params.header_digest;
 	c->xp->data_digest = c->params.data_digest;
 	c->state = CONN_FULL;
+	if (ls->tpg)
+		conn_start_nop(c, ls->tpg->cfg->params.nop_in_interval);
 	log_info("%s: %s session of '%s'%s%s logged in (TSIH %u)", c->xp->peer,
 		 ls->discovery ? "discovery" : "normal", ls->initiator, ls->discovery ? "" : " to ",
 		 ls->discovery ? "" : ls->target, ls->tsih);

@@ -138,7 +138,10 @@ def run():
     c = ic.Conn(PORT)
     st = c.login(STRANGER, discovery=True)
     targets = c.send_targets() if st == 0 else None
-    check('discovery lists nothing to an initiator without ACL', targets == [], str(targets))
+    check('discovery hides ACL-protected targets from an initiator without ACL',
+          targets is not None and f'TargetName={TARGET}' not in targets, str(targets))
+    check('discovery shows demo-mode targets to any initiator',
+          targets is not None and 'TargetName=iqn.2026-11.org.isert:nop' in targets, str(targets))
     c.close()
 
     # Malformed PDUs during login.
@@ -219,6 +222,25 @@ def run():
     check('Logout answered with a Logout Response', op == ic.OP_LOGOUT_RSP and rbhs[2] == 0, f'opcode {op:#x}')
     check('connection closed after Logout', c.closed())
     target_still_serves('at the end')
+    # Target NOP-In pings: answered ones keep the connection, an unanswered one ends it.
+    c = ic.Conn(PORT)
+    st = c.login(NOCHAP, 'iqn.2026-11.org.isert:nop')
+    pings = 0
+    try:
+        for _ in range(2):
+            op, bhs, _ = c.recv()
+            itt, ttt = struct.unpack('>II', bhs[16:24])
+            if op == ic.OP_NOP_IN and itt == 0xFFFFFFFF and ttt != 0xFFFFFFFF:
+                pings += 1
+                ans = bytes([ic.OP_NOP_OUT | 0x40, 0x80, 0, 0, 0, 0, 0, 0]) + b'\0' * 8
+                ans += struct.pack('>IIII', 0xFFFFFFFF, ttt, c.cmdsn, c.statsn + 1) + b'\0' * 16
+                c.send(ans)
+    except (ConnectionError, OSError) as e:
+        print('nop:', repr(e))
+    check('target sends NOP-In pings (TTT set, ITT reserved) at NopInInterval', st == 0 and pings == 2)
+    t0 = time.time()
+    check('an unanswered NOP-In ends the connection', c.closed() and time.time() - t0 < 4)
+    c.close()
     # Many sessions at once, each working.
     conns = [session()[0] for _ in range(20)]
     ok = all(c.nop(b'%d' % i) == b'%d' % i for i, c in enumerate(conns))
