@@ -162,6 +162,19 @@ static void close_after_send(struct xp_pdu *p, int err)
 	conn_close(c);
 }
 
+int conn_send_then_close(struct iscsi_conn *c, const void *bhs)
+{
+	struct xp_pdu *p = conn_pdu_get(c);
+	if (!p) {
+		conn_close(c);
+		return -ENOMEM;
+	}
+	memcpy(p->bhs, bhs, PDU_BHS_LEN);
+	p->priv = c;
+	p->done = close_after_send;
+	return conn_send(c, p);
+}
+
 void conn_close(struct iscsi_conn *c)
 {
 	if (c->state == CONN_CLOSING)
@@ -288,15 +301,7 @@ static void logout(struct iscsi_conn *c, struct xp_rx *rx)
 		return;
 	}
 	c->state = CONN_LOGOUT;
-	struct xp_pdu *p = conn_pdu_get(c);
-	if (!p) {
-		conn_close(c);
-		return;
-	}
-	memcpy(p->bhs, &rsp, PDU_BHS_LEN);
-	p->priv = c;
-	p->done = close_after_send;
-	conn_send(c, p);
+	conn_send_then_close(c, &rsp);
 }
 
 static void text_rx(struct iscsi_conn *c, struct xp_rx *rx)

@@ -171,6 +171,8 @@ void conn_fill_sn(struct iscsi_conn *c, void *bhs, bool status_pdu);
 int conn_send(struct iscsi_conn *c, struct xp_pdu *p);
 void conn_send_reject(struct iscsi_conn *c, const uint8_t *bad_bhs, uint8_t reason);
 void conn_close(struct iscsi_conn *c);
+/* Send a control PDU (BHS only), then close the connection. */
+int conn_send_then_close(struct iscsi_conn *c, const void *bhs);
 /* Start the target's NOP-In pings (nop_in_interval of the portal group). */
 void conn_start_nop(struct iscsi_conn *c, uint32_t interval_s);
 uint32_t conn_max_cmdsn(const struct iscsi_conn *c);
@@ -192,6 +194,8 @@ void session_conn_gone(struct iscsi_conn *c);
 bool session_check_cmdsn(struct iscsi_conn *c, const void *bhs);
 int session_register(struct iscsi_session *s, char *why, size_t whylen);
 void session_free(struct iscsi_session *s);
+/* Close a session that may live on another reactor; call with iscsi_g.lock held. */
+void session_close_async(struct iscsi_session *o);
 const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun);
 
 /* discovery.c */

@@ -581,11 +581,31 @@ static int build_lun_map(struct iscsi_session *s)
 	return 0;
 }
 
-static void reinstate_close(void *arg)
+static void close_by_id(void *arg)
 {
-	struct iscsi_conn *c = arg;
-	if (c->state != CONN_CLOSING)
+	uint64_t *id = arg;
+	struct iscsi_conn *c = NULL;
+	/* Sessions are freed only on their own reactor, which is running this. */
+	pthread_mutex_lock(&iscsi_g.lock);
+	for (struct iscsi_session *o = iscsi_g.sessions; o; o = o->next)
+		if (o->nexus.id == *id)
+			c = o->conn;
+	pthread_mutex_unlock(&iscsi_g.lock);
+	free(id);
+	if (c && c->state != CONN_CLOSING)
 		conn_close(c);
+}
+
+/* Close a session that may live on another reactor; call with iscsi_g.lock held. */
+void session_close_async(struct iscsi_session *o)
+{
+	uint64_t *id = malloc(sizeof(*id));
+	if (!id)
+		return;
+	*id = o->nexus.id;
+	o->gone = true;
+	if (reactor_send(o->r, close_by_id, id))
+		free(id);
 }
 
 int session_register(struct iscsi_session *s, char *why, size_t whylen)
@@ -600,9 +620,8 @@ int session_register(struct iscsi_session *s, char *why, size_t whylen)
 		if (o->gone || o->tpg != s->tpg || o->discovery != s->discovery || memcmp(o->isid, s->isid, 6) ||
 		    strcmp(o->initiator, s->initiator))
 			continue;
-		o->gone = true;
 		log_info("reinstating session of '%s' (TSIH %u)", o->initiator, o->tsih);
-		reactor_send(o->r, reinstate_close, o->conn);
+		session_close_async(o);
 	}
 	bool clash;
 	do {

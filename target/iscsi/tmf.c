@@ -52,15 +52,44 @@ void tmf_task_gone(struct iscsi_conn *c)
 	free(p);
 }
 
+/*
+ * Unit attentions and reservation effects of a reset: a LU reset or task set
+ * clearing reaches its LU; a target reset reaches every LU of the target,
+ * mapped by this session or not.
+ */
 static void lu_event_all(struct iscsi_session *s, int fn, const struct scsi_lu *only)
 {
 	enum scsi_lu_event ev = fn == PDU_TMF_LU_RESET	       ? SCSI_EV_LU_RESET
 				: fn == PDU_TMF_TARGET_WARM_RESET ? SCSI_EV_TARGET_WARM_RESET
 				: fn == PDU_TMF_TARGET_COLD_RESET ? SCSI_EV_TARGET_COLD_RESET
 								  : SCSI_EV_CLEAR_TASK_SET;
-	for (size_t i = 0; i < s->nluns; i++)
-		if (!only || s->luns[i].lu == only)
-			scsi_lu_event(s->luns[i].lu, &s->nexus, ev);
+	if (only) {
+		scsi_lu_event((struct scsi_lu *)only, &s->nexus, ev);
+		return;
+	}
+	const struct iscsi_target *t = s->tpg->target;
+	for (size_t i = 0; i < t->ntpgs; i++) {
+		for (size_t j = 0; j < t->tpgs[i].nluns; j++) {
+			struct scsi_lu *lu = t->tpgs[i].luns[j].lu;
+			bool seen = false;
+			/* A LU in several portal groups gets the event once. */
+			for (size_t a = 0; a <= i && !seen; a++)
+				for (size_t b = 0; b < (a == i ? j : t->tpgs[a].nluns) && !seen; b++)
+					seen = t->tpgs[a].luns[b].lu == lu;
+			if (!seen)
+				scsi_lu_event(lu, &s->nexus, ev);
+		}
+	}
+}
+
+/* TARGET COLD RESET ends every session of the target, of every initiator (RFC 7143 sec. 11.5.1). */
+static void close_target_sessions(const struct iscsi_session *s)
+{
+	pthread_mutex_lock(&iscsi_g.lock);
+	for (struct iscsi_session *o = iscsi_g.sessions; o; o = o->next)
+		if (o != s && !o->gone && o->tpg && o->tpg->target == s->tpg->target)
+			session_close_async(o);
+	pthread_mutex_unlock(&iscsi_g.lock);
 }
 
 void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
@@ -110,11 +139,11 @@ void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
 			lu_event_all(s, fn, fn == PDU_TMF_LU_RESET || fn == PDU_TMF_CLEAR_TASK_SET ? l->lu : NULL);
 		log_info("%s: task management function %d on LUN %llu", c->xp->peer, fn, (unsigned long long)lun);
 		if (fn == PDU_TMF_TARGET_COLD_RESET) {
-			/* A cold reset also ends the session that asked for it, after the answer. */
+			/* A cold reset ends every session of the target; the asking one after the answer. */
+			close_target_sessions(s);
 			conn_fill_sn(c, &rsp, true);
-			conn_send_simple(c, &rsp, NULL, 0);
 			c->state = CONN_LOGOUT;
-			conn_close(c);
+			conn_send_then_close(c, &rsp);
 			return;
 		}
 		break;
