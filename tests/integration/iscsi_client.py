@@ -11,6 +11,27 @@ OP_R2T, OP_REJECT = 0x31, 0x3F
 HASHES = {5: hashlib.md5, 6: hashlib.sha1, 7: hashlib.sha256, 8: hashlib.sha3_256}
 
 
+def _crc32c_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_CRC_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    """CRC32C as iSCSI carries it (little-endian bytes on the wire)."""
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return struct.pack('<I', c ^ 0xFFFFFFFF)
+
+
 def pad4(b):
     return b + b'\0' * (-len(b) % 4)
 
@@ -35,6 +56,7 @@ class Conn:
         self.cmdsn = 1
         self.statsn = 0
         self.isid = b'\x80' + os.urandom(5)
+        self.hd = self.dd = False  # digests in force (after login)
 
     def close(self):
         self.s.close()
@@ -42,9 +64,17 @@ class Conn:
     def send_raw(self, b):
         self.s.sendall(b)
 
-    def send(self, bhs, data=b''):
+    def send(self, bhs, data=b'', corrupt_hd=False, corrupt_dd=False):
         assert len(bhs) == 48
-        self.s.sendall(bhs + pad4(data))
+        out = bhs
+        if self.hd:
+            d = crc32c(bhs)
+            out += bytes([d[0] ^ 0xFF]) + d[1:] if corrupt_hd else d
+        out += pad4(data)
+        if self.dd and data:
+            d = crc32c(pad4(data))
+            out += bytes([d[0] ^ 0xFF]) + d[1:] if corrupt_dd else d
+        self.s.sendall(out)
 
     def recv_exact(self, n):
         buf = b''
@@ -59,8 +89,13 @@ class Conn:
         bhs = self.recv_exact(48)
         ahs = bhs[4] * 4
         dlen = int.from_bytes(bhs[5:8], 'big')
-        self.recv_exact(ahs)
-        data = self.recv_exact(dlen + (-dlen % 4))[:dlen]
+        ahs_bytes = self.recv_exact(ahs)
+        if self.hd and self.recv_exact(4) != crc32c(bhs + ahs_bytes):
+            raise ValueError('bad header digest from target')
+        padded = self.recv_exact(dlen + (-dlen % 4))
+        if self.dd and dlen and self.recv_exact(4) != crc32c(padded):
+            raise ValueError('bad data digest from target')
+        data = padded[:dlen]
         op = bhs[0] & 0x3F
         if op in (OP_SCSI_RSP, OP_NOP_IN, OP_LOGIN_RSP, OP_TEXT_RSP, OP_LOGOUT_RSP, OP_REJECT) or \
                 (op == OP_DATA_IN and bhs[1] & 1):
@@ -125,6 +160,8 @@ class Conn:
         ops.update(op_keys or {})
         status, flags, rk = self.login_pdu(1, 3, True, kv(ops))
         self.params = rk
+        self.hd = rk.get('HeaderDigest') == 'CRC32C'
+        self.dd = rk.get('DataDigest') == 'CRC32C'
         self.cmdsn += 0 if status else 0
         return status
 

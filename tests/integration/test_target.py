@@ -222,6 +222,26 @@ def run():
     check('Logout answered with a Logout Response', op == ic.OP_LOGOUT_RSP and rbhs[2] == 0, f'opcode {op:#x}')
     check('connection closed after Logout', c.closed())
     target_still_serves('at the end')
+    # Header and data digests (CRC32C) on the wire.
+    c, st = session(op_keys={'HeaderDigest': 'CRC32C,None', 'DataDigest': 'CRC32C,None'})
+    check('CRC32C header and data digests negotiated', st == 0 and c.hd and c.dd, str(getattr(c, 'params', {})))
+    if st == 0 and c.hd:
+        block = os.urandom(4096)
+        c.command(bytes([0x2A, 0, 0, 0, 0, 9, 0, 0, 8, 0]), 4096, write_data=block)
+        status, data, _ = c.command(bytes([0x28, 0, 0, 0, 0, 9, 0, 0, 8, 0]), 4096, read=True)
+        check('write and read back with digests on', status == 0 and data == block)
+        ping = bytes([ic.OP_NOP_OUT | 0x40, 0x80, 0, 0, 0, 0, 0, 4]) + b'\0' * 8
+        ping += struct.pack('>IIII', c.next_itt(), 0xFFFFFFFF, c.cmdsn, c.statsn + 1) + b'\0' * 16
+        c.send(ping, b'abcd', corrupt_dd=True)
+        op, rbhs, _ = c.recv()
+        check('bad data digest gets a Reject (reason 0x02)', op == ic.OP_REJECT and rbhs[2] == 0x02,
+              f'opcode {op:#x}')
+        check('connection still usable after a data digest error', c.nop(b'pong') == b'pong')
+        c.send(ping, b'abcd', corrupt_hd=True)
+        check('bad header digest closes the connection', c.closed())
+    c.close()
+    target_still_serves('after digest errors')
+
     # Target NOP-In pings: answered ones keep the connection, an unanswered one ends it.
     c = ic.Conn(PORT)
     st = c.login(NOCHAP, 'iqn.2026-11.org.isert:nop')
