@@ -113,7 +113,7 @@ int conn_send(struct iscsi_conn *c, struct xp_pdu *p)
 	return c->xp->ops->send(c->xp, p);
 }
 
-static void simple_done(struct xp_pdu *p, int err)
+static void owned_done(struct xp_pdu *p, int err)
 {
 	struct iscsi_conn *c = p->priv;
 	(void)err;
@@ -121,26 +121,45 @@ static void simple_done(struct xp_pdu *p, int err)
 	conn_pdu_put(c, p);
 }
 
-int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, uint32_t len)
+static void owned_close_done(struct xp_pdu *p, int err)
+{
+	struct iscsi_conn *c = p->priv;
+	owned_done(p, err);
+	conn_close(c);
+}
+
+int conn_send_owned(struct iscsi_conn *c, const void *bhs, void *data, uint32_t len, bool close_after)
 {
 	struct xp_pdu *p = conn_pdu_get(c);
-	if (!p)
+	if (!p) {
+		free(data);
+		conn_close(c);
 		return -ENOMEM;
-	memcpy(p->bhs, bhs, PDU_BHS_LEN);
-	if (len) {
-		uint8_t *d = malloc(len);
-		if (!d) {
-			conn_pdu_put(c, p);
-			return -ENOMEM;
-		}
-		memcpy(d, data, len);
-		p->data = d;
-		p->data_len = len;
 	}
+	memcpy(p->bhs, bhs, PDU_BHS_LEN);
+	p->data = data;
+	p->data_len = len;
 	pdu_set_dlen(p->bhs, len);
 	p->priv = c;
-	p->done = simple_done;
+	p->done = close_after ? owned_close_done : owned_done;
 	return conn_send(c, p);
+}
+
+int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, uint32_t len)
+{
+	uint8_t *d = NULL;
+	if (len) {
+		d = malloc(len);
+		if (!d)
+			return -ENOMEM;
+		memcpy(d, data, len);
+	}
+	return conn_send_owned(c, bhs, d, len, false);
+}
+
+int conn_send_then_close(struct iscsi_conn *c, const void *bhs)
+{
+	return conn_send_owned(c, bhs, NULL, 0, true);
 }
 
 void conn_send_reject(struct iscsi_conn *c, const uint8_t *bad_bhs, uint8_t reason)
@@ -153,26 +172,6 @@ void conn_send_reject(struct iscsi_conn *c, const uint8_t *bad_bhs, uint8_t reas
 	conn_fill_sn(c, &r, true);
 	log_debug("%s: reject %s, reason 0x%02x", c->xp->peer, pdu_opcode_name(pdu_opcode(bad_bhs)), reason);
 	conn_send_simple(c, &r, bad_bhs, PDU_BHS_LEN);
-}
-
-static void close_after_send(struct xp_pdu *p, int err)
-{
-	struct iscsi_conn *c = p->priv;
-	simple_done(p, err);
-	conn_close(c);
-}
-
-int conn_send_then_close(struct iscsi_conn *c, const void *bhs)
-{
-	struct xp_pdu *p = conn_pdu_get(c);
-	if (!p) {
-		conn_close(c);
-		return -ENOMEM;
-	}
-	memcpy(p->bhs, bhs, PDU_BHS_LEN);
-	p->priv = c;
-	p->done = close_after_send;
-	return conn_send(c, p);
 }
 
 void conn_close(struct iscsi_conn *c)

@@ -71,14 +71,6 @@ static void add_target(struct text_buf *tb, const struct iscsi_target *t, const 
 	}
 }
 
-static void text_done(struct xp_pdu *p, int err)
-{
-	struct iscsi_conn *c = p->priv;
-	(void)err;
-	free((void *)p->data);
-	conn_pdu_put(c, p);
-}
-
 void discovery_text(struct iscsi_conn *c, struct xp_rx *rx)
 {
 	const struct pdu_text *req = (const void *)rx->bhs;
@@ -131,16 +123,5 @@ void discovery_text(struct iscsi_conn *c, struct xp_rx *rx)
 		tb.len = cut;
 	}
 	conn_fill_sn(c, &rsp, true);
-	struct xp_pdu *p = conn_pdu_get(c);
-	if (!p) {
-		text_buf_free(&tb);
-		return;
-	}
-	memcpy(p->bhs, &rsp, PDU_BHS_LEN);
-	p->data = tb.data;
-	p->data_len = tb.len;
-	pdu_set_dlen(p->bhs, tb.len);
-	p->priv = c;
-	p->done = text_done;
-	conn_send(c, p);
+	conn_send_owned(c, &rsp, tb.data, tb.len, false);
 }

@@ -178,6 +178,8 @@ void conn_start_nop(struct iscsi_conn *c, uint32_t interval_s);
 uint32_t conn_max_cmdsn(const struct iscsi_conn *c);
 /* Send a simple control PDU whose BHS is given (copied), with optional data (copied). */
 int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, uint32_t len);
+/* The same, taking ownership of malloc'd data; optionally close once it is sent. */
+int conn_send_owned(struct iscsi_conn *c, const void *bhs, void *data, uint32_t len, bool close_after);
 
 /* login.c */
 void login_rx(struct iscsi_conn *c, struct xp_rx *rx);

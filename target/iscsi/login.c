@@ -50,56 +50,31 @@ void login_free(struct iscsi_conn *c)
 	c->login = NULL;
 }
 
-static void fail_sent(struct xp_pdu *p, int err)
-{
-	struct iscsi_conn *c = p->priv;
-	(void)err;
-	free((void *)p->data);
-	conn_pdu_put(c, p);
-	conn_close(c);
-}
-
-static void login_pdu_done(struct xp_pdu *p, int err)
-{
-	struct iscsi_conn *c = p->priv;
-	(void)err;
-	free((void *)p->data);
-	conn_pdu_put(c, p);
-}
-
 static void login_reply(struct iscsi_conn *c, uint8_t flags, uint16_t status, struct text_buf *tb)
 {
 	struct login_state *ls = c->login;
-	struct xp_pdu *p = conn_pdu_get(c);
-	if (!p) {
-		conn_close(c);
-		return;
-	}
-	struct pdu_login_rsp *r = (void *)p->bhs;
-	r->opcode = PDU_OP_LOGIN_RSP;
-	r->flags = flags;
-	r->version_max = 0;
-	r->version_active = 0;
-	memcpy(r->isid, ls->isid, 6);
-	r->tsih = htobe16(ls->tsih);
-	r->itt = htobe32(ls->itt);
-	r->statsn = htobe32(c->statsn++);
-	r->exp_cmdsn = htobe32(ls->cmdsn);
+	struct pdu_login_rsp r = { 0 };
+	r.opcode = PDU_OP_LOGIN_RSP;
+	r.flags = flags;
+	memcpy(r.isid, ls->isid, 6);
+	r.tsih = htobe16(ls->tsih);
+	r.itt = htobe32(ls->itt);
+	r.statsn = htobe32(c->statsn++);
+	r.exp_cmdsn = htobe32(ls->cmdsn);
 	/* Before the session exists the window is exactly the login's CmdSN. */
-	r->max_cmdsn = htobe32(ls->cmdsn + (c->sess ? c->sess->queue_depth - 1 : 0));
-	r->status_class = (uint8_t)(status >> 8);
-	r->status_detail = (uint8_t)status;
-	p->priv = c;
+	r.max_cmdsn = htobe32(ls->cmdsn + (c->sess ? c->sess->queue_depth - 1 : 0));
+	r.status_class = (uint8_t)(status >> 8);
+	r.status_detail = (uint8_t)status;
+	void *data = NULL;
+	uint32_t len = 0;
 	if (tb && tb->len && !status) {
-		p->data = tb->data;
-		p->data_len = tb->len;
+		data = tb->data;
+		len = tb->len;
 		tb->data = NULL;
 		tb->len = tb->cap = 0;
 	}
-	pdu_set_dlen(p->bhs, p->data_len);
 	/* A failed login closes the connection once its answer is out. */
-	p->done = status ? fail_sent : login_pdu_done;
-	conn_send(c, p);
+	conn_send_owned(c, &r, data, len, status != 0);
 }
 
 static void login_fail(struct iscsi_conn *c, uint16_t status, const char *why)
