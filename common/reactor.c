@@ -68,6 +68,36 @@ struct reactor {
 
 static __thread struct reactor *tls_reactor;
 
+/* Every reactor of the process, for round-robin placement of connections. */
+#define REACTOR_MAX 256
+static struct reactor *all_reactors[REACTOR_MAX];
+static unsigned n_reactors, next_reactor;
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct reactor *reactor_next(void)
+{
+	pthread_mutex_lock(&all_lock);
+	struct reactor *r = n_reactors ? all_reactors[next_reactor++ % n_reactors] : NULL;
+	pthread_mutex_unlock(&all_lock);
+	return r;
+}
+
+static void registry_set(struct reactor *r, bool add)
+{
+	pthread_mutex_lock(&all_lock);
+	if (add && n_reactors < REACTOR_MAX) {
+		all_reactors[n_reactors++] = r;
+	} else if (!add) {
+		for (unsigned i = 0; i < n_reactors; i++) {
+			if (all_reactors[i] == r) {
+				all_reactors[i] = all_reactors[--n_reactors];
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&all_lock);
+}
+
 uint64_t reactor_now_ns(void)
 {
 	struct timespec ts;
@@ -165,6 +195,7 @@ struct reactor *reactor_create(int index, enum reactor_poll_mode mode)
 	if (!r->have_ring && index == 0)
 		log_warn("io_uring unavailable (%s): file and block I/O fall back to synchronous calls",
 			 strerror(-rc));
+	registry_set(r, true);
 	return r;
 fail:
 	reactor_destroy(r);
@@ -175,6 +206,7 @@ void reactor_destroy(struct reactor *r)
 {
 	if (!r)
 		return;
+	registry_set(r, false);
 	if (r->have_ring)
 		io_uring_queue_exit(&r->ring);
 	for (int i = 0; i < r->nfds; i++)

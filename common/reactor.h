@@ -56,6 +56,9 @@ struct io_uring_sqe *reactor_uring_sqe(struct reactor *r);
 /* Per-reactor registered buffer pool. */
 struct bufpool *reactor_bufpool(struct reactor *r);
 
+/* The reactors created so far, in turn: where a new connection goes. */
+struct reactor *reactor_next(void);
+
 /* Monotonic time in nanoseconds. */
 uint64_t reactor_now_ns(void);
 

@@ -13,6 +13,7 @@
 
 #include "common/pdu.h"
 
+struct buf;
 struct reactor;
 struct xp_conn;
 struct xp_listener;
@@ -42,6 +43,10 @@ struct xp_rx {
 	uint32_t data_len;
 	bool placed;           /* data went where rx_bhs() asked */
 	bool data_digest_error;
+	/* iSER (RFC 7145 sec. 9.2): the initiator's buffers of a SCSI command. */
+	bool read_stag_valid, write_stag_valid;
+	uint32_t read_stag, write_stag;
+	uint64_t read_va, write_va;
 };
 
 #define XP_DISCARD ((uint8_t *)1)
@@ -74,11 +79,16 @@ struct transport_ops {
 	/* Close: pending sends complete with an error, then closed() runs. */
 	void (*close)(struct xp_conn *c);
 	void (*destroy)(struct xp_conn *c);
-	/* RDMA only: data to/from the peer's buffer (remote VA/STag). */
-	int (*rdma_write)(struct xp_conn *c, const void *buf, uint32_t len, uint64_t va, uint32_t stag,
-			  void (*cb)(void *arg, int err), void *arg);
-	int (*rdma_read)(struct xp_conn *c, void *buf, uint32_t len, uint64_t va, uint32_t stag,
-			 void (*cb)(void *arg, int err), void *arg);
+	/*
+	 * RDMA only: move len bytes at offset off of a pool buffer to/from the
+	 * peer's buffer (remote VA/STag).  A write needs no completion: a Send
+	 * posted after it is delivered after it, so cb may be NULL.  A read
+	 * calls cb (on the connection's reactor) once the data is in place.
+	 */
+	int (*rdma_write)(struct xp_conn *c, struct buf *b, uint32_t off, uint32_t len, uint64_t va,
+			  uint32_t stag, void (*cb)(void *arg, int err), void *arg);
+	int (*rdma_read)(struct xp_conn *c, struct buf *b, uint32_t off, uint32_t len, uint64_t va,
+			 uint32_t stag, void (*cb)(void *arg, int err), void *arg);
 };
 
 /* The transport-independent part of a connection, first in every transport's struct. */
@@ -93,8 +103,12 @@ struct xp_conn {
 	char local[64];
 	char local_ip[48];
 	uint16_t local_port;
+	/* Largest data segment a control PDU we send may carry (iSER: the
+	 * initiator's 128-byte receive buffers after login); 0: no limit. */
+	uint32_t max_ctrl_data;
 };
 
 extern const struct transport_ops tcp_transport;
+extern const struct transport_ops iser_transport; /* NULL ops when built without rdma-core */
 
 #endif

@@ -49,9 +49,8 @@ void conn_accept(void *arg, struct xp_conn *xp)
 	xp->upper = c;
 	xp->up = &conn_upcalls;
 	neg_params_default(&c->params);
-	pthread_mutex_lock(&iscsi_g.lock);
-	c->r = iscsi_g.reactors[iscsi_g.next_reactor++ % iscsi_g.nreactors];
-	pthread_mutex_unlock(&iscsi_g.lock);
+	/* An RDMA connection was set up on its reactor already; a TCP one goes round-robin. */
+	c->r = xp->reactor ? xp->reactor : reactor_next();
 	log_debug("connection from %s to %s on reactor %d", xp->peer, xp->local, reactor_index(c->r));
 	if (reactor_send(c->r, conn_start, c)) {
 		xp->ops->destroy(xp);

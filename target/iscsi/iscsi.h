@@ -51,8 +51,8 @@ struct iscsi_globals {
 	size_t ntargets;
 	struct reactor **reactors;
 	unsigned nreactors;
-	unsigned next_reactor;
 	struct xp_listener **listeners;
+	const struct transport_ops **listener_ops;
 	size_t nlisteners;
 	/* Sessions of all reactors, for reinstatement and TSIH allocation. */
 	pthread_mutex_t lock;
@@ -102,6 +102,10 @@ struct iscsi_task {
 	uint32_t ttt;
 	uint32_t seq_offset, seq_len, seq_got, seq_datasn; /* the current solicited sequence */
 	uint32_t edtl;
+	/* iSER: the initiator's buffers (RFC 7145 sec. 9.2) */
+	uint64_t read_va, write_va;
+	uint32_t read_stag, write_stag;
+	bool read_stag_valid, write_stag_valid;
 	/* Data-In */
 	uint32_t datasn;
 	struct xp_pdu rsp;              /* the SCSI Response */

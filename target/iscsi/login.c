@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/chap.h"
+#include "common/iser.h"
 #include "common/log.h"
 #include "common/reactor.h"
 #include "common/util.h"
@@ -185,6 +186,12 @@ static int login_identify(struct iscsi_conn *c, const struct text_list *kv, char
 			ls->chap = &ls->tpg->cfg->demo_chap;
 		neg_local_from_tpg(&local, &ls->tpg->cfg->params);
 	}
+	if (c->xp->ops->rdma) {
+		/* iSER: our receive buffers bound what the initiator may send in one PDU. */
+		local.rdma_extensions = true;
+		local.target_recv_dsl = ISER_TARGET_RECV_DSL;
+		local.max_recv_dsl = ISER_TARGET_RECV_DSL;
+	}
 	neg_init(&ls->neg, NEG_TARGET, &local);
 	ls->neg.discovery = ls->discovery;
 	ls->neg.leading = true;
@@ -323,6 +330,13 @@ static void enter_full_feature(struct iscsi_conn *c)
 {
 	struct login_state *ls = c->login;
 	c->params = ls->neg.result;
+	if (c->params.rdma_extensions) {
+		/* RFC 7145: these replace MaxRecvDataSegmentLength in each direction. */
+		c->params.max_recv_dsl = MIN(c->params.target_recv_dsl, c->params.max_recv_dsl);
+		c->params.peer_max_recv_dsl = c->params.initiator_recv_dsl;
+		if (c->sess && c->sess->queue_depth > ISER_MAX_QUEUE_DEPTH)
+			c->sess->queue_depth = ISER_MAX_QUEUE_DEPTH;
+	}
 	c->xp->header_digest = c->params.header_digest;
 	c->xp->data_digest = c->params.data_digest;
 	c->state = CONN_FULL;

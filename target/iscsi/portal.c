@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/reactor.h"
+#include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/iscsi/iscsi.h"
 
@@ -71,6 +72,88 @@ static int build_targets(struct config *cfg)
 	return 0;
 }
 
+static bool same_portal(const struct cfg_portal *a, const struct cfg_portal *b)
+{
+	return a->port == b->port && a->iser == b->iser && !strcmp(a->host, b->host);
+}
+
+static bool wildcard_host(const char *h)
+{
+	return !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "[::]");
+}
+
+/* A TCP portal whose port space an iSER portal would share on iWARP, or NULL. */
+static const struct cfg_portal *tcp_clash(const struct config *cfg, const struct cfg_portal *ip)
+{
+	for (size_t i = 0; i < cfg->ntargets; i++)
+		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++)
+			for (size_t k = 0; k < cfg->targets[i].tpgs[j].nportals; k++) {
+				const struct cfg_portal *p = &cfg->targets[i].tpgs[j].portals[k];
+				if (!p->iser && p->port == ip->port &&
+				    (!strcmp(p->host, ip->host) || wildcard_host(p->host) || wildcard_host(ip->host)))
+					return p;
+			}
+	return NULL;
+}
+
+/* Every distinct portal of the configuration, TCP first, then iSER, in turn. */
+static int each_portal(struct config *cfg, bool iser,
+		       int (*fn)(struct config *, const struct cfg_target *, const struct cfg_tpg *,
+				 const struct cfg_portal *, char *, size_t),
+		       char *err, size_t errlen)
+{
+	const struct cfg_portal *seen[256];
+	size_t nseen = 0;
+	for (size_t i = 0; i < cfg->ntargets; i++)
+		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++) {
+			const struct cfg_tpg *g = &cfg->targets[i].tpgs[j];
+			for (size_t k = 0; k < g->nportals; k++) {
+				const struct cfg_portal *p = &g->portals[k];
+				bool dup = p->iser != iser;
+				/* Several portal groups may share a portal: one listener serves them all. */
+				for (size_t d = 0; d < nseen && !dup; d++)
+					dup = same_portal(seen[d], p);
+				if (dup)
+					continue;
+				if (nseen < ARRAY_SIZE(seen))
+					seen[nseen++] = p;
+				int rc = fn(cfg, &cfg->targets[i], g, p, err, errlen);
+				if (rc)
+					return rc;
+			}
+		}
+	return 0;
+}
+
+static int open_one(struct config *cfg, const struct cfg_target *t, const struct cfg_tpg *g,
+		    const struct cfg_portal *p, char *err, size_t errlen)
+{
+	const struct transport_ops *xp = p->iser ? &iser_transport : &tcp_transport;
+	const struct cfg_portal *clash = p->iser ? tcp_clash(cfg, p) : NULL;
+	if (clash)
+		log_warn("iSER portal %s:%u and TCP portal %s:%u share a port: fine on RoCE and InfiniBand, "
+			 "but on iWARP the RDMA listener uses the TCP port space and cannot coexist",
+			 p->host, p->port, clash->host, clash->port);
+	int rc = xp->listen(p->host, p->port, iscsi_g.reactors[0], conn_accept, NULL,
+			    &iscsi_g.listeners[iscsi_g.nlisteners], err, errlen);
+	if (rc && p->iser) {
+		/* No RDMA for this portal: say so once and keep serving the others. */
+		if (rc == -EADDRINUSE && clash)
+			log_err("iSER portal %s:%u cannot listen: TCP portal %s:%u holds the port (iWARP shares "
+				"TCP's port space); move one of them to another address or port",
+				p->host, p->port, clash->host, clash->port);
+		else
+			log_err("%s; this portal is not served, the others are", err);
+		err[0] = 0;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	iscsi_g.listener_ops[iscsi_g.nlisteners++] = xp;
+	log_info("listening on %s:%u (%s) for %s, TPG %u", p->host, p->port, xp->name, t->iqn, g->tag);
+	return 0;
+}
+
 static int open_listeners(struct config *cfg, char *err, size_t errlen)
 {
 	size_t n = 0;
@@ -78,45 +161,12 @@ static int open_listeners(struct config *cfg, char *err, size_t errlen)
 		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++)
 			n += cfg->targets[i].tpgs[j].nportals;
 	iscsi_g.listeners = calloc(n ? n : 1, sizeof(*iscsi_g.listeners));
-	if (!iscsi_g.listeners)
+	iscsi_g.listener_ops = calloc(n ? n : 1, sizeof(*iscsi_g.listener_ops));
+	if (!iscsi_g.listeners || !iscsi_g.listener_ops)
 		return -ENOMEM;
-	for (size_t i = 0; i < cfg->ntargets; i++) {
-		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++) {
-			const struct cfg_tpg *g = &cfg->targets[i].tpgs[j];
-			for (size_t k = 0; k < g->nportals; k++) {
-				const struct cfg_portal *p = &g->portals[k];
-				bool dup = false;
-				/* Several portal groups may share a portal: one listener serves them all. */
-				for (size_t a = 0; a <= i && !dup; a++)
-					for (size_t b = 0; b < cfg->targets[a].ntpgs && !dup; b++) {
-						const struct cfg_tpg *h = &cfg->targets[a].tpgs[b];
-						if (h == g)
-							break;
-						for (size_t c = 0; c < h->nportals && !dup; c++)
-							dup = h->portals[c].port == p->port && h->portals[c].iser == p->iser &&
-							      !strcmp(h->portals[c].host, p->host);
-					}
-				for (size_t c = 0; c < k && !dup; c++)
-					dup = g->portals[c].port == p->port && g->portals[c].iser == p->iser &&
-					      !strcmp(g->portals[c].host, p->host);
-				if (dup)
-					continue;
-				if (p->iser) {
-					log_warn("portal %s:%u has iser=true; the iSER transport is not built yet, portal skipped",
-						 p->host, p->port);
-					continue;
-				}
-				int rc = tcp_transport.listen(p->host, p->port, iscsi_g.reactors[0], conn_accept, NULL,
-							      &iscsi_g.listeners[iscsi_g.nlisteners], err, errlen);
-				if (rc)
-					return rc;
-				iscsi_g.nlisteners++;
-				log_info("listening on %s:%u (tcp) for %s, TPG %u", p->host, p->port,
-					 cfg->targets[i].iqn, g->tag);
-			}
-		}
-	}
-	return 0;
+	/* TCP first: on iWARP a TCP and an RDMA listener cannot share an address and port. */
+	int rc = each_portal(cfg, false, open_one, err, errlen);
+	return rc ? rc : each_portal(cfg, true, open_one, err, errlen);
 }
 
 int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen)
@@ -137,9 +187,11 @@ int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactor
 void iscsi_stop(void)
 {
 	for (size_t i = 0; i < iscsi_g.nlisteners; i++)
-		tcp_transport.unlisten(iscsi_g.listeners[i]);
+		iscsi_g.listener_ops[i]->unlisten(iscsi_g.listeners[i]);
 	free(iscsi_g.listeners);
+	free(iscsi_g.listener_ops);
 	iscsi_g.listeners = NULL;
+	iscsi_g.listener_ops = NULL;
 	iscsi_g.nlisteners = 0;
 }
 

@@ -184,6 +184,9 @@ static void send_response(struct iscsi_task *t)
 	conn_fill_sn(c, r, true);
 	if (t->cmd.status == SCSI_CHECK_CONDITION && t->cmd.sense_len) {
 		uint32_t sl = MIN(t->cmd.sense_len, (uint32_t)SCSI_SENSE_LEN);
+		/* iSER initiators receive control PDUs into 128-byte buffers: shorten the sense. */
+		if (c->xp->max_ctrl_data && sl + 2 > c->xp->max_ctrl_data)
+			sl = c->xp->max_ctrl_data - 2;
 		put_be16(t->rspbuf, (uint16_t)sl);
 		memcpy(t->rspbuf + 2, t->cmd.sense, sl);
 		t->rsp.data = t->rspbuf;
@@ -197,9 +200,32 @@ static void send_response(struct iscsi_task *t)
 }
 
 /* Data-In PDUs from the command's buffer; status rides on the last one when GOOD. */
+/* iSER: Data-In is one RDMA WRITE into the initiator's buffer; the Send of the status follows it. */
+static void rdma_data_in(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+	if (!t->read_stag_valid) {
+		log_info("%s: READ without a read STag (ITT 0x%x), closing", c->xp->peer, t->itt);
+		conn_close(c);
+		task_put(t);
+		return;
+	}
+	int rc = c->xp->ops->rdma_write(c->xp, t->cmd.buf, 0, t->cmd.din_len, t->read_va, t->read_stag, NULL, NULL);
+	if (rc) {
+		conn_close(c);
+		task_put(t);
+		return;
+	}
+	send_response(t);
+}
+
 static void send_data_in(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
+	if (c->xp->ops->rdma) {
+		rdma_data_in(t);
+		return;
+	}
 	uint32_t total = t->cmd.din_len, seg = c->params.peer_max_recv_dsl;
 	uint32_t burst = c->params.max_burst ? c->params.max_burst : total;
 	bool status_in_data = t->cmd.status == SCSI_GOOD;
@@ -267,9 +293,57 @@ static void task_scsi_done(struct scsi_cmd *cmd)
 	task_complete(cmd->priv);
 }
 
+static void maybe_exec(struct iscsi_task *t);
+
+static void rdma_read_done(void *arg, int err)
+{
+	struct iscsi_task *t = arg;
+	uint32_t len = t->seq_len;
+	t->r2t_outstanding = 0;
+	if (err || t->aborted || t->conn->state == CONN_CLOSING) {
+		/* The connection is going away; the task ends with it. */
+		if (!t->aborted && t->conn->state != CONN_CLOSING)
+			conn_close(t->conn);
+		task_put(t);
+		return;
+	}
+	t->dout_got += len;
+	t->state = TASK_DATA_OUT;
+	maybe_exec(t);
+	task_put(t);
+}
+
+/* iSER: fetch the solicited part with one RDMA READ from the initiator's write buffer. */
+static void rdma_solicit(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+	uint32_t off = t->r2t_next_offset, len = t->dout_total - off;
+	if (!t->write_stag_valid) {
+		log_info("%s: WRITE without a write STag (ITT 0x%x), closing", c->xp->peer, t->itt);
+		conn_close(c);
+		return;
+	}
+	/* The initiator's write VA already points past the unsolicited part. */
+	uint64_t va = t->write_va + (off - t->unsol_expected);
+	t->seq_len = len;
+	t->r2t_next_offset = t->dout_total;
+	t->r2t_outstanding = 1;
+	t->refs++;
+	if (c->xp->ops->rdma_read(c->xp, t->cmd.buf, off, len, va, t->write_stag, rdma_read_done, t)) {
+		t->r2t_outstanding = 0;
+		task_put(t);
+		conn_close(c);
+	}
+}
+
 static void send_r2ts(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
+	if (c->xp->ops->rdma) {
+		if (!t->r2t_outstanding && t->r2t_next_offset < t->dout_total)
+			rdma_solicit(t);
+		return;
+	}
 	/* One solicited sequence at a time: MaxOutstandingR2T >= 1 allows it. */
 	if (t->r2t_outstanding || t->r2t_next_offset >= t->dout_total)
 		return;
@@ -299,6 +373,8 @@ static void send_r2ts(struct iscsi_task *t)
 
 static void maybe_exec(struct iscsi_task *t)
 {
+	if (t->r2t_outstanding && t->conn->xp->ops->rdma)
+		return;
 	if (t->state != TASK_DATA_OUT || t->dout_got < t->dout_total || !t->unsol_done)
 		return;
 	t->state = TASK_EXEC;
@@ -412,6 +488,12 @@ void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
 	cmd->reactor = c->r;
 	cmd->done = task_scsi_done;
 	cmd->priv = t;
+	t->read_stag_valid = rx->read_stag_valid;
+	t->write_stag_valid = rx->write_stag_valid;
+	t->read_stag = rx->read_stag;
+	t->write_stag = rx->write_stag;
+	t->read_va = rx->read_va;
+	t->write_va = rx->write_va;
 	if (immediate || cmdsn == s->exp_cmdsn) {
 		if (!immediate)
 			s->exp_cmdsn++;

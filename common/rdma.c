@@ -1,0 +1,830 @@
+/*
+ * iSER transport (RFC 7145) on rdma-core: rdma_cm connection management,
+ * one QP and CQ per connection, Send/Recv for control PDUs (login included:
+ * iSER-assisted from the first PDU), RDMA WRITE for Data-In and RDMA READ for
+ * Data-Out straight from/into the reactor's registered buffer pool.
+ *
+ * A connection request arrives on the listener's reactor; its cm_id is moved
+ * to an event channel of its own and the connection is set up on the reactor
+ * it will live on.  Nothing is registered on the I/O path: receive and send
+ * slots are registered per connection at setup, data buffers per pool slab.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/bufpool.h"
+#include "common/iser.h"
+#include "common/log.h"
+#include "common/reactor.h"
+#include "common/transport.h"
+#include "common/util.h"
+
+#define RDMA_RX_DATA ISER_TARGET_RECV_DSL
+#define RDMA_AHS_ROOM 64       /* an extended-CDB AHS of a 32-byte CDB fits */
+#define RDMA_RX_SLOT (ISER_HDR_LEN + PDU_BHS_LEN + RDMA_AHS_ROOM + RDMA_RX_DATA)
+#define RDMA_TX_SLOT (ISER_HDR_LEN + PDU_BHS_LEN + 8192) /* login responses carry text */
+#define RDMA_QUEUE 160         /* receives posted / send slots per connection */
+#define RDMA_MAX_RD_ATOM 16
+
+/* One PD per device, shared by every reactor (verbs objects are thread safe). */
+struct rdma_dev {
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct ibv_device_attr attr;
+	struct rdma_dev *next;
+};
+
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rdma_dev *devs;
+
+enum wr_kind { WR_RECV, WR_SEND, WR_READ, WR_WRITE };
+
+/* What a work request completion refers to (wr_id points here). */
+struct wr_ctx {
+	enum wr_kind kind;
+	uint32_t covers;          /* send-queue entries this completion frees */
+	uint32_t slot;            /* RECV/SEND: slot index */
+	struct xp_pdu *pdu;       /* SEND */
+	void (*cb)(void *arg, int err);
+	void *arg;
+	struct wr_ctx *next;      /* waiting for send-queue room */
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+};
+
+struct rdma_conn {
+	struct xp_conn xc;
+	struct rdma_cm_id *id;
+	struct rdma_event_channel *ch;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+	struct rdma_dev *dev;
+	uint8_t *rx_mem, *tx_mem;
+	struct ibv_mr *rx_mr, *tx_mr;
+	struct wr_ctx rx_ctx[RDMA_QUEUE];
+	struct wr_ctx tx_ctx[RDMA_QUEUE];
+	uint32_t tx_free[RDMA_QUEUE];
+	uint32_t ntx_free;
+	struct xp_pdu *txq_head, *txq_tail;      /* waiting for a send slot */
+	struct wr_ctx *wrq_head, *wrq_tail;      /* waiting for send-queue room / read credits */
+	uint32_t sq_size, sq_free, unsignaled;
+	uint32_t ord, reads_out;                 /* RDMA READs we may have in flight */
+	uint32_t wrs_out;                        /* posted, not yet completed (incl. recvs) */
+	bool qp_ready, established, closing, disconnected, close_notified, in_poll;
+	int err;
+};
+
+struct xp_listener {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct reactor *r;
+	xp_accept_fn accept;
+	void *arg;
+};
+
+static void conn_fail(struct rdma_conn *c, int err);
+
+static struct rdma_dev *dev_get(struct ibv_context *verbs)
+{
+	pthread_mutex_lock(&dev_lock);
+	struct rdma_dev *d;
+	for (d = devs; d; d = d->next)
+		if (d->verbs == verbs)
+			goto out;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		goto out;
+	d->verbs = verbs;
+	d->pd = ibv_alloc_pd(verbs);
+	if (!d->pd || ibv_query_device(verbs, &d->attr)) {
+		if (d->pd)
+			ibv_dealloc_pd(d->pd);
+		free(d);
+		d = NULL;
+		goto out;
+	}
+	d->next = devs;
+	devs = d;
+out:
+	pthread_mutex_unlock(&dev_lock);
+	return d;
+}
+
+/* Registering pool slabs: iWARP RDMA READ sinks need remote write access. */
+static int pool_reg(void *ctx, void *addr, size_t len, uint32_t *lkey, uint32_t *rkey, void **handle)
+{
+	struct rdma_dev *d = ctx;
+	struct ibv_mr *mr = ibv_reg_mr(d->pd, addr, len,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!mr)
+		return -errno;
+	*lkey = mr->lkey;
+	*rkey = mr->rkey;
+	*handle = mr;
+	return 0;
+}
+
+static void pool_dereg(void *ctx, void *handle)
+{
+	(void)ctx;
+	ibv_dereg_mr(handle);
+}
+
+/* The reactor's pool serves one device; per-reactor state, so no lock. */
+static __thread struct rdma_dev *pool_dev;
+
+static int pool_attach(struct reactor *r, struct rdma_dev *d)
+{
+	if (pool_dev == d)
+		return 0;
+	if (pool_dev) {
+		log_err("iSER connections on a second RDMA device are not supported yet on one reactor");
+		return -EOPNOTSUPP;
+	}
+	struct bufpool_reg_ops ops = { .reg = pool_reg, .dereg = pool_dereg, .ctx = d };
+	int rc = bufpool_set_reg(reactor_bufpool(r), &ops);
+	if (rc)
+		return rc;
+	pool_dev = d;
+	return 0;
+}
+
+static void fmt_sa(const struct sockaddr *sa, char *out, size_t len, char *ip, size_t iplen, uint16_t *port)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	uint16_t p = 0;
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)sa;
+		inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
+		p = ntohs(s->sin_port);
+		snprintf(out, len, "%s:%u", host, p);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const void *)sa;
+		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
+		p = ntohs(s->sin6_port);
+		snprintf(out, len, "[%s]:%u", host, p);
+	} else {
+		snprintf(out, len, "?");
+	}
+	if (ip)
+		snprintf(ip, iplen, "%s", host);
+	if (port)
+		*port = p;
+}
+
+/* ---- posting work requests ------------------------------------------- */
+
+static int post_recv(struct rdma_conn *c, uint32_t slot)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(c->rx_mem + (size_t)slot * RDMA_RX_SLOT),
+		.length = RDMA_RX_SLOT,
+		.lkey = c->rx_mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)&c->rx_ctx[slot], .sg_list = &sge, .num_sge = 1 }, *bad;
+	int rc = ibv_post_recv(c->id->qp, &wr, &bad);
+	if (!rc)
+		c->wrs_out++;
+	return rc ? -rc : 0;
+}
+
+/* Post a send-queue WR now if there is room (and read credit), else queue it. */
+static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
+{
+	if (w) {
+		w->next = NULL;
+		if (c->wrq_tail)
+			c->wrq_tail->next = w;
+		else
+			c->wrq_head = w;
+		c->wrq_tail = w;
+	}
+	while (c->wrq_head && !c->closing) {
+		w = c->wrq_head;
+		bool read = w->kind == WR_READ;
+		/* Keep one entry for a signaled WR that frees the unsignaled ones before it. */
+		if (c->sq_free < 2 || (read && c->reads_out >= c->ord))
+			return;
+		c->wrq_head = w->next;
+		if (!c->wrq_head)
+			c->wrq_tail = NULL;
+		bool signaled = w->kind != WR_WRITE || c->unsignaled >= c->sq_size / 2;
+		w->wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+		w->covers = signaled ? c->unsignaled + 1 : 0;
+		struct ibv_send_wr *bad;
+		int rc = ibv_post_send(c->id->qp, &w->wr, &bad);
+		if (rc) {
+			log_warn("%s: ibv_post_send: %s", c->xc.peer, strerror(rc));
+			conn_fail(c, -rc);
+			return;
+		}
+		c->sq_free--;
+		c->wrs_out += signaled;
+		if (signaled)
+			c->unsignaled = 0;
+		else
+			c->unsignaled++;
+		if (read)
+			c->reads_out++;
+		/* An unsignaled RDMA WRITE never completes on its own: its context is done. */
+		if (!signaled)
+			free(w);
+	}
+}
+
+static void send_pdu_now(struct rdma_conn *c, struct xp_pdu *p)
+{
+	uint32_t slot = c->tx_free[--c->ntx_free];
+	uint8_t *m = c->tx_mem + (size_t)slot * RDMA_TX_SLOT;
+	struct iser_hdr *h = (void *)m;
+	memset(h, 0, sizeof(*h));
+	h->flags = ISER_OP_ISCSI_CTRL;
+	memcpy(m + ISER_HDR_LEN, p->bhs, PDU_BHS_LEN);
+	uint32_t len = ISER_HDR_LEN + PDU_BHS_LEN;
+	memcpy(m + len, p->ahs, p->ahs_len);
+	len += p->ahs_len;
+	memcpy(m + len, p->data, p->data_len);
+	len += p->data_len;
+	struct wr_ctx *w = &c->tx_ctx[slot];
+	w->kind = WR_SEND;
+	w->slot = slot;
+	w->pdu = p;
+	w->sge = (struct ibv_sge){ .addr = (uintptr_t)m, .length = len, .lkey = c->tx_mr->lkey };
+	w->wr = (struct ibv_send_wr){ .wr_id = (uintptr_t)w, .sg_list = &w->sge, .num_sge = 1,
+				      .opcode = IBV_WR_SEND };
+	post_wr(c, w);
+}
+
+static void pump_tx(struct rdma_conn *c)
+{
+	while (c->txq_head && c->ntx_free && !c->closing) {
+		struct xp_pdu *p = c->txq_head;
+		c->txq_head = p->next;
+		if (!c->txq_head)
+			c->txq_tail = NULL;
+		send_pdu_now(c, p);
+	}
+}
+
+static int rdma_send(struct xp_conn *xc, struct xp_pdu *p)
+{
+	struct rdma_conn *c = (struct rdma_conn *)xc;
+	if (c->closing)
+		return -ECONNRESET;
+	if (p->ahs_len + p->data_len > RDMA_TX_SLOT - ISER_HDR_LEN - PDU_BHS_LEN) {
+		log_err("%s: PDU of %u bytes does not fit an iSER send slot", c->xc.peer, p->data_len);
+		return -EMSGSIZE;
+	}
+	p->next = NULL;
+	if (c->txq_tail)
+		c->txq_tail->next = p;
+	else
+		c->txq_head = p;
+	c->txq_tail = p;
+	pump_tx(c);
+	return 0;
+}
+
+static int rdma_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint32_t off, uint32_t len, uint64_t va,
+		     uint32_t stag, void (*cb)(void *arg, int err), void *arg)
+{
+	if (c->closing)
+		return -ECONNRESET;
+	if (!b || (uint64_t)off + len > b->cap || !b->lkey)
+		return -EINVAL;
+	struct wr_ctx *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->kind = kind;
+	w->cb = cb;
+	w->arg = arg;
+	w->sge = (struct ibv_sge){ .addr = (uintptr_t)(b->data + off), .length = len, .lkey = b->lkey };
+	w->wr = (struct ibv_send_wr){ .wr_id = (uintptr_t)w, .sg_list = &w->sge, .num_sge = 1,
+				      .opcode = kind == WR_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE };
+	w->wr.wr.rdma.remote_addr = va;
+	w->wr.wr.rdma.rkey = stag;
+	post_wr(c, w);
+	return 0;
+}
+
+static int rdma_write(struct xp_conn *xc, struct buf *b, uint32_t off, uint32_t len, uint64_t va, uint32_t stag,
+		      void (*cb)(void *arg, int err), void *arg)
+{
+	return rdma_data((struct rdma_conn *)xc, WR_WRITE, b, off, len, va, stag, cb, arg);
+}
+
+static int rdma_read(struct xp_conn *xc, struct buf *b, uint32_t off, uint32_t len, uint64_t va, uint32_t stag,
+		     void (*cb)(void *arg, int err), void *arg)
+{
+	return rdma_data((struct rdma_conn *)xc, WR_READ, b, off, len, va, stag, cb, arg);
+}
+
+/* ---- receiving --------------------------------------------------------- */
+
+static void hello_reply(struct rdma_conn *c, const struct iser_hello *h)
+{
+	/* We speak iSER version 1 only, and never require Hello ourselves. */
+	uint8_t maxv = h->versions >> 4, minv = h->versions & 0x0f;
+	if (!c->ntx_free)
+		return;
+	uint32_t slot = c->tx_free[--c->ntx_free];
+	struct iser_hello *r = (void *)(c->tx_mem + (size_t)slot * RDMA_TX_SLOT);
+	memset(r, 0, sizeof(*r));
+	r->flags = ISER_OP_HELLO_REPLY | (minv > 1 || maxv < 1 ? ISER_HELLO_REJECT : 0);
+	r->versions = 1 << 4 | 1;
+	r->ird_ord = htobe16((uint16_t)c->ord);
+	struct wr_ctx *w = &c->tx_ctx[slot];
+	w->kind = WR_SEND;
+	w->slot = slot;
+	w->pdu = NULL;
+	w->sge = (struct ibv_sge){ .addr = (uintptr_t)r, .length = sizeof(*r), .lkey = c->tx_mr->lkey };
+	w->wr = (struct ibv_send_wr){ .wr_id = (uintptr_t)w, .sg_list = &w->sge, .num_sge = 1,
+				      .opcode = IBV_WR_SEND };
+	post_wr(c, w);
+}
+
+static void on_recv(struct rdma_conn *c, struct wr_ctx *w, uint32_t byte_len)
+{
+	uint8_t *m = c->rx_mem + (size_t)w->slot * RDMA_RX_SLOT;
+	const struct iser_hdr *ih = (const void *)m;
+	if (byte_len < ISER_HDR_LEN) {
+		log_info("%s: iSER message of %u bytes, closing", c->xc.peer, byte_len);
+		conn_fail(c, -EPROTO);
+		return;
+	}
+	uint8_t op = ih->flags & ISER_OP_MASK;
+	if (op == ISER_OP_HELLO) {
+		hello_reply(c, (const void *)m);
+		post_recv(c, w->slot);
+		return;
+	}
+	if (op != ISER_OP_ISCSI_CTRL || byte_len < ISER_HDR_LEN + PDU_BHS_LEN) {
+		log_info("%s: unexpected iSER message (flags 0x%02x, %u bytes), closing", c->xc.peer, ih->flags,
+			 byte_len);
+		conn_fail(c, -EPROTO);
+		return;
+	}
+	struct xp_rx rx = { 0 };
+	memcpy(rx.bhs, m + ISER_HDR_LEN, PDU_BHS_LEN);
+	rx.ahs_len = pdu_ahs_bytes(rx.bhs);
+	rx.data_len = pdu_dlen(rx.bhs);
+	uint64_t need = (uint64_t)ISER_HDR_LEN + PDU_BHS_LEN + rx.ahs_len + rx.data_len;
+	if (need > byte_len) {
+		log_info("%s: PDU claims %llu bytes, message has %u, closing", c->xc.peer, (unsigned long long)need,
+			 byte_len);
+		conn_fail(c, -EPROTO);
+		return;
+	}
+	rx.ahs = rx.ahs_len ? m + ISER_HDR_LEN + PDU_BHS_LEN : NULL;
+	rx.data = rx.data_len ? m + ISER_HDR_LEN + PDU_BHS_LEN + rx.ahs_len : NULL;
+	rx.write_stag_valid = ih->flags & ISER_WSV;
+	rx.read_stag_valid = ih->flags & ISER_RSV;
+	rx.write_stag = be32toh(ih->write_stag);
+	rx.write_va = be64toh(ih->write_va);
+	rx.read_stag = be32toh(ih->read_stag);
+	rx.read_va = be64toh(ih->read_va);
+	uint8_t *dest = NULL;
+	if (c->xc.up->rx_bhs(&c->xc, rx.bhs, &dest) < 0) {
+		conn_fail(c, -EPROTO);
+		return;
+	}
+	if (dest == XP_DISCARD) {
+		rx.data = NULL;
+		rx.data_len = 0;
+	}
+	/* Data already sits in our receive slot: never "placed". */
+	c->xc.up->rx_pdu(&c->xc, &rx);
+	if (!c->closing)
+		post_recv(c, w->slot);
+}
+
+static void complete(struct rdma_conn *c, struct ibv_wc *wc)
+{
+	struct wr_ctx *w = (struct wr_ctx *)(uintptr_t)wc->wr_id;
+	int err = wc->status == IBV_WC_SUCCESS ? 0 : -EIO;
+	c->wrs_out--;
+	if (err && !c->closing)
+		log_info("%s: work completion error: %s", c->xc.peer, ibv_wc_status_str(wc->status));
+	if (w->kind == WR_RECV) {
+		if (!err && !c->closing)
+			on_recv(c, w, wc->byte_len);
+		else if (err)
+			conn_fail(c, err);
+		return;
+	}
+	c->sq_free += w->covers;
+	if (w->kind == WR_READ)
+		c->reads_out--;
+	if (w->kind == WR_SEND) {
+		c->tx_free[c->ntx_free++] = w->slot;
+		if (w->pdu && w->pdu->done)
+			w->pdu->done(w->pdu, err);
+	} else {
+		if (w->cb)
+			w->cb(w->arg, err);
+		free(w);
+	}
+	if (err)
+		conn_fail(c, err);
+}
+
+static void maybe_finish(struct rdma_conn *c);
+
+static void poll_cq(struct rdma_conn *c)
+{
+	struct ibv_wc wc[32];
+	int n;
+	c->in_poll = true;
+	while ((n = ibv_poll_cq(c->cq, 32, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			complete(c, &wc[i]);
+	c->in_poll = false;
+	if (!c->closing) {
+		post_wr(c, NULL);
+		pump_tx(c);
+	}
+	maybe_finish(c);
+}
+
+static void on_cq_event(void *arg, uint32_t events)
+{
+	struct rdma_conn *c = arg;
+	struct ibv_cq *cq;
+	void *ctx;
+	(void)events;
+	if (ibv_get_cq_event(c->cc, &cq, &ctx))
+		return;
+	ibv_ack_cq_events(cq, 1);
+	ibv_req_notify_cq(cq, 0);
+	poll_cq(c);
+}
+
+/* ---- teardown --------------------------------------------------------- */
+
+static void notify_closed(void *arg)
+{
+	struct rdma_conn *c = arg;
+	if (c->close_notified)
+		return;
+	c->close_notified = true;
+	if (c->xc.up && c->xc.up->closed)
+		c->xc.up->closed(&c->xc, c->err);
+}
+
+static void fail_queues(struct rdma_conn *c)
+{
+	while (c->txq_head) {
+		struct xp_pdu *p = c->txq_head;
+		c->txq_head = p->next;
+		if (p->done)
+			p->done(p, -ECONNRESET);
+	}
+	c->txq_tail = NULL;
+	while (c->wrq_head) {
+		struct wr_ctx *w = c->wrq_head;
+		c->wrq_head = w->next;
+		if (w->kind == WR_SEND) {
+			c->tx_free[c->ntx_free++] = w->slot;
+			if (w->pdu && w->pdu->done)
+				w->pdu->done(w->pdu, -ECONNRESET);
+		} else {
+			if (w->cb)
+				w->cb(w->arg, -ECONNRESET);
+			free(w);
+		}
+	}
+	c->wrq_tail = NULL;
+}
+
+/* The upper layer hears of the close once every posted WR has flushed. */
+static void maybe_finish(struct rdma_conn *c)
+{
+	if (!c->closing || c->close_notified || c->in_poll)
+		return;
+	if (c->wrs_out && c->qp_ready)
+		return;
+	reactor_defer(c->xc.reactor, notify_closed, c);
+}
+
+static void conn_fail(struct rdma_conn *c, int err)
+{
+	if (!c->err)
+		c->err = err;
+	c->xc.ops->close(&c->xc);
+}
+
+static void rdma_close(struct xp_conn *xc)
+{
+	struct rdma_conn *c = (struct rdma_conn *)xc;
+	if (c->closing)
+		return;
+	c->closing = true;
+	fail_queues(c);
+	if (c->qp_ready) {
+		/* Moving the QP to error flushes every posted WR through the CQ. */
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+		ibv_modify_qp(c->id->qp, &a, IBV_QP_STATE);
+	}
+	if (c->established && !c->disconnected)
+		rdma_disconnect(c->id);
+	maybe_finish(c);
+}
+
+static void rdma_destroy(struct xp_conn *xc)
+{
+	struct rdma_conn *c = (struct rdma_conn *)xc;
+	if (!c)
+		return;
+	if (c->xc.reactor) {
+		if (c->cc)
+			reactor_del_fd(c->xc.reactor, c->cc->fd);
+		if (c->ch)
+			reactor_del_fd(c->xc.reactor, c->ch->fd);
+	}
+	if (c->id && c->id->qp)
+		rdma_destroy_qp(c->id);
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->cc)
+		ibv_destroy_comp_channel(c->cc);
+	if (c->rx_mr)
+		ibv_dereg_mr(c->rx_mr);
+	if (c->tx_mr)
+		ibv_dereg_mr(c->tx_mr);
+	free(c->rx_mem);
+	free(c->tx_mem);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	if (c->ch)
+		rdma_destroy_event_channel(c->ch);
+	free(c);
+}
+
+/* ---- connection events ------------------------------------------------ */
+
+static void on_conn_event(void *arg, uint32_t events)
+{
+	struct rdma_conn *c = arg;
+	struct rdma_cm_event *ev;
+	(void)events;
+	while (rdma_get_cm_event(c->ch, &ev) == 0) {
+		enum rdma_cm_event_type type = ev->event;
+		rdma_ack_cm_event(ev);
+		switch (type) {
+		case RDMA_CM_EVENT_ESTABLISHED:
+			c->established = true;
+			log_debug("%s: iSER connection established", c->xc.peer);
+			break;
+		case RDMA_CM_EVENT_DISCONNECTED:
+		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		case RDMA_CM_EVENT_CONNECT_ERROR:
+		case RDMA_CM_EVENT_UNREACHABLE:
+		case RDMA_CM_EVENT_REJECTED:
+			c->disconnected = true;
+			conn_fail(c, -ECONNRESET);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+struct accept_msg {
+	struct rdma_conn *c;
+	struct xp_listener *l;
+	uint8_t initiator_depth, responder_resources;
+};
+
+static int setup_qp(struct rdma_conn *c, struct reactor *r)
+{
+	c->dev = dev_get(c->id->verbs);
+	if (!c->dev)
+		return -ENODEV;
+	int rc = pool_attach(r, c->dev);
+	if (rc)
+		return rc;
+	c->cc = ibv_create_comp_channel(c->id->verbs);
+	if (!c->cc)
+		return -errno;
+	c->sq_size = MIN((uint32_t)c->dev->attr.max_qp_wr, 2 * RDMA_QUEUE + 16);
+	int cqe = (int)MIN((uint32_t)c->dev->attr.max_cqe, c->sq_size + RDMA_QUEUE + 16);
+	c->cq = ibv_create_cq(c->id->verbs, cqe, c, c->cc, 0);
+	if (!c->cq)
+		return -errno;
+	if (ibv_req_notify_cq(c->cq, 0))
+		return -EIO;
+	struct ibv_qp_init_attr qa = {
+		.send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = c->sq_size, .max_recv_wr = RDMA_QUEUE, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	if (rdma_create_qp(c->id, c->dev->pd, &qa))
+		return -errno;
+	c->sq_size = qa.cap.max_send_wr;
+	c->sq_free = c->sq_size;
+	c->qp_ready = true;
+	c->rx_mem = aligned_alloc(4096, (size_t)RDMA_QUEUE * RDMA_RX_SLOT);
+	c->tx_mem = aligned_alloc(4096, (size_t)RDMA_QUEUE * RDMA_TX_SLOT);
+	if (!c->rx_mem || !c->tx_mem)
+		return -ENOMEM;
+	c->rx_mr = ibv_reg_mr(c->dev->pd, c->rx_mem, (size_t)RDMA_QUEUE * RDMA_RX_SLOT, IBV_ACCESS_LOCAL_WRITE);
+	c->tx_mr = ibv_reg_mr(c->dev->pd, c->tx_mem, (size_t)RDMA_QUEUE * RDMA_TX_SLOT, 0);
+	if (!c->rx_mr || !c->tx_mr)
+		return -errno;
+	for (uint32_t i = 0; i < RDMA_QUEUE; i++) {
+		c->rx_ctx[i] = (struct wr_ctx){ .kind = WR_RECV, .slot = i };
+		c->tx_free[i] = RDMA_QUEUE - 1 - i;
+		if ((rc = post_recv(c, i)))
+			return rc;
+	}
+	c->ntx_free = RDMA_QUEUE;
+	if ((rc = reactor_add_fd(r, c->cc->fd, EPOLLIN, on_cq_event, c)))
+		return rc;
+	fcntl(c->cc->fd, F_SETFL, fcntl(c->cc->fd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+/* On the connection's reactor: QP, buffers, receives, then accept. */
+static void accept_on_reactor(void *arg)
+{
+	struct accept_msg *m = arg;
+	struct rdma_conn *c = m->c;
+	struct reactor *r = reactor_self();
+	c->xc.reactor = r;
+	int rc = setup_qp(c, r);
+	if (!rc) {
+		fcntl(c->ch->fd, F_SETFL, fcntl(c->ch->fd, F_GETFL) | O_NONBLOCK);
+		rc = reactor_add_fd(r, c->ch->fd, EPOLLIN, on_conn_event, c);
+	}
+	if (!rc) {
+		c->ord = MIN((uint32_t)c->dev->attr.max_qp_init_rd_atom, MIN(m->responder_resources, RDMA_MAX_RD_ATOM));
+		if (!c->ord)
+			c->ord = 1;
+		struct iser_cm_hdr hdr = { .flags = ISER_CM_ZBVA_NOT_SUPPORTED | ISER_CM_SEND_W_INV_NOT_SUPPORTED };
+		struct rdma_conn_param p = {
+			.private_data = &hdr, .private_data_len = sizeof(hdr),
+			.initiator_depth = (uint8_t)c->ord,
+			.responder_resources = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_rd_atom, m->initiator_depth),
+			.rnr_retry_count = 7,
+		};
+		if (rdma_accept(c->id, &p))
+			rc = -errno;
+	}
+	struct xp_listener *l = m->l;
+	free(m);
+	if (rc) {
+		log_warn("%s: cannot accept iSER connection: %s", c->xc.peer, strerror(-rc));
+		rdma_reject(c->id, NULL, 0);
+		c->qp_ready = false;
+		rdma_destroy(&c->xc);
+		return;
+	}
+	/* The iSCSI layer takes it from here: it calls start() (which has nothing left to do). */
+	l->accept(l->arg, &c->xc);
+}
+
+static void on_listen_event(void *arg, uint32_t events)
+{
+	struct xp_listener *l = arg;
+	struct rdma_cm_event *ev;
+	(void)events;
+	while (rdma_get_cm_event(l->ch, &ev) == 0) {
+		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			rdma_ack_cm_event(ev);
+			continue;
+		}
+		struct rdma_cm_id *id = ev->id;
+		struct accept_msg *m = calloc(1, sizeof(*m));
+		errno = 0;
+		struct rdma_conn *c = calloc(1, sizeof(*c));
+		if (m) {
+			m->initiator_depth = ev->param.conn.initiator_depth;
+			m->responder_resources = ev->param.conn.responder_resources;
+		}
+		const struct iser_cm_hdr *ph = ev->param.conn.private_data;
+		if (ph && ev->param.conn.private_data_len >= sizeof(*ph))
+			log_debug("iSER connect request, private data flags 0x%02x", ph->flags);
+		rdma_ack_cm_event(ev);
+		if (!m || !c || !(c->ch = rdma_create_event_channel()) || rdma_migrate_id(id, c->ch)) {
+			log_warn("cannot take an iSER connection: %s", strerror(errno ? errno : ENOMEM));
+			rdma_reject(id, NULL, 0);
+			rdma_destroy_id(id);
+			if (c && c->ch)
+				rdma_destroy_event_channel(c->ch);
+			free(c);
+			free(m);
+			continue;
+		}
+		c->id = id;
+		c->xc.ops = &iser_transport;
+		c->xc.max_ctrl_data = ISER_INITIATOR_RX_SIZE - ISER_HDR_LEN - PDU_BHS_LEN;
+		fmt_sa(rdma_get_peer_addr(id), c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
+		fmt_sa(rdma_get_local_addr(id), c->xc.local, sizeof(c->xc.local), c->xc.local_ip,
+		       sizeof(c->xc.local_ip), &c->xc.local_port);
+		m->c = c;
+		m->l = l;
+		/* Set up where the connection will live, so its CQ and buffers are that reactor's. */
+		if (reactor_send(reactor_next(), accept_on_reactor, m)) {
+			rdma_reject(id, NULL, 0);
+			rdma_destroy(&c->xc);
+			free(m);
+		}
+	}
+}
+
+static int rdma_start(struct xp_conn *xc, struct reactor *r)
+{
+	struct rdma_conn *c = (struct rdma_conn *)xc;
+	/* Everything was set up on the reactor that accepted; a connection does not move. */
+	return r == c->xc.reactor ? 0 : -EXDEV;
+}
+
+static int rdma_listen_fn(const char *host, uint16_t port, struct reactor *r, xp_accept_fn accept_fn, void *arg,
+			  struct xp_listener **out, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICHOST, .ai_socktype = SOCK_STREAM }, *ai;
+	char ps[8];
+	snprintf(ps, sizeof(ps), "%u", port);
+	int rc = getaddrinfo(host, ps, &hints, &ai);
+	if (rc) {
+		snprintf(err, errlen, "iSER portal %s:%u: %s", host, port, gai_strerror(rc));
+		return -EINVAL;
+	}
+	struct xp_listener *l = calloc(1, sizeof(*l));
+	if (!l) {
+		freeaddrinfo(ai);
+		return -ENOMEM;
+	}
+	l->r = r;
+	l->accept = accept_fn;
+	l->arg = arg;
+	l->ch = rdma_create_event_channel();
+	if (!l->ch) {
+		rc = -errno;
+		snprintf(err, errlen, "iSER portal %s:%u: no RDMA stack (%s)", host, port, strerror(errno));
+		goto fail;
+	}
+	if (rdma_create_id(l->ch, &l->id, l, RDMA_PS_TCP)) {
+		rc = -errno;
+		snprintf(err, errlen, "iSER portal %s:%u: rdma_create_id: %s", host, port, strerror(errno));
+		goto fail;
+	}
+	if (rdma_bind_addr(l->id, ai->ai_addr)) {
+		rc = -errno;
+		snprintf(err, errlen, "iSER portal %s:%u: %s", host, port,
+			 errno == ENODEV || errno == EADDRNOTAVAIL ? "no RDMA device serves this address"
+								   : strerror(errno));
+		goto fail;
+	}
+	if (rdma_listen(l->id, 128)) {
+		rc = -errno;
+		snprintf(err, errlen, "iSER portal %s:%u: rdma_listen: %s", host, port, strerror(errno));
+		goto fail;
+	}
+	fcntl(l->ch->fd, F_SETFL, fcntl(l->ch->fd, F_GETFL) | O_NONBLOCK);
+	if ((rc = reactor_add_fd(r, l->ch->fd, EPOLLIN, on_listen_event, l)))
+		goto fail;
+	freeaddrinfo(ai);
+	*out = l;
+	return 0;
+fail:
+	freeaddrinfo(ai);
+	if (l->id)
+		rdma_destroy_id(l->id);
+	if (l->ch)
+		rdma_destroy_event_channel(l->ch);
+	free(l);
+	return rc;
+}
+
+static void rdma_unlisten(struct xp_listener *l)
+{
+	if (!l)
+		return;
+	reactor_del_fd(l->r, l->ch->fd);
+	rdma_destroy_id(l->id);
+	rdma_destroy_event_channel(l->ch);
+	free(l);
+}
+
+const struct transport_ops iser_transport = {
+	.name = "iser",
+	.rdma = true,
+	.listen = rdma_listen_fn,
+	.unlisten = rdma_unlisten,
+	.start = rdma_start,
+	.send = rdma_send,
+	.close = rdma_close,
+	.destroy = rdma_destroy,
+	.rdma_write = rdma_write,
+	.rdma_read = rdma_read,
+};

@@ -1,0 +1,15 @@
+/* Built without rdma-core: iSER portals are refused with a clear reason. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "common/transport.h"
+
+static int no_listen(const char *host, uint16_t port, struct reactor *r, xp_accept_fn accept, void *arg,
+		     struct xp_listener **out, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "iSER portal %s:%u: this build has no RDMA support (rdma-core was not found)", host,
+		 port);
+	return -EOPNOTSUPP;
+}
+
+const struct transport_ops iser_transport = { .name = "iser", .rdma = true, .listen = no_listen };
