@@ -568,10 +568,10 @@ int neg_respond(struct neg_ctx *n, const char *key, const char *value,
 	n->seen |= bit;
 	if ((k->flags & NF_LO) && !n->leading)
 		return neg_fail(why, whylen, "leading-only key %s on a non-leading connection", key);
-	if ((k->flags & NF_INIT_ONLY) && n->role == NEG_INITIATOR)
-		return neg_fail(why, whylen, "%s may only be sent by an initiator", key);
 	if (is_reserved_value(value))
 		return 0; /* not an offer: nothing to answer, the default stays */
+	if ((k->flags & NF_INIT_ONLY) && n->role == NEG_INITIATOR)
+		return neg_fail(why, whylen, "%s may only be sent by an initiator", key);
 	if ((n->discovery && (k->flags & NF_DISC_IRR)) || ((k->flags & NF_ISER) && !rdma_on(n))) {
 		text_add(rsp, key, "Irrelevant");
 		return 0;
@@ -742,10 +742,11 @@ int neg_accept(struct neg_ctx *n, const char *key, const char *value, char *why,
 
 	if (k->kind == NK_DECL || k->kind == NK_DECL_BOOL) {
 		n->seen |= bit;
-		if (k->flags & NF_INIT_ONLY && n->role == NEG_INITIATOR)
-			return neg_fail(why, whylen, "%s may only be sent by an initiator", key);
+		/* "Irrelevant" (iSER off) or "NotUnderstood" answers any key, initiator-only ones too. */
 		if (is_reserved_value(value))
 			return 0;
+		if (k->flags & NF_INIT_ONLY && n->role == NEG_INITIATOR)
+			return neg_fail(why, whylen, "%s may only be sent by an initiator", key);
 		if (k->kind == NK_DECL_BOOL) {
 			if (!parse_bool(value, &b))
 				return neg_fail(why, whylen, "%s=%.32s is not Yes/No", key, value);

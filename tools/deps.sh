@@ -3,7 +3,8 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config python3
       liburing-dev libjson-c-dev libssl-dev libcunit1-dev libibverbs-dev librdmacm-dev
-      libiscsi-dev libiscsi-bin tgt sg3-utils fio)
+      libiscsi-dev libiscsi-bin tgt sg3-utils fio
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
