@@ -383,47 +383,75 @@ static bool run_timers(struct reactor *r, uint64_t now)
 	return any;
 }
 
-void reactor_run(struct reactor *r)
+/* One iteration of the loop; returns how much work it found. */
+static int iterate(struct reactor *r, int max_timeout, uint64_t *last_work)
 {
 	struct epoll_event evs[REACTOR_MAX_EVENTS];
+	bool work = run_deferred(r);
+	if (r->have_ring && r->ring_pending) {
+		io_uring_submit(&r->ring);
+		r->ring_pending = 0;
+	}
+	int timeout = max_timeout;
+	uint64_t now = reactor_now_ns();
+	if (r->ndefer || r->mode == REACTOR_BUSY_POLL ||
+	    (r->mode == REACTOR_ADAPTIVE && now - *last_work < REACTOR_ADAPTIVE_SPIN_NS))
+		timeout = 0;
+	else if (r->timers) {
+		uint64_t d = r->timers->deadline > now ? r->timers->deadline - now : 0;
+		int t = (int)((d + 999999) / 1000000);
+		if (timeout < 0 || t < timeout)
+			timeout = t;
+	}
+	int n = epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, timeout);
+	if (n < 0) {
+		if (errno == EINTR)
+			return 0;
+		log_err("reactor %d: epoll_wait: %s", r->index, strerror(errno));
+		return -errno;
+	}
+	for (int i = 0; i < n; i++) {
+		struct reactor_fd *e = evs[i].data.ptr;
+		if (!e->dead)
+			e->cb(e->arg, evs[i].events);
+	}
+	work |= n > 0;
+	if (r->timers)
+		work |= run_timers(r, reactor_now_ns());
+	while (r->dead) {
+		struct reactor_fd *d = r->dead;
+		r->dead = d->next_dead;
+		free(d);
+	}
+	if (work)
+		*last_work = reactor_now_ns();
+	return n + (work && !n);
+}
+
+int reactor_fd(const struct reactor *r)
+{
+	return r->epfd;
+}
+
+int reactor_poll_once(struct reactor *r, int timeout_ms)
+{
+	struct reactor *prev = tls_reactor;
+	uint64_t last = 0;
+	tls_reactor = r;
+	int rc = iterate(r, timeout_ms, &last);
+	/* Work deferred by this iteration runs now: the caller may not poll again soon. */
+	run_deferred(r);
+	tls_reactor = prev;
+	return rc;
+}
+
+void reactor_run(struct reactor *r)
+{
 	uint64_t last_work = reactor_now_ns();
 	tls_reactor = r;
-	while (!r->stopping) {
-		bool work = run_deferred(r);
-		if (r->have_ring && r->ring_pending) {
-			io_uring_submit(&r->ring);
-			r->ring_pending = 0;
-		}
-		int timeout = -1;
-		uint64_t now = reactor_now_ns();
-		if (r->ndefer || r->mode == REACTOR_BUSY_POLL ||
-		    (r->mode == REACTOR_ADAPTIVE && now - last_work < REACTOR_ADAPTIVE_SPIN_NS))
-			timeout = 0;
-		else if (r->timers) {
-			uint64_t d = r->timers->deadline > now ? r->timers->deadline - now : 0;
-			timeout = (int)((d + 999999) / 1000000);
-		}
-		int n = epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, timeout);
-		if (n < 0 && errno != EINTR) {
-			log_err("reactor %d: epoll_wait: %s", r->index, strerror(errno));
+	while (!r->stopping)
+		if (iterate(r, -1, &last_work) < 0)
 			break;
-		}
-		for (int i = 0; i < n; i++) {
-			struct reactor_fd *e = evs[i].data.ptr;
-			if (!e->dead)
-				e->cb(e->arg, evs[i].events);
-		}
-		work |= n > 0;
-		if (r->timers)
-			work |= run_timers(r, reactor_now_ns());
-		while (r->dead) {
-			struct reactor_fd *d = r->dead;
-			r->dead = d->next_dead;
-			free(d);
-		}
-		if (work)
-			last_work = reactor_now_ns();
-	}
 	/* Leave nothing half-done: run what is already queued. */
 	run_deferred(r);
 	r->stopping = false;

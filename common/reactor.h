@@ -29,6 +29,16 @@ struct reactor *reactor_create(int index, enum reactor_poll_mode mode);
 void reactor_destroy(struct reactor *r);
 /* Run the loop on the calling thread until reactor_stop(). */
 void reactor_run(struct reactor *r);
+/*
+ * For libraries that live in the caller's event loop: the reactor's epoll
+ * fd is readable whenever it has work; reactor_poll_once() runs one
+ * iteration (deferred calls, ready fds, io_uring completions, due timers),
+ * waiting at most timeout_ms (0: not at all).  Returns the number of events
+ * handled, or -errno.
+ */
+int reactor_fd(const struct reactor *r);
+int reactor_poll_once(struct reactor *r, int timeout_ms);
+
 /* Any thread: ask the loop to return (after the current iteration). */
 void reactor_stop(struct reactor *r);
 /* The reactor running on this thread, or NULL. */
