@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config python3
       liburing-dev libjson-c-dev libssl-dev libcunit1-dev libibverbs-dev librdmacm-dev
       libiscsi-dev libiscsi-bin tgt sg3-utils fio
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev
+      qemu-system-x86 busybox-static cpio kmod xz-utils open-iscsi e2fsprogs util-linux iproute2)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -112,6 +112,7 @@ uint32_t backstore_block_size(const struct backstore *bs) { return bs->block_siz
 bool backstore_readonly(const struct backstore *bs) { return bs->readonly; }
 bool backstore_write_cache(const struct backstore *bs) { return bs->write_cache; }
 bool backstore_thin(const struct backstore *bs) { return bs->thin; }
+bool backstore_unmap_zeroes(const struct backstore *bs) { return !bs->discard; }
 uint32_t backstore_optimal_io(const struct backstore *bs) { return bs->optimal_io; }
 
 void bs_complete(struct bs_io *io, int res)

@@ -70,6 +70,8 @@ uint32_t backstore_block_size(const struct backstore *bs);
 bool backstore_readonly(const struct backstore *bs);
 bool backstore_write_cache(const struct backstore *bs);
 bool backstore_thin(const struct backstore *bs);            /* UNMAP deallocates */
+/* After BS_UNMAP, do reads return zeroes?  (LBPRZ; false for a block device's discard.) */
+bool backstore_unmap_zeroes(const struct backstore *bs);
 /* Optimal/maximum I/O hints for VPD B0 (bytes, 0 = no preference). */
 uint32_t backstore_optimal_io(const struct backstore *bs);
 

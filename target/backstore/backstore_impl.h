@@ -30,6 +30,7 @@ struct backstore {
 	bool thin;
 	bool write_cache;
 	bool readonly;
+	bool discard;            /* block: UNMAP is a device discard (reads after it are undefined) */
 	/* file, block */
 	int fd;
 	bool direct;             /* fd is O_DIRECT: buffers must be aligned to dio_align */

@@ -4,14 +4,20 @@
  * device's logical block size (bufpool buffers are; others go through a
  * bounce buffer).  FUA is RWF_DSYNC on the write, FLUSH is fdatasync.
  *
- * UNMAP uses fallocate() on the device through io_uring rather than the
- * BLKDISCARD ioctl: PUNCH_HOLE deallocates only where the device guarantees
- * zeroes afterwards (write-zeroes with unmap) and ZERO_RANGE falls back to
- * writing zeroes, which is the guarantee UNMAP needs here; a plain discard
- * may leave old data readable.  It is also asynchronous, unlike the ioctl.
+ * UNMAP on a thin block backstore whose device can discard is a discard
+ * (BLKDISCARD): that is what deallocates an NVMe namespace's blocks (DSM
+ * deallocate); reads after it are not promised to be zero, so the LU reports
+ * LBPRZ=0.  Zeroing (WRITE SAME of zeroes) goes through fallocate() on the
+ * device via io_uring instead: PUNCH_HOLE where the device guarantees zeroes,
+ * else ZERO_RANGE, else written zeroes.  Without discard, UNMAP zeroes too.
+ * The discard ioctl is synchronous on the reactor (the kernel offers no
+ * asynchronous discard to this liburing); it is rare and bounded by UNMAP's
+ * limits in VPD B0.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <sys/sysmacros.h>
 #include <linux/fs.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -19,6 +25,22 @@
 #include <unistd.h>
 
 #include "target/backstore/backstore_impl.h"
+
+/* Does the kernel say this device can discard?  (/sys/dev/block/MAJ:MIN/queue/discard_max_bytes) */
+static bool device_discards(const struct stat *st)
+{
+	char path[96];
+	unsigned long long max = 0;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/discard_max_bytes", major(st->st_rdev),
+		 minor(st->st_rdev));
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fscanf(f, "%llu", &max) != 1)
+		max = 0;
+	fclose(f);
+	return max > 0;
+}
 
 static int block_fail(struct backstore *bs, int fd, char *err, size_t errlen, const char *path,
 		      const char *what)
@@ -97,16 +119,34 @@ static int block_open(struct backstore *bs, const struct backstore_cfg *cfg, cha
 		return -EINVAL;
 	}
 	bs->fd = fd;
+	bs->discard = cfg->thin && !cfg->readonly && device_discards(&st);
 	bs->direct = true;
 	bs->dio_align = (uint32_t)lbs;
 	bs->optimal_io = opt;
 	return 0;
 }
 
+static void block_submit(struct backstore *bs, struct bs_io *io)
+{
+	if (io->op != BS_UNMAP || !bs->discard) {
+		bs_fd_submit(bs, io);
+		return;
+	}
+	uint64_t range[2] = { io->offset, io->len };
+	int rc = ioctl(bs->fd, BLKDISCARD, range) < 0 ? -errno : 0;
+	if (rc == -EOPNOTSUPP) {
+		/* The device stopped discarding (a dm table reload, say): zero from now on. */
+		bs->discard = false;
+		bs_fd_submit(bs, io);
+		return;
+	}
+	bs_complete(io, rc);
+}
+
 /* No cheap way to ask a device what is deallocated: report mapped (lba_status NULL). */
 const struct bs_ops bs_block_ops = {
 	.open = block_open,
 	.close = bs_fd_close,
-	.submit = bs_fd_submit,
+	.submit = block_submit,
 	.lba_status = NULL,
 };

@@ -448,8 +448,12 @@ void sbc_ws(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 
-	/* Deallocate whatever the pattern: LBPRZ says reads return zeroes (as libiscsi expects). */
-	if ((cmd->flags & CF_UNMAP) && lu->thin)
+	/*
+	 * Deallocate whatever the pattern where LBPRZ says reads return zeroes (as
+	 * libiscsi expects); where deallocation leaves reads undefined (a device
+	 * discard), write the pattern instead (the backstore zeroes cheaply).
+	 */
+	if ((cmd->flags & CF_UNMAP) && lu->thin && backstore_unmap_zeroes(lu->bs))
 		submit(cmd, BS_UNMAP, cmd->lba, cmd->nblocks, NULL, write_done);
 	else
 		submit(cmd, BS_WRITE_SAME, cmd->lba, cmd->nblocks, cmd->buf->data, write_done);
@@ -607,7 +611,7 @@ void sbc_read_capacity16(struct scsi_cmd *cmd)
 	put_be64(d, lu_nblocks(lu) - 1);
 	put_be32(d + 8, lu->block_size);
 	if (lu->thin)
-		d[14] = 0x80 | 0x40;   /* LBPME, LBPRZ */
+		d[14] = 0x80 | (backstore_unmap_zeroes(lu->bs) ? 0x40 : 0);   /* LBPME, LBPRZ */
 	scsi_cmd_din(cmd, d, sizeof(d), get_be32(cmd->cdb + 10));
 	scsi_cmd_complete(cmd);
 }

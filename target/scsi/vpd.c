@@ -115,7 +115,9 @@ static int vpd_lbp(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap)
 {
 	memset(d + 4, 0, 4);
 	if (cmd->lu->thin) {
-		d[5] = 0x80 | 0x40 | 0x20 | 0x04;   /* LBPU, LBPWS, LBPWS10, LBPRZ */
+		d[5] = 0x80 | 0x40 | 0x20;          /* LBPU, LBPWS, LBPWS10 */
+		if (backstore_unmap_zeroes(cmd->lu->bs))
+			d[5] |= 0x04;                /* LBPRZ */
 		d[6] = 0x02;                        /* thin provisioned */
 	}
 	return 8;

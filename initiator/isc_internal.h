@@ -1,0 +1,136 @@
+/* Internal state of the initiator library; not installed. */
+#ifndef ISC_INTERNAL_H
+#define ISC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/pdu.h"
+#include "common/text.h"
+#include "common/transport.h"
+#include "isert/initiator.h"
+
+struct reactor;
+
+enum isc_kind { ISC_K_SCSI, ISC_K_NOP, ISC_K_TMF, ISC_K_TEXT, ISC_K_LOGOUT };
+
+struct isc_task {
+	struct isc_session *s;
+	enum isc_kind kind;
+	struct isc_cmd cmd;
+	uint32_t itt;
+	uint32_t cmdsn;
+	bool issued;         /* on the wire on the current connection */
+	bool completed;      /* the response arrived (or it failed) */
+	bool immediate;
+	unsigned pdus;       /* PDUs of ours still queued in the transport */
+	uint32_t next_datasn;
+	uint32_t data_in;    /* Data-In bytes received */
+	uint8_t bhs[PDU_BHS_LEN]; /* TMF/NOP/Text/Logout request to (re)send */
+	uint8_t *out_data;   /* their data segment (owned) */
+	uint32_t out_len;
+	struct isc_result res;
+	isc_task_cb cb;
+	isc_tmf_cb tmf_cb;
+	isc_done_cb done_cb;
+	void *arg;
+	bool has_ref;              /* ABORT TASK: the task to abort, by ITT (it may be gone) */
+	uint32_t ref_itt;
+	int tmf_response;
+	struct text_buf text;      /* Text: response accumulated over continuations */
+	struct text_buf *text_sink; /* where the whole text goes when the task ends */
+	struct isc_task *prev, *next; /* queue: waiting or in flight */
+};
+
+enum isc_state {
+	ISC_S_IDLE, ISC_S_LOGIN, ISC_S_FFP, ISC_S_LOGOUT, ISC_S_RECONNECT, ISC_S_FAILED, ISC_S_FREEING
+};
+
+enum isc_login_step { LS_SEC_START, LS_CHAP_A, LS_CHAP_R, LS_OP };
+
+struct isc_session {
+	struct reactor *r;
+	struct xp_conn *xc;
+	const struct transport_ops *xops;
+	struct isc_options o;
+	char *strs[7];          /* owned copies of the option strings */
+	char errmsg[512];
+	enum isc_state state;
+	bool discovery, in_service, kicked, user_logout;
+	char host[256];
+	uint16_t port;
+	char target[ISC_NAME_MAX];
+	uint8_t isid[6];
+	uint16_t tsih;
+	uint16_t cid;
+	/* login */
+	enum isc_login_step step;
+	struct neg_ctx neg;
+	struct text_buf pending_answers; /* our answers to keys the target offered */
+	char sent_keys[1024];   /* ",Key,Key," we offered in this login */
+	uint16_t login_status;
+	int login_err;          /* why the login failed (-EACCES, -EPERM, -EPROTO) */
+	bool reconnecting;
+	uint32_t login_itt;
+	uint8_t login_csg;
+	int chap_alg;
+	bool mutual;
+	uint8_t mutual_id;
+	uint8_t mutual_chal[16];
+	char target_alias[256];
+	uint64_t login_deadline_ns;
+	isc_done_cb login_cb;
+	void *login_arg;
+	struct text_buf login_rsp_text; /* continuation of login responses */
+	/* sequencing */
+	uint32_t cmdsn, exp_cmdsn, max_cmdsn, exp_statsn;
+	/* tasks */
+	struct isc_task **slots;
+	uint32_t nslots, slot_gen;
+	uint32_t *free_slots;
+	uint32_t nfree;
+	struct isc_task *wait_head, *wait_tail; /* not yet issued (window, reconnect) */
+	struct isc_task *fly_head, *fly_tail;   /* issued on this connection */
+	unsigned ntasks;
+	/* timers */
+	int tfd;
+	uint64_t last_rx_ns;
+	struct isc_task *ping;
+	uint64_t ping_sent_ns;
+	/* reconnect */
+	uint64_t reconnect_start_ns, reconnect_next_ns;
+	unsigned backoff_ms;
+	unsigned reconnects;
+};
+
+/* session.c */
+void isc_seterr(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
+		 struct isc_task *t);
+void isc_update_sn(struct isc_session *s, uint32_t exp_cmdsn, uint32_t max_cmdsn);
+void isc_conn_lost(struct isc_session *s, int err, const char *why);
+int isc_wait(struct isc_session *s, const bool *done);
+void isc_kick(struct isc_session *s);
+void isc_arm_timer(struct isc_session *s);
+
+/* login.c */
+int isc_login_start(struct isc_session *s);
+void isc_login_rx(struct isc_session *s, struct xp_rx *rx);
+
+/* task.c */
+struct isc_task *isc_task_alloc(struct isc_session *s, enum isc_kind kind);
+void isc_task_queue(struct isc_session *s, struct isc_task *t);
+void isc_task_pump(struct isc_session *s);
+void isc_task_finish(struct isc_session *s, struct isc_task *t, int err);
+void isc_task_pdu_done(struct isc_session *s, struct isc_task *t);
+struct isc_task *isc_task_by_itt(struct isc_session *s, uint32_t itt);
+int isc_task_rx_bhs(struct isc_session *s, const uint8_t *bhs, uint8_t **dest);
+void isc_task_rx(struct isc_session *s, struct xp_rx *rx);
+void isc_tasks_requeue(struct isc_session *s);
+void isc_tasks_fail_all(struct isc_session *s, int err);
+void isc_tasks_free_all(struct isc_session *s);
+
+/* errors.c */
+void isc_sense_parse(const uint8_t *p, uint32_t len, struct isc_sense *out);
+
+#endif

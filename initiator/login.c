@@ -1,0 +1,325 @@
+/*
+ * Initiator login (RFC 7143 sec. 6.3): security stage with AuthMethod None
+ * or CHAP (one-way or mutual, CHAP_A 5/6/7/8), then the operational stage
+ * through the shared negotiation engine (common/text.h, role NEG_INITIATOR).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/chap.h"
+#include "common/reactor.h"
+#include "common/serial.h"
+#include "common/util.h"
+#include "isc_internal.h"
+
+static int send_login(struct isc_session *s, int csg, int nsg, bool transit, struct text_buf *tb)
+{
+	if (tb && tb->oom)
+		return -ENOMEM;
+	uint8_t bhs[PDU_BHS_LEN] = { 0 };
+	struct pdu_login_req *q = (void *)bhs;
+	q->opcode = PDU_OP_LOGIN_REQ | PDU_FLAG_IMMEDIATE;
+	q->flags = (uint8_t)(csg << 2) | (transit ? PDU_LOGIN_TRANSIT | (uint8_t)nsg : 0);
+	memcpy(q->isid, s->isid, 6);
+	q->tsih = htobe16(s->tsih);
+	q->itt = htobe32(s->login_itt);
+	q->cid = htobe16(s->cid);
+	q->cmdsn = htobe32(s->cmdsn);
+	s->login_csg = (uint8_t)csg;
+	return isc_send_bhs(s, bhs, tb ? tb->data : NULL, tb ? tb->len : 0, true, NULL);
+}
+
+static bool want_chap(const struct isc_session *s)
+{
+	return s->o.user && s->o.user[0] && s->o.password;
+}
+
+static int send_operational(struct isc_session *s)
+{
+	struct text_buf tb;
+	text_buf_init(&tb);
+	if (s->pending_answers.len)
+		text_append(&tb, s->pending_answers.data, s->pending_answers.len);
+	s->pending_answers.len = 0;
+	neg_offer(&s->neg, &tb);
+	s->step = LS_OP;
+	int rc = send_login(s, PDU_STAGE_OPERATIONAL, PDU_STAGE_FULL_FEATURE, true, &tb);
+	text_buf_free(&tb);
+	return rc;
+}
+
+int isc_login_start(struct isc_session *s)
+{
+	struct neg_params local;
+	neg_params_default(&local);
+	local.header_digest = s->o.header_digest;
+	local.data_digest = s->o.data_digest;
+	local.immediate_data = s->o.immediate_data;
+	local.initial_r2t = s->o.initial_r2t;
+	local.max_recv_dsl = s->o.max_recv_dsl ? s->o.max_recv_dsl : 262144;
+	local.max_burst = s->o.max_burst ? s->o.max_burst : 1048576;
+	local.first_burst = s->o.first_burst ? s->o.first_burst : 262144;
+	neg_init(&s->neg, NEG_INITIATOR, &local);
+	s->neg.discovery = s->discovery;
+	text_buf_free(&s->pending_answers);
+	text_buf_init(&s->pending_answers);
+	text_buf_free(&s->login_rsp_text);
+	text_buf_init(&s->login_rsp_text);
+	s->login_status = 0;
+	s->login_err = 0;
+	s->chap_alg = 0;
+	s->mutual = false;
+	s->target_alias[0] = 0;
+	s->exp_statsn = 0;
+	s->login_itt++;
+	s->step = LS_SEC_START;
+
+	struct text_buf tb;
+	text_buf_init(&tb);
+	text_add(&tb, "InitiatorName", s->o.initiator_name);
+	if (s->o.initiator_alias)
+		text_add(&tb, "InitiatorAlias", s->o.initiator_alias);
+	text_add(&tb, "SessionType", s->discovery ? "Discovery" : "Normal");
+	if (!s->discovery)
+		text_add(&tb, "TargetName", s->target);
+	text_add(&tb, "AuthMethod", want_chap(s) ? "CHAP,None" : "None");
+	/* Without CHAP the target may move us on at once. */
+	int rc = send_login(s, PDU_STAGE_SECURITY, PDU_STAGE_OPERATIONAL, !want_chap(s), &tb);
+	text_buf_free(&tb);
+	return rc;
+}
+
+static void login_fail(struct isc_session *s, int err, const char *fmt, const char *arg)
+{
+	char msg[400];
+	snprintf(msg, sizeof(msg), fmt, arg ? arg : "");
+	isc_seterr(s, "login to %s:%u failed: %s", s->host, s->port, msg);
+	s->login_err = err;
+	isc_conn_lost(s, err, NULL);
+}
+
+static void send_chap_a(struct isc_session *s)
+{
+	char list[32] = "";
+	size_t n = 0;
+	for (int i = 0; i < 4 && s->o.chap_algs[i]; i++)
+		if (chap_alg_supported(s->o.chap_algs[i]))
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", n ? "," : "", s->o.chap_algs[i]);
+	if (!n)
+		snprintf(list, sizeof(list), "7,6,5");
+	struct text_buf tb;
+	text_buf_init(&tb);
+	text_add(&tb, "CHAP_A", list);
+	s->step = LS_CHAP_A;
+	int rc = send_login(s, PDU_STAGE_SECURITY, PDU_STAGE_OPERATIONAL, false, &tb);
+	text_buf_free(&tb);
+	if (rc)
+		login_fail(s, rc, "cannot send CHAP_A%s", NULL);
+}
+
+static void send_chap_r(struct isc_session *s, const struct text_list *kv)
+{
+	const char *a = text_get(kv, "CHAP_A"), *i = text_get(kv, "CHAP_I"), *c = text_get(kv, "CHAP_C");
+	uint64_t alg, id;
+	if (!a || !i || !c) {
+		login_fail(s, -EACCES, "target did not send CHAP_A/CHAP_I/CHAP_C%s", NULL);
+		return;
+	}
+	bool offered = false;
+	if (text_parse_u64(a, &alg))
+		for (int k = 0; k < 4 && s->o.chap_algs[k]; k++)
+			offered |= (uint64_t)s->o.chap_algs[k] == alg;
+	if (!offered || !chap_alg_supported((int)alg)) {
+		login_fail(s, -EACCES, "target chose CHAP_A=%s, which we did not offer", a);
+		return;
+	}
+	if (!text_parse_u64(i, &id) || id > 255) {
+		login_fail(s, -EPROTO, "bad CHAP_I '%s'", i);
+		return;
+	}
+	uint8_t chal[CHAP_MAX_BINARY], rsp[CHAP_MAX_DIGEST];
+	int clen = chap_decode(c, chal, sizeof(chal));
+	if (clen <= 0) {
+		login_fail(s, -EPROTO, "bad CHAP_C%s", NULL);
+		return;
+	}
+	s->chap_alg = (int)alg;
+	if (chap_response((enum chap_alg)alg, (uint8_t)id, s->o.password, chal, (size_t)clen, rsp)) {
+		login_fail(s, -EACCES, "cannot compute the CHAP response%s", NULL);
+		return;
+	}
+	char hex[2 * CHAP_MAX_DIGEST + 3];
+	chap_encode_hex(rsp, chap_digest_len((enum chap_alg)alg), hex, sizeof(hex));
+	struct text_buf tb;
+	text_buf_init(&tb);
+	text_add(&tb, "CHAP_N", s->o.user);
+	text_add(&tb, "CHAP_R", hex);
+	if (s->o.target_user && s->o.target_password) {
+		s->mutual = true;
+		chap_random(&s->mutual_id, 1);
+		chap_random(s->mutual_chal, sizeof(s->mutual_chal));
+		/* A challenge equal to the target's would let it reflect our answer back. */
+		if ((size_t)clen == sizeof(s->mutual_chal) && !memcmp(chal, s->mutual_chal, (size_t)clen))
+			s->mutual_chal[0] ^= 0xff;
+		char chex[2 * sizeof(s->mutual_chal) + 3];
+		chap_encode_hex(s->mutual_chal, sizeof(s->mutual_chal), chex, sizeof(chex));
+		text_addf(&tb, "CHAP_I", "%u", s->mutual_id);
+		text_add(&tb, "CHAP_C", chex);
+	}
+	s->step = LS_CHAP_R;
+	int rc = send_login(s, PDU_STAGE_SECURITY, PDU_STAGE_OPERATIONAL, true, &tb);
+	text_buf_free(&tb);
+	if (rc)
+		login_fail(s, rc, "cannot send CHAP_R%s", NULL);
+}
+
+static bool check_mutual(struct isc_session *s, const struct text_list *kv)
+{
+	const char *n = text_get(kv, "CHAP_N"), *r = text_get(kv, "CHAP_R");
+	if (!n || !r) {
+		login_fail(s, -EACCES, "target did not answer the mutual CHAP challenge%s", NULL);
+		return false;
+	}
+	if (strcmp(n, s->o.target_user)) {
+		login_fail(s, -EACCES, "mutual CHAP: target named itself '%s'", n);
+		return false;
+	}
+	uint8_t got[CHAP_MAX_BINARY], want[CHAP_MAX_DIGEST];
+	int glen = chap_decode(r, got, sizeof(got));
+	if (chap_response((enum chap_alg)s->chap_alg, s->mutual_id, s->o.target_password, s->mutual_chal,
+			  sizeof(s->mutual_chal), want) ||
+	    glen != (int)chap_digest_len((enum chap_alg)s->chap_alg) || memcmp(got, want, (size_t)glen)) {
+		login_fail(s, -EACCES, "mutual CHAP: the target's response is wrong (target secret mismatch)%s",
+			   NULL);
+		return false;
+	}
+	return true;
+}
+
+static void login_done(struct isc_session *s, const struct pdu_login_rsp *r)
+{
+	s->tsih = be16toh(r->tsih);
+	s->exp_cmdsn = be32toh(r->exp_cmdsn);
+	s->max_cmdsn = be32toh(r->max_cmdsn);
+	s->cmdsn = s->exp_cmdsn;
+	s->xc->header_digest = s->neg.result.header_digest;
+	s->xc->data_digest = s->neg.result.data_digest;
+	s->state = ISC_S_FFP;
+	s->login_status = 0;
+	s->last_rx_ns = reactor_now_ns();
+	isc_arm_timer(s);
+	isc_task_pump(s);
+	isc_done_cb cb = s->login_cb;
+	s->login_cb = NULL;
+	if (cb)
+		cb(s, 0, s->login_arg);
+}
+
+void isc_login_rx(struct isc_session *s, struct xp_rx *rx)
+{
+	const struct pdu_login_rsp *r = (const void *)rx->bhs;
+	if (s->state != ISC_S_LOGIN) {
+		isc_conn_lost(s, -EPROTO, "target sent a Login Response outside login");
+		return;
+	}
+	uint32_t statsn = be32toh(r->statsn);
+	s->exp_statsn = statsn + 1;
+	uint16_t status = (uint16_t)(r->status_class << 8 | r->status_detail);
+	if (status) {
+		s->login_status = status;
+		char msg[300];
+		snprintf(msg, sizeof(msg), "target refused the login: %s (status 0x%04x)",
+			 isc_login_status_str(status), status);
+		login_fail(s, status == PDU_LOGIN_AUTH_FAILED ? -EACCES : -EPERM, "%s", msg);
+		return;
+	}
+	if (be32toh(r->itt) != s->login_itt || memcmp(r->isid, s->isid, 6)) {
+		login_fail(s, -EPROTO, "Login Response for another request (ITT/ISID)%s", NULL);
+		return;
+	}
+	if (rx->data && rx->data_len)
+		text_append(&s->login_rsp_text, rx->data, rx->data_len);
+	if (s->login_rsp_text.len > TEXT_MAX_TOTAL) {
+		login_fail(s, -EPROTO, "login text too long%s", NULL);
+		return;
+	}
+	if (r->flags & PDU_LOGIN_CONTINUE) {
+		/* Partial text: an empty request fetches the rest. */
+		send_login(s, s->login_csg, 0, false, NULL);
+		return;
+	}
+	struct text_list kv;
+	char why[200];
+	int rc = text_parse(s->login_rsp_text.data, s->login_rsp_text.len, &kv, why, sizeof(why));
+	s->login_rsp_text.len = 0;
+	if (rc) {
+		login_fail(s, -EPROTO, "bad login text: %s", why);
+		return;
+	}
+	bool transit = r->flags & PDU_LOGIN_TRANSIT;
+	int nsg = PDU_LOGIN_NSG(r->flags);
+	for (unsigned i = 0; i < kv.count; i++) {
+		const char *k = kv.pairs[i].key, *v = kv.pairs[i].value;
+		if (!strcmp(k, "TargetAlias")) {
+			snprintf(s->target_alias, sizeof(s->target_alias), "%s", v);
+		} else if (neg_is_operational_key(k)) {
+			if (neg_respond(&s->neg, k, v, &s->pending_answers, why, sizeof(why))) {
+				text_list_free(&kv);
+				login_fail(s, -EPROTO, "negotiation: %s", why);
+				return;
+			}
+		}
+	}
+	const char *am = text_get(&kv, "AuthMethod");
+	switch (s->step) {
+	case LS_SEC_START:
+		if (am && !strcmp(am, "CHAP")) {
+			send_chap_a(s);
+			break;
+		}
+		if (am && strcmp(am, "None")) {
+			login_fail(s, -EACCES, "no common AuthMethod (target answered %s)", am);
+			break;
+		}
+		if (s->o.target_user && s->o.target_password) {
+			login_fail(s, -EACCES, "target did not authenticate, mutual CHAP was required%s", NULL);
+			break;
+		}
+		if (!transit) {
+			/* We offered CHAP,None and the target took None: move on. */
+			send_login(s, PDU_STAGE_SECURITY, PDU_STAGE_OPERATIONAL, true, NULL);
+			break;
+		}
+		if (nsg == PDU_STAGE_FULL_FEATURE) {
+			login_done(s, r);
+			break;
+		}
+		if (send_operational(s))
+			login_fail(s, -ENOMEM, "cannot send the operational offer%s", NULL);
+		break;
+	case LS_CHAP_A:
+		send_chap_r(s, &kv);
+		break;
+	case LS_CHAP_R:
+		if (s->mutual && !check_mutual(s, &kv))
+			break;
+		if (!transit) {
+			send_login(s, PDU_STAGE_SECURITY, PDU_STAGE_OPERATIONAL, true, NULL);
+			break;
+		}
+		if (send_operational(s))
+			login_fail(s, -ENOMEM, "cannot send the operational offer%s", NULL);
+		break;
+	case LS_OP:
+		if (transit && nsg == PDU_STAGE_FULL_FEATURE) {
+			login_done(s, r);
+			break;
+		}
+		if (send_operational(s))
+			login_fail(s, -ENOMEM, "cannot send the operational offer%s", NULL);
+		break;
+	}
+	text_list_free(&kv);
+}

@@ -1,0 +1,37 @@
+#!/bin/bash
+# The guest itself: NVMe namespace (discard, volatile write cache, and that the
+# NVMe command tracing the other tests rely on sees flush, FUA and discard), ublk,
+# Soft-RoCE and Soft-iWARP bring-up.
+source "$VM_LIB"
+
+must "nvme: $NVME_DEV present with discard and a volatile write cache" nvme_ready
+ok "ublk: /dev/ublk-control present" test -c /dev/ublk-control
+ok "io_uring usable (O_DIRECT read of the namespace)" \
+	fio --name=probe --filename=$NVME_DEV --ioengine=io_uring --direct=1 --rw=read --bs=4k --size=64k --output=/dev/null
+
+# The trace counters must see each kind on the raw device; otherwise a later
+# "did not reach the NVMe namespace" would be a harness bug.
+must "tracing: nvme_setup_cmd" nvmetrace_start
+dd if=/dev/urandom of=/tmp/pat bs=64k count=1 status=none
+dd if=/tmp/pat of=$NVME_DEV bs=64k count=1 oflag=direct,dsync status=none
+ok "tracing: an O_DSYNC direct write reaches the namespace with FUA" test "$(nvmetrace_count fua)" -ge 1
+nvmetrace_clear
+sync $NVME_DEV   # fsync on the block device: a cache flush
+ok "tracing: fsync reaches the namespace as a flush" test "$(nvmetrace_count flush)" -ge 1
+nvmetrace_clear
+blkdiscard -o 1048576 -l 1048576 $NVME_DEV
+ok "tracing: blkdiscard reaches the namespace as a deallocation" test "$(nvmetrace_count dealloc)" -ge 1
+nvmetrace_clear
+fallocate -z -o 2097152 -l 1048576 $NVME_DEV
+ok "tracing: fallocate ZERO_RANGE reaches the namespace as Write Zeroes" test "$(nvmetrace_count zeroes)" -ge 1
+nvmetrace_stop
+
+rdma_check() {   # rdma_check PROVIDER IP
+	local p=$1 ip=$2
+	ok "$p: ${p}0 port ACTIVE on $ip" rdma_port_active ${p}0
+	ok "$p: rdma link lists ${p}0" sh -c "rdma link show | grep -q '^link ${p}0/1 state ACTIVE'"
+	ok "$p: address $ip on its netdev" sh -c "ip -4 addr show vmnet_$p | grep -q 'inet $ip/'"
+}
+ok "rdma: both providers come up" for_each_rdma rdma_check
+ok "rdma: devices removed afterwards" test -z "$(ls /sys/class/infiniband 2>/dev/null)"
+vm_done

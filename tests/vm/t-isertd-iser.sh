@@ -1,0 +1,76 @@
+#!/bin/bash
+# isertd over iSER with the Linux kernel initiator (ib_iser), on Soft-RoCE and
+# on Soft-iWARP: discovery and login over iSER, CHAP, SCSI answers through
+# sg3_utils, data written and read back (large transfers included), ext4,
+# fio with crc32c verification, login/logout cycles with isertd's memory flat.
+# FIO_SECS (default 20) sets the fio run length.
+source "$VM_LIB"
+source "$(dirname "$VM_LIB")/initiator.sh"
+FIO_SECS=${FIO_SECS:-20}
+vm_cleanup_hook() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; isertd_stop >/dev/null 2>&1; }
+
+rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$ISERTD_PID/status; }
+dd_verify() {   # dd_verify DEV MB BS: write a pattern with O_DIRECT, read it back, compare
+	head -c $(($2 << 20)) /dev/urandom > /tmp/pat || return 1
+	dd if=/tmp/pat of=$1 bs=$3 oflag=direct status=none && dd if=$1 of=/tmp/back bs=$3 iflag=direct \
+		count=$(($2 * 1048576 / $(numfmt --from=iec $3))) status=none && cmp /tmp/pat /tmp/back
+}
+sg_answers() {   # the SCSI layer answers over iSER as over TCP
+	sg_inq $1 >/dev/null && sg_vpd -p 0x83 $1 >/dev/null && sg_vpd -p 0xb0 $1 >/dev/null &&
+		sg_readcap -l $1 | grep -q "Logical block length"
+}
+cycles() {   # cycles IQN PORTAL N: N login/logout cycles
+	local i
+	for i in $(seq "$3"); do
+		iscsi_login "$1" "$2" iser >/dev/null 2>&1 && iscsi_wait_disks "$1" 2 && logout_gone "$1" "$2" || return 1
+	done
+}
+logout_gone() { iscsi_logout "$1" "$2" iser >/dev/null && iscsi_no_session "$1"; }
+
+one_provider() {
+	local p=$1 ip=$2 portal=$2:3260 t=$VM_PREFIX:open dev found
+	vm_log "=== iSER on $p ($ip)"
+	sed "s/@IP@/$ip/" "$(dirname "$VM_LIB")/isertd-iser.json" > /tmp/isertd-iser-$p.json
+	must "$p: isertd starts with an iSER portal on $portal" isertd_start /tmp/isertd-iser-$p.json 3262
+	ok "$p: isertd listens on $portal over iSER" grep -q "listening on $ip:3260 (iser)" "$VM_WORK/isertd.log"
+	found=$(iscsi_discover "$portal" iser)
+	echo "$found" | sed 's/^/    discovered /'
+	ok "$p: discovery over iSER lists $t" has_line "$t" <<< "$found"
+	must "$p: login over iSER, 2 LUNs appear" bash -c "iscsiadm -m node -T $t -p $portal -I iser --login >/dev/null"
+	must "$p: disks appear" iscsi_wait_disks $t 2
+	ok "$p: the session runs over iSER" bash -c "iscsiadm -m session -P 1 | grep -q 'Iface Transport: iser'"
+	read -r _ dev <<< "$(iscsi_disks $t | head -1)"
+	ok "$p: sg_inq, sg_vpd 0x83/0xb0, sg_readcap -l answer over iSER" sg_answers /dev/$dev
+	ok "$p: 8 MiB written and read back, 4 KiB direct I/O" dd_verify /dev/$dev 8 4K
+	ok "$p: 32 MiB written and read back, 4 MiB direct I/O (several buffers per command)" dd_verify /dev/$dev 32 4M
+	ok "$p: ext4 on LUN 0: mkfs, write, fsck -n clean" fs_write /dev/$dev /mnt/iser
+	drop_caches
+	ok "$p: ext4 files read back identical" fs_verify /dev/$dev /mnt/iser "$VM_WORK/$dev.sums"
+	ok "$p: fio random read/write 4k-1m, QD16, crc32c verify, ${FIO_SECS}s, no errors" \
+		fio --name=verify --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=16 --rw=randrw \
+			--bsrange=4k-1m --verify=crc32c --verify_fatal=1 --size=128m --time_based --runtime=$FIO_SECS \
+			--output="$VM_WORK/fio-$p.txt"
+	grep -E "READ:|WRITE:" "$VM_WORK/fio-$p.txt" | sed 's/^/    /'
+	ok "$p: logout" logout_gone $t $portal
+	local before after
+	before=$(rss_kb)
+	ok "$p: 20 login/logout cycles over iSER" cycles $t $portal 20
+	after=$(rss_kb)
+	echo "    isertd VmRSS before ${before} kB, after ${after} kB"
+	ok "$p: isertd memory flat over the cycles (< 2 MiB growth)" test $((after - before)) -lt 2048
+	t=$VM_PREFIX:chap
+	iscsi_node $t $portal iser
+	iscsiadm -m node -T $t -p $portal -I iser -o update -n node.session.auth.authmethod -v CHAP >/dev/null
+	iscsiadm -m node -T $t -p $portal -I iser -o update -n node.session.auth.username -v $CHAP_USER >/dev/null
+	iscsiadm -m node -T $t -p $portal -I iser -o update -n node.session.auth.password -v wrong-secret-1 >/dev/null
+	ok "$p: CHAP over iSER with a wrong secret is refused" login_refused $t $portal iser
+	iscsiadm -m node -T $t -p $portal -I iser -o update -n node.session.auth.password -v $CHAP_PASS >/dev/null
+	ok "$p: CHAP over iSER logs in" bash -c "iscsiadm -m node -T $t -p $portal -I iser --login >/dev/null"
+	ok "$p: CHAP session's LUN appears" iscsi_wait_disks $t 1
+	ok "$p: CHAP session logout" logout_gone $t $portal
+	ok "$p: isertd survived and stops cleanly" isertd_stop
+}
+
+must "iscsid starts" iscsi_start
+for_each_rdma one_provider
+vm_done
