@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/bufpool.h"
@@ -220,6 +221,13 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 		bool signaled = w->kind != WR_WRITE || c->unsignaled >= c->sq_size / 2;
 		w->wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
 		w->covers = signaled ? c->unsignaled + 1 : 0;
+		/*
+		 * An unsignaled WR still completes when it fails or is flushed
+		 * (rxe and siw both report it): it carries no context (wr_id 0), so
+		 * that completion never points at freed memory.
+		 */
+		if (!signaled)
+			w->wr.wr_id = 0;
 		struct ibv_send_wr *bad;
 		int rc = ibv_post_send(c->id->qp, &w->wr, &bad);
 		if (rc) {
@@ -410,10 +418,21 @@ static void on_recv(struct rdma_conn *c, struct wr_ctx *w, uint32_t byte_len)
 static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 {
 	struct wr_ctx *w = (struct wr_ctx *)(uintptr_t)wc->wr_id;
-	int err = wc->status == IBV_WC_SUCCESS ? 0 : -EIO;
+	if (!w) {
+		/* A failed or flushed unsignaled RDMA WRITE: not counted, nothing to free. */
+		if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR && !c->closing) {
+			log_info("%s: RDMA WRITE failed: %s", c->xc.peer, ibv_wc_status_str(wc->status));
+			conn_fail(c, -EIO);
+		}
+		return;
+	}
+	/* Flushed: the QP went to error (peer gone or our close), not a fault of this WR. */
+	int err = wc->status == IBV_WC_SUCCESS ? 0 : wc->status == IBV_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
 	c->wrs_out--;
-	if (err && !c->closing)
-		log_info("%s: work completion error: %s", c->xc.peer, ibv_wc_status_str(wc->status));
+	if (err == -EIO && !c->closing)
+		log_info("%s: %s work request failed: %s (vendor error 0x%x)", c->xc.peer,
+			 w->kind == WR_RECV ? "receive" : w->kind == WR_SEND ? "send" : w->kind == WR_READ ? "RDMA READ" : "RDMA WRITE",
+			 ibv_wc_status_str(wc->status), wc->vendor_err);
 	if (w->kind == WR_RECV) {
 		if (!err && !c->closing)
 			on_recv(c, w, wc->byte_len);
@@ -517,7 +536,8 @@ static void maybe_finish(struct rdma_conn *c)
 
 static void conn_fail(struct rdma_conn *c, int err)
 {
-	if (!c->err)
+	/* Flushed work requests after our own close are no error of the connection. */
+	if (!c->err && !c->closing)
 		c->err = err;
 	c->xc.ops->close(&c->xc);
 }
@@ -560,8 +580,10 @@ static void rdma_destroy(struct xp_conn *xc)
 		ibv_dereg_mr(c->rx_mr);
 	if (c->tx_mr)
 		ibv_dereg_mr(c->tx_mr);
-	free(c->rx_mem);
-	free(c->tx_mem);
+	if (c->rx_mem)
+		munmap(c->rx_mem, (size_t)RDMA_QUEUE * RDMA_RX_SLOT);
+	if (c->tx_mem)
+		munmap(c->tx_mem, (size_t)RDMA_QUEUE * RDMA_TX_SLOT);
 	if (c->id)
 		rdma_destroy_id(c->id);
 	if (c->ch)
@@ -605,6 +627,12 @@ struct accept_msg {
 	uint8_t initiator_depth, responder_resources;
 };
 
+static uint8_t *slots_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 static int setup_qp(struct rdma_conn *c, struct reactor *r)
 {
 	c->dev = dev_get(c->id->verbs);
@@ -632,8 +660,9 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r)
 	c->sq_size = qa.cap.max_send_wr;
 	c->sq_free = c->sq_size;
 	c->qp_ready = true;
-	c->rx_mem = aligned_alloc(4096, (size_t)RDMA_QUEUE * RDMA_RX_SLOT);
-	c->tx_mem = aligned_alloc(4096, (size_t)RDMA_QUEUE * RDMA_TX_SLOT);
+	/* mmap, not malloc: these go back to the system when the connection ends. */
+	c->rx_mem = slots_alloc((size_t)RDMA_QUEUE * RDMA_RX_SLOT);
+	c->tx_mem = slots_alloc((size_t)RDMA_QUEUE * RDMA_TX_SLOT);
 	if (!c->rx_mem || !c->tx_mem)
 		return -ENOMEM;
 	c->rx_mr = ibv_reg_mr(c->dev->pd, c->rx_mem, (size_t)RDMA_QUEUE * RDMA_RX_SLOT, IBV_ACCESS_LOCAL_WRITE);

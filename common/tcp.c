@@ -35,6 +35,9 @@ struct tcp_conn {
 	struct xp_conn xc;
 	int fd;
 	bool closing, close_notified, flush_scheduled, want_out;
+	/* The last data segment was large: the next ones likely are too, so read
+	 * headers without the staging buffer and let data go straight to its place. */
+	bool direct_next;
 	int err;
 	/* receive */
 	uint8_t *stage;
@@ -163,7 +166,8 @@ static int rx_fill(struct tcp_conn *c, uint8_t *p, uint32_t n)
 		}
 		c->shead = c->stail = 0;
 		ssize_t r;
-		if (want >= TCP_DIRECT_MIN && p != XP_DISCARD)
+		bool direct = p != XP_DISCARD && (want >= TCP_DIRECT_MIN || c->direct_next);
+		if (direct)
 			r = read(c->fd, p + c->got, want);
 		else
 			r = read(c->fd, c->stage, TCP_STAGING);
@@ -171,7 +175,7 @@ static int rx_fill(struct tcp_conn *c, uint8_t *p, uint32_t n)
 			return -ECONNRESET;
 		if (r < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : (errno == EINTR ? 0 : -errno);
-		if (want >= TCP_DIRECT_MIN && p != XP_DISCARD)
+		if (direct)
 			c->got += (uint32_t)r;
 		else
 			c->stail = (size_t)r;
@@ -205,6 +209,7 @@ static int rx_data_dest(struct tcp_conn *c, uint32_t dlen)
 
 static void deliver(struct tcp_conn *c)
 {
+	c->direct_next = c->rx.data_len >= TCP_DIRECT_MIN;
 	c->state = RX_BHS;
 	c->need = PDU_BHS_LEN;
 	c->got = 0;

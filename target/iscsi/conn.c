@@ -183,6 +183,7 @@ void conn_close(struct iscsi_conn *c)
 
 static void conn_free(struct iscsi_conn *c)
 {
+	log_debug("%s: connection freed", c->xp->peer);
 	if (c->nop_timer)
 		reactor_timer_cancel(c->r, c->nop_timer);
 	login_free(c);
