@@ -16,8 +16,24 @@ dd_verify() {   # dd_verify DEV MB BS: write a pattern with O_DIRECT, read it ba
 		count=$(($2 * 1048576 / $(numfmt --from=iec $3))) status=none && cmp /tmp/pat /tmp/back
 }
 sg_answers() {   # the SCSI layer answers over iSER as over TCP
-	sg_inq $1 >/dev/null && sg_vpd -p 0x83 $1 >/dev/null && sg_vpd -p 0xb0 $1 >/dev/null &&
+	sg_inq $1 >/dev/null && sg_vpd -p 0x00 $1 >/dev/null && sg_vpd -p 0x80 $1 >/dev/null &&
+		sg_vpd -p 0x83 $1 >/dev/null && sg_vpd -p 0xb0 $1 >/dev/null && sg_vpd -p 0xb2 $1 >/dev/null &&
 		sg_readcap -l $1 | grep -q "Logical block length"
+}
+sg_pr_cycle() {  # persistent reservations: register, reserve (WE), read it back, release, unregister
+	sg_persist --out --register --param-sark=0x1234 $1 >/dev/null &&
+		sg_persist --out --reserve --param-rk=0x1234 --prout-type=1 $1 >/dev/null &&
+		sg_persist --in --read-reservation $1 | grep -q "0x1234" &&
+		sg_persist --out --release --param-rk=0x1234 --prout-type=1 $1 >/dev/null &&
+		sg_persist --out --register --param-rk=0x1234 --param-sark=0 $1 >/dev/null
+}
+sg_data_cmds() { # WRITE SAME, COMPARE AND WRITE (match and miscompare) through sg3_utils
+	head -c 512 /dev/urandom > /tmp/blk && head -c 512 /dev/urandom > /tmp/blk2 &&
+	sg_write_same --lba=2048 --num=16 --in=/tmp/blk $1 &&
+	dd if=$1 iflag=direct bs=512 skip=2063 count=1 status=none | cmp - /tmp/blk &&
+	cat /tmp/blk /tmp/blk2 > /tmp/caw && sg_compare_and_write --lba=2063 --num=1 --in=/tmp/caw $1 &&
+	dd if=$1 iflag=direct bs=512 skip=2063 count=1 status=none | cmp - /tmp/blk2 &&
+	! sg_compare_and_write --lba=2063 --num=1 --in=/tmp/caw $1 2>/dev/null
 }
 cycles() {   # cycles IQN PORTAL N: N login/logout cycles
 	local i
@@ -40,7 +56,15 @@ one_provider() {
 	must "$p: disks appear" iscsi_wait_disks $t 2
 	ok "$p: the session runs over iSER" bash -c "iscsiadm -m session -P 1 | grep -q 'Iface Transport: iser'"
 	read -r _ dev <<< "$(iscsi_disks $t | head -1)"
-	ok "$p: sg_inq, sg_vpd 0x83/0xb0, sg_readcap -l answer over iSER" sg_answers /dev/$dev
+	ok "$p: sg_inq, sg_vpd 0x00/0x80/0x83/0xb0/0xb2, sg_readcap -l answer over iSER" sg_answers /dev/$dev
+	ok "$p: sg_persist register/reserve/read/release/unregister over iSER" sg_pr_cycle /dev/$dev
+	ok "$p: sg_write_same and sg_compare_and_write (match, then miscompare refused) over iSER" sg_data_cmds /dev/$dev
+	ok "$p: libiscsi iscsi-inq over iser:// answers" bash -c "timeout 60 iscsi-inq -i $ISCSI_INITIATOR iser://$ip/$t/0 | grep -q 'Vendor:ISERT'"
+	ok "$p: libiscsi iscsi-readcapacity16 over iser:// answers" bash -c "timeout 60 iscsi-readcapacity16 -i $ISCSI_INITIATOR iser://$ip/$t/0 | grep -q 'LOGICAL BLOCK LENGTH IN BYTES:512'"
+	# A libiscsi initiator killed mid-I/O (no logout): the target survives, the kernel session keeps working.
+	timeout -s KILL 4 iscsi-perf -i $ISCSI_INITIATOR -m 16 -b 64 iser://$ip/$t/1 >/dev/null 2>&1
+	ok "$p: after a killed initiator, isertd runs and the kernel session still reads" \
+		bash -c "kill -0 $ISERTD_PID && dd if=/dev/$dev of=/dev/null bs=1M count=8 iflag=direct status=none"
 	ok "$p: 8 MiB written and read back, 4 KiB direct I/O" dd_verify /dev/$dev 8 4K
 	ok "$p: 32 MiB written and read back, 4 MiB direct I/O (several buffers per command)" dd_verify /dev/$dev 32 4M
 	ok "$p: ext4 on LUN 0: mkfs, write, fsck -n clean" fs_write /dev/$dev /mnt/iser
@@ -51,6 +75,16 @@ one_provider() {
 			--bsrange=4k-1m --verify=crc32c --verify_fatal=1 --size=128m --time_based --runtime=$FIO_SECS \
 			--eta=never --output="$VM_WORK/fio-$p.txt"
 	grep -E "READ:|WRITE:" "$VM_WORK/fio-$p.txt" | sed 's/^/    /'
+	# The RDMA link goes down and up under an idle session: the session comes back (or is re-made).
+	ip link set vmnet_$p down && sleep 1 && ip link set vmnet_$p up
+	wait_for 20 rdma_port_active ${p}0
+	ok "$p: after the RDMA link went down and up, I/O works again" \
+		wait_for 60 dd if=/dev/$dev of=/dev/null bs=1M count=4 iflag=direct status=none
+	# isertd restarted under a logged-in session: the initiator reconnects and I/O resumes.
+	isertd_stop >/dev/null 2>&1
+	must "$p: isertd starts again" isertd_start /tmp/isertd-iser-$p.json 3262
+	ok "$p: after a target restart the session recovers and data reads back" \
+		wait_for 60 dd if=/dev/$dev of=/dev/null bs=1M count=4 iflag=direct status=none
 	ok "$p: logout" logout_gone $t $portal
 	local before after
 	# Warm-up: each reactor's pool and registrations are set up by its first sessions.
