@@ -6,7 +6,7 @@
 # Prints IOPS, MiB/s, the target's CPU seconds (process CPU for isertd and
 # tgtd; LIO runs in kernel threads, so its column is the guest's whole busy
 # time, initiator included) and ratios.  Not part of the test suite:
-#   tests/vm/run.sh --timeout 1500 tests/vm/bench-iser.sh      (BENCH_SECS=15)
+#   tests/vm/run.sh --timeout 1500 tests/vm/bench-iser.sh      (BENCH_SECS=15, BENCH_LIO=1)
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
 source "$(dirname "$VM_LIB")/lio.sh"
@@ -87,7 +87,8 @@ one() {
 	PROV=$1
 	bench_isertd $2 || vm_log "isertd on $1 failed"
 	bench_tgtd $2 || vm_log "tgtd on $1 failed"
-	[ "$1" = rxe ] && { bench_lio $2 || vm_log "LIO on $1 failed"; }
+	# LIO over iSER hung this script once (fio never returned): opt in with BENCH_LIO=1.
+	[ "$1" = rxe ] && [ "${BENCH_LIO:-0}" = 1 ] && { bench_lio $2 || vm_log "LIO on $1 failed"; }
 	return 0
 }
 
