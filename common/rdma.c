@@ -25,6 +25,7 @@
 #include "common/bufpool.h"
 #include "common/iser.h"
 #include "common/log.h"
+#include "common/netaddr.h"
 #include "common/reactor.h"
 #include "common/transport.h"
 #include "common/util.h"
@@ -157,29 +158,6 @@ static int pool_attach(struct reactor *r, struct rdma_dev *d)
 		return rc;
 	pool_dev = d;
 	return 0;
-}
-
-static void fmt_sa(const struct sockaddr *sa, char *out, size_t len, char *ip, size_t iplen, uint16_t *port)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	uint16_t p = 0;
-	if (sa && sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s = (const void *)sa;
-		inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-		p = ntohs(s->sin_port);
-		snprintf(out, len, "%s:%u", host, p);
-	} else if (sa && sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s = (const void *)sa;
-		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-		p = ntohs(s->sin6_port);
-		snprintf(out, len, "[%s]:%u", host, p);
-	} else {
-		snprintf(out, len, "?");
-	}
-	if (ip)
-		snprintf(ip, iplen, "%s", host);
-	if (port)
-		*port = p;
 }
 
 /* ---- posting work requests ------------------------------------------- */
@@ -756,8 +734,8 @@ static void on_listen_event(void *arg, uint32_t events)
 		c->id = id;
 		c->xc.ops = &iser_transport;
 		c->xc.max_ctrl_data = ISER_INITIATOR_RX_SIZE - ISER_HDR_LEN - PDU_BHS_LEN;
-		fmt_sa(rdma_get_peer_addr(id), c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
-		fmt_sa(rdma_get_local_addr(id), c->xc.local, sizeof(c->xc.local), c->xc.local_ip,
+		netaddr_format(rdma_get_peer_addr(id), c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
+		netaddr_format(rdma_get_local_addr(id), c->xc.local, sizeof(c->xc.local), c->xc.local_ip,
 		       sizeof(c->xc.local_ip), &c->xc.local_port);
 		m->c = c;
 		m->l = l;

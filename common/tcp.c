@@ -22,6 +22,7 @@
 
 #include "common/crc32c.h"
 #include "common/log.h"
+#include "common/netaddr.h"
 #include "common/reactor.h"
 #include "common/util.h"
 
@@ -63,29 +64,6 @@ struct xp_listener {
 };
 
 static const uint8_t zero_pad[4];
-
-static void fmt_addr(const struct sockaddr_storage *ss, char *out, size_t len, char *ip, size_t iplen, uint16_t *port)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	uint16_t p = 0;
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *s = (const void *)ss;
-		inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-		p = ntohs(s->sin_port);
-		snprintf(out, len, "%s:%u", host, p);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s = (const void *)ss;
-		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-		p = ntohs(s->sin6_port);
-		snprintf(out, len, "[%s]:%u", host, p);
-	} else {
-		snprintf(out, len, "?");
-	}
-	if (ip)
-		snprintf(ip, iplen, "%s", host);
-	if (port)
-		*port = p;
-}
 
 static void tcp_flush(void *arg);
 static void tcp_on_event(void *arg, uint32_t events);
@@ -432,10 +410,10 @@ static struct tcp_conn *conn_new(int fd)
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
-		fmt_addr(&ss, c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
+		netaddr_format((const struct sockaddr *)&ss, c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
 	sl = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-		fmt_addr(&ss, c->xc.local, sizeof(c->xc.local), c->xc.local_ip, sizeof(c->xc.local_ip),
+		netaddr_format((const struct sockaddr *)&ss, c->xc.local, sizeof(c->xc.local), c->xc.local_ip, sizeof(c->xc.local_ip),
 			 &c->xc.local_port);
 	return c;
 }
