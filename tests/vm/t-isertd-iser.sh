@@ -6,6 +6,7 @@
 # FIO_SECS (default 20) sets the fio run length.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
+VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
 FIO_SECS=${FIO_SECS:-20}
 vm_cleanup_hook() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; isertd_stop >/dev/null 2>&1; }
 
