@@ -981,21 +981,30 @@ static bool pr_spc2_cdb_ok(struct scsi_cmd *cmd)
 	return true;
 }
 
-void pr_reserve(struct scsi_pr *pr, struct scsi_cmd *cmd)
+/* The start RESERVE and RELEASE share: the CDB, then the CRH rule.  False: answered already. */
+static bool pr_spc2_begin(struct scsi_pr *pr, struct scsi_cmd *cmd)
 {
-	const struct scsi_nexus *n = cmd->nexus;
 	int crh;
 
 	cmd->status = SCSI_GOOD;
 	cmd->din_len = 0;
 	if (!pr_spc2_cdb_ok(cmd))
-		return;
-	crh = pr_crh(pr, n);
+		return false;
+	crh = pr_crh(pr, cmd->nexus);
 	if (crh) {
 		if (crh < 0)
 			pr_conflict_status(cmd);
-		return;
+		return false;
 	}
+	return true;
+}
+
+void pr_reserve(struct scsi_pr *pr, struct scsi_cmd *cmd)
+{
+	const struct scsi_nexus *n = cmd->nexus;
+
+	if (!pr_spc2_begin(pr, cmd))
+		return;
 	if (pr->res2 && !pr_res2_is(pr, n)) {
 		pr_conflict_status(cmd);
 		return;
@@ -1008,18 +1017,9 @@ void pr_reserve(struct scsi_pr *pr, struct scsi_cmd *cmd)
 void pr_release(struct scsi_pr *pr, struct scsi_cmd *cmd)
 {
 	const struct scsi_nexus *n = cmd->nexus;
-	int crh;
 
-	cmd->status = SCSI_GOOD;
-	cmd->din_len = 0;
-	if (!pr_spc2_cdb_ok(cmd))
+	if (!pr_spc2_begin(pr, cmd))
 		return;
-	crh = pr_crh(pr, n);
-	if (crh) {
-		if (crh < 0)
-			pr_conflict_status(cmd);
-		return;
-	}
 	/* A RELEASE from a nexus that holds nothing succeeds and does nothing (SPC-2 7.17). */
 	if (pr_res2_is(pr, n))
 		pr->res2 = false;
