@@ -82,6 +82,9 @@ struct rdma_conn {
 	uint32_t ord, reads_out;                 /* RDMA READs we may have in flight */
 	uint32_t wrs_out;                        /* posted, not yet completed (incl. recvs) */
 	bool qp_ready, established, closing, disconnected, close_notified, in_poll;
+	bool signal_writes;                      /* iWARP: see setup_qp */
+	bool cq_armed;                           /* notification requested, event not yet seen */
+	struct reactor_poller *poller;           /* busy/adaptive reactors poll the CQ */
 	int err;
 };
 
@@ -196,7 +199,7 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 		c->wrq_head = w->next;
 		if (!c->wrq_head)
 			c->wrq_tail = NULL;
-		bool signaled = w->kind != WR_WRITE || c->unsignaled >= c->sq_size / 2;
+		bool signaled = w->kind != WR_WRITE || c->signal_writes || c->unsignaled >= c->sq_size / 2;
 		w->wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
 		w->covers = signaled ? c->unsignaled + 1 : 0;
 		/*
@@ -436,20 +439,23 @@ static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 
 static void maybe_finish(struct rdma_conn *c);
 
-static void poll_cq(struct rdma_conn *c)
+static int poll_cq(struct rdma_conn *c)
 {
 	struct ibv_wc wc[32];
-	int n;
+	int n, total = 0;
 	c->in_poll = true;
-	while ((n = ibv_poll_cq(c->cq, 32, wc)) > 0)
+	while ((n = ibv_poll_cq(c->cq, 32, wc)) > 0) {
+		total += n;
 		for (int i = 0; i < n; i++)
 			complete(c, &wc[i]);
+	}
 	c->in_poll = false;
 	if (!c->closing) {
 		post_wr(c, NULL);
 		pump_tx(c);
 	}
 	maybe_finish(c);
+	return total;
 }
 
 static void on_cq_event(void *arg, uint32_t events)
@@ -461,8 +467,29 @@ static void on_cq_event(void *arg, uint32_t events)
 	if (ibv_get_cq_event(c->cc, &cq, &ctx))
 		return;
 	ibv_ack_cq_events(cq, 1);
-	ibv_req_notify_cq(cq, 0);
+	c->cq_armed = false;
+	/* A polling reactor spins now and re-arms only when it goes to sleep. */
+	if (!c->poller) {
+		ibv_req_notify_cq(cq, 0);
+		c->cq_armed = true;
+	}
 	poll_cq(c);
+}
+
+static int cq_poll(void *arg)
+{
+	return poll_cq(arg);
+}
+
+/* Adaptive reactor about to sleep: arm, then catch what came before the arm. */
+static int cq_arm(void *arg)
+{
+	struct rdma_conn *c = arg;
+	if (!c->cq_armed) {
+		ibv_req_notify_cq(c->cq, 0);
+		c->cq_armed = true;
+	}
+	return poll_cq(c);
 }
 
 /* ---- teardown --------------------------------------------------------- */
@@ -543,6 +570,7 @@ static void rdma_destroy(struct xp_conn *xc)
 	if (!c)
 		return;
 	if (c->xc.reactor) {
+		reactor_poller_del(c->xc.reactor, c->poller);
 		if (c->cc)
 			reactor_del_fd(c->xc.reactor, c->cc->fd);
 		if (c->ch)
@@ -627,8 +655,14 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r)
 	c->cq = ibv_create_cq(c->id->verbs, cqe, c, c->cc, 0);
 	if (!c->cq)
 		return -errno;
-	if (ibv_req_notify_cq(c->cq, 0))
-		return -EIO;
+	/* A busy reactor never sleeps, so its CQs are never armed. */
+	if (reactor_mode(r) != REACTOR_BUSY_POLL) {
+		if (ibv_req_notify_cq(c->cq, 0))
+			return -EIO;
+		c->cq_armed = true;
+	}
+	if (reactor_mode(r) != REACTOR_EVENT && !(c->poller = reactor_poller_add(r, cq_poll, cq_arm, c)))
+		return -ENOMEM;
 	struct ibv_qp_init_attr qa = {
 		.send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = c->sq_size, .max_recv_wr = RDMA_QUEUE, .max_send_sge = 1, .max_recv_sge = 1 },
@@ -637,6 +671,16 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r)
 		return -errno;
 	c->sq_size = qa.cap.max_send_wr;
 	c->sq_free = c->sq_size;
+	/*
+	 * siw sends an unsignaled WR of a page or more zero-copy: TCP keeps
+	 * references to our pages after the WR is done, so a later signaled
+	 * completion (the response Send) does not mean the Data-In left, and
+	 * reusing the buffer then changes data still queued in TCP (fio saw
+	 * 4 KiB of a read come back wrong).  A signaled WRITE is copied into
+	 * the socket before it completes; iWARP devices get every WRITE
+	 * signaled, and the buffer is held until the response Send completes.
+	 */
+	c->signal_writes = c->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
 	c->qp_ready = true;
 	/* mmap, not malloc: these go back to the system when the connection ends. */
 	c->rx_mem = slots_alloc((size_t)RDMA_QUEUE * RDMA_RX_SLOT);

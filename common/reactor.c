@@ -42,6 +42,14 @@ struct reactor_timer {
 	struct reactor_timer *next;
 };
 
+struct reactor_poller {
+	int (*poll)(void *arg);
+	int (*arm)(void *arg);
+	void *arg;
+	bool dead;
+	struct reactor_poller *next;
+};
+
 struct reactor {
 	int index;
 	enum reactor_poll_mode mode;
@@ -51,6 +59,8 @@ struct reactor {
 	struct reactor_fd **fds;     /* indexed by fd */
 	int nfds;
 	struct reactor_fd *dead;     /* freed at the end of an iteration */
+	struct reactor_poller *pollers; /* dead ones unlinked at the end of an iteration */
+	bool pollers_dead;
 	/* deferred calls: a growable array, swapped out while running */
 	struct reactor_call *defer, *defer_run;
 	size_t ndefer, defer_cap, defer_run_cap;
@@ -212,6 +222,11 @@ void reactor_destroy(struct reactor *r)
 	for (int i = 0; i < r->nfds; i++)
 		free(r->fds[i]);
 	free(r->fds);
+	while (r->pollers) {
+		struct reactor_poller *p = r->pollers;
+		r->pollers = p->next;
+		free(p);
+	}
 	while (r->dead) {
 		struct reactor_fd *d = r->dead;
 		r->dead = d->next_dead;
@@ -383,11 +398,60 @@ static bool run_timers(struct reactor *r, uint64_t now)
 	return any;
 }
 
+struct reactor_poller *reactor_poller_add(struct reactor *r, int (*poll)(void *arg), int (*arm)(void *arg),
+					  void *arg)
+{
+	struct reactor_poller *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	*p = (struct reactor_poller){ .poll = poll, .arm = arm, .arg = arg, .next = r->pollers };
+	r->pollers = p;
+	return p;
+}
+
+/* Safe from inside a poller: the node goes at the end of the iteration. */
+void reactor_poller_del(struct reactor *r, struct reactor_poller *p)
+{
+	if (p) {
+		p->dead = true;
+		r->pollers_dead = true;
+	}
+}
+
+enum reactor_poll_mode reactor_mode(const struct reactor *r) { return r->mode; }
+
+static int run_pollers(struct reactor *r, bool arm)
+{
+	int n = 0;
+	for (struct reactor_poller *p = r->pollers; p; p = p->next)
+		if (!p->dead)
+			n += arm ? p->arm(p->arg) : p->poll(p->arg);
+	return n;
+}
+
+static void reap_pollers(struct reactor *r)
+{
+	struct reactor_poller **pp = &r->pollers;
+	while (*pp) {
+		struct reactor_poller *p = *pp;
+		if (p->dead) {
+			*pp = p->next;
+			free(p);
+		} else {
+			pp = &p->next;
+		}
+	}
+	r->pollers_dead = false;
+}
+
 /* One iteration of the loop; returns how much work it found. */
 static int iterate(struct reactor *r, int max_timeout, uint64_t *last_work)
 {
 	struct epoll_event evs[REACTOR_MAX_EVENTS];
 	bool work = run_deferred(r);
+	bool polling = r->mode != REACTOR_EVENT && r->pollers;
+	if (polling)
+		work |= run_pollers(r, false) > 0;
 	if (r->have_ring && r->ring_pending) {
 		io_uring_submit(&r->ring);
 		r->ring_pending = 0;
@@ -395,13 +459,18 @@ static int iterate(struct reactor *r, int max_timeout, uint64_t *last_work)
 	int timeout = max_timeout;
 	uint64_t now = reactor_now_ns();
 	if (r->ndefer || r->mode == REACTOR_BUSY_POLL ||
-	    (r->mode == REACTOR_ADAPTIVE && now - *last_work < REACTOR_ADAPTIVE_SPIN_NS))
+	    (r->mode == REACTOR_ADAPTIVE && (work || now - *last_work < REACTOR_ADAPTIVE_SPIN_NS)))
 		timeout = 0;
 	else if (r->timers) {
 		uint64_t d = r->timers->deadline > now ? r->timers->deadline - now : 0;
 		int t = (int)((d + 999999) / 1000000);
 		if (timeout < 0 || t < timeout)
 			timeout = t;
+	}
+	/* Going to sleep: pollers turn their notifications back on first. */
+	if (timeout != 0 && polling && run_pollers(r, true) > 0) {
+		work = true;
+		timeout = 0;
 	}
 	int n = epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, timeout);
 	if (n < 0) {
@@ -418,6 +487,8 @@ static int iterate(struct reactor *r, int max_timeout, uint64_t *last_work)
 	work |= n > 0;
 	if (r->timers)
 		work |= run_timers(r, reactor_now_ns());
+	if (r->pollers_dead)
+		reap_pollers(r);
 	while (r->dead) {
 		struct reactor_fd *d = r->dead;
 		r->dead = d->next_dead;

@@ -50,6 +50,20 @@ int reactor_add_fd(struct reactor *r, int fd, uint32_t events, reactor_fd_cb cb,
 int reactor_mod_fd(struct reactor *r, int fd, uint32_t events);
 void reactor_del_fd(struct reactor *r, int fd);
 
+/*
+ * Pollers: completion queues a busy or adaptive reactor reads directly
+ * instead of waiting for their notification fd.  poll(arg) runs on every
+ * iteration while the reactor spins and returns how much it found.  An
+ * adaptive reactor about to sleep calls arm(arg), which re-enables the
+ * notification and returns >0 if work slipped in meanwhile (then the
+ * reactor does not sleep).  An event-mode reactor never calls either.
+ */
+struct reactor_poller;
+struct reactor_poller *reactor_poller_add(struct reactor *r, int (*poll)(void *arg), int (*arm)(void *arg),
+					  void *arg);
+void reactor_poller_del(struct reactor *r, struct reactor_poller *p);
+enum reactor_poll_mode reactor_mode(const struct reactor *r);
+
 /* Run fn(arg) on this reactor soon (not from inside the caller's stack). */
 int reactor_defer(struct reactor *r, reactor_fn fn, void *arg);
 /* Any thread: run fn(arg) on reactor r.  Returns 0 or -ENOMEM. */

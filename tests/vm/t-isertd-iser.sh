@@ -3,11 +3,13 @@
 # on Soft-iWARP: discovery and login over iSER, CHAP, SCSI answers through
 # sg3_utils, data written and read back (large transfers included), ext4,
 # fio with crc32c verification, login/logout cycles with isertd's memory flat.
-# FIO_SECS (default 20) sets the fio run length.
+# Completion handling: Soft-RoCE runs in "adaptive" poll mode, Soft-iWARP in
+# "event", and each provider ends with a data check in "busy" mode.
+# FIO_SECS (default 60) sets the fio run length.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
 VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
-FIO_SECS=${FIO_SECS:-20}
+FIO_SECS=${FIO_SECS:-60}
 vm_cleanup_hook() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; isertd_stop >/dev/null 2>&1; }
 
 rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$ISERTD_PID/status; }
@@ -45,9 +47,10 @@ cycles() {   # cycles IQN PORTAL N: N login/logout cycles
 logout_gone() { iscsi_logout "$1" "$2" iser >/dev/null && iscsi_no_session "$1"; }
 
 one_provider() {
-	local p=$1 ip=$2 portal=$2:3260 t=$VM_PREFIX:open dev found
-	vm_log "=== iSER on $p ($ip)"
-	sed "s/@IP@/$ip/" "$(dirname "$VM_LIB")/isertd-iser.json" > /tmp/isertd-iser-$p.json
+	local p=$1 ip=$2 portal=$2:3260 t=$VM_PREFIX:open dev found mode
+	mode=$([ $p = rxe ] && echo adaptive || echo event)
+	vm_log "=== iSER on $p ($ip), poll_mode $mode"
+	config $p $ip $mode
 	must "$p: isertd starts with an iSER portal on $portal" isertd_start /tmp/isertd-iser-$p.json 3262
 	ok "$p: isertd listens on $portal over iSER" grep -q "listening on $ip:3260 (iser)" "$VM_WORK/isertd.log"
 	found=$(iscsi_discover "$portal" iser)
@@ -106,6 +109,23 @@ one_provider() {
 	ok "$p: CHAP session's LUN appears" iscsi_wait_disks $t 1
 	ok "$p: CHAP session logout" logout_gone $t $portal
 	ok "$p: isertd survived and stops cleanly" isertd_stop
+	busy_mode $p $ip
+}
+
+config() {   # config PROVIDER IP POLL_MODE: /tmp/isertd-iser-PROVIDER.json
+	sed "s/@IP@/$2/; s/@POLL@/$3/" "$(dirname "$VM_LIB")/isertd-iser.json" > /tmp/isertd-iser-$1.json
+}
+busy_mode() {  # the reactors poll their completion queues without sleeping
+	local p=$1 portal=$2:3260 t=$VM_PREFIX:open dev
+	config $p $2 busy
+	must "$p: isertd starts in busy poll mode" isertd_start /tmp/isertd-iser-$p.json 3262
+	must "$p: busy: login over iSER" bash -c "iscsiadm -m node -T $t -p $portal -I iser --login >/dev/null"
+	must "$p: busy: disks appear" iscsi_wait_disks $t 2
+	read -r _ dev <<< "$(iscsi_disks $t | head -1)"
+	ok "$p: busy: 8 MiB written and read back, 4 KiB direct I/O" dd_verify /dev/$dev 8 4K
+	ok "$p: busy: 32 MiB written and read back, 4 MiB direct I/O" dd_verify /dev/$dev 32 4M
+	ok "$p: busy: logout" logout_gone $t $portal
+	ok "$p: busy: isertd stops cleanly" isertd_stop
 }
 
 must "iscsid starts" iscsi_start
