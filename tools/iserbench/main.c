@@ -45,14 +45,12 @@ static double run_seconds(const struct ib_run *r)
 	return r->warmup >= t ? t + r->warmup : t;
 }
 
-int main(int argc, char **argv)
+/* vars: room for argc pointers, owned by main() so every return frees it. */
+static int run(int argc, char **argv, char **vars)
 {
 	const char *parm = NULL, *outdir = "output";
 	bool validate = false;
-	char **vars = calloc((size_t)argc, sizeof(*vars));
 	unsigned nvars = 0;
-	if (!vars)
-		return 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -145,6 +143,15 @@ int main(int argc, char **argv)
 	free(res);
 	free(runs);
 	ib_parm_free(&p);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	char **vars = calloc((size_t)argc, sizeof(*vars));
+	if (!vars)
+		return 1;
+	int code = run(argc, argv, vars);
 	free(vars);
 	return code;
 }
