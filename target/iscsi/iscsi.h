@@ -102,6 +102,7 @@ struct iscsi_task {
 	uint32_t ttt;
 	uint32_t seq_offset, seq_len, seq_got, seq_datasn; /* the current solicited sequence */
 	uint32_t edtl;
+	bool cmd_final;                 /* F bit of the command: no unsolicited Data-Out follows */
 	/* iSER: the initiator's buffers (RFC 7145 sec. 9.2) */
 	uint64_t read_va, write_va;
 	uint32_t read_stag, write_stag;

@@ -392,8 +392,12 @@ static void task_start(struct iscsi_task *t, const uint8_t *data, uint32_t len)
 	struct iscsi_conn *c = t->conn;
 	const struct neg_params *np = &c->params;
 	uint32_t edtl = t->cmd.dir_write ? t->edtl : 0;
-	/* What the initiator will send without being asked (RFC 7143 sec. 4.2.5.2). */
-	t->unsol_expected = np->initial_r2t ? len : MIN(np->first_burst, edtl);
+	/*
+	 * What the initiator will send without being asked (RFC 7143 sec.
+	 * 4.2.5.2): up to FirstBurstLength with InitialR2T=No, unless the
+	 * command's F bit says no unsolicited Data-Out follows it.
+	 */
+	t->unsol_expected = np->initial_r2t || t->cmd_final ? len : MIN(np->first_burst, edtl);
 	if (t->unsol_expected < len)
 		t->unsol_expected = len;
 	t->unsol_got = len;
@@ -488,6 +492,7 @@ void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
 	cmd->reactor = c->r;
 	cmd->done = task_scsi_done;
 	cmd->priv = t;
+	t->cmd_final = h->flags & PDU_FLAG_FINAL;
 	t->read_stag_valid = rx->read_stag_valid;
 	t->write_stag_valid = rx->write_stag_valid;
 	t->read_stag = rx->read_stag;

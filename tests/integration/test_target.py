@@ -222,6 +222,20 @@ def run():
     check('Logout answered with a Logout Response', op == ic.OP_LOGOUT_RSP and rbhs[2] == 0, f'opcode {op:#x}')
     check('connection closed after Logout', c.closed())
     target_still_serves('at the end')
+    # InitialR2T=No: a WRITE whose command has the F bit set sends no unsolicited
+    # Data-Out, so the target must ask (R2T) for everything past the immediate data.
+    c, st = session(op_keys={'InitialR2T': 'No', 'FirstBurstLength': '65536'})
+    check('InitialR2T=No negotiated', st == 0 and c.params.get('InitialR2T') == 'No', str(getattr(c, 'params', {})))
+    if st == 0:
+        try:
+            block = os.urandom(32768)
+            status, _, _ = c.command(bytes([0x2A, 0, 0, 0, 0x10, 0, 0, 0, 64, 0]), 32768, write_data=block)
+            status2, data, _ = c.command(bytes([0x28, 0, 0, 0, 0x10, 0, 0, 0, 64, 0]), 32768, read=True)
+            check('InitialR2T=No, F bit on the command: the rest comes by R2T, data reads back',
+                  status == 0 and status2 == 0 and data == block)
+        except Exception as e:  # noqa: BLE001 - a timeout here is the finding
+            check('InitialR2T=No, F bit on the command: the rest comes by R2T, data reads back', False, repr(e))
+        c.close()
     # Header and data digests (CRC32C) on the wire.
     c, st = session(op_keys={'HeaderDigest': 'CRC32C,None', 'DataDigest': 'CRC32C,None'})
     check('CRC32C header and data digests negotiated', st == 0 and c.hd and c.dd, str(getattr(c, 'params', {})))
