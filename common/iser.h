@@ -52,6 +52,18 @@ struct iser_cm_hdr {
  * receives; keep room for NOP-In and Async messages. */
 #define ISER_MAX_QUEUE_DEPTH 120
 
+/*
+ * Our initiator keeps its login-sized receive buffers after login (160 are
+ * posted per connection, common/rdma.c): SCSI commands in flight are capped
+ * below that so every response has a buffer, and the rest is what it
+ * declares in MaxOutstandingUnexpectedPDUs (NOP-In pings, Async, Reject)
+ * with room left for immediate requests (NOP-Out, TMF, Text, Logout).
+ */
+#define ISER_INITIATOR_QUEUE_DEPTH 128
+#define ISER_INITIATOR_UNEXPECTED 16
+/* Data segment an initiator's Send may carry (immediate data, login text). */
+#define ISER_INITIATOR_SEND_DSL 8192
+
 /* Receive buffers the Linux and libiscsi initiators post after login. */
 #define ISER_INITIATOR_RX_SIZE 128
 

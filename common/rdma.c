@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <stdio.h>
@@ -34,6 +35,8 @@
 #define RDMA_AHS_ROOM 64       /* an extended-CDB AHS of a 32-byte CDB fits */
 #define RDMA_RX_SLOT (ISER_HDR_LEN + PDU_BHS_LEN + RDMA_AHS_ROOM + RDMA_RX_DATA)
 #define RDMA_TX_SLOT (ISER_HDR_LEN + PDU_BHS_LEN + 8192) /* login responses carry text */
+/* After QP -> error, how long the flushes may take before we stop waiting. */
+#define RDMA_FLUSH_WAIT_MS 5000
 #define RDMA_QUEUE 160         /* receives posted / send slots per connection */
 #define RDMA_MAX_RD_ATOM 16
 
@@ -59,6 +62,7 @@ struct wr_ctx {
 	void (*cb)(void *arg, int err);
 	void *arg;
 	struct wr_ctx *next;      /* waiting for send-queue room */
+	struct wr_ctx *fprev, *fnext; /* READ/WRITE posted and signaled: on rdma_conn.fly */
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 };
@@ -83,8 +87,12 @@ struct rdma_conn {
 	uint32_t wrs_out;                        /* posted, not yet completed (incl. recvs) */
 	bool qp_ready, established, closing, disconnected, close_notified, in_poll;
 	bool signal_writes;                      /* iWARP: see setup_qp */
+	bool active;                             /* we connected (initiator side) */
 	bool cq_armed;                           /* notification requested, event not yet seen */
 	struct reactor_poller *poller;           /* busy/adaptive reactors poll the CQ */
+	struct wr_ctx *fly;                      /* signaled READs/WRITEs not yet completed */
+	struct reactor_timer *flush_timer;       /* close: give up waiting for flushes */
+	bool forced;                             /* torn down without every flush: CQ not read */
 	int err;
 };
 
@@ -225,8 +233,15 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 		if (read)
 			c->reads_out++;
 		/* An unsignaled RDMA WRITE never completes on its own: its context is done. */
-		if (!signaled)
+		if (!signaled) {
 			free(w);
+		} else if (w->kind != WR_SEND) {
+			w->fprev = NULL;
+			w->fnext = c->fly;
+			if (c->fly)
+				c->fly->fprev = w;
+			c->fly = w;
+		}
 	}
 }
 
@@ -237,6 +252,17 @@ static void send_pdu_now(struct rdma_conn *c, struct xp_pdu *p)
 	struct iser_hdr *h = (void *)m;
 	memset(h, 0, sizeof(*h));
 	h->flags = ISER_OP_ISCSI_CTRL;
+	/* Only a command of ours names buffers; the target side's PDUs never do. */
+	if (c->active && p->read_stag_valid) {
+		h->flags |= ISER_RSV;
+		h->read_stag = htobe32(p->read_stag);
+		h->read_va = htobe64(p->read_va);
+	}
+	if (c->active && p->write_stag_valid) {
+		h->flags |= ISER_WSV;
+		h->write_stag = htobe32(p->write_stag);
+		h->write_va = htobe64(p->write_va);
+	}
 	memcpy(m + ISER_HDR_LEN, p->bhs, PDU_BHS_LEN);
 	uint32_t len = ISER_HDR_LEN + PDU_BHS_LEN;
 	memcpy(m + len, p->ahs, p->ahs_len);
@@ -396,6 +422,16 @@ static void on_recv(struct rdma_conn *c, struct wr_ctx *w, uint32_t byte_len)
 		post_recv(c, w->slot);
 }
 
+static void fly_unlink(struct rdma_conn *c, struct wr_ctx *w)
+{
+	if (w->fprev)
+		w->fprev->fnext = w->fnext;
+	else
+		c->fly = w->fnext;
+	if (w->fnext)
+		w->fnext->fprev = w->fprev;
+}
+
 static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 {
 	struct wr_ctx *w = (struct wr_ctx *)(uintptr_t)wc->wr_id;
@@ -426,9 +462,12 @@ static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 		c->reads_out--;
 	if (w->kind == WR_SEND) {
 		c->tx_free[c->ntx_free++] = w->slot;
-		if (w->pdu && w->pdu->done)
-			w->pdu->done(w->pdu, err);
+		struct xp_pdu *p = w->pdu;
+		w->pdu = NULL;
+		if (p && p->done)
+			p->done(p, err);
 	} else {
+		fly_unlink(c, w);
 		if (w->cb)
 			w->cb(w->arg, err);
 		free(w);
@@ -443,6 +482,9 @@ static int poll_cq(struct rdma_conn *c)
 {
 	struct ibv_wc wc[32];
 	int n, total = 0;
+	/* After a forced teardown the CQ may still name contexts we freed. */
+	if (c->forced)
+		return 0;
 	c->in_poll = true;
 	while ((n = ibv_poll_cq(c->cq, 32, wc)) > 0) {
 		total += n;
@@ -518,8 +560,10 @@ static void fail_queues(struct rdma_conn *c)
 		c->wrq_head = w->next;
 		if (w->kind == WR_SEND) {
 			c->tx_free[c->ntx_free++] = w->slot;
-			if (w->pdu && w->pdu->done)
-				w->pdu->done(w->pdu, -ECONNRESET);
+			struct xp_pdu *p = w->pdu;
+			w->pdu = NULL;
+			if (p && p->done)
+				p->done(p, -ECONNRESET);
 		} else {
 			if (w->cb)
 				w->cb(w->arg, -ECONNRESET);
@@ -547,6 +591,42 @@ static void conn_fail(struct rdma_conn *c, int err)
 	c->xc.ops->close(&c->xc);
 }
 
+/*
+ * The device never flushed some posted WRs.  siw does not flush a WR that a
+ * user-space QP posts after the QP went to error (the peer's disconnect can
+ * get there first): its completion never comes, and the connection would
+ * stay half-closed, holding its QP and 2.6 MiB of slots, for ever.  Destroy
+ * the QP (the device stops touching our buffers), then end what was in
+ * flight as the flush would have.
+ */
+static void flush_timeout(void *arg)
+{
+	struct rdma_conn *c = arg;
+	c->flush_timer = NULL;
+	if (c->close_notified)
+		return;
+	log_info("%s: %u work requests not flushed %d ms after the close; freeing the connection anyway",
+		 c->xc.peer, c->wrs_out, RDMA_FLUSH_WAIT_MS);
+	c->forced = true;
+	if (c->id && c->id->qp)
+		rdma_destroy_qp(c->id);
+	for (uint32_t i = 0; i < RDMA_QUEUE; i++) {
+		struct xp_pdu *p = c->tx_ctx[i].pdu;
+		c->tx_ctx[i].pdu = NULL;
+		if (p && p->done)
+			p->done(p, -ECONNRESET);
+	}
+	while (c->fly) {
+		struct wr_ctx *w = c->fly;
+		fly_unlink(c, w);
+		if (w->cb)
+			w->cb(w->arg, -ECONNRESET);
+		free(w);
+	}
+	c->wrs_out = 0;
+	notify_closed(c);
+}
+
 static void rdma_close(struct xp_conn *xc)
 {
 	struct rdma_conn *c = (struct rdma_conn *)xc;
@@ -558,6 +638,8 @@ static void rdma_close(struct xp_conn *xc)
 		/* Moving the QP to error flushes every posted WR through the CQ. */
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 		ibv_modify_qp(c->id->qp, &a, IBV_QP_STATE);
+		if (c->xc.reactor)
+			c->flush_timer = reactor_timer_add(c->xc.reactor, RDMA_FLUSH_WAIT_MS, flush_timeout, c);
 	}
 	if (c->established && !c->disconnected)
 		rdma_disconnect(c->id);
@@ -570,6 +652,8 @@ static void rdma_destroy(struct xp_conn *xc)
 	if (!c)
 		return;
 	if (c->xc.reactor) {
+		if (c->flush_timer)
+			reactor_timer_cancel(c->xc.reactor, c->flush_timer);
 		reactor_poller_del(c->xc.reactor, c->poller);
 		if (c->cc)
 			reactor_del_fd(c->xc.reactor, c->cc->fd);
@@ -644,7 +728,8 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r)
 	c->dev = dev_get(c->id->verbs);
 	if (!c->dev)
 		return -ENODEV;
-	int rc = pool_attach(r, c->dev);
+	/* The initiator registers its session's pool itself (rdma_pool_register). */
+	int rc = c->active ? 0 : pool_attach(r, c->dev);
 	if (rc)
 		return rc;
 	c->cc = ibv_create_comp_channel(c->id->verbs);
@@ -799,17 +884,25 @@ static int rdma_start(struct xp_conn *xc, struct reactor *r)
 	return r == c->xc.reactor ? 0 : -EXDEV;
 }
 
+static int addr_lookup(const char *host, uint16_t port, int flags, struct addrinfo **ai, const char *what,
+		       char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_flags = flags, .ai_socktype = SOCK_STREAM };
+	char ps[8];
+	snprintf(ps, sizeof(ps), "%u", port);
+	int rc = getaddrinfo(host, ps, &hints, ai);
+	if (rc)
+		snprintf(err, errlen, "%s %s:%u: %s", what, host, port, gai_strerror(rc));
+	return rc;
+}
+
 static int rdma_listen_fn(const char *host, uint16_t port, struct reactor *r, xp_accept_fn accept_fn, void *arg,
 			  struct xp_listener **out, char *err, size_t errlen)
 {
-	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICHOST, .ai_socktype = SOCK_STREAM }, *ai;
-	char ps[8];
-	snprintf(ps, sizeof(ps), "%u", port);
-	int rc = getaddrinfo(host, ps, &hints, &ai);
-	if (rc) {
-		snprintf(err, errlen, "iSER portal %s:%u: %s", host, port, gai_strerror(rc));
+	struct addrinfo *ai;
+	int rc;
+	if (addr_lookup(host, port, AI_PASSIVE | AI_NUMERICHOST, &ai, "iSER portal", err, errlen))
 		return -EINVAL;
-	}
 	struct xp_listener *l = calloc(1, sizeof(*l));
 	if (!l) {
 		freeaddrinfo(ai);
@@ -867,6 +960,194 @@ static void rdma_unlisten(struct xp_listener *l)
 	free(l);
 }
 
+/* ---- active side (initiator) ------------------------------------------ */
+
+/* Next event of a connecting id's channel (non-blocking fd), by the deadline. */
+static int wait_cm(struct rdma_event_channel *ch, uint64_t deadline_ns, struct rdma_cm_event **ev)
+{
+	for (;;) {
+		if (rdma_get_cm_event(ch, ev) == 0)
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		uint64_t now = reactor_now_ns();
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		struct pollfd pf = { .fd = ch->fd, .events = POLLIN };
+		if (poll(&pf, 1, (int)((deadline_ns - now + 999999) / 1000000)) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/* One step of the set-up: the event we want, or an error that says which step failed and why. */
+static int expect_cm(struct rdma_conn *c, enum rdma_cm_event_type want, uint64_t deadline_ns, const char *step,
+		     char *err, size_t errlen)
+{
+	struct rdma_cm_event *ev;
+	int rc = wait_cm(c->ch, deadline_ns, &ev);
+	if (rc) {
+		snprintf(err, errlen, "iSER connection to %s: %s %s", c->xc.peer, step,
+			 rc == -ETIMEDOUT ? "timed out" : strerror(-rc));
+		return rc;
+	}
+	enum rdma_cm_event_type type = ev->event;
+	int status = ev->status;
+	rdma_ack_cm_event(ev);
+	if (type == want)
+		return 0;
+	const char *why;
+	switch (type) {
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		rc = -EHOSTUNREACH;
+		why = "no RDMA device reaches this address";
+		break;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		rc = -EHOSTUNREACH;
+		why = "peer unreachable over RDMA";
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		rc = -ECONNREFUSED;
+		why = "connection refused (no iSER portal there, or the target rejected it)";
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		rc = -ENODEV;
+		why = "the RDMA device went away";
+		break;
+	default:
+		rc = -ECONNREFUSED;
+		why = "connection failed";
+		break;
+	}
+	snprintf(err, errlen, "iSER connection to %s: %s: %s (%s, status %d)", c->xc.peer, step, why,
+		 rdma_event_str(type), status);
+	return rc;
+}
+
+/*
+ * rdma_cm's resolve/connect steps are asynchronous; like tcp_connect() this
+ * waits for them (bounded by timeout_ms), so the session code stays the same
+ * for both transports.  Receives are posted before rdma_connect(): the
+ * target may answer the login as soon as it is established, and on iWARP our
+ * login request is the first message, as the active side must send first.
+ */
+static int rdma_connect_fn(const char *host, uint16_t port, struct reactor *r, unsigned timeout_ms,
+			   struct xp_conn **out, char *err, size_t errlen)
+{
+	struct addrinfo *ai;
+	int rc;
+	if (addr_lookup(host, port, 0, &ai, "iSER connection to", err, errlen))
+		return -EINVAL;
+	struct rdma_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		freeaddrinfo(ai);
+		snprintf(err, errlen, "iSER connection to %s:%u: out of memory", host, port);
+		return -ENOMEM;
+	}
+	c->active = true;
+	c->xc.ops = &iser_transport;
+	snprintf(c->xc.peer, sizeof(c->xc.peer), "%s:%u", host, port);
+	uint64_t deadline = reactor_now_ns() + (uint64_t)(timeout_ms ? timeout_ms : 15000) * 1000000ull;
+	c->ch = rdma_create_event_channel();
+	if (!c->ch) {
+		rc = -ENODEV;
+		snprintf(err, errlen, "iSER connection to %s: no RDMA stack on this host (rdma_cm: %s)", c->xc.peer,
+			 strerror(errno));
+		goto fail;
+	}
+	fcntl(c->ch->fd, F_SETFL, fcntl(c->ch->fd, F_GETFL) | O_NONBLOCK);
+	if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP)) {
+		rc = -errno;
+		snprintf(err, errlen, "iSER connection to %s: rdma_create_id: %s", c->xc.peer, strerror(errno));
+		goto fail;
+	}
+	if (rdma_resolve_addr(c->id, NULL, ai->ai_addr, 2000)) {
+		rc = errno == ENODEV || errno == EADDRNOTAVAIL ? -EHOSTUNREACH : -errno;
+		snprintf(err, errlen, "iSER connection to %s: %s", c->xc.peer,
+			 rc == -EHOSTUNREACH ? "no RDMA device reaches this address" : strerror(errno));
+		goto fail;
+	}
+	if ((rc = expect_cm(c, RDMA_CM_EVENT_ADDR_RESOLVED, deadline, "address resolution", err, errlen)))
+		goto fail;
+	if (rdma_resolve_route(c->id, 2000)) {
+		rc = -errno;
+		snprintf(err, errlen, "iSER connection to %s: rdma_resolve_route: %s", c->xc.peer, strerror(errno));
+		goto fail;
+	}
+	if ((rc = expect_cm(c, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, "route resolution", err, errlen)))
+		goto fail;
+	c->xc.reactor = r;
+	if ((rc = setup_qp(c, r))) {
+		snprintf(err, errlen, "iSER connection to %s: cannot set up the queue pair: %s", c->xc.peer,
+			 strerror(-rc));
+		goto fail;
+	}
+	/* We issue no RDMA READ; the target reads our write buffers (our responder resources). */
+	c->ord = 1;
+	struct iser_cm_hdr hdr = { .flags = ISER_CM_ZBVA_NOT_SUPPORTED | ISER_CM_SEND_W_INV_NOT_SUPPORTED };
+	struct rdma_conn_param p = {
+		.private_data = &hdr, .private_data_len = sizeof(hdr),
+		.initiator_depth = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_init_rd_atom, 1u),
+		.responder_resources = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_rd_atom, RDMA_MAX_RD_ATOM),
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+	if (rdma_connect(c->id, &p)) {
+		rc = -errno;
+		snprintf(err, errlen, "iSER connection to %s: rdma_connect: %s", c->xc.peer, strerror(errno));
+		goto fail;
+	}
+	if ((rc = expect_cm(c, RDMA_CM_EVENT_ESTABLISHED, deadline, "connect", err, errlen)))
+		goto fail;
+	c->established = true;
+	if ((rc = reactor_add_fd(r, c->ch->fd, EPOLLIN, on_conn_event, c))) {
+		snprintf(err, errlen, "iSER connection to %s: %s", c->xc.peer, strerror(-rc));
+		goto fail;
+	}
+	netaddr_format(rdma_get_peer_addr(c->id), c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
+	netaddr_format(rdma_get_local_addr(c->id), c->xc.local, sizeof(c->xc.local), c->xc.local_ip,
+		       sizeof(c->xc.local_ip), &c->xc.local_port);
+	freeaddrinfo(ai);
+	*out = &c->xc;
+	return 0;
+fail:
+	freeaddrinfo(ai);
+	if (c->established)
+		rdma_disconnect(c->id);
+	rdma_destroy(&c->xc);
+	return rc;
+}
+
+static void *rdma_dev_of(struct xp_conn *xc)
+{
+	return ((struct rdma_conn *)xc)->dev;
+}
+
+static int rdma_pool_register(void *dev, struct bufpool *p)
+{
+	struct bufpool_reg_ops ops = { .reg = pool_reg, .dereg = pool_dereg, .ctx = dev };
+	return bufpool_set_reg(p, &ops);
+}
+
+/* A write source needs no local write access: it may be read-only memory. */
+static int rdma_mem_reg(void *dev, void *addr, size_t len, bool peer_writes, uint32_t *rkey, void **handle)
+{
+	struct rdma_dev *d = dev;
+	int access = peer_writes ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+	struct ibv_mr *mr = ibv_reg_mr(d->pd, addr, len, access);
+	if (!mr)
+		return errno ? -errno : -ENOMEM;
+	*rkey = mr->rkey;
+	*handle = mr;
+	return 0;
+}
+
+static void rdma_mem_dereg(void *handle)
+{
+	if (handle)
+		ibv_dereg_mr(handle);
+}
+
 const struct transport_ops iser_transport = {
 	.name = "iser",
 	.rdma = true,
@@ -878,4 +1159,9 @@ const struct transport_ops iser_transport = {
 	.destroy = rdma_destroy,
 	.rdma_write = rdma_write,
 	.rdma_read = rdma_read,
+	.connect = rdma_connect_fn,
+	.rdma_dev = rdma_dev_of,
+	.pool_register = rdma_pool_register,
+	.mem_reg = rdma_mem_reg,
+	.mem_dereg = rdma_mem_dereg,
 };

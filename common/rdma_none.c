@@ -12,4 +12,15 @@ static int no_listen(const char *host, uint16_t port, struct reactor *r, xp_acce
 	return -EOPNOTSUPP;
 }
 
-const struct transport_ops iser_transport = { .name = "iser", .rdma = true, .listen = no_listen };
+static int no_connect(const char *host, uint16_t port, struct reactor *r, unsigned timeout_ms, struct xp_conn **out,
+		      char *err, size_t errlen)
+{
+	snprintf(err, errlen, "iSER connection to %s:%u: this build has no RDMA support (rdma-core was not found)",
+		 host, port);
+	return -EPROTONOSUPPORT;
+}
+
+/* Only listen and connect are reached without a connection; both say why they cannot. */
+const struct transport_ops iser_transport = {
+	.name = "iser", .rdma = true, .listen = no_listen, .connect = no_connect,
+};

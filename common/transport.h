@@ -9,11 +9,13 @@
 #define TRANSPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/pdu.h"
 
 struct buf;
+struct bufpool;
 struct reactor;
 struct xp_conn;
 struct xp_listener;
@@ -27,6 +29,12 @@ struct xp_pdu {
 	uint32_t data_len;
 	void (*done)(struct xp_pdu *pdu, int err); /* may be NULL */
 	void *priv;
+	/* iSER, initiator side (RFC 7145 sec. 9.2): the buffers of a SCSI
+	 * command the target may RDMA WRITE into (read) / RDMA READ from (write).
+	 * Ignored by TCP and by the target side. */
+	bool read_stag_valid, write_stag_valid;
+	uint32_t read_stag, write_stag;
+	uint64_t read_va, write_va;
 	/* transport private */
 	struct xp_pdu *next;
 	uint32_t sent;
@@ -89,6 +97,28 @@ struct transport_ops {
 			  uint32_t stag, void (*cb)(void *arg, int err), void *arg);
 	int (*rdma_read)(struct xp_conn *c, struct buf *b, uint32_t off, uint32_t len, uint64_t va,
 			 uint32_t stag, void (*cb)(void *arg, int err), void *arg);
+	/*
+	 * Active side (initiator) of a transport without a connect function of
+	 * its own in a header (iSER): connect to host:port and set the
+	 * connection up on reactor r, waiting at most timeout_ms.  The
+	 * connection is ready for start() and send().  0 or -errno, err says why.
+	 */
+	int (*connect)(const char *host, uint16_t port, struct reactor *r, unsigned timeout_ms,
+		       struct xp_conn **out, char *err, size_t errlen);
+	/*
+	 * RDMA, initiator side: memory the target reads or writes must be
+	 * registered with the device (its protection domain) a connection runs
+	 * on.  rdma_dev() names that device; it outlives the connection, so
+	 * registrations survive a reconnect to the same device.
+	 * pool_register() registers a buffer pool's slabs, now and as it grows.
+	 * mem_reg() registers one caller buffer: the peer may write it
+	 * (peer_writes: a READ's sink) or only read it (a WRITE's source, which
+	 * may be read-only memory).
+	 */
+	void *(*rdma_dev)(struct xp_conn *c);
+	int (*pool_register)(void *dev, struct bufpool *p);
+	int (*mem_reg)(void *dev, void *addr, size_t len, bool peer_writes, uint32_t *rkey, void **handle);
+	void (*mem_dereg)(void *handle);
 };
 
 /* The transport-independent part of a connection, first in every transport's struct. */

@@ -40,6 +40,16 @@ struct isc_task {
 	struct text_buf text;      /* Text: response accumulated over continuations */
 	struct text_buf *text_sink; /* where the whole text goes when the task ends */
 	struct isc_task *prev, *next; /* queue: waiting or in flight */
+	/* iSER: the caller's buffer registered for this task (not a pool buffer) */
+	void *mr;
+	void *mr_dev;
+	uint32_t rkey;
+};
+
+/* A buffer isc_buf_alloc() handed out (sorted by address for lookups). */
+struct isc_bufent {
+	uint8_t *start;
+	struct buf *b;
 };
 
 enum isc_state {
@@ -92,6 +102,12 @@ struct isc_session {
 	struct isc_task *wait_head, *wait_tail; /* not yet issued (window, reconnect) */
 	struct isc_task *fly_head, *fly_tail;   /* issued on this connection */
 	unsigned ntasks;
+	bool issue_err_said;    /* issuing a task failed and errmsg already says why */
+	unsigned nfly_scsi;     /* SCSI tasks in flight (iSER: bounded by our receives) */
+	/* iSER: registered buffers */
+	void *rdma_dev;         /* device the session's pool is registered with */
+	struct isc_bufent *bufs;
+	size_t nbufs, bufs_cap;
 	/* timers */
 	int tfd;
 	uint64_t last_rx_ns;
@@ -107,6 +123,9 @@ struct isc_session {
 void isc_seterr(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
 		 struct isc_task *t);
+/* The same with iSER buffer descriptors (its *_stag* fields) taken from iser. */
+int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
+		 struct isc_task *t, const struct xp_pdu *iser);
 void isc_update_sn(struct isc_session *s, uint32_t exp_cmdsn, uint32_t max_cmdsn);
 void isc_conn_lost(struct isc_session *s, int err, const char *why);
 int isc_wait(struct isc_session *s, const bool *done);
@@ -129,6 +148,12 @@ void isc_task_rx(struct isc_session *s, struct xp_rx *rx);
 void isc_tasks_requeue(struct isc_session *s);
 void isc_tasks_fail_all(struct isc_session *s, int err);
 void isc_tasks_free_all(struct isc_session *s);
+
+/* buffers.c */
+int isc_mem_attach(struct isc_session *s, struct xp_conn *xc);
+int isc_task_map(struct isc_session *s, struct isc_task *t, uint32_t *rkey);
+void isc_task_unmap(struct isc_task *t);
+void isc_bufs_free_all(struct isc_session *s);
 
 /* errors.c */
 void isc_sense_parse(const uint8_t *p, uint32_t len, struct isc_sense *out);

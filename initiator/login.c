@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/chap.h"
+#include "common/iser.h"
 #include "common/reactor.h"
 #include "common/serial.h"
 #include "common/util.h"
@@ -61,6 +62,28 @@ int isc_login_start(struct isc_session *s)
 	local.max_recv_dsl = s->o.max_recv_dsl ? s->o.max_recv_dsl : 262144;
 	local.max_burst = s->o.max_burst ? s->o.max_burst : 1048576;
 	local.first_burst = s->o.first_burst ? s->o.first_burst : 262144;
+	if (s->o.iser) {
+		/*
+		 * RFC 7145 sec. 6: our receive slots (common/rdma.c) hold 8 KiB of
+		 * data, and a Send of ours carries at most that much immediate data.
+		 * MaxRecvDataSegmentLength is declared as well, the same size: it is
+		 * what a target that ignores the iSER keys goes by.
+		 */
+		local.rdma_extensions = true;
+		local.max_recv_dsl = ISER_TARGET_RECV_DSL;
+		local.initiator_recv_dsl = ISER_TARGET_RECV_DSL;
+		local.target_recv_dsl = ISER_INITIATOR_SEND_DSL;
+		local.max_outstanding_unexpected_pdus = ISER_INITIATOR_UNEXPECTED;
+		local.header_digest = local.data_digest = false;
+		/*
+		 * We send no unsolicited Data-Out over iSER (immediate data only,
+		 * the target RDMA READs the rest).  Saying so with InitialR2T=Yes
+		 * (an OR: the result is Yes) keeps targets that expect unsolicited
+		 * data up to FirstBurstLength whenever InitialR2T=No, F bit or not,
+		 * from waiting for data that never comes.
+		 */
+		local.initial_r2t = true;
+	}
 	neg_init(&s->neg, NEG_INITIATOR, &local);
 	s->neg.discovery = s->discovery;
 	text_buf_free(&s->pending_answers);
@@ -84,9 +107,22 @@ int isc_login_start(struct isc_session *s)
 	text_add(&tb, "SessionType", s->discovery ? "Discovery" : "Normal");
 	if (!s->discovery)
 		text_add(&tb, "TargetName", s->target);
-	text_add(&tb, "AuthMethod", want_chap(s) ? "CHAP,None" : "None");
-	/* Without CHAP the target may move us on at once. */
-	int rc = send_login(s, PDU_STAGE_SECURITY, PDU_STAGE_OPERATIONAL, !want_chap(s), &tb);
+	int rc;
+	if (want_chap(s) || (s->o.target_user && s->o.target_password)) {
+		text_add(&tb, "AuthMethod", "CHAP,None");
+		rc = send_login(s, PDU_STAGE_SECURITY, PDU_STAGE_OPERATIONAL, false, &tb);
+	} else {
+		/*
+		 * No authentication wanted: start in the operational stage, as
+		 * open-iscsi does (RFC 7143 sec. 6.3 allows it).  tgtd's iSER login
+		 * cannot leave the security stage for the operational one, and a
+		 * target that requires CHAP refuses this login with 0x0201 as it
+		 * would refuse AuthMethod=None.
+		 */
+		neg_offer(&s->neg, &tb);
+		s->step = LS_OP;
+		rc = send_login(s, PDU_STAGE_OPERATIONAL, PDU_STAGE_FULL_FEATURE, true, &tb);
+	}
 	text_buf_free(&tb);
 	return rc;
 }
@@ -200,16 +236,32 @@ static bool check_mutual(struct isc_session *s, const struct text_list *kv)
 
 static void login_done(struct isc_session *s, const struct pdu_login_rsp *r)
 {
+	/* Without RDMAExtensions=Yes the target would move data with Data-In/R2T PDUs, which iSER cannot carry. */
+	if (s->o.iser && !s->discovery && !s->neg.result.rdma_extensions) {
+		login_fail(s, -EPROTO, "the target did not accept RDMAExtensions=Yes on an iSER connection%s", NULL);
+		return;
+	}
 	s->tsih = be16toh(r->tsih);
 	s->exp_cmdsn = be32toh(r->exp_cmdsn);
 	s->max_cmdsn = be32toh(r->max_cmdsn);
-	s->cmdsn = s->exp_cmdsn;
+	/*
+	 * The first command carries the login's CmdSN (login requests are
+	 * immediate and do not advance it), whatever ExpCmdSN the response
+	 * says: tgtd's iSER login answers ExpCmdSN = CmdSN + 1 but waits for
+	 * CmdSN, as open-iscsi sends it.
+	 */
 	s->xc->header_digest = s->neg.result.header_digest;
 	s->xc->data_digest = s->neg.result.data_digest;
 	s->state = ISC_S_FFP;
 	s->login_status = 0;
 	s->last_rx_ns = reactor_now_ns();
 	isc_arm_timer(s);
+	/*
+	 * A window closed at login opens only with a PDU from the target: ask
+	 * for one with a ping (immediate) rather than wait for the keepalive.
+	 */
+	if (!s->discovery && serial_gt(s->cmdsn, s->max_cmdsn))
+		isc_nop_async(s, NULL, NULL);
 	isc_task_pump(s);
 	isc_done_cb cb = s->login_cb;
 	s->login_cb = NULL;

@@ -117,8 +117,9 @@ void isc_session_free(struct isc_session *s)
 	if (s->xc) {
 		s->xc->ops->close(s->xc);
 		/* Let the transport finish: its queued PDUs complete, then closed() runs. */
+		/* iSER: flushed work requests come back through the CQ's event, not at once. */
 		for (int i = 0; i < 100 && s->xc; i++)
-			reactor_poll_once(s->r, 0);
+			reactor_poll_once(s->r, 10);
 		drop_conn(s);
 	}
 	isc_tasks_fail_all(s, -ECANCELED);
@@ -126,6 +127,7 @@ void isc_session_free(struct isc_session *s)
 		while (reactor_poll_once(s->r, 0) > 0)
 			;
 	isc_tasks_free_all(s);
+	isc_bufs_free_all(s);
 	if (s->tfd >= 0) {
 		if (s->r)
 			reactor_del_fd(s->r, s->tfd);
@@ -209,6 +211,12 @@ static void opdu_done(struct xp_pdu *p, int err)
 int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
 		 struct isc_task *t)
 {
+	return isc_send_pdu(s, bhs, data, len, copy, t, NULL);
+}
+
+int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
+		 struct isc_task *t, const struct xp_pdu *iser)
+{
 	if (!s->xc)
 		return -ENOTCONN;
 	struct isc_opdu *o = malloc(sizeof(*o) + (copy ? len : 0));
@@ -223,6 +231,14 @@ int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data,
 	o->x.data = copy ? o->buf : data;
 	o->x.data_len = len;
 	o->x.done = opdu_done;
+	if (iser) {
+		o->x.read_stag_valid = iser->read_stag_valid;
+		o->x.read_stag = iser->read_stag;
+		o->x.read_va = iser->read_va;
+		o->x.write_stag_valid = iser->write_stag_valid;
+		o->x.write_stag = iser->write_stag;
+		o->x.write_va = iser->write_va;
+	}
 	o->s = s;
 	o->t = t;
 	if (t)
@@ -378,6 +394,12 @@ static void up_rx_pdu(struct xp_conn *c, struct xp_rx *rx)
 		isc_conn_lost(s, -EPROTO, "target sent a non-login PDU during login");
 		return;
 	}
+	if (s->o.iser && (op == PDU_OP_DATA_IN || op == PDU_OP_R2T)) {
+		/* RFC 7145: data moves by RDMA; these PDUs have no place to land. */
+		isc_conn_lost(s, -EPROTO, op == PDU_OP_DATA_IN ? "target sent a Data-In PDU over iSER"
+							      : "target sent an R2T over iSER");
+		return;
+	}
 	switch (op) {
 	case PDU_OP_SCSI_RSP:
 	case PDU_OP_DATA_IN:
@@ -500,9 +522,16 @@ static int conn_open(struct isc_session *s)
 {
 	char err[256];
 	struct xp_conn *xc = NULL;
-	int rc = tcp_connect(s->host, s->port, &xc, err, sizeof(err));
+	unsigned tmo_ms = (s->o.connect_timeout_s ? s->o.connect_timeout_s : 15) * 1000;
+	s->xops = s->o.iser ? &iser_transport : &tcp_transport;
+	int rc = s->o.iser ? iser_transport.connect(s->host, s->port, s->r, tmo_ms, &xc, err, sizeof(err))
+			   : tcp_connect(s->host, s->port, &xc, err, sizeof(err));
 	if (rc) {
 		isc_seterr(s, "%s", err);
+		return rc;
+	}
+	if (s->o.iser && (rc = isc_mem_attach(s, xc))) {
+		xc->ops->destroy(xc);
 		return rc;
 	}
 	xc->up = &isc_upcalls;
@@ -652,10 +681,7 @@ int isc_connect(struct isc_session *s, const char *host, uint16_t port, const ch
 
 int isc_connect_url(struct isc_session *s, const struct isc_url *u)
 {
-	if (u->iser) {
-		isc_seterr(s, "iser:// URLs are not supported yet (TCP only)");
-		return -EPROTONOSUPPORT;
-	}
+	s->o.iser = u->iser;
 	if (u->user[0]) {
 		s->o.user = dup_opt(s, 2, u->user);
 		s->o.password = dup_opt(s, 3, u->password);
@@ -728,6 +754,11 @@ int isc_get_params(const struct isc_session *s, struct isc_params *p)
 	p->chap_alg = s->chap_alg;
 	snprintf(p->portal, sizeof(p->portal), "%s:%u", s->host, s->port);
 	p->reconnects = s->reconnects;
+	if (s->o.iser) {
+		p->iser = true;
+		p->initiator_recv_dsl = n->initiator_recv_dsl;
+		p->target_recv_dsl = n->target_recv_dsl;
+	}
 	return s->state == ISC_S_FFP ? 0 : -ENOTCONN;
 }
 

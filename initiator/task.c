@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/iser.h"
 #include "common/reactor.h"
 #include "common/serial.h"
 #include "common/util.h"
@@ -105,6 +106,7 @@ static void task_release(struct isc_session *s, struct isc_task *t)
 		s->slots[slot] = NULL;
 		s->free_slots[s->nfree++] = slot;
 	}
+	isc_task_unmap(t);
 	text_buf_free(&t->text);
 	free(t->out_data);
 	free(t);
@@ -134,9 +136,11 @@ void isc_task_finish(struct isc_session *s, struct isc_task *t, int err)
 	t->completed = true;
 	if (!t->res.err)
 		t->res.err = err;
-	if (t->issued)
+	if (t->issued) {
 		list_del(&s->fly_head, &s->fly_tail, t);
-	else
+		if (t->kind == ISC_K_SCSI)
+			s->nfly_scsi--;
+	} else
 		list_del(&s->wait_head, &s->wait_tail, t);
 	t->issued = false;
 	/* The caller's buffer may still be in a queued Data-Out: wait for the transport. */
@@ -180,6 +184,52 @@ static int send_data_out(struct isc_session *s, struct isc_task *t, uint32_t ttt
 	return 0;
 }
 
+/*
+ * iSER (RFC 7145 sec. 7.3): immediate data rides in the command's Send, as
+ * much as the target takes (TargetRecvDataSegmentLength, FirstBurstLength);
+ * the target RDMA READs the rest, from our write VA that points past the
+ * immediate part; a read's data arrives by the target's RDMA WRITE.  There
+ * are no unsolicited Data-Out PDUs, so the command always carries F.
+ */
+static uint32_t iser_imm(const struct isc_session *s, const struct isc_task *t)
+{
+	const struct neg_params *n = &s->neg.result;
+	if (t->cmd.dir != ISC_DIR_WRITE || !n->immediate_data)
+		return 0;
+	uint32_t max = MIN(n->target_recv_dsl ? n->target_recv_dsl : 8192u, (uint32_t)ISER_INITIATOR_SEND_DSL);
+	max = MIN(max, seg_max(s));
+	return MIN(t->cmd.len, MIN(n->first_burst, max));
+}
+
+/* Does the target need the task's buffer registered (an RDMA WRITE or READ)? */
+static bool iser_remote_access(const struct isc_session *s, const struct isc_task *t)
+{
+	return t->cmd.dir != ISC_DIR_NONE && t->cmd.len > iser_imm(s, t);
+}
+
+static int issue_scsi_iser(struct isc_session *s, struct isc_task *t, uint8_t *bhs)
+{
+	struct xp_pdu st = { 0 };
+	uint32_t imm = iser_imm(s, t);
+	bhs[1] |= PDU_FLAG_FINAL;
+	if (iser_remote_access(s, t)) {
+		uint32_t rkey;
+		int rc = isc_task_map(s, t, &rkey);
+		if (rc)
+			return rc;
+		if (t->cmd.dir == ISC_DIR_READ) {
+			st.read_stag_valid = true;
+			st.read_stag = rkey;
+			st.read_va = (uintptr_t)t->cmd.data;
+		} else {
+			st.write_stag_valid = true;
+			st.write_stag = rkey;
+			st.write_va = (uintptr_t)t->cmd.data + imm;
+		}
+	}
+	return isc_send_pdu(s, bhs, t->cmd.data, imm, false, t, &st);
+}
+
 static int issue_scsi(struct isc_session *s, struct isc_task *t)
 {
 	const struct neg_params *n = &s->neg.result;
@@ -190,8 +240,16 @@ static int issue_scsi(struct isc_session *s, struct isc_task *t)
 	c->flags = PDU_ATTR_SIMPLE;
 	if (t->cmd.dir == ISC_DIR_READ)
 		c->flags |= PDU_CMD_READ;
-	if (t->cmd.dir == ISC_DIR_WRITE && len) {
+	if (t->cmd.dir == ISC_DIR_WRITE && len)
 		c->flags |= PDU_CMD_WRITE;
+	pdu_set_lun(bhs, pdu_lun_encode(t->cmd.lun));
+	c->itt = htobe32(t->itt);
+	c->edtl = htobe32(t->cmd.dir == ISC_DIR_NONE ? 0 : len);
+	c->cmdsn = htobe32(t->cmdsn);
+	memcpy(c->cdb, t->cmd.cdb, t->cmd.cdb_len);
+	if (s->o.iser)
+		return issue_scsi_iser(s, t, bhs);
+	if (t->cmd.dir == ISC_DIR_WRITE && len) {
 		uint32_t fb = MIN(len, n->first_burst);
 		if (n->immediate_data)
 			imm = MIN(fb, seg_max(s));
@@ -200,11 +258,6 @@ static int issue_scsi(struct isc_session *s, struct isc_task *t)
 	}
 	if (!unsol)
 		c->flags |= PDU_FLAG_FINAL;
-	pdu_set_lun(bhs, pdu_lun_encode(t->cmd.lun));
-	c->itt = htobe32(t->itt);
-	c->edtl = htobe32(t->cmd.dir == ISC_DIR_NONE ? 0 : len);
-	c->cmdsn = htobe32(t->cmdsn);
-	memcpy(c->cdb, t->cmd.cdb, t->cmd.cdb_len);
 	int rc = isc_send_bhs(s, bhs, t->cmd.data, imm, false, t);
 	if (!rc && unsol)
 		rc = send_data_out(s, t, PDU_RESERVED_TAG, imm, unsol);
@@ -218,6 +271,11 @@ static int issue(struct isc_session *s, struct isc_task *t)
 	t->data_in = 0;
 	memset(&t->res, 0, sizeof(t->res));
 	if (t->kind == ISC_K_SCSI) {
+		/* Register before the CmdSN is taken: a gap would stall every later command. */
+		uint32_t rkey;
+		int rc = s->o.iser && iser_remote_access(s, t) ? isc_task_map(s, t, &rkey) : 0;
+		if (rc)
+			return rc;
 		s->cmdsn++;
 		return issue_scsi(s, t);
 	}
@@ -272,7 +330,9 @@ void isc_task_pump(struct isc_session *s)
 	while (t) {
 		struct isc_task *next = t->next;
 		if (!t->immediate) {
-			if (s->state == ISC_S_LOGOUT || serial_gt(s->cmdsn, s->max_cmdsn)) {
+			/* Over iSER every response needs one of the receives we posted. */
+			bool full = s->o.iser && s->nfly_scsi >= ISER_INITIATOR_QUEUE_DEPTH;
+			if (s->state == ISC_S_LOGOUT || serial_gt(s->cmdsn, s->max_cmdsn) || full) {
 				/* Window closed: later non-immediate tasks keep their order. */
 				t = next;
 				while (t && !t->immediate)
@@ -283,9 +343,13 @@ void isc_task_pump(struct isc_session *s)
 		list_del(&s->wait_head, &s->wait_tail, t);
 		list_add(&s->fly_head, &s->fly_tail, t);
 		t->issued = true;
+		if (t->kind == ISC_K_SCSI)
+			s->nfly_scsi++;
+		s->issue_err_said = false;
 		int rc = issue(s, t);
 		if (rc) {
-			isc_seterr(s, "cannot send: %s", strerror(-rc));
+			if (!s->issue_err_said)
+				isc_seterr(s, "cannot send: %s", strerror(-rc));
 			isc_task_finish(s, t, rc);
 		}
 		t = next;
@@ -553,6 +617,8 @@ void isc_tasks_requeue(struct isc_session *s)
 		struct isc_task *prev = t->prev;
 		list_del(&s->fly_head, &s->fly_tail, t);
 		t->issued = false;
+		if (t->kind == ISC_K_SCSI)
+			s->nfly_scsi--;
 		if (t->kind == ISC_K_SCSI) {
 			t->next = s->wait_head;
 			t->prev = NULL;

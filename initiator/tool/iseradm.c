@@ -31,8 +31,8 @@ static void usage(FILE *f)
 		"  inq URL [--vpd PAGE]       INQUIRY (standard or a VPD page in hex)\n"
 		"  readcap URL                READ CAPACITY (16)\n"
 		"  logout URL                 log in and log out cleanly (checks logout)\n"
-		"PORTAL: host[:port] or iscsi://host[:port]\n"
-		"URL: iscsi://[user[%%password]@]host[:port]/target-iqn/lun\n"
+		"PORTAL: host[:port], iscsi://host[:port] or iser://host[:port] (iSER: RDMA)\n"
+		"URL: iscsi://[user[%%password]@]host[:port]/target-iqn/lun, iser://... the same over iSER\n"
 		"options:\n"
 		"  --json                     machine-readable output\n"
 		"  --initiator-name IQN       our iSCSI name\n"
@@ -52,7 +52,7 @@ static int exit_code(int err)
 	case -EPERM: return EX_LOGIN;
 	case -EIO: return EX_SCSI;
 	case -ECONNREFUSED: case -EHOSTUNREACH: case -ENETUNREACH: case -ETIMEDOUT: case -EINVAL:
-	case -ECONNRESET:
+	case -ECONNRESET: case -ENODEV: case -EPROTONOSUPPORT:
 		return EX_CONNECT;
 	}
 	return EX_OTHER;
@@ -121,6 +121,7 @@ static int do_discover(const char *portal)
 		return EX_USAGE;
 	struct isc_discovery *d = NULL;
 	char err[512];
+	opts.iser = u.iser;
 	int rc = isc_discover(u.host, u.port, &opts, &d, err, sizeof(err));
 	if (rc)
 		return fail("discover", rc, err);
@@ -228,6 +229,11 @@ static json_object *params_json(const struct isc_params *p)
 	json_object_object_add(o, "ImmediateData", json_object_new_boolean(p->immediate_data));
 	json_object_object_add(o, "InitialR2T", json_object_new_boolean(p->initial_r2t));
 	json_object_object_add(o, "MaxRecvDataSegmentLength", json_object_new_int64(p->max_recv_dsl));
+	json_object_object_add(o, "transport", json_object_new_string(p->iser ? "iser" : "tcp"));
+	if (p->iser) {
+		json_object_object_add(o, "InitiatorRecvDataSegmentLength", json_object_new_int64(p->initiator_recv_dsl));
+		json_object_object_add(o, "TargetRecvDataSegmentLength", json_object_new_int64(p->target_recv_dsl));
+	}
 	json_object_object_add(o, "TargetMaxRecvDataSegmentLength", json_object_new_int64(p->target_max_recv_dsl));
 	json_object_object_add(o, "MaxBurstLength", json_object_new_int64(p->max_burst));
 	json_object_object_add(o, "FirstBurstLength", json_object_new_int64(p->first_burst));
@@ -252,6 +258,9 @@ static void print_params(const struct isc_params *p)
 	       p->max_recv_dsl, p->target_max_recv_dsl, p->max_burst, p->first_burst);
 	printf("  MaxOutstandingR2T %u, ErrorRecoveryLevel %u, command window %u\n", p->max_outstanding_r2t,
 	       p->erl, p->cmd_window);
+	if (p->iser)
+		printf("  iSER: RDMAExtensions Yes, InitiatorRecvDataSegmentLength %u, TargetRecvDataSegmentLength %u\n",
+		       p->initiator_recv_dsl, p->target_recv_dsl);
 }
 
 static int do_login(const struct isc_url *u)
@@ -290,6 +299,7 @@ static int do_ls(const char *portal)
 		return EX_USAGE;
 	struct isc_discovery *d = NULL;
 	char err[512];
+	opts.iser = pu.iser;
 	int rc = isc_discover(pu.host, pu.port, &opts, &d, err, sizeof(err));
 	if (rc)
 		return fail("discover", rc, err);

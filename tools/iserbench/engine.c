@@ -320,7 +320,9 @@ static int sds_open(struct eng *e, const struct ib_run *runs, unsigned nruns, ch
 			s->validating = true;
 		}
 		s->slots = calloc(s->nslots, sizeof(*s->slots));
-		if (!s->slots || posix_memalign((void **)&s->bufs, 4096, s->nslots * s->maxlen)) {
+		if (s->slots)
+			s->bufs = ib_lun_buf_alloc(&s->lun, (size_t)s->nslots * s->maxlen);
+		if (!s->slots || !s->bufs) {
 			snprintf(err, errlen, "sd=%s: out of memory for %u slots", s->def->name, s->nslots);
 			return -1;
 		}
@@ -344,12 +346,13 @@ static void sds_close(struct eng *e)
 {
 	for (unsigned i = 0; i < e->nsd; i++) {
 		struct eng_sd *s = &e->sd[i];
-		if (s->open)
+		if (s->open) {
+			ib_lun_buf_free(&s->lun, s->bufs);
 			ib_lun_close(&s->lun);
+		}
 		if (s->validating)
 			ib_val_free(&s->val);
 		free(s->slots);
-		free(s->bufs);
 		free(s->q);
 		free(s->mx);
 	}

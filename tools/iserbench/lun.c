@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -20,6 +21,13 @@
 static bool is_url(const char *spec)
 {
 	return !strncmp(spec, "iscsi://", 8) || !strncmp(spec, "iser://", 7);
+}
+
+static const char *initiator;
+
+void ib_lun_set_initiator(const char *iqn)
+{
+	initiator = iqn;
 }
 
 static int open_isc(struct ib_lun *l, const char *spec, char *err, size_t errlen)
@@ -36,6 +44,8 @@ static int open_isc(struct ib_lun *l, const char *spec, char *err, size_t errlen
 	}
 	struct isc_options o;
 	isc_options_default(&o);
+	if (initiator)
+		o.initiator_name = initiator;
 	/* A benchmark should fail soon when the target is gone, not retry for a minute. */
 	o.reconnect_timeout_s = 10;
 	l->s = isc_session_new(&o);
@@ -271,4 +281,22 @@ int ib_lun_service(struct ib_lun *l, short revents)
 	}
 	io_uring_cq_advance(&l->ring, n);
 	return 0;
+}
+
+void *ib_lun_buf_alloc(struct ib_lun *l, size_t len)
+{
+	if (l->kind == IB_LUN_ISC)
+		return isc_buf_alloc(l->s, len);
+	void *p;
+	return posix_memalign(&p, 4096, len) ? NULL : p;
+}
+
+void ib_lun_buf_free(struct ib_lun *l, void *buf)
+{
+	if (!buf)
+		return;
+	if (l->kind == IB_LUN_ISC)
+		isc_buf_free(l->s, buf);
+	else
+		free(buf);
 }

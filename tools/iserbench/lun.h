@@ -53,6 +53,8 @@ struct ib_lun {
 	unsigned queued;            /* SQEs prepared, not yet submitted */
 };
 
+/* The initiator name of the iscsi:// and iser:// sessions opened after this. */
+void ib_lun_set_initiator(const char *iqn);
 /*
  * Open spec (URL, file or block device) for up to qd outstanding I/Os.  A
  * file that does not exist is created with create_size bytes (sd size=), as
@@ -65,6 +67,13 @@ void ib_lun_close(struct ib_lun *l);
 int ib_lun_submit(struct ib_lun *l, struct ib_io *io);
 /* Hand queued work to the kernel (io_uring batches its submissions). */
 void ib_lun_flush(struct ib_lun *l);
+/*
+ * Buffers for the slots: for an initiator-library LUN from the session's
+ * registered pool (over iSER the target reaches them with no per-command
+ * registration), else page-aligned memory (O_DIRECT).  Free before closing.
+ */
+void *ib_lun_buf_alloc(struct ib_lun *l, size_t len);
+void ib_lun_buf_free(struct ib_lun *l, void *buf);
 int ib_lun_fd(const struct ib_lun *l);
 short ib_lun_events(const struct ib_lun *l);
 /* Run completions; returns 0 or a negative errno (the session is gone). */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ib.h"
+#include "lun.h"
 
 static volatile int stop;
 
@@ -26,12 +27,13 @@ static void on_sigint(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: iserbench -f PARMFILE [-o OUTDIR] [-v] [var=value ...]\n"
+		"usage: iserbench -f PARMFILE [-o OUTDIR] [-v] [-i INITIATOR-IQN] [var=value ...]\n"
 		"  -f PARMFILE  vdbench parameter file (sd=, wd=, rd=)\n"
 		"  -o OUTDIR    output folder (default ./output): summary.txt, flatfile.txt,\n"
 		"               results.json, report.html, parmfile.txt\n"
 		"  -v           data validation: writes carry a self-describing pattern and\n"
 		"               every read of a unit written in this session is checked\n"
+		"  -i IQN       initiator name for iscsi:// and iser:// LUNs (as iscsi-perf -i)\n"
 		"  var=value    replaces $var in the parameter file\n"
 		"  -h           this help\n"
 		"SD lun= takes iscsi://host[:port]/target-iqn/LUN, iser://..., a file or a block device.\n"
@@ -58,7 +60,7 @@ static int run(int argc, char **argv, char **vars)
 			return 0;
 		} else if (!strcmp(a, "-v")) {
 			validate = true;
-		} else if (!strcmp(a, "-f") || !strcmp(a, "-o")) {
+		} else if (!strcmp(a, "-f") || !strcmp(a, "-o") || !strcmp(a, "-i")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "iserbench: %s needs a value\n", a);
 				usage(stderr);
@@ -66,6 +68,8 @@ static int run(int argc, char **argv, char **vars)
 			}
 			if (a[1] == 'f')
 				parm = argv[++i];
+			else if (a[1] == 'i')
+				ib_lun_set_initiator(argv[++i]);
 			else
 				outdir = argv[++i];
 		} else if (a[0] != '-' && strchr(a, '=') && a[0] != '=') {

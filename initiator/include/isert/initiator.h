@@ -17,6 +17,8 @@
  *   -ECONNRESET  the connection was lost and could not be re-established
  *   -ECANCELED   the task was aborted or the session is closing
  *   -EPROTO   the target broke the protocol
+ *   -ENODEV   iSER: no RDMA stack on this host; -EPROTONOSUPPORT: a build
+ *             without rdma-core
  * Nothing in the library aborts the process.
  */
 #ifndef ISERT_INITIATOR_H
@@ -64,6 +66,7 @@ struct isc_options {
 	unsigned nop_timeout_s;       /* no NOP-In within: the connection is dead */
 	unsigned reconnect_timeout_s; /* keep retrying login this long; 0: no reconnect */
 	unsigned connect_timeout_s;   /* login exchange time limit */
+	bool iser;                    /* connect over iSER (RDMA) instead of TCP (iser:// URLs set it) */
 };
 void isc_options_default(struct isc_options *o);
 
@@ -115,8 +118,31 @@ struct isc_params {
 	int chap_alg;                 /* 5 MD5, 6 SHA-1, 7 SHA-256, 8 SHA3-256; 0 without CHAP */
 	char portal[272];             /* host:port we logged in to */
 	unsigned reconnects;          /* successful re-logins so far */
+	/* iSER (RFC 7145): zero when the session runs over TCP */
+	bool iser;
+	uint32_t initiator_recv_dsl;  /* control PDU data we receive */
+	uint32_t target_recv_dsl;     /* immediate data we may send in a command */
 };
 int isc_get_params(const struct isc_session *s, struct isc_params *p);
+
+/* ---- registered buffers ---- */
+
+/*
+ * Over iSER the target moves data straight in and out of the caller's buffer
+ * (RDMA WRITE for reads, RDMA READ for writes), so the buffer must be
+ * registered with the RDMA device.  A buffer from isc_buf_alloc() comes from
+ * the session's pool, registered once (when the first iSER connection is up,
+ * and as the pool grows): a command whose data lies inside one costs no
+ * registration.  Any other buffer is registered for the command and
+ * deregistered when it completes (pinning its pages each time: see
+ * docs/initiator.md for the cost).  Over TCP these are plain memory.
+ * Contents are undefined; len from 1 byte to 2 GiB.  NULL with errno set.
+ * isc_buf_free() returns -EINVAL for a pointer isc_buf_alloc() did not
+ * return; it must not be freed while a task uses it.  Buffers not freed are
+ * released by isc_session_free().
+ */
+void *isc_buf_alloc(struct isc_session *s, size_t len);
+int isc_buf_free(struct isc_session *s, void *buf);
 
 /* ---- SCSI tasks ---- */
 
