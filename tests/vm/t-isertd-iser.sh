@@ -1,8 +1,9 @@
 #!/bin/bash
 # isertd over iSER with the Linux kernel initiator (ib_iser), on Soft-RoCE and
 # on Soft-iWARP: discovery and login over iSER, CHAP, SCSI answers through
-# sg3_utils, data written and read back (large transfers included), ext4,
-# fio with crc32c verification, login/logout cycles with isertd's memory flat.
+# sg3_utils (UNMAP and LOGICAL UNIT RESET included), data written and read back
+# (large transfers included), ext4, fio with crc32c verification, faults,
+# login/logout cycles with every connection freed and isertd's memory flat.
 # Completion handling: Soft-RoCE runs in "adaptive" poll mode, Soft-iWARP in
 # "event", and each provider ends with a data check in "busy" mode.
 # FIO_SECS (default 60) sets the fio run length.
