@@ -422,6 +422,15 @@ static void on_recv(struct rdma_conn *c, struct wr_ctx *w, uint32_t byte_len)
 		post_recv(c, w->slot);
 }
 
+/* A send slot's PDU is done (once: the slot forgets it, so a forced teardown cannot repeat it). */
+static void send_done(struct wr_ctx *w, int err)
+{
+	struct xp_pdu *p = w->pdu;
+	w->pdu = NULL;
+	if (p && p->done)
+		p->done(p, err);
+}
+
 static void fly_unlink(struct rdma_conn *c, struct wr_ctx *w)
 {
 	if (w->fprev)
@@ -462,10 +471,7 @@ static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 		c->reads_out--;
 	if (w->kind == WR_SEND) {
 		c->tx_free[c->ntx_free++] = w->slot;
-		struct xp_pdu *p = w->pdu;
-		w->pdu = NULL;
-		if (p && p->done)
-			p->done(p, err);
+		send_done(w, err);
 	} else {
 		fly_unlink(c, w);
 		if (w->cb)
@@ -560,10 +566,7 @@ static void fail_queues(struct rdma_conn *c)
 		c->wrq_head = w->next;
 		if (w->kind == WR_SEND) {
 			c->tx_free[c->ntx_free++] = w->slot;
-			struct xp_pdu *p = w->pdu;
-			w->pdu = NULL;
-			if (p && p->done)
-				p->done(p, -ECONNRESET);
+			send_done(w, -ECONNRESET);
 		} else {
 			if (w->cb)
 				w->cb(w->arg, -ECONNRESET);
@@ -610,12 +613,8 @@ static void flush_timeout(void *arg)
 	c->forced = true;
 	if (c->id && c->id->qp)
 		rdma_destroy_qp(c->id);
-	for (uint32_t i = 0; i < RDMA_QUEUE; i++) {
-		struct xp_pdu *p = c->tx_ctx[i].pdu;
-		c->tx_ctx[i].pdu = NULL;
-		if (p && p->done)
-			p->done(p, -ECONNRESET);
-	}
+	for (uint32_t i = 0; i < RDMA_QUEUE; i++)
+		send_done(&c->tx_ctx[i], -ECONNRESET);
 	while (c->fly) {
 		struct wr_ctx *w = c->fly;
 		fly_unlink(c, w);

@@ -105,12 +105,7 @@ bench_tgtd() {
 	$T --op new --mode target --tid 1 -T $IQN && $T --op new --mode logicalunit --tid 1 --lun 1 -b /dev/shm/tgt.img &&
 		$T --op bind --mode target --tid 1 -I ALL && $T --op bind --mode target --tid 1 -Q $ISCSI_INITIATOR || return 1
 	load "tgtd --iser" $1 1 $pid
-	$T --op delete --mode system --force >/dev/null 2>&1
-	# tgtd 1.0.85 sometimes ignores SIGTERM after an iSER session: a bare wait
-	# hung this script (it looked like the LIO leg hanging).
-	kill $pid 2>/dev/null
-	wait_for 5 bash -c "! kill -0 $pid 2>/dev/null" || kill -9 $pid 2>/dev/null
-	wait $pid 2>/dev/null
+	tgtd_stop $pid
 	rm -f /dev/shm/tgt.img
 }
 

@@ -154,6 +154,16 @@ isertd_stop() {
 	[ $rc -eq 0 ] || vm_log "isertd exited with status $rc"
 	return $rc
 }
+# tgtd_stop PID: delete tgtd's targets and stop it.  tgtd 1.0.85 sometimes
+# ignores SIGTERM after an iSER session, and a bare wait hangs on it: after 5 s
+# it gets SIGKILL.
+tgtd_stop() {
+	tgtadm --lld iser --op delete --mode system --force >/dev/null 2>&1
+	kill $1 2>/dev/null
+	wait_for 5 bash -c "! kill -0 $1 2>/dev/null" || kill -9 $1 2>/dev/null
+	wait $1 2>/dev/null
+	return 0
+}
 
 # ---- open-iscsi (kernel initiator) ----------------------------------------------
 ISCSI_INITIATOR=iqn.2026-11.org.isert.vm:init1

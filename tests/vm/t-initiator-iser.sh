@@ -115,11 +115,7 @@ on_tgtd() {
 	ok "$p tgtd: data written and read back over iSER (4-512 KiB: tgtd caps a command at 512 KiB, QD 16)" \
 		datacheck tgtd-$p -s 4k,128k,512k iser://$ip/$t/1
 	ok "$p tgtd: survived" kill -0 $TGTD_PID
-	$T --op delete --mode system --force >/dev/null 2>&1
-	# tgtd 1.0.85 sometimes ignores SIGTERM after an iSER session (seen on Soft-RoCE).
-	kill $TGTD_PID 2>/dev/null
-	wait_for 5 bash -c "! kill -0 $TGTD_PID 2>/dev/null" || kill -9 $TGTD_PID 2>/dev/null
-	wait $TGTD_PID 2>/dev/null; TGTD_PID=
+	tgtd_stop $TGTD_PID; TGTD_PID=
 	rm -f /dev/shm/tgt-$p.img
 }
 
