@@ -94,6 +94,11 @@ struct rdma_conn {
 	struct reactor_timer *flush_timer;       /* close: give up waiting for flushes */
 	bool forced;                             /* torn down without every flush: CQ not read */
 	int err;
+	/* active side, while connecting: the step rdma_cm is at and the time limit */
+	bool connecting;
+	const char *cstep;
+	struct reactor_timer *connect_timer;
+	unsigned ctimeout_ms;
 };
 
 struct xp_listener {
@@ -632,6 +637,10 @@ static void rdma_close(struct xp_conn *xc)
 	if (c->closing)
 		return;
 	c->closing = true;
+	c->connecting = false;
+	if (c->connect_timer)
+		reactor_timer_cancel(c->xc.reactor, c->connect_timer);
+	c->connect_timer = NULL;
 	fail_queues(c);
 	if (c->qp_ready) {
 		/* Moving the QP to error flushes every posted WR through the CQ. */
@@ -653,6 +662,8 @@ static void rdma_destroy(struct xp_conn *xc)
 	if (c->xc.reactor) {
 		if (c->flush_timer)
 			reactor_timer_cancel(c->xc.reactor, c->flush_timer);
+		if (c->connect_timer)
+			reactor_timer_cancel(c->xc.reactor, c->connect_timer);
 		reactor_poller_del(c->xc.reactor, c->poller);
 		if (c->cc)
 			reactor_del_fd(c->xc.reactor, c->cc->fd);
@@ -682,6 +693,8 @@ static void rdma_destroy(struct xp_conn *xc)
 
 /* ---- connection events ------------------------------------------------ */
 
+static void connect_step(struct rdma_conn *c, enum rdma_cm_event_type type, int status);
+
 static void on_conn_event(void *arg, uint32_t events)
 {
 	struct rdma_conn *c = arg;
@@ -689,7 +702,12 @@ static void on_conn_event(void *arg, uint32_t events)
 	(void)events;
 	while (rdma_get_cm_event(c->ch, &ev) == 0) {
 		enum rdma_cm_event_type type = ev->event;
+		int status = ev->status;
 		rdma_ack_cm_event(ev);
+		if (c->connecting) {
+			connect_step(c, type, status);
+			continue;
+		}
 		switch (type) {
 		case RDMA_CM_EVENT_ESTABLISHED:
 			c->established = true;
@@ -961,40 +979,85 @@ static void rdma_unlisten(struct xp_listener *l)
 
 /* ---- active side (initiator) ------------------------------------------ */
 
-/* Next event of a connecting id's channel (non-blocking fd), by the deadline. */
-static int wait_cm(struct rdma_event_channel *ch, uint64_t deadline_ns, struct rdma_cm_event **ev)
+static void connect_failed(struct rdma_conn *c, int rc, const char *why)
 {
-	for (;;) {
-		if (rdma_get_cm_event(ch, ev) == 0)
-			return 0;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		uint64_t now = reactor_now_ns();
-		if (now >= deadline_ns)
-			return -ETIMEDOUT;
-		struct pollfd pf = { .fd = ch->fd, .events = POLLIN };
-		if (poll(&pf, 1, (int)((deadline_ns - now + 999999) / 1000000)) < 0 && errno != EINTR)
-			return -errno;
-	}
+	snprintf(c->xc.why, sizeof(c->xc.why), "iSER connection to %s: %s: %.150s", c->xc.peer, c->cstep, why);
+	conn_fail(c, rc);
 }
 
-/* One step of the set-up: the event we want, or an error that says which step failed and why. */
-static int expect_cm(struct rdma_conn *c, enum rdma_cm_event_type want, uint64_t deadline_ns, const char *step,
-		     char *err, size_t errlen)
+static void connect_timeout(void *arg)
 {
-	struct rdma_cm_event *ev;
-	int rc = wait_cm(c->ch, deadline_ns, &ev);
-	if (rc) {
-		snprintf(err, errlen, "iSER connection to %s: %s %s", c->xc.peer, step,
-			 rc == -ETIMEDOUT ? "timed out" : strerror(-rc));
-		return rc;
+	struct rdma_conn *c = arg;
+	char why[64];
+	c->connect_timer = NULL;
+	snprintf(why, sizeof(why), "timed out after %u ms", c->ctimeout_ms);
+	connect_failed(c, -ETIMEDOUT, why);
+}
+
+/* An rdma_cm call of the set-up failed at once. */
+static void connect_call_failed(struct rdma_conn *c, const char *call)
+{
+	char why[96];
+	int rc = errno ? -errno : -EIO;
+	snprintf(why, sizeof(why), "%s: %s", call, strerror(-rc));
+	connect_failed(c, rc, why);
+}
+
+/*
+ * Connecting is a chain of rdma_cm events on the id's channel: address
+ * resolved, route resolved, established.  Each step starts the next, on the
+ * reactor, so the caller's loop never waits.  Receives are posted before
+ * rdma_connect(): the target may answer the login as soon as it is
+ * established, and on iWARP our login request is the first message, as the
+ * active side must send first.
+ */
+static void connect_step(struct rdma_conn *c, enum rdma_cm_event_type type, int status)
+{
+	switch (type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		c->cstep = "route resolution";
+		if (rdma_resolve_route(c->id, 2000))
+			connect_call_failed(c, "rdma_resolve_route");
+		return;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
+		c->cstep = "connect";
+		int rc = setup_qp(c, c->xc.reactor);
+		if (rc) {
+			char why[96];
+			snprintf(why, sizeof(why), "cannot set up the queue pair: %s", strerror(-rc));
+			connect_failed(c, rc, why);
+			return;
+		}
+		/* We issue no RDMA READ; the target reads our write buffers (our responder resources). */
+		c->ord = 1;
+		struct iser_cm_hdr hdr = { .flags = ISER_CM_ZBVA_NOT_SUPPORTED | ISER_CM_SEND_W_INV_NOT_SUPPORTED };
+		struct rdma_conn_param p = {
+			.private_data = &hdr, .private_data_len = sizeof(hdr),
+			.initiator_depth = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_init_rd_atom, 1u),
+			.responder_resources = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_rd_atom, RDMA_MAX_RD_ATOM),
+			.retry_count = 7,
+			.rnr_retry_count = 7,
+		};
+		if (rdma_connect(c->id, &p))
+			connect_call_failed(c, "rdma_connect");
+		return;
 	}
-	enum rdma_cm_event_type type = ev->event;
-	int status = ev->status;
-	rdma_ack_cm_event(ev);
-	if (type == want)
-		return 0;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		c->connecting = false;
+		c->established = true;
+		reactor_timer_cancel(c->xc.reactor, c->connect_timer);
+		c->connect_timer = NULL;
+		netaddr_format(rdma_get_peer_addr(c->id), c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
+		netaddr_format(rdma_get_local_addr(c->id), c->xc.local, sizeof(c->xc.local), c->xc.local_ip,
+			       sizeof(c->xc.local_ip), &c->xc.local_port);
+		if (c->xc.up && c->xc.up->connected)
+			c->xc.up->connected(&c->xc);
+		return;
+	default:
+		break;
+	}
 	const char *why;
+	int rc;
 	switch (type) {
 	case RDMA_CM_EVENT_ADDR_ERROR:
 		rc = -EHOSTUNREACH;
@@ -1018,18 +1081,11 @@ static int expect_cm(struct rdma_conn *c, enum rdma_cm_event_type want, uint64_t
 		why = "connection failed";
 		break;
 	}
-	snprintf(err, errlen, "iSER connection to %s: %s: %s (%s, status %d)", c->xc.peer, step, why,
-		 rdma_event_str(type), status);
-	return rc;
+	char msg[160];
+	snprintf(msg, sizeof(msg), "%s (%s, status %d)", why, rdma_event_str(type), status);
+	connect_failed(c, rc, msg);
 }
 
-/*
- * rdma_cm's resolve/connect steps are asynchronous; like tcp_connect() this
- * waits for them (bounded by timeout_ms), so the session code stays the same
- * for both transports.  Receives are posted before rdma_connect(): the
- * target may answer the login as soon as it is established, and on iWARP our
- * login request is the first message, as the active side must send first.
- */
 static int rdma_connect_fn(const char *host, uint16_t port, struct reactor *r, unsigned timeout_ms,
 			   struct xp_conn **out, char *err, size_t errlen)
 {
@@ -1044,9 +1100,9 @@ static int rdma_connect_fn(const char *host, uint16_t port, struct reactor *r, u
 		return -ENOMEM;
 	}
 	c->active = true;
+	c->connecting = true;
 	c->xc.ops = &iser_transport;
 	snprintf(c->xc.peer, sizeof(c->xc.peer), "%s:%u", host, port);
-	uint64_t deadline = reactor_now_ns() + (uint64_t)(timeout_ms ? timeout_ms : 15000) * 1000000ull;
 	c->ch = rdma_create_event_channel();
 	if (!c->ch) {
 		rc = -ENODEV;
@@ -1060,59 +1116,32 @@ static int rdma_connect_fn(const char *host, uint16_t port, struct reactor *r, u
 		snprintf(err, errlen, "iSER connection to %s: rdma_create_id: %s", c->xc.peer, strerror(errno));
 		goto fail;
 	}
+	c->cstep = "address resolution";
 	if (rdma_resolve_addr(c->id, NULL, ai->ai_addr, 2000)) {
 		rc = errno == ENODEV || errno == EADDRNOTAVAIL ? -EHOSTUNREACH : -errno;
 		snprintf(err, errlen, "iSER connection to %s: %s", c->xc.peer,
 			 rc == -EHOSTUNREACH ? "no RDMA device reaches this address" : strerror(errno));
 		goto fail;
 	}
-	if ((rc = expect_cm(c, RDMA_CM_EVENT_ADDR_RESOLVED, deadline, "address resolution", err, errlen)))
-		goto fail;
-	if (rdma_resolve_route(c->id, 2000)) {
-		rc = -errno;
-		snprintf(err, errlen, "iSER connection to %s: rdma_resolve_route: %s", c->xc.peer, strerror(errno));
-		goto fail;
-	}
-	if ((rc = expect_cm(c, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, "route resolution", err, errlen)))
-		goto fail;
-	c->xc.reactor = r;
-	if ((rc = setup_qp(c, r))) {
-		snprintf(err, errlen, "iSER connection to %s: cannot set up the queue pair: %s", c->xc.peer,
-			 strerror(-rc));
-		goto fail;
-	}
-	/* We issue no RDMA READ; the target reads our write buffers (our responder resources). */
-	c->ord = 1;
-	struct iser_cm_hdr hdr = { .flags = ISER_CM_ZBVA_NOT_SUPPORTED | ISER_CM_SEND_W_INV_NOT_SUPPORTED };
-	struct rdma_conn_param p = {
-		.private_data = &hdr, .private_data_len = sizeof(hdr),
-		.initiator_depth = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_init_rd_atom, 1u),
-		.responder_resources = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_rd_atom, RDMA_MAX_RD_ATOM),
-		.retry_count = 7,
-		.rnr_retry_count = 7,
-	};
-	if (rdma_connect(c->id, &p)) {
-		rc = -errno;
-		snprintf(err, errlen, "iSER connection to %s: rdma_connect: %s", c->xc.peer, strerror(errno));
-		goto fail;
-	}
-	if ((rc = expect_cm(c, RDMA_CM_EVENT_ESTABLISHED, deadline, "connect", err, errlen)))
-		goto fail;
-	c->established = true;
+	c->ctimeout_ms = timeout_ms ? timeout_ms : 15000;
 	if ((rc = reactor_add_fd(r, c->ch->fd, EPOLLIN, on_conn_event, c))) {
 		snprintf(err, errlen, "iSER connection to %s: %s", c->xc.peer, strerror(-rc));
 		goto fail;
 	}
-	netaddr_format(rdma_get_peer_addr(c->id), c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
-	netaddr_format(rdma_get_local_addr(c->id), c->xc.local, sizeof(c->xc.local), c->xc.local_ip,
-		       sizeof(c->xc.local_ip), &c->xc.local_port);
+	c->xc.reactor = r;
+	if (!(c->connect_timer = reactor_timer_add(r, c->ctimeout_ms, connect_timeout, c))) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "iSER connection to %s: out of memory", c->xc.peer);
+		goto fail;
+	}
 	freeaddrinfo(ai);
 	*out = &c->xc;
 	return 0;
 fail:
 	freeaddrinfo(ai);
-	if (c->established)
-		rdma_disconnect(c->id);
+	if (c->ch && c->xc.reactor)
+		reactor_del_fd(r, c->ch->fd);
+	c->xc.reactor = NULL;
 	rdma_destroy(&c->xc);
 	return rc;
 }

@@ -4,7 +4,7 @@
  * layer chose; sends with writev, batching every PDU queued during one
  * reactor iteration into as few syscalls as possible.
  */
-#include "common/tcp.h"
+#include "common/transport.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -54,6 +54,11 @@ struct tcp_conn {
 	struct xp_rx rx;
 	/* send */
 	struct xp_pdu *txh, *txt;
+	/* connecting (active side): the addresses not tried yet, the time limit */
+	bool connecting, destroy_pending;
+	struct addrinfo *ai, *ai_next;
+	struct reactor_timer *ctimer;
+	unsigned ctimeout_ms;
 };
 
 struct xp_listener {
@@ -68,14 +73,37 @@ static const uint8_t zero_pad[4];
 static void tcp_flush(void *arg);
 static void tcp_on_event(void *arg, uint32_t events);
 
+static void conn_free(struct tcp_conn *c)
+{
+	free(c->stage);
+	free(c->own);
+	free(c);
+}
+
 static void notify_closed(void *arg)
 {
 	struct tcp_conn *c = arg;
+	if (c->destroy_pending) {
+		/* Destroyed before this deferred call ran: its owner wants no upcall. */
+		conn_free(c);
+		return;
+	}
 	if (c->close_notified)
 		return;
 	c->close_notified = true;
 	if (c->xc.up && c->xc.up->closed)
 		c->xc.up->closed(&c->xc, c->err);
+}
+
+static void connect_end(struct tcp_conn *c)
+{
+	c->connecting = false;
+	if (c->ctimer)
+		reactor_timer_cancel(c->xc.reactor, c->ctimer);
+	c->ctimer = NULL;
+	if (c->ai)
+		freeaddrinfo(c->ai);
+	c->ai = c->ai_next = NULL;
 }
 
 static void fail_queue(struct tcp_conn *c)
@@ -96,6 +124,7 @@ static void tcp_close(struct xp_conn *xc)
 	if (c->closing)
 		return;
 	c->closing = true;
+	connect_end(c);
 	if (c->fd >= 0) {
 		reactor_del_fd(c->xc.reactor, c->fd);
 		close(c->fd);
@@ -103,9 +132,7 @@ static void tcp_close(struct xp_conn *xc)
 	}
 	fail_queue(c);
 	/* Tell the upper layer from a fresh stack: it may be inside an upcall now. */
-	if (c->xc.reactor)
-		reactor_defer(c->xc.reactor, notify_closed, c);
-	else
+	if (!c->xc.reactor || reactor_defer(c->xc.reactor, notify_closed, c))
 		notify_closed(c);
 }
 
@@ -123,9 +150,11 @@ static void tcp_destroy(struct xp_conn *xc)
 		return;
 	if (!c->closing)
 		tcp_close(xc);
-	free(c->stage);
-	free(c->own);
-	free(c);
+	if (c->xc.reactor && !c->close_notified) {
+		c->destroy_pending = true; /* notify_closed() is queued and frees it */
+		return;
+	}
+	conn_free(c);
 }
 
 /* Copy up to n bytes into p: from the staging buffer, else from the socket. */
@@ -392,6 +421,8 @@ static int tcp_send(struct xp_conn *xc, struct xp_pdu *p)
 	return 0;
 }
 
+static void conn_addrs(struct tcp_conn *c);
+
 static struct tcp_conn *conn_new(int fd)
 {
 	struct tcp_conn *c = calloc(1, sizeof(*c));
@@ -405,7 +436,15 @@ static struct tcp_conn *conn_new(int fd)
 	c->fd = fd;
 	c->xc.ops = &tcp_transport;
 	c->need = PDU_BHS_LEN;
-	int one = 1;
+	if (fd >= 0)
+		conn_addrs(c);
+	return c;
+}
+
+/* Set on a connected socket: no Nagle, and the addresses for log lines. */
+static void conn_addrs(struct tcp_conn *c)
+{
+	int fd = c->fd, one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -415,7 +454,6 @@ static struct tcp_conn *conn_new(int fd)
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 		netaddr_format((const struct sockaddr *)&ss, c->xc.local, sizeof(c->xc.local), c->xc.local_ip, sizeof(c->xc.local_ip),
 			 &c->xc.local_port);
-	return c;
 }
 
 static int tcp_start(struct xp_conn *xc, struct reactor *r)
@@ -510,35 +548,108 @@ static void tcp_unlisten(struct xp_listener *l)
 	free(l);
 }
 
-int tcp_connect(const char *host, uint16_t port, struct xp_conn **out, char *err, size_t errlen)
+/* ---- active side (initiator) ---- */
+
+static void connect_failed(struct tcp_conn *c, int err, const char *what)
+{
+	snprintf(c->xc.why, sizeof(c->xc.why), "cannot connect to %s: %s", c->xc.peer, what ? what : strerror(-err));
+	fail(c, err);
+}
+
+static void on_connect_event(void *arg, uint32_t events);
+
+/* Start a non-blocking connect to the next address; -errno when none is left. */
+static int connect_next(struct tcp_conn *c)
+{
+	int rc = -ECONNREFUSED;
+	while (c->ai_next) {
+		struct addrinfo *a = c->ai_next;
+		c->ai_next = a->ai_next;
+		int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			rc = -errno;
+			continue;
+		}
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) {
+			/* Writable once connected or failed, even when connect() finished at once. */
+			rc = reactor_add_fd(c->xc.reactor, fd, EPOLLOUT, on_connect_event, c);
+			if (!rc) {
+				c->fd = fd;
+				return 0;
+			}
+		} else {
+			rc = -errno;
+		}
+		close(fd);
+	}
+	return rc;
+}
+
+static void on_connect_event(void *arg, uint32_t events)
+{
+	struct tcp_conn *c = arg;
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+	(void)events;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+		soerr = errno;
+	reactor_del_fd(c->xc.reactor, c->fd);
+	if (soerr) {
+		close(c->fd);
+		c->fd = -1;
+		int rc = connect_next(c);
+		if (rc)
+			connect_failed(c, -soerr, NULL);
+		return;
+	}
+	connect_end(c);
+	conn_addrs(c);
+	if (c->xc.up && c->xc.up->connected)
+		c->xc.up->connected(&c->xc);
+}
+
+static void connect_timeout(void *arg)
+{
+	struct tcp_conn *c = arg;
+	char what[64];
+	c->ctimer = NULL;
+	snprintf(what, sizeof(what), "no answer within %u ms", c->ctimeout_ms);
+	connect_failed(c, -ETIMEDOUT, what);
+}
+
+static int tcp_connect(const char *host, uint16_t port, struct reactor *r, unsigned timeout_ms, struct xp_conn **out,
+		       char *err, size_t errlen)
 {
 	struct addrinfo *ai;
 	int rc = resolve(host, port, 0, &ai, err, errlen);
 	if (rc)
 		return rc;
-	rc = -ECONNREFUSED;
-	for (struct addrinfo *a = ai; a; a = a->ai_next) {
-		int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-			struct tcp_conn *c = conn_new(fd);
-			if (!c) {
-				close(fd);
-				rc = -ENOMEM;
-				break;
-			}
-			*out = &c->xc;
-			rc = 0;
-			break;
-		}
-		rc = -errno;
-		close(fd);
+	struct tcp_conn *c = conn_new(-1);
+	if (!c) {
+		freeaddrinfo(ai);
+		snprintf(err, errlen, "cannot connect to %s:%u: out of memory", host, port);
+		return -ENOMEM;
 	}
-	if (rc)
+	c->xc.reactor = r;
+	snprintf(c->xc.peer, sizeof(c->xc.peer), "%s:%u", host, port);
+	c->connecting = true;
+	c->ai = c->ai_next = ai;
+	c->ctimeout_ms = timeout_ms ? timeout_ms : 15000;
+	rc = connect_next(c);
+	if (!rc && !(c->ctimer = reactor_timer_add(r, c->ctimeout_ms, connect_timeout, c)))
+		rc = -ENOMEM;
+	if (rc) {
 		snprintf(err, errlen, "cannot connect to %s:%u: %s", host, port, strerror(-rc));
-	freeaddrinfo(ai);
-	return rc;
+		connect_end(c);
+		if (c->fd >= 0) {
+			reactor_del_fd(r, c->fd);
+			close(c->fd);
+		}
+		conn_free(c);
+		return rc;
+	}
+	*out = &c->xc;
+	return 0;
 }
 
 const struct transport_ops tcp_transport = {
@@ -550,4 +661,5 @@ const struct transport_ops tcp_transport = {
 	.send = tcp_send,
 	.close = tcp_close,
 	.destroy = tcp_destroy,
+	.connect = tcp_connect,
 };

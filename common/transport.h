@@ -70,6 +70,8 @@ struct xp_upcalls {
 	void (*rx_pdu)(struct xp_conn *c, struct xp_rx *rx);
 	/* The connection is gone (peer closed, error, or xp_close()). Last upcall. */
 	void (*closed)(struct xp_conn *c, int err);
+	/* Active side: a connection from ops->connect() is up. */
+	void (*connected)(struct xp_conn *c);
 };
 
 typedef void (*xp_accept_fn)(void *arg, struct xp_conn *c);
@@ -98,10 +100,15 @@ struct transport_ops {
 	int (*rdma_read)(struct xp_conn *c, struct buf *b, uint32_t off, uint32_t len, uint64_t va,
 			 uint32_t stag, void (*cb)(void *arg, int err), void *arg);
 	/*
-	 * Active side (initiator) of a transport without a connect function of
-	 * its own in a header (iSER): connect to host:port and set the
-	 * connection up on reactor r, waiting at most timeout_ms.  The
-	 * connection is ready for start() and send().  0 or -errno, err says why.
+	 * Active side (initiator): start connecting to host:port on reactor r
+	 * and return at once.  0: *out is a connection still being set up; the
+	 * caller sets its up/upper fields before it returns to the reactor.
+	 * Later, on r, the transport calls up->connected() when the connection
+	 * is ready for start() and send(), or up->closed() with the error (and
+	 * the connection's why[] in words) when it fails or timeout_ms passes.
+	 * -errno with err saying why when it cannot even begin (a name that
+	 * does not resolve, no RDMA stack).  Name resolution itself blocks:
+	 * give numeric addresses to a loop that must never wait.
 	 */
 	int (*connect)(const char *host, uint16_t port, struct reactor *r, unsigned timeout_ms,
 		       struct xp_conn **out, char *err, size_t errlen);
@@ -136,6 +143,7 @@ struct xp_conn {
 	/* Largest data segment a control PDU we send may carry (iSER: the
 	 * initiator's 128-byte receive buffers after login); 0: no limit. */
 	uint32_t max_ctrl_data;
+	char why[256];           /* why an active connection failed to come up */
 };
 
 extern const struct transport_ops tcp_transport;

@@ -16,7 +16,6 @@
 #include "common/chap.h"
 #include "common/reactor.h"
 #include "common/serial.h"
-#include "common/tcp.h"
 #include "common/util.h"
 #include "isc_internal.h"
 
@@ -277,7 +276,7 @@ static void arm(struct isc_session *s, bool on)
 
 void isc_arm_timer(struct isc_session *s)
 {
-	bool need = s->state == ISC_S_LOGIN || s->state == ISC_S_RECONNECT || s->state == ISC_S_LOGOUT ||
+	bool need = s->state == ISC_S_CONNECT || s->state == ISC_S_LOGIN || s->state == ISC_S_RECONNECT || s->state == ISC_S_LOGOUT ||
 		    (s->state == ISC_S_FFP && s->o.nop_interval_s);
 	arm(s, need);
 }
@@ -477,6 +476,8 @@ static void up_closed(struct xp_conn *c, int err)
 	if (!err)
 		err = -ECONNRESET;
 	bool was_ffp = s->state == ISC_S_FFP;
+	if (s->state == ISC_S_CONNECT && c->why[0])
+		isc_seterr(s, "%s", c->why);
 	if (s->state == ISC_S_LOGOUT || s->user_logout) {
 		s->state = ISC_S_IDLE;
 		isc_arm_timer(s);
@@ -500,60 +501,67 @@ static void up_closed(struct xp_conn *c, int err)
 	}
 	if (s->state == ISC_S_LOGIN && !s->errmsg[0])
 		isc_seterr(s, "connection to %s:%u closed during login", s->host, s->port);
-	give_up(s, s->state == ISC_S_LOGIN && s->login_err ? s->login_err : err);
+	give_up(s, s->login_err ? s->login_err : err);
+}
+
+static void up_connected(struct xp_conn *c)
+{
+	struct isc_session *s = c->upper;
+	if (!s || s->xc != c || s->state != ISC_S_CONNECT)
+		return;
+	dbg(s, "connected", 0);
+	int rc = s->o.iser ? isc_mem_attach(s, c) : 0;
+	if (!rc && (rc = c->ops->start(c, s->r)))
+		isc_seterr(s, "cannot start the connection to %s:%u: %s", s->host, s->port, strerror(-rc));
+	if (!rc) {
+		s->last_rx_ns = reactor_now_ns();
+		s->state = ISC_S_LOGIN;
+		rc = isc_login_start(s);
+	}
+	if (rc) {
+		s->login_err = rc;
+		isc_conn_lost(s, rc, NULL);
+	}
+	isc_task_pump(s);
 }
 
 static const struct xp_upcalls isc_upcalls = {
 	.rx_bhs = up_rx_bhs,
 	.rx_pdu = up_rx_pdu,
 	.closed = up_closed,
+	.connected = up_connected,
 };
 
 void isc_conn_lost(struct isc_session *s, int err, const char *why)
 {
 	if (why)
 		isc_seterr(s, "%s", why);
+	/* While connecting or logging in, this is the error the caller gets. */
+	if ((s->state == ISC_S_CONNECT || s->state == ISC_S_LOGIN) && !s->login_err)
+		s->login_err = err;
 	if (s->xc)
 		s->xc->ops->close(s->xc);
-	(void)err;
 }
 
+/* Start connecting; up_connected() logs in, up_closed() reports a failure. */
 static int conn_open(struct isc_session *s)
 {
 	char err[256];
 	struct xp_conn *xc = NULL;
-	unsigned tmo_ms = (s->o.connect_timeout_s ? s->o.connect_timeout_s : 15) * 1000;
+	unsigned tmo_s = s->o.connect_timeout_s ? s->o.connect_timeout_s : 15;
 	s->xops = s->o.iser ? &iser_transport : &tcp_transport;
-	int rc = s->o.iser ? iser_transport.connect(s->host, s->port, s->r, tmo_ms, &xc, err, sizeof(err))
-			   : tcp_connect(s->host, s->port, &xc, err, sizeof(err));
+	s->login_err = 0;
+	int rc = s->xops->connect(s->host, s->port, s->r, tmo_s * 1000, &xc, err, sizeof(err));
 	if (rc) {
 		isc_seterr(s, "%s", err);
 		return rc;
 	}
-	if (s->o.iser && (rc = isc_mem_attach(s, xc))) {
-		xc->ops->destroy(xc);
-		return rc;
-	}
 	xc->up = &isc_upcalls;
 	xc->upper = s;
-	rc = xc->ops->start(xc, s->r);
-	if (rc) {
-		xc->ops->destroy(xc);
-		isc_seterr(s, "cannot start the connection: %s", strerror(-rc));
-		return rc;
-	}
 	s->xc = xc;
-	s->last_rx_ns = reactor_now_ns();
-	s->state = ISC_S_LOGIN;
-	s->login_deadline_ns = reactor_now_ns() + (uint64_t)(s->o.connect_timeout_s ? s->o.connect_timeout_s : 15) *
-							 1000000000ull;
-	rc = isc_login_start(s);
-	if (rc) {
-		s->xc = NULL;
-		xc->upper = NULL;
-		xc->ops->destroy(xc);
-		return rc;
-	}
+	s->state = ISC_S_CONNECT;
+	/* One time limit for connecting and logging in (the transport's own fires first). */
+	s->login_deadline_ns = reactor_now_ns() + ((uint64_t)tmo_s * 1000 + 500) * 1000000ull;
 	isc_arm_timer(s);
 	return 0;
 }
@@ -605,10 +613,12 @@ static void on_tick(void *arg, uint32_t events)
 	case ISC_S_RECONNECT:
 		try_reconnect(s);
 		break;
+	case ISC_S_CONNECT:
 	case ISC_S_LOGIN:
 	case ISC_S_LOGOUT:
 		if (now > s->login_deadline_ns)
-			isc_conn_lost(s, -ETIMEDOUT, s->state == ISC_S_LOGIN ? "login timed out" : "logout timed out");
+			isc_conn_lost(s, -ETIMEDOUT, s->state == ISC_S_CONNECT ? "connect timed out"
+						     : s->state == ISC_S_LOGIN ? "login timed out" : "logout timed out");
 		break;
 	case ISC_S_FFP:
 		if (!s->o.nop_interval_s)

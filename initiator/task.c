@@ -363,7 +363,8 @@ struct isc_task *isc_submit(struct isc_session *s, const struct isc_cmd *cmd, is
 		errno = EINVAL;
 		return NULL;
 	}
-	if (s->state != ISC_S_FFP && s->state != ISC_S_RECONNECT) {
+	/* While reconnecting, tasks wait for the new connection. */
+	if (s->state != ISC_S_FFP && !s->reconnecting) {
 		errno = ENOTCONN;
 		return NULL;
 	}

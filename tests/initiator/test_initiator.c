@@ -7,8 +7,9 @@
  * Covers discovery, login, CHAP right and wrong (one-way, mutual, every
  * CHAP_A our target has), the async API in a poll() loop at queue depth 32,
  * large transfers (R2T, multi-PDU Data-In), digests, sense decoding, TMF,
- * NOP, data written by us and read by libiscsi and the reverse, and
- * reconnect after the target is killed and restarted mid-workload.
+ * NOP, data written by us and read by libiscsi and the reverse,
+ * reconnect after the target is killed and restarted mid-workload, and a
+ * connect that no one answers, which must not stall the caller's loop.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -628,6 +632,59 @@ static void test_abort(const char *host, int p, const char *target, uint64_t lun
 }
 
 /* Kill the target mid-workload, restart it; every write completes once and is on disk. */
+struct connect_ctx {
+	bool done;
+	int err;
+};
+
+static void connect_cb(struct isc_session *s, int err, void *arg)
+{
+	struct connect_ctx *c = arg;
+	(void)s;
+	c->done = true;
+	c->err = err;
+}
+
+/*
+ * A portal whose accept queue is full drops our SYNs: the connect gets no
+ * answer at all.  isc_connect_async() must return at once and leave the
+ * waiting to the caller's poll loop, which keeps running, until the
+ * connect time limit ends it with -ETIMEDOUT.
+ */
+static void test_connect_async(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(port + 7)) };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int one = 1;
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l < 0 || filler < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 0) ||
+	    connect(filler, (struct sockaddr *)&a, sizeof(a))) {
+		check("silent portal set up", false, "%s", strerror(errno));
+		goto out;
+	}
+	struct isc_options o;
+	isc_options_default(&o);
+	o.connect_timeout_s = 1;
+	struct isc_session *s = isc_session_new(&o);
+	struct connect_ctx c = { 0 };
+	int rc = isc_connect_async(s, "127.0.0.1", (uint16_t)(port + 7), "iqn.2026-11.org.isert:init-open", connect_cb, &c);
+	check("connect to a silent portal: isc_connect_async returns before any answer", rc == 0 && !c.done, "rc %d", rc);
+	unsigned loops = 0;
+	for (; !c.done && loops < 200; loops++) {
+		struct pollfd pfd = { .fd = isc_get_fd(s), .events = (short)isc_which_events(s) };
+		poll(&pfd, 1, 50);
+		isc_service(s, pfd.revents);
+	}
+	check("silent portal: the caller's loop runs meanwhile; -ETIMEDOUT after connect_timeout_s, said in words",
+	      c.done && c.err == -ETIMEDOUT && loops > 1 && strstr(isc_errmsg(s), "no answer within 1000 ms"),
+	      "done %d err %d loops %u '%s'", c.done, c.err, loops, isc_errmsg(s));
+	isc_session_free(s);
+out:
+	close(filler);
+	close(l);
+}
+
 static void test_reconnect(void)
 {
 	struct isc_options o;
@@ -712,6 +769,7 @@ static int run_isertd(const char *bin, int p)
 		return 1;
 	}
 	test_url();
+	test_connect_async();
 	test_isertd_login_and_chap();
 	test_io("127.0.0.1", port, "iqn.2026-11.org.isert:init-open", 0, 512, false, "isertd 512");
 	test_io("127.0.0.1", port, "iqn.2026-11.org.isert:init-open", 1, 4096, true, "isertd 4k+digests");

@@ -65,7 +65,7 @@ struct isc_options {
 	unsigned nop_interval_s;      /* NOP-Out ping after this idle time; 0: off */
 	unsigned nop_timeout_s;       /* no NOP-In within: the connection is dead */
 	unsigned reconnect_timeout_s; /* keep retrying login this long; 0: no reconnect */
-	unsigned connect_timeout_s;   /* login exchange time limit */
+	unsigned connect_timeout_s;   /* time limit for connecting and logging in */
 	bool iser;                    /* connect over iSER (RDMA) instead of TCP (iser:// URLs set it) */
 };
 void isc_options_default(struct isc_options *o);
@@ -89,6 +89,9 @@ typedef void (*isc_done_cb)(struct isc_session *s, int err, void *arg);
 
 /*
  * Connect to host:port and log in to target (NULL: a discovery session).
+ * The async form returns at once (a host name is resolved first, which may
+ * block; numeric addresses never do); cb runs from isc_service() when the
+ * login is done or failed.
  * Options from the URL (user/password) override those of isc_session_new().
  */
 int isc_connect_async(struct isc_session *s, const char *host, uint16_t port, const char *target,
