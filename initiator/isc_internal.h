@@ -23,6 +23,8 @@ struct isc_task {
 	bool issued;         /* on the wire on the current connection */
 	bool completed;      /* the response arrived (or it failed) */
 	bool immediate;
+	bool carried;        /* queued or in flight when the connection was lost */
+	uint8_t ua_retries;  /* re-issued after a unit attention the reconnect caused */
 	unsigned pdus;       /* PDUs of ours still queued in the transport */
 	uint32_t next_datasn;
 	uint32_t data_in;    /* Data-In bytes received */

@@ -376,6 +376,7 @@ struct isc_task *isc_submit(struct isc_session *s, const struct isc_cmd *cmd, is
 	t->cmd = *cmd;
 	t->cb = cb;
 	t->arg = arg;
+	t->carried = s->reconnecting;
 	isc_task_queue(s, t);
 	isc_task_pump(s);
 	return t;
@@ -441,8 +442,32 @@ static void take_residual(struct isc_result *r, uint8_t flags, uint32_t resid)
 	r->residual = r->underflow || r->overflow ? resid : 0;
 }
 
+/*
+ * After a reconnect the target sees a new I_T nexus (or has restarted) and
+ * reports it with a UNIT ATTENTION, ASC 29h (power on, reset, I_T nexus
+ * loss), on the next command to each LUN.  The reconnect is the library's to
+ * hide, so a task it carried over is issued again on such a sense, as the
+ * kernel's SCSI layer retries unit attentions.  Other unit attentions, and
+ * those on tasks submitted after the reconnect, reach the caller.
+ */
+static bool retry_after_reconnect(struct isc_session *s, struct isc_task *t, uint8_t status)
+{
+	enum { CHECK_CONDITION = 0x02, UNIT_ATTENTION = 0x6, ASC_RESET_OCCURRED = 0x29 };
+	if (status != CHECK_CONDITION || !t->carried || t->ua_retries >= 3 || t->pdus || !t->res.sense.valid ||
+	    t->res.sense.key != UNIT_ATTENTION || t->res.sense.asc != ASC_RESET_OCCURRED)
+		return false;
+	t->ua_retries++;
+	list_del(&s->fly_head, &s->fly_tail, t);
+	s->nfly_scsi--;
+	t->issued = false;
+	list_add(&s->wait_head, &s->wait_tail, t);
+	return true;
+}
+
 static void scsi_done(struct isc_session *s, struct isc_task *t, uint8_t status)
 {
+	if (retry_after_reconnect(s, t, status))
+		return;
 	t->res.status = status;
 	isc_task_finish(s, t, status ? -EIO : 0);
 }
@@ -641,6 +666,8 @@ void isc_tasks_requeue(struct isc_session *s)
 		struct isc_task *next = t->next;
 		if (t->kind != ISC_K_SCSI)
 			isc_task_finish(s, t, -ECONNRESET);
+		else
+			t->carried = true;
 		t = next;
 	}
 }

@@ -216,6 +216,7 @@ struct io_job {
 	int *per_io_done;       /* completions per I/O (must end at exactly 1) */
 	uint64_t base_lba;
 	int done_count;
+	char first_error[160];
 };
 
 static void io_submit_next(struct io_job *j);
@@ -232,8 +233,8 @@ static void io_cb(struct isc_session *s, const struct isc_result *r, void *arg)
 	uint32_t idx = a->idx;
 	(void)s;
 	free(a);
-	if (r->err)
-		j->errors++;
+	if (r->err && !j->errors++)
+		isc_result_str(r, j->first_error, sizeof(j->first_error));
 	j->per_io_done[idx]++;
 	j->done++;
 	j->done_count = (int)j->done;
@@ -685,7 +686,14 @@ out:
 	close(l);
 }
 
-static void test_reconnect(void)
+static bool restart_isertd(void)
+{
+	stop_isertd(SIGKILL);
+	msleep(300);
+	return start_isertd();
+}
+
+static void test_reconnect(const char *who, const char *target, uint64_t lun, bool (*restart)(void))
 {
 	struct isc_options o;
 	isc_options_default(&o);
@@ -693,13 +701,15 @@ static void test_reconnect(void)
 	o.nop_interval_s = 1;
 	o.nop_timeout_s = 2;
 	int err;
-	struct isc_session *s = login("127.0.0.1", port, "iqn.2026-11.org.isert:init-open", &o, &err);
-	check("reconnect: login", s != NULL, "err %d", err);
+	char name[160];
+	struct isc_session *s = login("127.0.0.1", port, target, &o, &err);
+	snprintf(name, sizeof(name), "%s reconnect: login", who);
+	check(name, s != NULL, "err %d", err);
 	if (!s)
 		return;
 	struct isc_result r;
-	isc_tur_sync(s, 2, &r);
-	struct io_job j = { .s = s, .lun = 2, .bs = 512, .blocks_per_io = 16, .nios = 4000, .qd = 16,
+	isc_tur_sync(s, lun, &r);
+	struct io_job j = { .s = s, .lun = lun, .bs = 512, .blocks_per_io = 16, .nios = 4000, .qd = 16,
 			    .write = true, .base_lba = 0 };
 	size_t total = (size_t)j.nios * 16 * 512;
 	uint8_t *wbuf = malloc(total), *rbuf = calloc(1, total);
@@ -708,13 +718,10 @@ static void test_reconnect(void)
 	j.per_io_done = calloc(j.nios, sizeof(int));
 	io_submit_next(&j);
 	bool restarted = false, ok = run_until(s, &j.done_count, 600, 20000);
-	if (ok) {
-		/* mid-workload: kill -9 the target and bring it back */
-		stop_isertd(SIGKILL);
-		msleep(300);
-		restarted = start_isertd();
-	}
-	check("reconnect: target killed and restarted mid-workload", ok && restarted, NULL);
+	if (ok)
+		restarted = restart(); /* mid-workload: kill -9 the target and bring it back */
+	snprintf(name, sizeof(name), "%s reconnect: target killed and restarted mid-workload", who);
+	check(name, ok && restarted, NULL);
 	ok = run_until(s, &j.done_count, (int)j.nios, 40000);
 	int dup = 0, lost = 0;
 	for (uint32_t i = 0; i < j.nios; i++) {
@@ -725,18 +732,19 @@ static void test_reconnect(void)
 	}
 	struct isc_params p;
 	isc_get_params(s, &p);
-	check("reconnect: every write completed exactly once, without error",
-	      ok && !dup && !lost && !j.errors && p.reconnects >= 1, "dup %d lost %d errors %u reconnects %u (%s)",
-	      dup, lost, j.errors, p.reconnects, isc_errmsg(s));
+	snprintf(name, sizeof(name), "%s reconnect: every write completed exactly once, without error", who);
+	check(name, ok && !dup && !lost && !j.errors && p.reconnects >= 1,
+	      "dup %d lost %d errors %u (first: %s) reconnects %u (%s)", dup, lost, j.errors, j.first_error, p.reconnects,
+	      isc_errmsg(s));
 	free(j.per_io_done);
-	isc_tur_sync(s, 2, &r); /* the restarted target's power-on unit attention */
+	isc_tur_sync(s, lun, &r); /* the restarted target's power-on unit attention */
 	int rc = 0;
 	for (size_t off = 0; off < total && !rc; off += 1u << 20) {
 		uint32_t n = (uint32_t)((total - off < (1u << 20) ? total - off : 1u << 20) / 512);
-		rc = isc_read16_sync(s, 2, off / 512, n, 512, rbuf + off, &r);
+		rc = isc_read16_sync(s, lun, off / 512, n, 512, rbuf + off, &r);
 	}
-	check("reconnect: all written data is on the LUN after the restart", !rc && !memcmp(wbuf, rbuf, total),
-	      "rc %d %s", rc, isc_errmsg(s));
+	snprintf(name, sizeof(name), "%s reconnect: all written data is on the LUN after the restart", who);
+	check(name, !rc && !memcmp(wbuf, rbuf, total), "rc %d %s", rc, isc_errmsg(s));
 	free(wbuf);
 	free(rbuf);
 	isc_logout(s);
@@ -791,7 +799,7 @@ static int run_isertd(const char *bin, int p)
 		}
 	}
 #endif
-	test_reconnect();
+	test_reconnect("isertd", "iqn.2026-11.org.isert:init-open", 2, restart_isertd);
 	stop_isertd(SIGTERM);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", workdir);
@@ -815,28 +823,21 @@ static int sh(const char *fmt, ...)
 	return rc == -1 ? -1 : WEXITSTATUS(rc);
 }
 
-static int run_tgtd(int p, int control)
+static const char *T = "iqn.2026-11.org.isert:tgt-init", *TC = "iqn.2026-11.org.isert:tgt-chap";
+static pid_t tpid = -1;
+
+/* Start tgtd (its log is appended to) and configure both targets; the LUN images stay. */
+static int tgtd_start(void)
 {
-	port = p;
-	ctl = control;
-	if (geteuid() != 0 || sh("command -v tgtd >/dev/null && command -v tgtadm >/dev/null")) {
-		printf("tgtd not available or not root: skipped\n0 passed, 0 failed\n");
-		return 77;
-	}
-	snprintf(workdir, sizeof(workdir), "/tmp/isc-tgt.XXXXXX");
-	if (!mkdtemp(workdir))
-		return 1;
 	char log[300];
 	snprintf(log, sizeof(log), "%s/tgtd.log", workdir);
 	char portal[64], cport[16];
 	snprintf(portal, sizeof(portal), "portal=127.0.0.1:%d", port);
 	snprintf(cport, sizeof(cport), "%d", ctl);
 	char *argv[] = { "/usr/sbin/tgtd", "-f", "-C", cport, "--iscsi", portal, NULL };
-	pid_t tpid = spawn(argv, log);
+	tpid = spawn(argv, log);
 	msleep(500);
-	const char *T = "iqn.2026-11.org.isert:tgt-init", *TC = "iqn.2026-11.org.isert:tgt-chap";
-	int rc = sh("truncate -s 64M %s/lun.img && truncate -s 16M %s/chap.img", workdir, workdir);
-	rc |= sh("tgtadm -C %d --lld iscsi --op new --mode target --tid 1 -T %s", ctl, T);
+	int rc = sh("tgtadm -C %d --lld iscsi --op new --mode target --tid 1 -T %s", ctl, T);
 	rc |= sh("tgtadm -C %d --lld iscsi --op new --mode logicalunit --tid 1 --lun 1 -b %s/lun.img", ctl, workdir);
 	rc |= sh("tgtadm -C %d --lld iscsi --op bind --mode target --tid 1 -I ALL", ctl);
 	/* tgtd answers None to digests unless told it may use CRC32C */
@@ -849,6 +850,30 @@ static int run_tgtd(int p, int control)
 	rc |= sh("tgtadm -C %d --lld iscsi --op new --mode account --user tgtout --password tgtout-secret-1", ctl);
 	rc |= sh("tgtadm -C %d --lld iscsi --op bind --mode account --tid 2 --user carol", ctl);
 	rc |= sh("tgtadm -C %d --lld iscsi --op bind --mode account --tid 2 --user tgtout --outgoing", ctl);
+	return rc;
+}
+
+static bool restart_tgtd(void)
+{
+	kill(tpid, SIGKILL);
+	waitpid(tpid, NULL, 0);
+	msleep(300);
+	return tgtd_start() == 0;
+}
+
+static int run_tgtd(int p, int control)
+{
+	port = p;
+	ctl = control;
+	if (geteuid() != 0 || sh("command -v tgtd >/dev/null && command -v tgtadm >/dev/null")) {
+		printf("tgtd not available or not root: skipped\n0 passed, 0 failed\n");
+		return 77;
+	}
+	snprintf(workdir, sizeof(workdir), "/tmp/isc-tgt.XXXXXX");
+	if (!mkdtemp(workdir))
+		return 1;
+	int rc = sh("truncate -s 64M %s/lun.img && truncate -s 16M %s/chap.img", workdir, workdir);
+	rc |= tgtd_start();
 	check("tgtd configured", rc == 0, "rc %d", rc);
 
 	struct isc_options o;
@@ -919,6 +944,8 @@ static int run_tgtd(int p, int control)
 	s = login("127.0.0.1", port, TC, &o, &err);
 	check("tgtd: wrong CHAP secret: -EACCES", !s && err == -EACCES, "err %d", err);
 	isc_session_free(s);
+
+	test_reconnect("tgtd", T, 1, restart_tgtd);
 
 	/* tgtd refuses to stop while it has targets */
 	sh("tgtadm -C %d --lld iscsi --op delete --mode target --tid 1 --force >/dev/null 2>&1", ctl);
