@@ -85,7 +85,7 @@ struct iscsi_task {
 	uint32_t itt, cmdsn;
 	bool immediate;
 	bool aborted;                   /* answer nothing when it ends */
-	bool absorbing;                 /* ended early; unsolicited data still coming (holds a ref) */
+	bool absorbing;                 /* ended early or aborted; owed Data-Out still coming (holds a ref) */
 	int refs;                       /* PDUs in flight + the task itself */
 	/* stashed PDUs (out-of-order arrival) */
 	struct stash *stash;
@@ -213,5 +213,6 @@ bool tpg_has_portal(const struct iscsi_tpg *tpg, const struct xp_conn *xp);
 /* tmf.c */
 void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx);
 void tmf_task_gone(struct iscsi_conn *c);
+bool task_data_owed(const struct iscsi_task *t);
 
 #endif

@@ -17,6 +17,7 @@
 
 static void task_scsi_done(struct scsi_cmd *cmd);
 static void task_start(struct iscsi_task *t, const uint8_t *data, uint32_t len);
+
 static void data_out_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool placed);
 
 struct iscsi_task *task_find(struct iscsi_conn *c, uint32_t itt)
@@ -457,7 +458,14 @@ void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
 			  s->exp_cmdsn);
 		return;
 	}
-	if (itt == PDU_RESERVED_TAG || task_find(c, itt)) {
+	struct iscsi_task *old = itt == PDU_RESERVED_TAG ? NULL : task_find(c, itt);
+	if (old && old->absorbing) {
+		/* Answered or aborted, only waiting for Data-Out that will not come now: the ITT is free again. */
+		old->absorbing = false;
+		task_put(old);
+		old = task_find(c, itt);
+	}
+	if (itt == PDU_RESERVED_TAG || old) {
 		conn_send_reject(c, rx->bhs, PDU_REJECT_TASK_IN_PROGRESS);
 		return;
 	}
@@ -530,6 +538,12 @@ int session_data_out_dest(struct iscsi_conn *c, const uint8_t *bhs, uint8_t **de
 	return 0;
 }
 
+/* Data-Out the initiator still has to send: unsolicited data, or the rest of an R2T's sequence. */
+bool task_data_owed(const struct iscsi_task *t)
+{
+	return !t->unsol_done || (t->r2t_outstanding && t->seq_got < t->seq_len);
+}
+
 static void data_out_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool placed)
 {
 	struct iscsi_conn *c = t->conn;
@@ -560,7 +574,7 @@ static void data_out_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t
 		t->seq_got += len;
 	}
 	if (t->absorbing) {
-		if (t->unsol_done) {
+		if (!task_data_owed(t)) {
 			t->absorbing = false;
 			task_put(t);
 		}
@@ -583,11 +597,12 @@ void session_data_out(struct iscsi_conn *c, struct xp_rx *rx)
 {
 	const struct pdu_data_out *d = (const void *)rx->bhs;
 	struct iscsi_task *t = task_find(c, be32toh(d->itt));
-	if (!t || t->aborted) {
-		if (!t)
-			conn_send_reject(c, rx->bhs, PDU_REJECT_INVALID_PDU_FIELD);
+	if (!t) {
+		conn_send_reject(c, rx->bhs, PDU_REJECT_INVALID_PDU_FIELD);
 		return;
 	}
+	if (t->aborted && !t->absorbing)
+		return;
 	if (t->state == TASK_QUEUED) {
 		if (!stash_pdu(t, rx->bhs, rx->data, rx->data ? rx->data_len : 0))
 			conn_close(c);

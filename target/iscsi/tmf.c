@@ -19,7 +19,15 @@ static bool task_in_tmf_scope(const struct iscsi_task *t, int fn, uint64_t lun)
 	return t->cmd.lun == lun;
 }
 
-/* Abort: tasks waiting for their turn or for data end now; running ones when the SCSI layer returns. */
+/*
+ * Abort: tasks waiting for their turn or for data end now; running ones when
+ * the SCSI layer returns.  Data-Out the initiator still owes (the rest of an
+ * R2T's sequence, unsolicited data) is taken quietly afterwards: RFC 7143
+ * sec. 11.6.2 has the initiator go on answering R2Ts after the TMF, while
+ * Linux's default FastAbort sends nothing more.  So the answer does not wait
+ * for that data (it could wait for ever), and the data gets no Reject; the
+ * ITT is free again once the data is in or a new command reuses it.
+ */
 static void abort_task(struct iscsi_conn *c, struct iscsi_task *t)
 {
 	if (t->aborted)
@@ -27,7 +35,10 @@ static void abort_task(struct iscsi_conn *c, struct iscsi_task *t)
 	t->aborted = true;
 	/* A queued task stays queued: its CmdSN still counts when its turn comes. */
 	if (t->state == TASK_DATA_OUT) {
-		task_put(t);
+		if (task_data_owed(t))
+			t->absorbing = true; /* keeps the task's reference until the data is in */
+		else
+			task_put(t);
 	}
 }
 

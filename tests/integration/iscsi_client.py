@@ -5,8 +5,9 @@ import os
 import socket
 import struct
 
-OP_NOP_OUT, OP_SCSI_CMD, OP_LOGIN, OP_TEXT, OP_DATA_OUT, OP_LOGOUT = 0x00, 0x01, 0x03, 0x04, 0x05, 0x06
-OP_NOP_IN, OP_SCSI_RSP, OP_LOGIN_RSP, OP_TEXT_RSP, OP_DATA_IN, OP_LOGOUT_RSP = 0x20, 0x21, 0x23, 0x24, 0x25, 0x26
+OP_NOP_OUT, OP_SCSI_CMD, OP_TMF, OP_LOGIN, OP_TEXT, OP_DATA_OUT, OP_LOGOUT = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
+OP_NOP_IN, OP_SCSI_RSP, OP_TMF_RSP, OP_LOGIN_RSP, OP_TEXT_RSP, OP_DATA_IN, OP_LOGOUT_RSP = \
+    0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26
 OP_R2T, OP_REJECT = 0x31, 0x3F
 HASHES = {5: hashlib.md5, 6: hashlib.sha1, 7: hashlib.sha256, 8: hashlib.sha3_256}
 
@@ -97,7 +98,7 @@ class Conn:
             raise ValueError('bad data digest from target')
         data = padded[:dlen]
         op = bhs[0] & 0x3F
-        if op in (OP_SCSI_RSP, OP_NOP_IN, OP_LOGIN_RSP, OP_TEXT_RSP, OP_LOGOUT_RSP, OP_REJECT) or \
+        if op in (OP_SCSI_RSP, OP_NOP_IN, OP_TMF_RSP, OP_LOGIN_RSP, OP_TEXT_RSP, OP_LOGOUT_RSP, OP_REJECT) or \
                 (op == OP_DATA_IN and bhs[1] & 1):
             self.statsn = struct.unpack('>I', bhs[24:28])[0]
         return op, bhs, data

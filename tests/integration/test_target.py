@@ -64,6 +64,61 @@ def expect_reject_or_close(c, label):
         check(label + ' (connection closed)', True)
 
 
+def lu_reset_with_data_owed():
+    """
+    LU RESET while a WRITE waits for the data its R2T asked for.  An initiator
+    following RFC 7143 sec. 11.6.2 goes on answering the R2T; one with Linux's
+    default FastAbort sends nothing more and may reuse the ITT at once.  The
+    target answers the TMF either way, takes late data quietly (it used to
+    Reject each such Data-Out, reason 0x09, which an initiator sees as an
+    error) and gives the aborted WRITE no response.
+    """
+    for fast_abort in (False, True):
+        label = 'FastAbort initiator' if fast_abort else 'initiator answering the R2T'
+        c, st = session()
+        if st:
+            check(f'LU RESET, {label}: login', False, f'status {st:#x}')
+            continue
+        got = []
+        try:
+            witt = c.next_itt()
+            c.send(c.scsi_bhs(bytes([0x2A, 0, 0, 0, 0x20, 0, 0, 0, 64, 0]), 32768, write=True, itt=witt))
+            op, bhs, _ = c.recv()
+            r2t = op == ic.OP_R2T
+            ttt, off, length = struct.unpack('>I', bhs[20:24])[0], *struct.unpack('>II', bhs[40:48])
+            tmf_itt = c.next_itt()
+            tmf = bytes([ic.OP_TMF | 0x40, 0x80 | 5, 0, 0, 0, 0, 0, 0]) + struct.pack('>Q', 0)
+            tmf += struct.pack('>IIIIII', tmf_itt, 0xFFFFFFFF, c.cmdsn, c.statsn + 1, 0, 0) + b'\0' * 8
+            c.send(tmf)
+            for sn, o in enumerate(range(off, off + length, 8192) if not fast_abort else ()):
+                last = o + 8192 >= off + length
+                dbhs = bytes([ic.OP_DATA_OUT, 0x80 if last else 0, 0, 0, 0]) + (8192).to_bytes(3, 'big')
+                dbhs += struct.pack('>Q', 0) + struct.pack('>IIIIIII', witt, ttt, 0, c.statsn + 1, 0, sn, o)
+                c.send(dbhs + b'\0' * 4, os.urandom(8192))
+            # Then a ping: everything the target sends before its answer is the finding.
+            nop_itt = c.next_itt()
+            ping = bytes([ic.OP_NOP_OUT | 0x40, 0x80, 0, 0, 0, 0, 0, 0]) + b'\0' * 8
+            c.send(ping + struct.pack('>IIII', nop_itt, 0xFFFFFFFF, c.cmdsn, c.statsn + 1) + b'\0' * 16)
+            while True:
+                op, bhs, _ = c.recv()
+                if op == ic.OP_NOP_IN and struct.unpack('>I', bhs[16:20])[0] == nop_itt:
+                    break
+                got.append((op, struct.unpack('>I', bhs[16:20])[0], bhs[2]))
+            check(f'LU RESET with a WRITE waiting for R2T data, {label}: "function complete", no Reject, '
+                  'no response for the aborted WRITE', r2t and got == [(ic.OP_TMF_RSP, tmf_itt, 0)],
+                  f'R2T first: {r2t}; then (opcode, ITT, byte 2): {got}')
+            # The ITT is free again: a new WRITE with it runs (its status is the reset's unit attention).
+            c.itt = witt - 1
+            status, _, sense = c.command(bytes([0x2A, 0, 0, 0, 0x20, 0, 0, 0, 64, 0]), 32768,
+                                         write_data=os.urandom(32768))
+            check(f'LU RESET, {label}: the aborted WRITE\'s ITT is taken by a new command',
+                  c.itt == witt and status in (0, 2), f'status {status}')
+        except Exception as e:  # noqa: BLE001 - a timeout or a Reject here is the finding
+            check(f'LU RESET with a WRITE waiting for R2T data, {label}', False, f'{e!r}, PDUs {got}')
+        c.close()
+    target_still_serves('after a LU RESET with data outstanding')
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     log = tempfile.NamedTemporaryFile(prefix='isertd-', suffix='.log', delete=False)
@@ -236,6 +291,7 @@ def run():
         except Exception as e:  # noqa: BLE001 - a timeout here is the finding
             check('InitialR2T=No, F bit on the command: the rest comes by R2T, data reads back', False, repr(e))
         c.close()
+    lu_reset_with_data_owed()
     # Header and data digests (CRC32C) on the wire.
     c, st = session(op_keys={'HeaderDigest': 'CRC32C,None', 'DataDigest': 'CRC32C,None'})
     check('CRC32C header and data digests negotiated', st == 0 and c.hd and c.dd, str(getattr(c, 'params', {})))
