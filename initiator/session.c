@@ -276,8 +276,8 @@ static void arm(struct isc_session *s, bool on)
 
 void isc_arm_timer(struct isc_session *s)
 {
-	bool need = s->state == ISC_S_CONNECT || s->state == ISC_S_LOGIN || s->state == ISC_S_RECONNECT || s->state == ISC_S_LOGOUT ||
-		    (s->state == ISC_S_FFP && s->o.nop_interval_s);
+	bool need = s->state == ISC_S_CONNECT || s->state == ISC_S_LOGIN || s->state == ISC_S_RECONNECT ||
+		    s->state == ISC_S_LOGOUT || (s->state == ISC_S_FFP && s->o.nop_interval_s);
 	arm(s, need);
 }
 
