@@ -22,57 +22,17 @@
 #include <sys/mman.h>
 
 #include "isert/initiator.h"
+#include "isc-check.h"
 
 #define MAX_REGIONS 256
 
 struct region { uint64_t lba; uint32_t len; uint32_t seed; };
 
 static struct region regions[MAX_REGIONS];
-static unsigned nregions, failures;
+static unsigned nregions;
 static struct isc_capacity cap;
 static uint64_t next_lba;
 static struct isc_url url;
-
-/* Pattern words depend on the seed and the offset: misplaced data shows. */
-static void fill(uint8_t *p, uint32_t len, uint32_t seed)
-{
-	uint64_t x = 0x9e3779b97f4a7c15ull ^ seed;
-	for (uint32_t i = 0; i < len; i += 8) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		uint64_t w = x + i;
-		memcpy(p + i, &w, len - i < 8 ? len - i : 8);
-	}
-}
-
-static int compare(const uint8_t *got, uint32_t len, uint32_t seed, char *why, size_t whylen)
-{
-	uint8_t *want = malloc(len);
-	if (!want) {
-		snprintf(why, whylen, "out of memory");
-		return -1;
-	}
-	fill(want, len, seed);
-	int rc = 0;
-	for (uint32_t i = 0; i < len; i++)
-		if (got[i] != want[i]) {
-			snprintf(why, whylen, "first difference at byte %u of %u (got 0x%02x, want 0x%02x)", i, len,
-				 got[i], want[i]);
-			rc = -1;
-			break;
-		}
-	free(want);
-	return rc;
-}
-
-static void report(bool pass, const char *what, const char *why)
-{
-	printf("%s - %s%s%s\n", pass ? "ok" : "not ok", what, pass ? "" : ": ", pass ? "" : why);
-	if (!pass)
-		failures++;
-	fflush(stdout);
-}
 
 static struct region *region_new(uint32_t len)
 {
@@ -106,24 +66,24 @@ static void roundtrip(struct isc_session *s, uint8_t *src, uint8_t *dst, uint32_
 	snprintf(what, sizeof(what), "%s, %s: written and read back", human(len, h, sizeof(h)), kind);
 	struct region *r = region_new(len);
 	if (!r || r->len != len) {
-		report(false, what, "the LUN is too small or the size is not a multiple of the block size");
+		check_report(false, what, "the LUN is too small or the size is not a multiple of the block size");
 		return;
 	}
 	struct isc_result res;
 	int rc = isc_write16_sync(s, url.lun, r->lba, len / cap.block_size, cap.block_size, src, false, &res);
 	if (rc) {
 		snprintf(why, sizeof(why), "WRITE: %s", isc_errmsg(s));
-		report(false, what, why);
+		check_report(false, what, why);
 		return;
 	}
 	memset(dst, 0xa5, len);
 	rc = isc_read16_sync(s, url.lun, r->lba, len / cap.block_size, cap.block_size, dst, &res);
 	if (rc) {
 		snprintf(why, sizeof(why), "READ: %s", isc_errmsg(s));
-		report(false, what, why);
+		check_report(false, what, why);
 		return;
 	}
-	report(!compare(dst, len, r->seed, why, sizeof(why)), what, why);
+	check_report(!pattern_compare(dst, len, r->seed, why, sizeof(why)), what, why);
 }
 
 static void sizes_check(struct isc_session *s, uint32_t len)
@@ -131,10 +91,10 @@ static void sizes_check(struct isc_session *s, uint32_t len)
 	/* Pool buffers: registered once. */
 	uint8_t *a = isc_buf_alloc(s, len), *b = isc_buf_alloc(s, len);
 	if (!a || !b) {
-		report(false, "isc_buf_alloc", strerror(errno));
+		check_report(false, "isc_buf_alloc", strerror(errno));
 		return;
 	}
-	fill(a, len, 0x5eed0000u + nregions);
+	pattern_fill(a, len, 0x5eed0000u + nregions);
 	roundtrip(s, a, b, len, "pool buffers (isc_buf_alloc)");
 	isc_buf_free(s, a);
 	isc_buf_free(s, b);
@@ -142,7 +102,7 @@ static void sizes_check(struct isc_session *s, uint32_t len)
 	a = isc_buf_alloc(s, len + 4096);
 	b = isc_buf_alloc(s, len + 4096);
 	if (a && b) {
-		fill(a + 512, len, 0x5eed0000u + nregions);
+		pattern_fill(a + 512, len, 0x5eed0000u + nregions);
 		roundtrip(s, a + 512, b + 512, len, "512 bytes into pool buffers");
 	}
 	isc_buf_free(s, a);
@@ -151,7 +111,7 @@ static void sizes_check(struct isc_session *s, uint32_t len)
 	a = malloc(len);
 	b = malloc(len);
 	if (a && b) {
-		fill(a, len, 0x5eed0000u + nregions);
+		pattern_fill(a, len, 0x5eed0000u + nregions);
 		roundtrip(s, a, b, len, "malloc'd buffers (registered per command)");
 	}
 	free(a);
@@ -164,10 +124,10 @@ static void readonly_check(struct isc_session *s, uint32_t len)
 	uint8_t *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint8_t *b = malloc(len);
 	if (a == MAP_FAILED || !b) {
-		report(false, "read-only source", "out of memory");
+		check_report(false, "read-only source", "out of memory");
 		return;
 	}
-	fill(a, len, 0x5eed0000u + nregions);
+	pattern_fill(a, len, 0x5eed0000u + nregions);
 	mprotect(a, len, PROT_READ);
 	roundtrip(s, a, b, len, "write from read-only memory");
 	munmap(a, len);
@@ -216,10 +176,10 @@ static void qd_check(struct isc_session *s, unsigned qd, uint32_t len)
 		dst[i] = isc_buf_alloc(s, len);
 		rg[i] = region_new(len);
 		if (!src[i] || !dst[i] || !rg[i]) {
-			report(false, what, "no memory or LUN too small");
+			check_report(false, what, "no memory or LUN too small");
 			goto out;
 		}
-		fill(src[i], len, rg[i]->seed);
+		pattern_fill(src[i], len, rg[i]->seed);
 		memset(dst[i], 0xa5, len);
 	}
 	struct inflight f = { 0 };
@@ -227,13 +187,13 @@ static void qd_check(struct isc_session *s, unsigned qd, uint32_t len)
 		struct isc_cmd c;
 		isc_cmd_write16(&c, url.lun, rg[i]->lba, len / cap.block_size, cap.block_size, src[i], false);
 		if (!isc_submit(s, &c, qd_cb, &f)) {
-			report(false, what, strerror(errno));
+			check_report(false, what, strerror(errno));
 			goto out;
 		}
 	}
 	if (run_all(s, &f, qd) || f.failed) {
 		snprintf(why, sizeof(why), "WRITE: %s", f.why[0] ? f.why : isc_errmsg(s));
-		report(false, what, why);
+		check_report(false, what, why);
 		goto out;
 	}
 	f = (struct inflight){ 0 };
@@ -241,19 +201,19 @@ static void qd_check(struct isc_session *s, unsigned qd, uint32_t len)
 		struct isc_cmd c;
 		isc_cmd_read16(&c, url.lun, rg[i]->lba, len / cap.block_size, cap.block_size, dst[i]);
 		if (!isc_submit(s, &c, qd_cb, &f)) {
-			report(false, what, strerror(errno));
+			check_report(false, what, strerror(errno));
 			goto out;
 		}
 	}
 	if (run_all(s, &f, qd) || f.failed) {
 		snprintf(why, sizeof(why), "READ: %s", f.why[0] ? f.why : isc_errmsg(s));
-		report(false, what, why);
+		check_report(false, what, why);
 		goto out;
 	}
 	int bad = 0;
 	for (unsigned i = 0; i < qd && !bad; i++)
-		bad = compare(dst[i], len, rg[i]->seed, why, sizeof(why));
-	report(!bad, what, why);
+		bad = pattern_compare(dst[i], len, rg[i]->seed, why, sizeof(why));
+	check_report(!bad, what, why);
 out:
 	for (unsigned i = 0; src && dst && i < qd; i++) {
 		if (src[i])
@@ -273,12 +233,12 @@ static void verify_elsewhere(const struct isc_options *o, const char *vurl)
 	char err[300], what[600];
 	snprintf(what, sizeof(what), "all %u regions read back identical through %s", nregions, vurl);
 	if (isc_url_parse(vurl, false, &v, err, sizeof(err))) {
-		report(false, what, err);
+		check_report(false, what, err);
 		return;
 	}
 	struct isc_session *s = isc_session_new(o);
 	if (!s || isc_connect_url(s, &v)) {
-		report(false, what, s ? isc_errmsg(s) : "out of memory");
+		check_report(false, what, s ? isc_errmsg(s) : "out of memory");
 		isc_session_free(s);
 		return;
 	}
@@ -292,24 +252,13 @@ static void verify_elsewhere(const struct isc_options *o, const char *vurl)
 			snprintf(err, sizeof(err), "READ: %s", isc_errmsg(s));
 			bad = 1;
 		} else {
-			bad = compare(b, regions[i].len, regions[i].seed, err, sizeof(err));
+			bad = pattern_compare(b, regions[i].len, regions[i].seed, err, sizeof(err));
 		}
 		free(b);
 	}
-	report(!bad, what, err);
+	check_report(!bad, what, err);
 	isc_logout(s);
 	isc_session_free(s);
-}
-
-static uint32_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (*end == 'k' || *end == 'K')
-		v <<= 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		v <<= 20, end++;
-	return *end || end == s || v == 0 || v > (1ul << 30) ? 0 : (uint32_t)v;
 }
 
 int main(int argc, char **argv)
@@ -354,7 +303,7 @@ int main(int argc, char **argv)
 	if (!s)
 		return 1;
 	int rc = isc_connect_url(s, &url);
-	report(!rc, "login", isc_errmsg(s));
+	check_report(!rc, "login", isc_errmsg(s));
 	if (rc)
 		return 1;
 	struct isc_params p;
@@ -365,7 +314,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3 && isc_tur_sync(s, url.lun, NULL); i++)
 		;
 	rc = isc_readcap16_sync(s, url.lun, &cap, NULL);
-	report(!rc, "READ CAPACITY (16)", isc_errmsg(s));
+	check_report(!rc, "READ CAPACITY (16)", isc_errmsg(s));
 	if (rc)
 		return 1;
 	printf("# LUN %" PRIu64 ": %" PRIu64 " blocks of %u bytes\n", url.lun, cap.blocks, cap.block_size);
@@ -382,10 +331,10 @@ int main(int argc, char **argv)
 	readonly_check(s, 131072);
 	qd_check(s, qd, qd_len);
 	rc = isc_logout(s);
-	report(!rc, "logout", isc_errmsg(s));
+	check_report(!rc, "logout", isc_errmsg(s));
 	isc_session_free(s);
 	if (vurl)
 		verify_elsewhere(&o, vurl);
-	printf("# %u failed\n", failures);
-	return failures ? 1 : 0;
+	printf("# %u failed\n", check_failures);
+	return check_failures ? 1 : 0;
 }

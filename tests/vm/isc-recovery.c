@@ -39,19 +39,11 @@
 #include <unistd.h>
 
 #include "isert/initiator.h"
+#include "isc-check.h"
 
-static unsigned failures;
 static uint32_t salt;           /* differs per run: data left by an earlier run cannot pass for ours */
 static struct isc_url url;
 static struct isc_capacity cap;
-
-static void report(bool pass, const char *what, const char *why)
-{
-	printf("%s - %s%s%s\n", pass ? "ok" : "not ok", what, pass ? "" : ": ", pass ? "" : why);
-	if (!pass)
-		failures++;
-	fflush(stdout);
-}
 
 static uint64_t now_ms(void)
 {
@@ -60,28 +52,16 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Pattern words depend on the seed and the offset: misplaced data shows. */
+/* The run's salt in the upper half: data left by an earlier run cannot pass for ours. */
 static void fill(uint8_t *p, uint32_t len, uint32_t seed)
 {
-	uint64_t x = 0x9e3779b97f4a7c15ull ^ seed ^ (uint64_t)salt << 32;
-	for (uint32_t i = 0; i < len; i += 8) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		uint64_t w = x + i;
-		memcpy(p + i, &w, len - i < 8 ? len - i : 8);
-	}
+	pattern_fill(p, len, seed ^ (uint64_t)salt << 32);
 }
 
 static bool same(const uint8_t *got, uint32_t len, uint32_t seed)
 {
-	uint8_t *want = malloc(len);
-	if (!want)
-		return false;
-	fill(want, len, seed);
-	bool eq = !memcmp(got, want, len);
-	free(want);
-	return eq;
+	char why[128];
+	return pattern_compare(got, len, seed ^ (uint64_t)salt << 32, why, sizeof(why)) == 0;
 }
 
 /* One round of the caller's poll loop. */
@@ -178,7 +158,7 @@ static int do_reconnect(struct isc_session *s, uint32_t n, uint32_t qd, uint32_t
 	j.heap = malloc(half);
 	j.ncb = calloc(n, sizeof(*j.ncb));
 	if (!j.pool || !j.heap || !j.ncb) {
-		report(false, "reconnect: buffers", strerror(errno));
+		check_report(false, "reconnect: buffers", strerror(errno));
 		return 1;
 	}
 	for (uint32_t i = 0; i < n; i++)
@@ -223,7 +203,7 @@ static int do_reconnect(struct isc_session *s, uint32_t n, uint32_t qd, uint32_t
 	else
 		snprintf(why, sizeof(why), "%u of %u done when killed (need at least 1 in flight and more to issue)",
 			 done_at_kill, n);
-	report(t_kill && flying_at_kill > 0 && done_at_kill < n, "reconnect: target killed with writes in flight", why);
+	check_report(t_kill && flying_at_kill > 0 && done_at_kill < n, "reconnect: target killed with writes in flight", why);
 	unsigned dup = 0, lost = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		dup += j.ncb[i] > 1;
@@ -233,11 +213,11 @@ static int do_reconnect(struct isc_session *s, uint32_t n, uint32_t qd, uint32_t
 		 len >> 10);
 	snprintf(why, sizeof(why), "%u completed, %u twice, %u never, %u errors%s%s", j.done, dup, lost, j.errors,
 		 j.why[0] ? ", first: " : "", j.why);
-	report(j.done == n && !dup && !lost && !j.errors, what, why);
+	check_report(j.done == n && !dup && !lost && !j.errors, what, why);
 	snprintf(why, sizeof(why), "reconnects %u, logged in %s (%s)", p.reconnects, isc_logged_in(s) ? "yes" : "no",
 		 isc_errmsg(s));
-	report(p.reconnects >= 1 && isc_logged_in(s), "reconnect: the session re-logged in (isc_get_params: reconnects >= 1)",
-	       why);
+	check_report(p.reconnects >= 1 && isc_logged_in(s),
+		     "reconnect: the session re-logged in (isc_get_params: reconnects >= 1)", why);
 	/* Read every region back through the reconnected session, 1 MiB at a time into a poisoned buffer. */
 	int rc = tur(s);
 	uint32_t per = len >= (1u << 20) ? 1 : (1u << 20) / len, bad = 0;
@@ -259,7 +239,7 @@ static int do_reconnect(struct isc_session *s, uint32_t n, uint32_t qd, uint32_t
 	else if (rc)
 		snprintf(why, sizeof(why), "%s", isc_errmsg(s));
 	snprintf(what, sizeof(what), "reconnect: all %u regions read back after the restart", n);
-	report(rb && !rc && !bad, what, why);
+	check_report(rb && !rc && !bad, what, why);
 	if (j.done == n) {
 		free(j.heap);
 		free(j.ncb);
@@ -316,7 +296,7 @@ static void usable_check(struct isc_session *s, const char *after, uint64_t lba,
 	isc_get_params(s, &p);
 	if (!why[0] && p.reconnects)
 		snprintf(why, sizeof(why), "the connection was lost and re-established (%u reconnects)", p.reconnects);
-	report(!why[0], what, why);
+	check_report(!why[0], what, why);
 	if (a)
 		isc_buf_free(s, a);
 	free(b);
@@ -340,7 +320,7 @@ static int do_abort(struct isc_session *s, uint32_t len, uint64_t lba, unsigned 
 	}
 	if (rc) {
 		snprintf(why, sizeof(why), "%s (%s)", isc_strerror(rc), isc_errmsg(s));
-		report(false, "ABORT TASK: the region written beforehand", why);
+		check_report(false, "ABORT TASK: the region written beforehand", why);
 		return 1;
 	}
 	static struct task_seen ts;
@@ -405,7 +385,7 @@ static int do_abort(struct isc_session *s, uint32_t len, uint64_t lba, unsigned 
 		 "ABORT TASK of a READ in flight x%u: one callback each, TMF answered (%u function complete, %u no task, "
 		 "%u not sent yet)",
 		 rounds, complete, no_task, unsent);
-	report(!why[0], what, why);
+	check_report(!why[0], what, why);
 	usable_check(s, "after ABORT TASK", lba + bl, 0xab0b7000u);
 	return 0;
 }
@@ -439,7 +419,7 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 	uint8_t **buf = calloc(qd, sizeof(*buf));
 	bool pooled[128] = { 0 };
 	if (!j.ncb || !j.res || !args || !buf || qd > 128) {
-		report(false, "LU RESET: set-up", "out of memory or -q over 128");
+		check_report(false, "LU RESET: set-up", "out of memory or -q over 128");
 		return 1;
 	}
 	int rc = 0;
@@ -457,7 +437,7 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 	}
 	if (rc) {
 		snprintf(why, sizeof(why), "%s (%s)", isc_strerror(rc), isc_errmsg(s));
-		report(false, "LU RESET: regions for the READs written beforehand", why);
+		check_report(false, "LU RESET: regions for the READs written beforehand", why);
 		return 1;
 	}
 	for (uint32_t i = 0; i < qd; i++) {
@@ -472,7 +452,7 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 		args[i] = (struct qarg){ &j, i };
 		if (!isc_submit(s, &c, q_cb, &args[i])) {
 			snprintf(why, sizeof(why), "submit: %s", strerror(errno));
-			report(false, "LU RESET: commands submitted", why);
+			check_report(false, "LU RESET: commands submitted", why);
 			return 1;
 		}
 	}
@@ -510,8 +490,8 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 	       pending, rc, tm.runs, tm.err, tm.response, took, good, canceled, scsi_err, scsi_err ? ", first: " : "",
 	       first_scsi, other, other ? ", first: " : "", first_other, nop);
 	snprintf(why, sizeof(why), "rc %d, TMF answers %d, err %d, response %d", rc, tm.runs, tm.err, tm.response);
-	report(!rc && tm.runs == 1 && !tm.err && tm.response == 0, "LU RESET with commands in flight: function complete",
-	       why);
+	check_report(!rc && tm.runs == 1 && !tm.err && tm.response == 0, "LU RESET with commands in flight: function complete",
+		     why);
 	/*
 	 * Aborted tasks end -ECANCELED; a target may also have finished some
 	 * before the reset (GOOD) or fail later ones with a unit attention
@@ -521,7 +501,7 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 		 qd);
 	snprintf(why, sizeof(why), "%u completed, %u twice, %u never, %u transport errors%s%s", j.done, dup, lost,
 		 other, other ? ", first: " : "", first_other);
-	report(j.done == qd && !dup && !lost && !other, what, why);
+	check_report(j.done == qd && !dup && !lost && !other, what, why);
 	/* Data of the WRITEs that ended GOOD is on the LUN; READs that ended GOOD got the right data. */
 	uint8_t *rb = malloc(len);
 	unsigned wgood = 0;
@@ -543,7 +523,7 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 	snprintf(why, sizeof(why), "%u regions wrong, rc %d (%s)", baddata, rc, rc ? isc_errmsg(s) : "");
 	snprintf(what, sizeof(what), "LU RESET: the %u WRITEs and %u READs that ended GOOD moved the right data",
 		 wgood, good - wgood);
-	report(rb && !baddata && !rc, what, why);
+	check_report(rb && !baddata && !rc, what, why);
 	free(rb);
 	/*
 	 * A command that never ended may still own its buffer and argument:
@@ -561,17 +541,6 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 	}
 	usable_check(s, "after LU RESET", lba0 + (uint64_t)qd * bl, 0x7e5e7000u);
 	return 0;
-}
-
-static uint32_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (*end == 'k' || *end == 'K')
-		v <<= 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		v <<= 20, end++;
-	return *end || end == s || v == 0 || v > (1ul << 30) ? 0 : (uint32_t)v;
 }
 
 int main(int argc, char **argv)
@@ -639,12 +608,12 @@ int main(int argc, char **argv)
 	if (!s)
 		return 1;
 	int rc = isc_connect_url(s, &url);
-	report(!rc, "login", isc_errmsg(s));
+	check_report(!rc, "login", isc_errmsg(s));
 	if (rc)
 		return 1;
 	tur(s);
 	rc = isc_readcap16_sync(s, url.lun, &cap, NULL);
-	report(!rc, "READ CAPACITY (16)", isc_errmsg(s));
+	check_report(!rc, "READ CAPACITY (16)", isc_errmsg(s));
 	if (rc)
 		return 1;
 	if (rec)
@@ -656,8 +625,8 @@ int main(int argc, char **argv)
 	if (rc == 2)
 		return 2;
 	rc = isc_logout(s);
-	report(!rc, "logout", isc_errmsg(s));
+	check_report(!rc, "logout", isc_errmsg(s));
 	isc_session_free(s);
-	printf("# %u failed\n", failures);
-	return failures ? 1 : 0;
+	printf("# %u failed\n", check_failures);
+	return check_failures ? 1 : 0;
 }

@@ -1,0 +1,23 @@
+/*
+ * What the guest's test programs on the initiator library (isc-datacheck,
+ * isc-recovery) share: "ok"/"not ok" lines, data patterns, size arguments.
+ */
+#ifndef ISC_CHECK_H
+#define ISC_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+extern unsigned check_failures;
+
+/* One "ok - WHAT" or "not ok - WHAT: WHY" line; failures are counted. */
+void check_report(bool pass, const char *what, const char *why);
+/* Pattern words depend on the seed and the offset: misplaced data shows. */
+void pattern_fill(uint8_t *p, uint32_t len, uint64_t seed);
+/* 0 if got holds the pattern, else -1 and why says where it differs. */
+int pattern_compare(const uint8_t *got, uint32_t len, uint64_t seed, char *why, size_t whylen);
+/* "4096", "128k", "8m" -> bytes; 0 if malformed or over 1 GiB. */
+uint32_t parse_size(const char *s);
+
+#endif
