@@ -1038,8 +1038,15 @@ static void connect_step(struct rdma_conn *c, enum rdma_cm_event_type type, int 
 			.retry_count = 7,
 			.rnr_retry_count = 7,
 		};
-		if (rdma_connect(c->id, &p))
-			connect_call_failed(c, "rdma_connect");
+		if (rdma_connect(c->id, &p)) {
+			/* Name our end: on iWARP it is a TCP port, which may be the trouble. */
+			int e = errno;
+			char local[64], call[96];
+			netaddr_format(rdma_get_local_addr(c->id), local, sizeof(local), NULL, 0, NULL);
+			snprintf(call, sizeof(call), "rdma_connect from %s", local);
+			errno = e;
+			connect_call_failed(c, call);
+		}
 		return;
 	}
 	case RDMA_CM_EVENT_ESTABLISHED:
