@@ -16,6 +16,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <rdma/rdma_cma.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,18 @@ struct rdma_dev {
 };
 
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * siw (Soft-iWARP, Linux 6.12) races a connect against the teardown of a
+ * connection between the same two ends that just ended: the connect failed
+ * with EADDRNOTAVAIL, siw's listener on the target was broken from then on,
+ * and destroying it hit a kernel BUG.  `iseradm ls` (discovery, then a login
+ * at once) did it within 4-49 rounds; with 50 ms between the two, never in
+ * 60.  So a connect within IWARP_RECONNECT_GAP_MS of the end of one of our
+ * iWARP connections waits out the rest before rdma_connect().
+ */
+#define IWARP_RECONNECT_GAP_MS 50
+static _Atomic uint64_t iwarp_destroyed_ns;
 static struct rdma_dev *devs;
 
 enum wr_kind { WR_RECV, WR_SEND, WR_READ, WR_WRITE };
@@ -98,6 +111,7 @@ struct rdma_conn {
 	bool connecting;
 	const char *cstep;
 	struct reactor_timer *connect_timer;
+	struct reactor_timer *gap_timer;         /* waiting out IWARP_RECONNECT_GAP_MS */
 	unsigned ctimeout_ms;
 };
 
@@ -640,7 +654,9 @@ static void rdma_close(struct xp_conn *xc)
 	c->connecting = false;
 	if (c->connect_timer)
 		reactor_timer_cancel(c->xc.reactor, c->connect_timer);
-	c->connect_timer = NULL;
+	if (c->gap_timer)
+		reactor_timer_cancel(c->xc.reactor, c->gap_timer);
+	c->connect_timer = c->gap_timer = NULL;
 	fail_queues(c);
 	if (c->qp_ready) {
 		/* Moving the QP to error flushes every posted WR through the CQ. */
@@ -664,12 +680,16 @@ static void rdma_destroy(struct xp_conn *xc)
 			reactor_timer_cancel(c->xc.reactor, c->flush_timer);
 		if (c->connect_timer)
 			reactor_timer_cancel(c->xc.reactor, c->connect_timer);
+		if (c->gap_timer)
+			reactor_timer_cancel(c->xc.reactor, c->gap_timer);
 		reactor_poller_del(c->xc.reactor, c->poller);
 		if (c->cc)
 			reactor_del_fd(c->xc.reactor, c->cc->fd);
 		if (c->ch)
 			reactor_del_fd(c->xc.reactor, c->ch->fd);
 	}
+	if (c->active && c->signal_writes)
+		atomic_store(&iwarp_destroyed_ns, reactor_now_ns());
 	if (c->id && c->id->qp)
 		rdma_destroy_qp(c->id);
 	if (c->cq)
@@ -1003,6 +1023,39 @@ static void connect_call_failed(struct rdma_conn *c, const char *call)
 	connect_failed(c, rc, why);
 }
 
+/* Route known: the queue pair, then rdma_connect(). */
+static void connect_now(void *arg)
+{
+	struct rdma_conn *c = arg;
+	c->gap_timer = NULL;
+	int rc = setup_qp(c, c->xc.reactor);
+	if (rc) {
+		char why[96];
+		snprintf(why, sizeof(why), "cannot set up the queue pair: %s", strerror(-rc));
+		connect_failed(c, rc, why);
+		return;
+	}
+	/* We issue no RDMA READ; the target reads our write buffers (our responder resources). */
+	c->ord = 1;
+	struct iser_cm_hdr hdr = { .flags = ISER_CM_ZBVA_NOT_SUPPORTED | ISER_CM_SEND_W_INV_NOT_SUPPORTED };
+	struct rdma_conn_param p = {
+		.private_data = &hdr, .private_data_len = sizeof(hdr),
+		.initiator_depth = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_init_rd_atom, 1u),
+		.responder_resources = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_rd_atom, RDMA_MAX_RD_ATOM),
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+	if (rdma_connect(c->id, &p)) {
+		/* Name our end: on iWARP it is a TCP port, which may be the trouble. */
+		int e = errno;
+		char local[64], call[96];
+		netaddr_format(rdma_get_local_addr(c->id), local, sizeof(local), NULL, 0, NULL);
+		snprintf(call, sizeof(call), "rdma_connect from %s", local);
+		errno = e;
+		connect_call_failed(c, call);
+	}
+}
+
 /*
  * Connecting is a chain of rdma_cm events on the id's channel: address
  * resolved, route resolved, established.  Each step starts the next, on the
@@ -1021,32 +1074,12 @@ static void connect_step(struct rdma_conn *c, enum rdma_cm_event_type type, int 
 		return;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
 		c->cstep = "connect";
-		int rc = setup_qp(c, c->xc.reactor);
-		if (rc) {
-			char why[96];
-			snprintf(why, sizeof(why), "cannot set up the queue pair: %s", strerror(-rc));
-			connect_failed(c, rc, why);
+		uint64_t since = reactor_now_ns() - atomic_load(&iwarp_destroyed_ns);
+		uint64_t gap = (uint64_t)IWARP_RECONNECT_GAP_MS * 1000000ull;
+		if (since < gap && (c->gap_timer = reactor_timer_add(c->xc.reactor, (gap - since) / 1000000 + 1,
+								     connect_now, c)))
 			return;
-		}
-		/* We issue no RDMA READ; the target reads our write buffers (our responder resources). */
-		c->ord = 1;
-		struct iser_cm_hdr hdr = { .flags = ISER_CM_ZBVA_NOT_SUPPORTED | ISER_CM_SEND_W_INV_NOT_SUPPORTED };
-		struct rdma_conn_param p = {
-			.private_data = &hdr, .private_data_len = sizeof(hdr),
-			.initiator_depth = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_init_rd_atom, 1u),
-			.responder_resources = (uint8_t)MIN((uint32_t)c->dev->attr.max_qp_rd_atom, RDMA_MAX_RD_ATOM),
-			.retry_count = 7,
-			.rnr_retry_count = 7,
-		};
-		if (rdma_connect(c->id, &p)) {
-			/* Name our end: on iWARP it is a TCP port, which may be the trouble. */
-			int e = errno;
-			char local[64], call[96];
-			netaddr_format(rdma_get_local_addr(c->id), local, sizeof(local), NULL, 0, NULL);
-			snprintf(call, sizeof(call), "rdma_connect from %s", local);
-			errno = e;
-			connect_call_failed(c, call);
-		}
+		connect_now(c);
 		return;
 	}
 	case RDMA_CM_EVENT_ESTABLISHED:

@@ -66,6 +66,18 @@ datacheck() {
 	sed 's/^/    /' "$out"
 	[ $rc -eq 0 ] && grep -q "^# 0 failed" "$out"
 }
+# ls_rounds N URL: iseradm ls N times; each makes a discovery connection and
+# then a login connection at once, the pattern that broke siw's listener
+# (EADDRNOTAVAIL, then "Connection refused", then a kernel BUG) until the
+# library waited a moment between iWARP connections (common/rdma.c).
+ls_rounds() {
+	local n=$1 i out; shift
+	for i in $(seq "$n"); do
+		out=$(timeout 60 $ADM ls "$1" 2>&1)
+		grep -q "rdma_connect" <<< "$out" && { echo "    round $i:"; echo "$out" | sed 's/^/    /'; return 1; }
+	done
+	return 0
+}
 # recovery NAME MODE ARGS...: isc-recovery's own checks, indented under one.
 recovery() {
 	local out=$VM_WORK/recovery-$1.txt; shift
@@ -127,6 +139,8 @@ on_isertd() {
 		adm_has "iSER: RDMAExtensions Yes" login iser://$ip/$t/0
 	# ls logs in to every target: the CHAP one refuses us, the open one lists its LUNs.
 	ok "$p isertd: iseradm ls iser://$ip lists both LUNs" adm_grep "LUN 1: ISERT" ls iser://$ip
+	[ $p = siw ] && ok "$p isertd: 20 x iseradm ls (a login right after each discovery), every connect made" \
+		ls_rounds 20 iser://$ip
 	ok "$p isertd: iseradm inq over iSER" adm_has "Vendor: ISERT" inq iser://$ip/$t/0
 	ok "$p isertd: iseradm inq --vpd 0x83 over iSER" adm_has "VPD page 0x83" inq iser://$ip/$t/0 --vpd 83
 	ok "$p isertd: iseradm readcap over iSER (LUN 1: 4096-byte blocks)" \
