@@ -14,10 +14,9 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <netdb.h>
-#include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <rdma/rdma_cma.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +49,7 @@ struct rdma_dev {
 };
 
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rdma_dev *devs;
 
 /*
  * siw (Soft-iWARP, Linux 6.12) races a connect against the teardown of a
@@ -57,12 +57,11 @@ static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
  * with EADDRNOTAVAIL, siw's listener on the target was broken from then on,
  * and destroying it hit a kernel BUG.  `iseradm ls` (discovery, then a login
  * at once) did it within 4-49 rounds; with 50 ms between the two, never in
- * 60.  So a connect within IWARP_RECONNECT_GAP_MS of the end of one of our
+ * 120.  So a connect within IWARP_RECONNECT_GAP_MS of the end of one of our
  * iWARP connections waits out the rest before rdma_connect().
  */
 #define IWARP_RECONNECT_GAP_MS 50
 static _Atomic uint64_t iwarp_destroyed_ns;
-static struct rdma_dev *devs;
 
 enum wr_kind { WR_RECV, WR_SEND, WR_READ, WR_WRITE };
 
@@ -1046,7 +1045,7 @@ static void connect_now(void *arg)
 		.rnr_retry_count = 7,
 	};
 	if (rdma_connect(c->id, &p)) {
-		/* Name our end: on iWARP it is a TCP port, which may be the trouble. */
+		/* Name our end: on iWARP it is a TCP port (EADDRNOTAVAIL: it was taken). */
 		int e = errno;
 		char local[64], call[96];
 		netaddr_format(rdma_get_local_addr(c->id), local, sizeof(local), NULL, 0, NULL);
