@@ -55,7 +55,7 @@ struct tcp_conn {
 	/* send */
 	struct xp_pdu *txh, *txt;
 	/* connecting (active side): the addresses not tried yet, the time limit */
-	bool connecting, destroy_pending;
+	bool destroy_pending;      /* destroyed while the close notification was queued */
 	struct addrinfo *ai, *ai_next;
 	struct reactor_timer *ctimer;
 	unsigned ctimeout_ms;
@@ -97,7 +97,6 @@ static void notify_closed(void *arg)
 
 static void connect_end(struct tcp_conn *c)
 {
-	c->connecting = false;
 	if (c->ctimer)
 		reactor_timer_cancel(c->xc.reactor, c->ctimer);
 	c->ctimer = NULL;
@@ -632,7 +631,6 @@ static int tcp_connect(const char *host, uint16_t port, struct reactor *r, unsig
 	}
 	c->xc.reactor = r;
 	snprintf(c->xc.peer, sizeof(c->xc.peer), "%s:%u", host, port);
-	c->connecting = true;
 	c->ai = c->ai_next = ai;
 	c->ctimeout_ms = timeout_ms ? timeout_ms : 15000;
 	rc = connect_next(c);
