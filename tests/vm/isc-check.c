@@ -47,6 +47,22 @@ int pattern_compare(const uint8_t *got, uint32_t len, uint64_t seed, char *why, 
 	return rc;
 }
 
+struct isc_session *check_login(const struct isc_options *o, const struct isc_url *u)
+{
+	struct isc_session *s = isc_session_new(o);
+	if (!s) {
+		check_report(false, "login", "out of memory");
+		return NULL;
+	}
+	int rc = isc_connect_url(s, u);
+	check_report(!rc, "login", isc_errmsg(s));
+	if (rc) {
+		isc_session_free(s);
+		return NULL;
+	}
+	return s;
+}
+
 uint32_t parse_size(const char *s)
 {
 	char *end;

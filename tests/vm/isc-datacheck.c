@@ -299,12 +299,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "isc-datacheck: -q 1..128 and -b a size please\n");
 		return 2;
 	}
-	struct isc_session *s = isc_session_new(&o);
+	struct isc_session *s = check_login(&o, &url);
 	if (!s)
-		return 1;
-	int rc = isc_connect_url(s, &url);
-	check_report(!rc, "login", isc_errmsg(s));
-	if (rc)
 		return 1;
 	struct isc_params p;
 	isc_get_params(s, &p);
@@ -313,7 +309,7 @@ int main(int argc, char **argv)
 	/* A new I_T nexus may first get UNIT ATTENTION (tgtd: power on); TEST UNIT READY takes it. */
 	for (int i = 0; i < 3 && isc_tur_sync(s, url.lun, NULL); i++)
 		;
-	rc = isc_readcap16_sync(s, url.lun, &cap, NULL);
+	int rc = isc_readcap16_sync(s, url.lun, &cap, NULL);
 	check_report(!rc, "READ CAPACITY (16)", isc_errmsg(s));
 	if (rc)
 		return 1;

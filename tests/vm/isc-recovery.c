@@ -604,15 +604,11 @@ int main(int argc, char **argv)
 		o.reconnect_timeout_s = 0;
 	}
 	salt = (uint32_t)getpid() ^ (uint32_t)now_ms();
-	struct isc_session *s = isc_session_new(&o);
+	struct isc_session *s = check_login(&o, &url);
 	if (!s)
 		return 1;
-	int rc = isc_connect_url(s, &url);
-	check_report(!rc, "login", isc_errmsg(s));
-	if (rc)
-		return 1;
 	tur(s);
-	rc = isc_readcap16_sync(s, url.lun, &cap, NULL);
+	int rc = isc_readcap16_sync(s, url.lun, &cap, NULL);
 	check_report(!rc, "READ CAPACITY (16)", isc_errmsg(s));
 	if (rc)
 		return 1;

@@ -60,12 +60,17 @@ adm_exit() {
 	echo "$out" | sed 's/^/    /'
 	[ $rc -eq "$want" ]
 }
-datacheck() {
-	local out=$VM_WORK/datacheck-$1.txt; shift
-	timeout 300 $DC "$@" > "$out" 2>&1; local rc=$?
+# checks NAME SECONDS PROGRAM ARGS...: a program that prints ok/not ok lines
+# and "# N failed" (isc-datacheck, isc-recovery), its output indented under one check.
+checks() {
+	local out=$VM_WORK/$1.txt t=$2; shift 2
+	timeout "$t" "$@" > "$out" 2>&1; local rc=$?
 	sed 's/^/    /' "$out"
 	[ $rc -eq 0 ] && grep -q "^# 0 failed" "$out"
 }
+datacheck() { local n=$1; shift; checks datacheck-$n 300 $DC "$@"; }
+# recovery NAME MODE ARGS...: isc-recovery's own checks.
+recovery() { local n=$1; shift; checks recovery-$n 120 $RC "$@"; }
 # ls_rounds N URL: iseradm ls N times; each makes a discovery connection and
 # then a login connection at once, the pattern that broke siw's listener
 # (EADDRNOTAVAIL, then "Connection refused", then a kernel BUG) until the
@@ -77,13 +82,6 @@ ls_rounds() {
 		grep -q "rdma_connect" <<< "$out" && { echo "    round $i:"; echo "$out" | sed 's/^/    /'; return 1; }
 	done
 	return 0
-}
-# recovery NAME MODE ARGS...: isc-recovery's own checks, indented under one.
-recovery() {
-	local out=$VM_WORK/recovery-$1.txt; shift
-	timeout 120 $RC "$@" > "$out" 2>&1; local rc=$?
-	sed 's/^/    /' "$out"
-	[ $rc -eq 0 ] && grep -q "^# 0 failed" "$out"
 }
 # tmf_checks LABEL URL READ-SIZE [OPTIONS]: ABORT TASK of a large READ
 # (4 times), LU RESET with 32 commands in flight.
