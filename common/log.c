@@ -1,22 +1,93 @@
 #include "common/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 enum log_level log_threshold = LOG_INFO;
 
 static const char *const level_name[] = { "error", "warning", "info", "debug" };
 
+static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_list ap)
+{
+	char line[1024];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	/* One fprintf per line so lines from different reactors do not interleave. */
+	fprintf(stderr, "isert %s: %s%s\n", level_name[lvl], line, suffix);
+}
+
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
 	if (lvl > log_threshold)
 		return;
-	char line[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vlog(lvl, "", fmt, ap);
 	va_end(ap);
-	/* One fprintf per line so lines from different reactors do not interleave. */
-	fprintf(stderr, "isert %s: %s\n", level_name[lvl], line);
+}
+
+static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void log_limited_msg(struct log_limit *ll, enum log_level lvl, const char *fmt, ...)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	unsigned dropped = 0;
+	/* Reactors share call sites; the lock is taken only on these rare lines. */
+	pthread_mutex_lock(&limit_lock);
+	if (!ll->window_ns || now - ll->window_ns >= LOG_LIMIT_INTERVAL_S * 1000000000ull) {
+		dropped = ll->dropped;
+		ll->window_ns = now;
+		ll->printed = ll->dropped = 0;
+	}
+	bool print = ll->printed < LOG_LIMIT_BURST;
+	if (print)
+		ll->printed++;
+	else
+		ll->dropped++;
+	pthread_mutex_unlock(&limit_lock);
+	if (!print)
+		return;
+	char suffix[80] = "";
+	if (dropped)
+		snprintf(suffix, sizeof(suffix), " (%u more like this in the last %d s not shown)", dropped,
+			 LOG_LIMIT_INTERVAL_S);
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(lvl, suffix, fmt, ap);
+	va_end(ap);
+}
+
+const char *log_escape(const char *in, char *out, size_t outlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+	if (!outlen)
+		return out;
+	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+		bool plain = *p >= 0x20 && *p < 0x7f && *p != '\\';
+		size_t need = plain ? 1 : 4;
+		if (n + need + 4 > outlen) {
+			/* Room for "..." and the terminator. */
+			if (n + 4 <= outlen) {
+				memcpy(out + n, "...", 3);
+				n += 3;
+			}
+			break;
+		}
+		if (plain) {
+			out[n++] = (char)*p;
+		} else {
+			out[n++] = '\\';
+			out[n++] = 'x';
+			out[n++] = hex[*p >> 4];
+			out[n++] = hex[*p & 15];
+		}
+	}
+	out[n] = 0;
+	return out;
 }

@@ -2,6 +2,9 @@
 #ifndef LOG_H
 #define LOG_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 enum log_level { LOG_ERR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 extern enum log_level log_threshold;
@@ -13,5 +16,32 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 #define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) do { if (log_threshold >= LOG_DEBUG) log_msg(LOG_DEBUG, __VA_ARGS__); } while (0)
+
+/*
+ * For lines a peer can cause (bad PDUs, refused logins, timeouts): each call
+ * site prints at most LOG_LIMIT_BURST lines every LOG_LIMIT_INTERVAL_S
+ * seconds; the next line after a quiet spell says how many were dropped.
+ */
+#define LOG_LIMIT_BURST 10
+#define LOG_LIMIT_INTERVAL_S 5
+struct log_limit {
+	uint64_t window_ns;
+	unsigned printed, dropped;
+};
+void log_limited_msg(struct log_limit *ll, enum log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define log_limited(lvl, ...) \
+	do { \
+		static struct log_limit log_ll_; \
+		if ((lvl) <= log_threshold) \
+			log_limited_msg(&log_ll_, (lvl), __VA_ARGS__); \
+	} while (0)
+
+/*
+ * Text from a peer (initiator names, CHAP_N, keys) made safe for a log line:
+ * control and non-ASCII bytes become \xNN, and the result is cut to fit out
+ * (with "..." when cut).  Returns out.
+ */
+const char *log_escape(const char *in, char *out, size_t outlen);
 
 #endif
