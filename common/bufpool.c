@@ -1,13 +1,15 @@
 /*
  * Size-classed buffer pool.  Class k holds buffers of 4 KiB << k.  Small
  * classes are carved from 4 MiB slabs; a buffer larger than a slab gets a
- * slab of its own.  Slabs are kept (and stay registered) for the pool's
- * life, so the I/O path never allocates memory or registers it once warm.
+ * slab of its own.  Each slab keeps its own free list, and each class the
+ * slabs that have a free buffer, so a slab whose buffers all came back can
+ * be unmapped (and deregistered) in O(1) when the pool is above its warm
+ * size.  Below it the I/O path never allocates or registers memory.
  */
 #include "common/bufpool.h"
 
 #include <errno.h>
-#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,13 +24,21 @@ struct slab {
 	void *reg_handle;
 	uint32_t lkey, rkey;
 	struct buf *bufs;
-	struct slab *next;
+	size_t nbufs;
+	struct buf *free;          /* this slab's free buffers */
+	size_t nfree;
+	uint8_t klass;
+	struct slab *next, *prev;  /* every slab of the pool */
+	struct slab *pnext, *pprev; /* the class's slabs with a free buffer */
+	bool partial;
 };
 
 struct bufpool {
-	struct buf *free[BUF_CLASSES];
+	struct slab *partial[BUF_CLASSES];
 	struct slab *slabs;
 	size_t in_use;
+	size_t bytes;
+	size_t max_bytes, keep_bytes;
 	struct bufpool_reg_ops reg;
 	bool have_reg;
 };
@@ -41,9 +51,30 @@ static int size_class(size_t len)
 	return ((size_t)1 << (BUF_MIN_SHIFT + k)) >= len ? k : -1;
 }
 
+static size_t slab_len(int k)
+{
+	size_t bsize = (size_t)1 << (BUF_MIN_SHIFT + k);
+	return bsize > SLAB_SIZE ? bsize : SLAB_SIZE;
+}
+
+size_t bufpool_buf_size(size_t len)
+{
+	int k = size_class(len ? len : 1);
+	return k < 0 ? 0 : (size_t)1 << (BUF_MIN_SHIFT + k);
+}
+
 struct bufpool *bufpool_create(void)
 {
-	return calloc(1, sizeof(struct bufpool));
+	struct bufpool *p = calloc(1, sizeof(struct bufpool));
+	if (p)
+		p->keep_bytes = SIZE_MAX;
+	return p;
+}
+
+void bufpool_set_limits(struct bufpool *p, size_t max_bytes, size_t keep_bytes)
+{
+	p->max_bytes = max_bytes;
+	p->keep_bytes = keep_bytes;
 }
 
 static int slab_register(struct bufpool *p, struct slab *s)
@@ -54,27 +85,58 @@ static int slab_register(struct bufpool *p, struct slab *s)
 	if (rc)
 		return rc;
 	/* Every buffer of the slab carries the slab's keys. */
-	size_t nb = s->bufs ? s->len / s->bufs[0].cap : 0;
-	for (size_t i = 0; i < nb; i++) {
+	for (size_t i = 0; i < s->nbufs; i++) {
 		s->bufs[i].lkey = s->lkey;
 		s->bufs[i].rkey = s->rkey;
 	}
 	return 0;
 }
 
+static void partial_add(struct bufpool *p, struct slab *s)
+{
+	s->pprev = NULL;
+	s->pnext = p->partial[s->klass];
+	if (s->pnext)
+		s->pnext->pprev = s;
+	p->partial[s->klass] = s;
+	s->partial = true;
+}
+
+static void partial_del(struct bufpool *p, struct slab *s)
+{
+	if (s->pprev)
+		s->pprev->pnext = s->pnext;
+	else
+		p->partial[s->klass] = s->pnext;
+	if (s->pnext)
+		s->pnext->pprev = s->pprev;
+	s->partial = false;
+}
+
+static void slab_free(struct bufpool *p, struct slab *s)
+{
+	if (s->partial)
+		partial_del(p, s);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		p->slabs = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	if (p->have_reg && s->reg_handle)
+		p->reg.dereg(p->reg.ctx, s->reg_handle);
+	munmap(s->mem, s->len);
+	p->bytes -= s->len;
+	free(s->bufs);
+	free(s);
+}
+
 void bufpool_destroy(struct bufpool *p)
 {
 	if (!p)
 		return;
-	while (p->slabs) {
-		struct slab *s = p->slabs;
-		p->slabs = s->next;
-		if (p->have_reg && s->reg_handle)
-			p->reg.dereg(p->reg.ctx, s->reg_handle);
-		munmap(s->mem, s->len);
-		free(s->bufs);
-		free(s);
-	}
+	while (p->slabs)
+		slab_free(p, p->slabs);
 	free(p);
 }
 
@@ -93,12 +155,14 @@ int bufpool_set_reg(struct bufpool *p, const struct bufpool_reg_ops *ops)
 static int grow(struct bufpool *p, int k)
 {
 	size_t bsize = (size_t)1 << (BUF_MIN_SHIFT + k);
-	size_t len = bsize > SLAB_SIZE ? bsize : SLAB_SIZE;
-	size_t nb = len / bsize;
+	size_t len = slab_len(k);
+	if (p->max_bytes && p->bytes + len > p->max_bytes)
+		return -ENOBUFS;
 	struct slab *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->bufs = calloc(nb, sizeof(*s->bufs));
+	s->nbufs = len / bsize;
+	s->bufs = calloc(s->nbufs, sizeof(*s->bufs));
 	/* mmap: page aligned (O_DIRECT) and untouched pages cost nothing. */
 	s->mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (!s->bufs || s->mem == MAP_FAILED) {
@@ -109,19 +173,36 @@ static int grow(struct bufpool *p, int k)
 		return -ENOMEM;
 	}
 	s->len = len;
-	for (size_t i = 0; i < nb; i++) {
+	s->klass = (uint8_t)k;
+	for (size_t i = 0; i < s->nbufs; i++) {
 		struct buf *b = &s->bufs[i];
 		b->data = (uint8_t *)s->mem + i * bsize;
 		b->cap = bsize;
 		b->pool = p;
+		b->slab = s;
 		b->klass = (uint8_t)k;
-		b->next = p->free[k];
-		p->free[k] = b;
+		b->next = s->free;
+		s->free = b;
 	}
-	int rc = slab_register(p, s);
+	s->nfree = s->nbufs;
 	s->next = p->slabs;
+	if (s->next)
+		s->next->prev = s;
 	p->slabs = s;
+	p->bytes += len;
+	partial_add(p, s);
+	int rc = slab_register(p, s);
+	if (rc)
+		slab_free(p, s);
 	return rc;
+}
+
+bool bufpool_has_room(const struct bufpool *p, size_t len)
+{
+	int k = size_class(len ? len : 1);
+	if (k < 0)
+		return false;
+	return p->partial[k] || !p->max_bytes || p->bytes + slab_len(k) <= p->max_bytes;
 }
 
 struct buf *bufpool_get(struct bufpool *p, size_t len)
@@ -129,10 +210,13 @@ struct buf *bufpool_get(struct bufpool *p, size_t len)
 	int k = size_class(len ? len : 1);
 	if (k < 0)
 		return NULL;
-	if (!p->free[k] && grow(p, k))
+	if (!p->partial[k] && grow(p, k))
 		return NULL;
-	struct buf *b = p->free[k];
-	p->free[k] = b->next;
+	struct slab *s = p->partial[k];
+	struct buf *b = s->free;
+	s->free = b->next;
+	if (--s->nfree == 0)
+		partial_del(p, s);
 	b->next = NULL;
 	b->len = len;
 	p->in_use++;
@@ -144,12 +228,23 @@ void bufpool_put(struct buf *b)
 	if (!b)
 		return;
 	struct bufpool *p = b->pool;
-	b->next = p->free[b->klass];
-	p->free[b->klass] = b;
+	struct slab *s = b->slab;
+	b->next = s->free;
+	s->free = b;
 	p->in_use--;
+	if (s->nfree++ == 0)
+		partial_add(p, s);
+	/* Above the warm size, a slab whose buffers all came back goes back to the system. */
+	if (s->nfree == s->nbufs && p->bytes > p->keep_bytes)
+		slab_free(p, s);
 }
 
 size_t bufpool_in_use(const struct bufpool *p)
 {
 	return p->in_use;
+}
+
+size_t bufpool_bytes(const struct bufpool *p)
+{
+	return p->bytes;
 }
