@@ -205,6 +205,11 @@ int chap_encode_hex(const uint8_t *in, size_t len, char *out, size_t outlen)
 	return (int)(2 + 2 * len);
 }
 
+bool chap_equal(const uint8_t *a, const uint8_t *b, size_t len)
+{
+	return CRYPTO_memcmp(a, b, len) == 0;
+}
+
 int chap_random(void *buf, size_t len)
 {
 	uint8_t *p = buf;

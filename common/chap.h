@@ -15,6 +15,8 @@ enum chap_alg { CHAP_MD5 = 5, CHAP_SHA1 = 6, CHAP_SHA256 = 7, CHAP_SHA3_256 = 8 
 #define CHAP_MAX_DIGEST 32
 #define CHAP_CHALLENGE_LEN 32
 #define CHAP_MAX_BINARY 1024 /* longest challenge/response accepted from the wire */
+/* Shortest challenge a peer may send us: 128 bits, as long as a digest block of MD5. */
+#define CHAP_MIN_CHALLENGE 16
 
 bool chap_alg_supported(int alg);
 size_t chap_digest_len(enum chap_alg alg);
@@ -29,7 +31,9 @@ int chap_response(enum chap_alg alg, uint8_t id, const char *secret,
 int chap_decode(const char *s, uint8_t *out, size_t outlen);
 int chap_encode_hex(const uint8_t *in, size_t len, char *out, size_t outlen);
 
-/* Fill buf with random bytes (challenge, identifier). */
+/* Fill buf with random bytes (challenge, identifier): 0, or -errno and buf must not be used. */
 int chap_random(void *buf, size_t len);
+/* Compare two digests in time that does not depend on where they differ. */
+bool chap_equal(const uint8_t *a, const uint8_t *b, size_t len);
 
 #endif

@@ -194,8 +194,12 @@ static void send_chap_r(struct isc_session *s, const struct text_list *kv)
 	text_add(&tb, "CHAP_R", hex);
 	if (s->o.target_user && s->o.target_password) {
 		s->mutual = true;
-		chap_random(&s->mutual_id, 1);
-		chap_random(s->mutual_chal, sizeof(s->mutual_chal));
+		/* Without randomness the challenge would be guessable: give up instead. */
+		if (chap_random(&s->mutual_id, 1) || chap_random(s->mutual_chal, sizeof(s->mutual_chal))) {
+			text_buf_free(&tb);
+			login_fail(s, -EIO, "no random bytes for the mutual CHAP challenge%s", NULL);
+			return;
+		}
 		/* A challenge equal to the target's would let it reflect our answer back. */
 		if ((size_t)clen == sizeof(s->mutual_chal) && !memcmp(chal, s->mutual_chal, (size_t)clen))
 			s->mutual_chal[0] ^= 0xff;
@@ -226,7 +230,7 @@ static bool check_mutual(struct isc_session *s, const struct text_list *kv)
 	int glen = chap_decode(r, got, sizeof(got));
 	if (chap_response((enum chap_alg)s->chap_alg, s->mutual_id, s->o.target_password, s->mutual_chal,
 			  sizeof(s->mutual_chal), want) ||
-	    glen != (int)chap_digest_len((enum chap_alg)s->chap_alg) || memcmp(got, want, (size_t)glen)) {
+	    glen != (int)chap_digest_len((enum chap_alg)s->chap_alg) || !chap_equal(got, want, (size_t)glen)) {
 		login_fail(s, -EACCES, "mutual CHAP: the target's response is wrong (target secret mismatch)%s",
 			   NULL);
 		return false;
