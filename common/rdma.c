@@ -106,6 +106,10 @@ struct rdma_conn {
 	struct reactor_timer *flush_timer;       /* close: give up waiting for flushes */
 	bool forced;                             /* torn down without every flush: CQ not read */
 	int err;
+	struct xp_pdu *dead;                     /* sent after the close: failed from a deferred call */
+	bool fail_scheduled;
+	unsigned calls;                          /* deferred calls queued with this connection */
+	bool destroy_pending;                    /* destroyed meanwhile: the last of them frees it */
 	/* active side, while connecting: the step rdma_cm is at and the time limit */
 	bool connecting;
 	const char *cstep;
@@ -118,11 +122,50 @@ struct xp_listener {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
 	struct reactor *r;
-	xp_accept_fn accept;
-	void *arg;
+	struct xp_listen_params lp;
 };
 
 static void conn_fail(struct rdma_conn *c, int err);
+static void conn_free(struct rdma_conn *c);
+
+/* Run fn(c) on the connection's reactor soon; c stays allocated until it ran. */
+static int defer(struct rdma_conn *c, reactor_fn fn)
+{
+	int rc = reactor_defer(c->xc.reactor, fn, c);
+	if (!rc)
+		c->calls++;
+	return rc;
+}
+
+/* First thing in a deferred call: true when the connection was destroyed meanwhile. */
+static bool deferred_gone(struct rdma_conn *c)
+{
+	c->calls--;
+	if (!c->destroy_pending)
+		return false;
+	if (!c->calls)
+		conn_free(c);
+	return true;
+}
+
+static void fail_pdus(struct xp_pdu **head)
+{
+	while (*head) {
+		struct xp_pdu *p = *head;
+		*head = p->next;
+		if (p->done)
+			p->done(p, -ECONNRESET);
+	}
+}
+
+static void fail_dead(void *arg)
+{
+	struct rdma_conn *c = arg;
+	if (deferred_gone(c))
+		return;
+	c->fail_scheduled = false;
+	fail_pdus(&c->dead);
+}
 
 static struct rdma_dev *dev_get(struct ibv_context *verbs)
 {
@@ -308,23 +351,29 @@ static void pump_tx(struct rdma_conn *c)
 	}
 }
 
-static int rdma_send(struct xp_conn *xc, struct xp_pdu *p)
+static void rdma_send(struct xp_conn *xc, struct xp_pdu *p)
 {
 	struct rdma_conn *c = (struct rdma_conn *)xc;
-	if (c->closing)
-		return -ECONNRESET;
-	if (p->ahs_len + p->data_len > RDMA_TX_SLOT - ISER_HDR_LEN - PDU_BHS_LEN) {
-		log_err("%s: PDU of %u bytes does not fit an iSER send slot", c->xc.peer, p->data_len);
-		return -EMSGSIZE;
-	}
 	p->next = NULL;
+	if (!c->closing && p->ahs_len + p->data_len > RDMA_TX_SLOT - ISER_HDR_LEN - PDU_BHS_LEN) {
+		/* Nothing the peer could receive: the connection cannot go on. */
+		log_err("%s: PDU of %u bytes does not fit an iSER send slot, closing", c->xc.peer, p->data_len);
+		conn_fail(c, -EMSGSIZE);
+	}
+	if (c->closing) {
+		/* Failed later, from a fresh stack: never inside send(). */
+		p->next = c->dead;
+		c->dead = p;
+		if (!c->fail_scheduled && c->xc.reactor && !defer(c, fail_dead))
+			c->fail_scheduled = true;
+		return;
+	}
 	if (c->txq_tail)
 		c->txq_tail->next = p;
 	else
 		c->txq_head = p;
 	c->txq_tail = p;
 	pump_tx(c);
-	return 0;
 }
 
 static int rdma_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint32_t off, uint32_t len, uint64_t va,
@@ -560,14 +609,20 @@ static int cq_arm(void *arg)
 
 /* ---- teardown --------------------------------------------------------- */
 
-static void notify_closed(void *arg)
+static void notify_closed_now(struct rdma_conn *c)
 {
-	struct rdma_conn *c = arg;
 	if (c->close_notified)
 		return;
 	c->close_notified = true;
 	if (c->xc.up && c->xc.up->closed)
 		c->xc.up->closed(&c->xc, c->err);
+}
+
+static void notify_closed(void *arg)
+{
+	struct rdma_conn *c = arg;
+	if (!deferred_gone(c))
+		notify_closed_now(c);
 }
 
 static void fail_queues(struct rdma_conn *c)
@@ -601,7 +656,8 @@ static void maybe_finish(struct rdma_conn *c)
 		return;
 	if (c->wrs_out && c->qp_ready)
 		return;
-	reactor_defer(c->xc.reactor, notify_closed, c);
+	if (defer(c, notify_closed))
+		notify_closed_now(c);
 }
 
 static void conn_fail(struct rdma_conn *c, int err)
@@ -641,7 +697,7 @@ static void flush_timeout(void *arg)
 		free(w);
 	}
 	c->wrs_out = 0;
-	notify_closed(c);
+	notify_closed_now(c);
 }
 
 static void rdma_close(struct xp_conn *xc)
@@ -674,6 +730,17 @@ static void rdma_destroy(struct xp_conn *xc)
 	struct rdma_conn *c = (struct rdma_conn *)xc;
 	if (!c)
 		return;
+	/* The contract: every PDU given to send() hears back, even now. */
+	fail_pdus(&c->dead);
+	if (c->calls) {
+		c->destroy_pending = true;
+		return;
+	}
+	conn_free(c);
+}
+
+static void conn_free(struct rdma_conn *c)
+{
 	if (c->xc.reactor) {
 		if (c->flush_timer)
 			reactor_timer_cancel(c->xc.reactor, c->flush_timer);
@@ -749,7 +816,7 @@ static void on_conn_event(void *arg, uint32_t events)
 
 struct accept_msg {
 	struct rdma_conn *c;
-	struct xp_listener *l;
+	struct xp_listen_params lp;   /* a copy: the listener may be gone when this runs */
 	uint8_t initiator_depth, responder_resources;
 };
 
@@ -851,17 +918,19 @@ static void accept_on_reactor(void *arg)
 		if (rdma_accept(c->id, &p))
 			rc = -errno;
 	}
-	struct xp_listener *l = m->l;
+	struct xp_listen_params lp = m->lp;
 	free(m);
 	if (rc) {
-		log_warn("%s: cannot accept iSER connection: %s", c->xc.peer, strerror(-rc));
+		log_limited(LOG_WARN, "%s: cannot accept iSER connection: %s", c->xc.peer, strerror(-rc));
 		rdma_reject(c->id, NULL, 0);
 		c->qp_ready = false;
+		if (lp.dropped)
+			lp.dropped(lp.arg, &c->xc);
 		rdma_destroy(&c->xc);
 		return;
 	}
 	/* The iSCSI layer takes it from here: it calls start() (which has nothing left to do). */
-	l->accept(l->arg, &c->xc);
+	lp.accept(lp.arg, &c->xc);
 }
 
 static void on_listen_event(void *arg, uint32_t events)
@@ -899,14 +968,24 @@ static void on_listen_event(void *arg, uint32_t events)
 		c->id = id;
 		c->xc.ops = &iser_transport;
 		c->xc.max_ctrl_data = ISER_INITIATOR_RX_SIZE - ISER_HDR_LEN - PDU_BHS_LEN;
-		netaddr_format(rdma_get_peer_addr(id), c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
+		netaddr_format(rdma_get_peer_addr(id), c->xc.peer, sizeof(c->xc.peer), c->xc.peer_ip,
+			       sizeof(c->xc.peer_ip), NULL);
 		netaddr_format(rdma_get_local_addr(id), c->xc.local, sizeof(c->xc.local), c->xc.local_ip,
 		       sizeof(c->xc.local_ip), &c->xc.local_port);
+		/* Refused before it costs a queue pair and 2.6 MiB of slots. */
+		if (l->lp.admit && !l->lp.admit(l->lp.arg, &c->xc)) {
+			rdma_reject(id, NULL, 0);
+			rdma_destroy(&c->xc);
+			free(m);
+			continue;
+		}
 		m->c = c;
-		m->l = l;
+		m->lp = l->lp;
 		/* Set up where the connection will live, so its CQ and buffers are that reactor's. */
 		if (reactor_send(reactor_next(), accept_on_reactor, m)) {
 			rdma_reject(id, NULL, 0);
+			if (l->lp.dropped)
+				l->lp.dropped(l->lp.arg, &c->xc);
 			rdma_destroy(&c->xc);
 			free(m);
 		}
@@ -932,7 +1011,7 @@ static int addr_lookup(const char *host, uint16_t port, int flags, struct addrin
 	return rc;
 }
 
-static int rdma_listen_fn(const char *host, uint16_t port, struct reactor *r, xp_accept_fn accept_fn, void *arg,
+static int rdma_listen_fn(const char *host, uint16_t port, struct reactor *r, const struct xp_listen_params *lp,
 			  struct xp_listener **out, char *err, size_t errlen)
 {
 	struct addrinfo *ai;
@@ -945,8 +1024,7 @@ static int rdma_listen_fn(const char *host, uint16_t port, struct reactor *r, xp
 		return -ENOMEM;
 	}
 	l->r = r;
-	l->accept = accept_fn;
-	l->arg = arg;
+	l->lp = *lp;
 	l->ch = rdma_create_event_channel();
 	if (!l->ch) {
 		rc = -errno;
@@ -1086,7 +1164,8 @@ static void connect_step(struct rdma_conn *c, enum rdma_cm_event_type type, int 
 		c->established = true;
 		reactor_timer_cancel(c->xc.reactor, c->connect_timer);
 		c->connect_timer = NULL;
-		netaddr_format(rdma_get_peer_addr(c->id), c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
+		netaddr_format(rdma_get_peer_addr(c->id), c->xc.peer, sizeof(c->xc.peer), c->xc.peer_ip,
+			       sizeof(c->xc.peer_ip), NULL);
 		netaddr_format(rdma_get_local_addr(c->id), c->xc.local, sizeof(c->xc.local), c->xc.local_ip,
 			       sizeof(c->xc.local_ip), &c->xc.local_port);
 		if (c->xc.up && c->xc.up->connected)

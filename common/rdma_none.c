@@ -4,7 +4,7 @@
 
 #include "common/transport.h"
 
-static int no_listen(const char *host, uint16_t port, struct reactor *r, xp_accept_fn accept, void *arg,
+static int no_listen(const char *host, uint16_t port, struct reactor *r, const struct xp_listen_params *lp,
 		     struct xp_listener **out, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "iSER portal %s:%u: this build has no RDMA support (rdma-core was not found)", host,

@@ -29,18 +29,28 @@
 #define TCP_STAGING (64 * 1024)
 #define TCP_DIRECT_MIN (16 * 1024)   /* read at least this much straight into the destination */
 #define TCP_MAX_IOV 64
+/* Receive steps per wake-up: bounded work keeps the reactor's other connections served. */
+#define TCP_RX_BUDGET 1024
+/* A listener that ran out of file descriptors rests this long before accepting again. */
+#define TCP_ACCEPT_PAUSE_MS 100
+/* Connections the kernel holds for us while we accept: a burst of logins waits here, not in SYN retries. */
+#define TCP_BACKLOG 1024
 
 enum rx_state { RX_BHS, RX_AHS, RX_HDIG, RX_DATA, RX_PAD, RX_DDIG };
 
 struct tcp_conn {
 	struct xp_conn xc;
 	int fd;
-	bool closing, close_notified, flush_scheduled, want_out;
+	bool closing, close_notified, flush_scheduled, want_out, rx_more_scheduled, fail_scheduled;
+	/* Deferred calls queued on the reactor with this connection as argument:
+	 * destroy() leaves the freeing to the last of them. */
+	unsigned calls;
+	bool destroy_pending;
 	/* The last data segment was large: the next ones likely are too, so read
 	 * headers without the staging buffer and let data go straight to its place. */
 	bool direct_next;
 	int err;
-	/* receive */
+	/* receive; the staging buffer comes with the first byte */
 	uint8_t *stage;
 	size_t shead, stail;
 	enum rx_state state;
@@ -52,10 +62,9 @@ struct tcp_conn {
 	uint8_t dig[4];
 	uint8_t padbuf[4];
 	struct xp_rx rx;
-	/* send */
-	struct xp_pdu *txh, *txt;
+	/* send; dead: PDUs sent after the close, failed from a deferred call */
+	struct xp_pdu *txh, *txt, *dead;
 	/* connecting (active side): the addresses not tried yet, the time limit */
-	bool destroy_pending;      /* destroyed while the close notification was queued */
 	struct addrinfo *ai, *ai_next;
 	struct reactor_timer *ctimer;
 	unsigned ctimeout_ms;
@@ -64,13 +73,15 @@ struct tcp_conn {
 struct xp_listener {
 	int fd;
 	struct reactor *r;
-	xp_accept_fn accept;
-	void *arg;
+	struct xp_listen_params lp;
+	char name[72];                 /* host:port, for log lines */
+	struct reactor_timer *pause;   /* out of file descriptors: accepting again later */
 };
 
 static const uint8_t zero_pad[4];
 
 static void tcp_flush(void *arg);
+static void flush_now(struct tcp_conn *c);
 static void tcp_on_event(void *arg, uint32_t events);
 
 static void conn_free(struct tcp_conn *c)
@@ -80,19 +91,60 @@ static void conn_free(struct tcp_conn *c)
 	free(c);
 }
 
-static void notify_closed(void *arg)
+/* Run fn(c) on the reactor soon; the connection stays allocated until it ran. */
+static int defer(struct tcp_conn *c, reactor_fn fn)
+{
+	int rc = reactor_defer(c->xc.reactor, fn, c);
+	if (!rc)
+		c->calls++;
+	return rc;
+}
+
+/* First thing in a deferred call: true when the connection was destroyed meanwhile. */
+static bool deferred_gone(struct tcp_conn *c)
+{
+	c->calls--;
+	if (!c->destroy_pending)
+		return false;
+	if (!c->calls)
+		conn_free(c);
+	return true;
+}
+
+static void fail_pdus(struct xp_pdu **head)
+{
+	while (*head) {
+		struct xp_pdu *p = *head;
+		*head = p->next;
+		if (p->done)
+			p->done(p, -ECONNRESET);
+	}
+}
+
+static void fail_dead(void *arg)
 {
 	struct tcp_conn *c = arg;
-	if (c->destroy_pending) {
-		/* Destroyed before this deferred call ran: its owner wants no upcall. */
-		conn_free(c);
+	if (deferred_gone(c))
 		return;
-	}
+	c->fail_scheduled = false;
+	fail_pdus(&c->dead);
+}
+
+static void notify_closed_now(struct tcp_conn *c)
+{
 	if (c->close_notified)
 		return;
 	c->close_notified = true;
 	if (c->xc.up && c->xc.up->closed)
 		c->xc.up->closed(&c->xc, c->err);
+}
+
+static void notify_closed(void *arg)
+{
+	struct tcp_conn *c = arg;
+	/* Destroyed before this ran: its owner wants no upcall. */
+	if (!deferred_gone(c))
+		notify_closed_now(c);
 }
 
 static void connect_end(struct tcp_conn *c)
@@ -107,14 +159,8 @@ static void connect_end(struct tcp_conn *c)
 
 static void fail_queue(struct tcp_conn *c)
 {
-	while (c->txh) {
-		struct xp_pdu *p = c->txh;
-		c->txh = p->next;
-		if (!c->txh)
-			c->txt = NULL;
-		if (p->done)
-			p->done(p, -ECONNRESET);
-	}
+	c->txt = NULL;
+	fail_pdus(&c->txh);
 }
 
 static void tcp_close(struct xp_conn *xc)
@@ -131,8 +177,8 @@ static void tcp_close(struct xp_conn *xc)
 	}
 	fail_queue(c);
 	/* Tell the upper layer from a fresh stack: it may be inside an upcall now. */
-	if (!c->xc.reactor || reactor_defer(c->xc.reactor, notify_closed, c))
-		notify_closed(c);
+	if (!c->xc.reactor || defer(c, notify_closed))
+		notify_closed_now(c);
 }
 
 static void fail(struct tcp_conn *c, int err)
@@ -149,8 +195,10 @@ static void tcp_destroy(struct xp_conn *xc)
 		return;
 	if (!c->closing)
 		tcp_close(xc);
-	if (c->xc.reactor && !c->close_notified) {
-		c->destroy_pending = true; /* notify_closed() is queued and frees it */
+	/* The contract: every PDU given to send() hears back, even now. */
+	fail_pdus(&c->dead);
+	if (c->calls) {
+		c->destroy_pending = true; /* the last deferred call frees it */
 		return;
 	}
 	conn_free(c);
@@ -171,6 +219,8 @@ static int rx_fill(struct tcp_conn *c, uint8_t *p, uint32_t n)
 			continue;
 		}
 		c->shead = c->stail = 0;
+		if (!c->stage && !(c->stage = malloc(TCP_STAGING)))
+			return -ENOMEM;
 		ssize_t r;
 		bool direct = p != XP_DISCARD && (want >= TCP_DIRECT_MIN || c->direct_next);
 		if (direct)
@@ -297,25 +347,47 @@ static int rx_step(struct tcp_conn *c)
 	return -EINVAL;
 }
 
+static void rx_more(void *arg);
+
+static void rx_run(struct tcp_conn *c)
+{
+	/* Bounded work per wake-up keeps other connections on this reactor served. */
+	for (int i = 0; i < TCP_RX_BUDGET; i++) {
+		if (c->closing)
+			return;
+		int rc = rx_step(c);
+		if (rc < 0) {
+			fail(c, rc);
+			return;
+		}
+		if (rc == 0)
+			return;
+	}
+	/*
+	 * Budget spent with input left: what sits in the staging buffer makes
+	 * no epoll event (the socket may be empty now), so come back on the
+	 * next loop iteration instead of waiting for the peer to send more.
+	 */
+	if (!c->rx_more_scheduled && !defer(c, rx_more))
+		c->rx_more_scheduled = true;
+}
+
+static void rx_more(void *arg)
+{
+	struct tcp_conn *c = arg;
+	if (deferred_gone(c))
+		return;
+	c->rx_more_scheduled = false;
+	rx_run(c);
+}
+
 static void tcp_on_event(void *arg, uint32_t events)
 {
 	struct tcp_conn *c = arg;
 	if (events & EPOLLOUT)
-		tcp_flush(c);
-	if (c->closing)
-		return;
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-		/* Bounded work per wake-up keeps other connections on this reactor served. */
-		for (int i = 0; i < 1024 && !c->closing; i++) {
-			int rc = rx_step(c);
-			if (rc < 0) {
-				fail(c, rc);
-				return;
-			}
-			if (rc == 0)
-				break;
-		}
-	}
+		flush_now(c);
+	if (!c->closing && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->rx_more_scheduled)
+		rx_run(c);
 }
 
 static int set_events(struct tcp_conn *c, bool out)
@@ -329,7 +401,14 @@ static int set_events(struct tcp_conn *c, bool out)
 static void tcp_flush(void *arg)
 {
 	struct tcp_conn *c = arg;
+	if (deferred_gone(c))
+		return;
 	c->flush_scheduled = false;
+	flush_now(c);
+}
+
+static void flush_now(struct tcp_conn *c)
+{
 	while (c->txh && !c->closing) {
 		struct iovec iov[TCP_MAX_IOV];
 		int n = 0;
@@ -389,12 +468,18 @@ static void tcp_flush(void *arg)
 		set_events(c, false);
 }
 
-static int tcp_send(struct xp_conn *xc, struct xp_pdu *p)
+static void tcp_send(struct xp_conn *xc, struct xp_pdu *p)
 {
 	struct tcp_conn *c = (struct tcp_conn *)xc;
-	if (c->closing)
-		return -ECONNRESET;
 	p->next = NULL;
+	if (c->closing) {
+		/* Failed later, from a fresh stack: never inside send(). */
+		p->next = c->dead;
+		c->dead = p;
+		if (!c->fail_scheduled && c->xc.reactor && !defer(c, fail_dead))
+			c->fail_scheduled = true;
+		return;
+	}
 	p->sent = 0;
 	p->hd_on = c->xc.header_digest;
 	p->dd_on = c->xc.data_digest && p->data_len;
@@ -414,10 +499,12 @@ static int tcp_send(struct xp_conn *xc, struct xp_pdu *p)
 		c->txh = p;
 	c->txt = p;
 	if (!c->flush_scheduled && !c->want_out) {
-		c->flush_scheduled = true;
-		reactor_defer(c->xc.reactor, tcp_flush, c);
+		/* Without a deferred call, the socket's writability flushes it. */
+		if (!defer(c, tcp_flush))
+			c->flush_scheduled = true;
+		else
+			set_events(c, true);
 	}
-	return 0;
 }
 
 static void conn_addrs(struct tcp_conn *c);
@@ -427,11 +514,6 @@ static struct tcp_conn *conn_new(int fd)
 	struct tcp_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->stage = malloc(TCP_STAGING);
-	if (!c->stage) {
-		free(c);
-		return NULL;
-	}
 	c->fd = fd;
 	c->xc.ops = &tcp_transport;
 	c->need = PDU_BHS_LEN;
@@ -448,7 +530,8 @@ static void conn_addrs(struct tcp_conn *c)
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
-		netaddr_format((const struct sockaddr *)&ss, c->xc.peer, sizeof(c->xc.peer), NULL, 0, NULL);
+		netaddr_format((const struct sockaddr *)&ss, c->xc.peer, sizeof(c->xc.peer), c->xc.peer_ip,
+			       sizeof(c->xc.peer_ip), NULL);
 	sl = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 		netaddr_format((const struct sockaddr *)&ss, c->xc.local, sizeof(c->xc.local), c->xc.local_ip, sizeof(c->xc.local_ip),
@@ -464,6 +547,27 @@ static int tcp_start(struct xp_conn *xc, struct reactor *r)
 	return reactor_add_fd(r, c->fd, EPOLLIN, tcp_on_event, c);
 }
 
+/* Probe a silent peer, and give up on data it never acknowledges. */
+static void set_keepalive(int fd, unsigned idle_s)
+{
+	int one = 1, idle = (int)idle_s, intvl = 10, cnt = 3;
+	unsigned user_ms = (idle_s + (unsigned)(intvl * cnt)) * 1000u;
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
+}
+
+static void on_accept(void *arg, uint32_t events);
+
+static void accept_resume(void *arg)
+{
+	struct xp_listener *l = arg;
+	l->pause = NULL;
+	reactor_mod_fd(l->r, l->fd, EPOLLIN);
+}
+
 static void on_accept(void *arg, uint32_t events)
 {
 	struct xp_listener *l = arg;
@@ -471,8 +575,17 @@ static void on_accept(void *arg, uint32_t events)
 	for (;;) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				log_warn("accept: %s", strerror(errno));
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+				return;
+			/*
+			 * Out of descriptors or memory: the connection stays in the
+			 * backlog and the level-triggered listener would wake us at
+			 * once, for ever.  Rest instead, and say so rarely.
+			 */
+			log_limited(LOG_WARN, "accept on %s: %s; not accepting for %d ms", l->name, strerror(errno),
+				    TCP_ACCEPT_PAUSE_MS);
+			if (!l->pause && !reactor_mod_fd(l->r, l->fd, 0))
+				l->pause = reactor_timer_add(l->r, TCP_ACCEPT_PAUSE_MS, accept_resume, l);
 			return;
 		}
 		struct tcp_conn *c = conn_new(fd);
@@ -480,7 +593,14 @@ static void on_accept(void *arg, uint32_t events)
 			close(fd);
 			continue;
 		}
-		l->accept(l->arg, &c->xc);
+		if (l->lp.admit && !l->lp.admit(l->lp.arg, &c->xc)) {
+			close(fd);
+			conn_free(c);
+			continue;
+		}
+		if (l->lp.keepalive_s)
+			set_keepalive(fd, l->lp.keepalive_s);
+		l->lp.accept(l->lp.arg, &c->xc);
 	}
 }
 
@@ -497,7 +617,7 @@ static int resolve(const char *host, uint16_t port, int flags, struct addrinfo *
 	return 0;
 }
 
-static int tcp_listen(const char *host, uint16_t port, struct reactor *r, xp_accept_fn accept_fn, void *arg,
+static int tcp_listen(const char *host, uint16_t port, struct reactor *r, const struct xp_listen_params *lp,
 		      struct xp_listener **out, char *err, size_t errlen)
 {
 	struct addrinfo *ai;
@@ -513,7 +633,7 @@ static int tcp_listen(const char *host, uint16_t port, struct reactor *r, xp_acc
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (ai->ai_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 128)) {
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, TCP_BACKLOG)) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot listen on %s:%u: %s", host, port, strerror(errno));
 		close(fd);
@@ -525,7 +645,8 @@ static int tcp_listen(const char *host, uint16_t port, struct reactor *r, xp_acc
 		rc = -ENOMEM;
 		goto out;
 	}
-	*l = (struct xp_listener){ .fd = fd, .r = r, .accept = accept_fn, .arg = arg };
+	*l = (struct xp_listener){ .fd = fd, .r = r, .lp = *lp };
+	snprintf(l->name, sizeof(l->name), "%s:%u", host, port);
 	rc = reactor_add_fd(r, fd, EPOLLIN, on_accept, l);
 	if (rc) {
 		close(fd);
@@ -542,6 +663,8 @@ static void tcp_unlisten(struct xp_listener *l)
 {
 	if (!l)
 		return;
+	if (l->pause)
+		reactor_timer_cancel(l->r, l->pause);
 	reactor_del_fd(l->r, l->fd);
 	close(l->fd);
 	free(l);

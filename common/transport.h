@@ -20,7 +20,10 @@ struct reactor;
 struct xp_conn;
 struct xp_listener;
 
-/* A PDU to send.  The caller keeps it (and data) alive until done() runs. */
+/*
+ * A PDU to send.  The caller keeps it (and data) alive until done() runs:
+ * exactly once for every PDU given to send(), see there.
+ */
 struct xp_pdu {
 	uint8_t bhs[PDU_BHS_LEN];
 	const uint8_t *ahs;
@@ -76,16 +79,43 @@ struct xp_upcalls {
 
 typedef void (*xp_accept_fn)(void *arg, struct xp_conn *c);
 
+/*
+ * What a listener does with a connection.  admit() runs first, on the
+ * listener's reactor, as soon as the peer's and our address are known and
+ * before the connection costs anything (iSER: before its QP and buffers):
+ * false refuses it.  An admitted connection then reaches accept() once it
+ * is set up, or dropped() if setting it up failed.  admit and dropped may
+ * be NULL (everyone admitted).
+ */
+struct xp_listen_params {
+	bool (*admit)(void *arg, const struct xp_conn *c);
+	xp_accept_fn accept;
+	void (*dropped)(void *arg, const struct xp_conn *c);
+	void *arg;
+	/* TCP: seconds a connection may stay silent before keepalive probes
+	 * start (then 3 probes 10 s apart, and unacknowledged data gives up
+	 * after the same total); 0: off. */
+	unsigned keepalive_s;
+};
+
 struct transport_ops {
 	const char *name;
 	bool rdma;
-	/* Listen on host:port; accepted connections are handed to accept() on reactor r. */
-	int (*listen)(const char *host, uint16_t port, struct reactor *r, xp_accept_fn accept,
-		      void *arg, struct xp_listener **out, char *err, size_t errlen);
+	/* Listen on host:port (on reactor r); connections go through lp (copied). */
+	int (*listen)(const char *host, uint16_t port, struct reactor *r, const struct xp_listen_params *lp,
+		      struct xp_listener **out, char *err, size_t errlen);
 	void (*unlisten)(struct xp_listener *l);
 	/* Begin receiving on the connection's reactor (after xp_conn fields are set). */
 	int (*start)(struct xp_conn *c, struct reactor *r);
-	int (*send)(struct xp_conn *c, struct xp_pdu *pdu);
+	/*
+	 * Queue a PDU.  It never fails on the spot: pdu->done(pdu, err) runs
+	 * exactly once for every PDU given to send(), on the connection's
+	 * reactor and never from inside send() -- with 0 once the PDU left
+	 * (TCP: written to the socket; iSER: its Send completed), or -errno if
+	 * the connection closed first (also when it was closed already) or the
+	 * PDU cannot be carried (iSER: larger than a send slot, -EMSGSIZE).
+	 */
+	void (*send)(struct xp_conn *c, struct xp_pdu *pdu);
 	/* Close: pending sends complete with an error, then closed() runs. */
 	void (*close)(struct xp_conn *c);
 	void (*destroy)(struct xp_conn *c);
@@ -137,6 +167,7 @@ struct xp_conn {
 	bool header_digest;      /* in force after login */
 	bool data_digest;
 	char peer[64];           /* "addr:port" */
+	char peer_ip[48];        /* the peer's address alone */
 	char local[64];
 	char local_ip[48];
 	uint16_t local_port;

@@ -242,13 +242,8 @@ int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data,
 	o->t = t;
 	if (t)
 		t->pdus++;
-	int rc = s->xc->ops->send(s->xc, &o->x);
-	if (rc) {
-		if (t)
-			t->pdus--;
-		free(o);
-		return rc;
-	}
+	/* A failure comes back through opdu_done() and the connection's closed() upcall. */
+	s->xc->ops->send(s->xc, &o->x);
 	isc_kick(s);
 	return 0;
 }

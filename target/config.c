@@ -13,11 +13,14 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/util.h"
 
 #define CFG_MAX_FILE       (16u << 20)
 #define CFG_MAX_NAME       223      /* RFC 7143 sec. 4.2.7.1: iSCSI names up to 223 bytes */
@@ -784,6 +787,8 @@ static void params_default(struct cfg_params *pr)
 	pr->max_connections = 1;
 	pr->queue_depth = 128;
 	pr->nop_in_interval = 0;
+	pr->max_immediate = 16;
+	pr->session_buffer_mb = 64;
 }
 
 static int parse_params(struct pctx *p, json_object *v, struct cfg_params *pr)
@@ -792,12 +797,12 @@ static int parse_params(struct pctx *p, json_object *v, struct cfg_params *pr)
 		"MaxRecvDataSegmentLength", "MaxBurstLength", "FirstBurstLength",
 		"MaxOutstandingR2T", "InitialR2T", "ImmediateData", "HeaderDigest",
 		"DataDigest", "DefaultTime2Wait", "DefaultTime2Retain", "MaxConnections",
-		"QueueDepth", "NopInInterval", NULL };
+		"QueueDepth", "NopInInterval", "MaxImmediateCommands", "SessionBufferMB", NULL };
 	int r;
 
 	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
 		return r;
-	/* Ranges from RFC 7143 sec. 13; QueueDepth and NopInInterval are ours. */
+	/* Ranges from RFC 7143 sec. 13; the last four keys are ours. */
 	if ((r = get_u32(p, v, "MaxRecvDataSegmentLength", false, 512, 16777215, &pr->max_recv_dsl)) < 0 ||
 	    (r = get_u32(p, v, "MaxBurstLength", false, 512, 16777215, &pr->max_burst)) < 0 ||
 	    (r = get_u32(p, v, "FirstBurstLength", false, 512, 16777215, &pr->first_burst)) < 0 ||
@@ -810,7 +815,9 @@ static int parse_params(struct pctx *p, json_object *v, struct cfg_params *pr)
 	    (r = get_u32(p, v, "DefaultTime2Retain", false, 0, 3600, &pr->default_time2retain)) < 0 ||
 	    (r = get_u32(p, v, "MaxConnections", false, 1, 65535, &pr->max_connections)) < 0 ||
 	    (r = get_u32(p, v, "QueueDepth", false, 1, 65535, &pr->queue_depth)) < 0 ||
-	    (r = get_u32(p, v, "NopInInterval", false, 0, 3600, &pr->nop_in_interval)) < 0)
+	    (r = get_u32(p, v, "NopInInterval", false, 0, 3600, &pr->nop_in_interval)) < 0 ||
+	    (r = get_u32(p, v, "MaxImmediateCommands", false, 1, 1024, &pr->max_immediate)) < 0 ||
+	    (r = get_u32(p, v, "SessionBufferMB", false, 1, 65536, &pr->session_buffer_mb)) < 0)
 		return r;
 	if (pr->first_burst > pr->max_burst) {
 		push_key(p, "FirstBurstLength");
@@ -875,7 +882,7 @@ static int parse_mapped_lun(struct pctx *p, json_object *v, const struct lunmap 
 static int parse_acl(struct pctx *p, json_object *v, const struct lunmap *tpg_luns,
 		     struct cfg_acl *a)
 {
-	static const char *const keys[] = { "initiator", "chap", "mapped_luns", NULL };
+	static const char *const keys[] = { "initiator", "chap", "mapped_luns", "allow_target_reset", NULL };
 	json_object *arr;
 	size_t n, mark;
 	int r;
@@ -889,7 +896,8 @@ static int parse_acl(struct pctx *p, json_object *v, const struct lunmap *tpg_lu
 		return perr(p, "not a valid iSCSI name (iqn.yyyy-mm.reversed.domain[:id], eui.<16 hex>, naa.<16|32 hex>), got \"%s\"",
 			    a->initiator);
 	}
-	if ((r = get_chap(p, v, "chap", &a->chap)) < 0)
+	if ((r = get_chap(p, v, "chap", &a->chap)) < 0 ||
+	    (r = get_bool(p, v, "allow_target_reset", &a->allow_target_reset)) < 0)
 		return r;
 	if ((r = get_array(p, v, "mapped_luns", false, CFG_MAX_LUN + 1, &arr, &n)) < 0)
 		return r;
@@ -995,7 +1003,8 @@ static int parse_tpg_body(struct pctx *p, json_object *v, const struct config *c
 			  struct cfg_tpg *t, struct lunmap *luns)
 {
 	static const char *const keys[] = { "tag", "enable", "demo_mode", "demo_write_protect",
-					    "demo_chap", "portals", "luns", "acls", "params", NULL };
+					    "demo_target_reset", "demo_chap", "portals", "luns", "acls",
+					    "params", NULL };
 	json_object *pv;
 	uint32_t tag = 0;
 	int r;
@@ -1009,6 +1018,7 @@ static int parse_tpg_body(struct pctx *p, json_object *v, const struct config *c
 	if ((r = get_bool(p, v, "enable", &t->enable)) < 0 ||
 	    (r = get_bool(p, v, "demo_mode", &t->demo_mode)) < 0 ||
 	    (r = get_bool(p, v, "demo_write_protect", &t->demo_write_protect)) < 0 ||
+	    (r = get_bool(p, v, "demo_target_reset", &t->demo_target_reset)) < 0 ||
 	    (r = get_chap(p, v, "demo_chap", &t->demo_chap)) < 0)
 		return r;
 	PARSE_ARRAY(p, v, "portals", CFG_MAX_PORTALS, t->portals, t->nportals,
@@ -1132,15 +1142,52 @@ static int parse_discovery(struct pctx *p, json_object *v, struct config *c)
 	return 0;
 }
 
+/* What peers may hold: defaults (docs/security.md) and ranges. */
+static const struct limit_key {
+	const char *key;
+	size_t off;
+	uint32_t def, min, max;
+} limit_keys[] = {
+	{ "login_timeout", offsetof(struct config, login_timeout_s), 15, 1, 3600 },
+	{ "max_connections", offsetof(struct config, max_connections), 4096, 1, 1048576 },
+	{ "max_connections_per_portal", offsetof(struct config, max_connections_per_portal), 4096, 1, 1048576 },
+	{ "max_connections_per_host", offsetof(struct config, max_connections_per_host), 256, 1, 1048576 },
+	{ "max_sessions", offsetof(struct config, max_sessions), 4096, 1, 1048576 },
+	{ "tcp_keepalive", offsetof(struct config, tcp_keepalive_s), 30, 0, 3600 },
+	{ "buffer_pool_mb", offsetof(struct config, buffer_pool_mb), 2048, 16, 1048576 },
+	{ "shutdown_timeout", offsetof(struct config, shutdown_timeout_s), 10, 1, 3600 },
+};
+
+static unsigned *limit_field(struct config *c, const struct limit_key *k)
+{
+	return (unsigned *)((char *)c + k->off);
+}
+
+static void limits_default(struct config *c)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(limit_keys); i++)
+		*limit_field(c, &limit_keys[i]) = limit_keys[i].def;
+}
+
 static int parse_global(struct pctx *p, json_object *v, struct config *c)
 {
-	static const char *const keys[] = { "reactors", "poll_mode", "admin_socket", NULL };
+	static const char *const keys[] = { "reactors", "poll_mode", "admin_socket", "login_timeout",
+					    "max_connections", "max_connections_per_portal",
+					    "max_connections_per_host", "max_sessions", "tcp_keepalive",
+					    "buffer_pool_mb", "shutdown_timeout", NULL };
 	char *mode = NULL;
 	uint32_t n = 0;
 	int r;
 
 	if ((r = expect_object(p, v)) || (r = check_keys(p, v, keys)))
 		return r;
+	for (size_t i = 0; i < ARRAY_SIZE(limit_keys); i++) {
+		const struct limit_key *k = &limit_keys[i];
+		uint32_t val = k->def;
+		if ((r = get_u32(p, v, k->key, false, k->min, k->max, &val)) < 0)
+			return r;
+		*limit_field(c, k) = val;
+	}
 	if ((r = get_u32(p, v, "reactors", false, 0, 1024, &n)) < 0)
 		return r;
 	c->reactors = n;
@@ -1264,6 +1311,7 @@ static int load_buf(const char *json, size_t len, const char *origin, struct con
 		return enomem(&p);
 	}
 	c->poll_mode = REACTOR_EVENT;
+	limits_default(c);
 	c->origin = strdup(p.origin);
 	r = c->origin ? parse_root(&p, root, c) : enomem(&p);
 	json_object_put(root);
@@ -1337,6 +1385,8 @@ int config_load_file(const char *path, struct config **out, char *err, size_t er
 	buf[got] = '\0';
 	r = load_buf(buf, got, path, out, err, errlen);
 	free(buf);
+	if (!r)
+		(*out)->file_mode = st.st_mode & 07777;
 	return r;
 }
 
@@ -1431,7 +1481,9 @@ static json_object *params_to_json(const struct cfg_params *pr)
 		put(o, "DefaultTime2Retain", json_object_new_int64(pr->default_time2retain)) &&
 		put(o, "MaxConnections", json_object_new_int64(pr->max_connections)) &&
 		put(o, "QueueDepth", json_object_new_int64(pr->queue_depth)) &&
-		put(o, "NopInInterval", json_object_new_int64(pr->nop_in_interval));
+		put(o, "NopInInterval", json_object_new_int64(pr->nop_in_interval)) &&
+		put(o, "MaxImmediateCommands", json_object_new_int64(pr->max_immediate)) &&
+		put(o, "SessionBufferMB", json_object_new_int64(pr->session_buffer_mb));
 
 	if (!ok) {
 		json_object_put(o);
@@ -1457,7 +1509,8 @@ static json_object *acl_to_json(const struct cfg_acl *a)
 			ok = arr_add(ml, m);
 	}
 	ok = ok && put_str(o, "initiator", a->initiator) &&
-	     (!a->chap.userid || put(o, "chap", chap_to_json(&a->chap)));
+	     (!a->chap.userid || put(o, "chap", chap_to_json(&a->chap))) &&
+	     put(o, "allow_target_reset", json_object_new_boolean(a->allow_target_reset));
 	if (ok) {
 		ok = put(o, "mapped_luns", ml);
 		ml = NULL;
@@ -1497,6 +1550,7 @@ static json_object *tpg_to_json(const struct cfg_tpg *t)
 	     put(o, "enable", json_object_new_boolean(t->enable)) &&
 	     put(o, "demo_mode", json_object_new_boolean(t->demo_mode)) &&
 	     put(o, "demo_write_protect", json_object_new_boolean(t->demo_write_protect)) &&
+	     put(o, "demo_target_reset", json_object_new_boolean(t->demo_target_reset)) &&
 	     (!t->demo_chap.userid || put(o, "demo_chap", chap_to_json(&t->demo_chap)));
 	if (ok) {
 		ok = put(o, "portals", ps);
@@ -1568,6 +1622,9 @@ static json_object *config_to_obj(const struct config *c)
 	     put(glob, "reactors", json_object_new_int64(c->reactors)) &&
 	     put(glob, "poll_mode", json_object_new_string(poll_mode_name(c->poll_mode))) &&
 	     put_str(glob, "admin_socket", c->admin_socket);
+	for (size_t i = 0; ok && i < ARRAY_SIZE(limit_keys); i++)
+		ok = put(glob, limit_keys[i].key,
+			 json_object_new_int64(*limit_field((struct config *)c, &limit_keys[i])));
 	json_object *parts[] = { bs, ts, disc, glob };
 	const char *names[] = { "backstores", "targets", "discovery", "global" };
 	for (size_t i = 0; i < 4; i++) {
@@ -1816,4 +1873,20 @@ nomem:
 int config_override_portals(struct config *c, const char *hostport, char *err, size_t errlen)
 {
 	return config_override_portals_iser(c, hostport, false, err, errlen);
+}
+
+bool config_has_secrets(const struct config *c)
+{
+	if (c->discovery_chap.userid)
+		return true;
+	for (size_t i = 0; i < c->ntargets; i++)
+		for (size_t j = 0; j < c->targets[i].ntpgs; j++) {
+			const struct cfg_tpg *t = &c->targets[i].tpgs[j];
+			if (t->demo_chap.userid)
+				return true;
+			for (size_t k = 0; k < t->nacls; k++)
+				if (t->acls[k].chap.userid)
+					return true;
+		}
+	return false;
 }

@@ -52,6 +52,7 @@ struct cfg_acl {
 	struct cfg_chap chap;
 	struct cfg_mapped_lun *luns;
 	size_t nluns;
+	bool allow_target_reset; /* may ask for TARGET WARM/COLD RESET */
 };
 
 /* iSCSI parameters a portal group offers (RFC 7143 names in the JSON). */
@@ -69,6 +70,8 @@ struct cfg_params {
 	uint32_t max_connections;
 	uint32_t queue_depth;    /* commands per session (CmdSN window) */
 	uint32_t nop_in_interval;/* seconds between target NOP-Ins on idle connections; 0 = off */
+	uint32_t max_immediate;  /* immediate commands (and waiting TMF answers) per session */
+	uint32_t session_buffer_mb; /* pool buffer memory one session's commands may hold */
 };
 
 struct cfg_tpg {
@@ -76,6 +79,7 @@ struct cfg_tpg {
 	bool enable;
 	bool demo_mode;          /* admit any initiator, with every LUN mapped */
 	bool demo_write_protect;
+	bool demo_target_reset;  /* demo-mode initiators may ask for TARGET WARM/COLD RESET */
 	struct cfg_chap demo_chap; /* CHAP for demo-mode initiators (NULL userid: none) */
 	struct cfg_portal *portals;
 	size_t nportals;
@@ -104,12 +108,22 @@ struct config {
 	unsigned reactors;               /* 0 = one per core */
 	enum reactor_poll_mode poll_mode;
 	char *admin_socket;              /* may be NULL */
+	/* What peers may hold (docs/security.md). */
+	unsigned login_timeout_s;
+	unsigned max_connections, max_connections_per_portal, max_connections_per_host;
+	unsigned max_sessions;
+	unsigned tcp_keepalive_s;        /* 0 = off */
+	unsigned buffer_pool_mb;         /* per reactor */
+	unsigned shutdown_timeout_s;
+	unsigned file_mode;              /* permission bits of the file loaded (0: not a file) */
 };
 
 /* The embedded default: one 1 GiB RAM LUN, portal 127.0.0.1:3260, demo mode. */
 extern const char config_default_json[];
 
 int config_load_file(const char *path, struct config **out, char *err, size_t errlen);
+/* Does the configuration hold CHAP secrets (any chap object)? */
+bool config_has_secrets(const struct config *c);
 int config_load_string(const char *json, const char *origin, struct config **out, char *err, size_t errlen);
 /* Write atomically (temp file, fsync, rename). */
 int config_save_file(const struct config *c, const char *path, char *err, size_t errlen);

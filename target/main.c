@@ -1,15 +1,20 @@
 /*
  * isertd: the iSCSI/iSER target daemon.  Runs in the foreground; with no
  * arguments it serves the embedded default configuration (one RAM LUN on
- * 127.0.0.1:3260, any initiator admitted).
+ * 127.0.0.1:3260, any initiator admitted).  SIGTERM/SIGINT stop it in
+ * order: no new connections, commands already taken finish (at most
+ * shutdown_timeout seconds, then what is left is closed), backstores are
+ * flushed, and the exit status says whether all of it went well.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -18,8 +23,14 @@
 #include "target/config.h"
 #include "target/iscsi/iscsi.h"
 
+/* After the forced close, how long connections get to be freed before we give up on them. */
+#define FORCED_FREE_MS 3000
+
 static struct reactor **reactors;
 static unsigned nreactors;
+static struct config *cfg;
+static int exit_status;
+static uint64_t stop_deadline_ns, forced_ns;
 
 static void usage(FILE *f)
 {
@@ -44,6 +55,39 @@ static void *reactor_thread(void *arg)
 	return NULL;
 }
 
+static void force_close(void)
+{
+	if (forced_ns)
+		return;
+	forced_ns = reactor_now_ns();
+	atomic_store(&iscsi_g.force_close, true);
+}
+
+/* On reactor 0 while stopping: wait for every connection to be gone, then stop the reactors. */
+static void stop_tick(void *arg)
+{
+	(void)arg;
+	unsigned left = conn_count();
+	uint64_t now = reactor_now_ns();
+	if (left && !forced_ns && now >= stop_deadline_ns) {
+		log_warn("%u connection%s still busy after %u s, closing %s", left, left > 1 ? "s" : "",
+			 cfg->shutdown_timeout_s, left > 1 ? "them" : "it");
+		force_close();
+	}
+	if (left && forced_ns && now - forced_ns >= FORCED_FREE_MS * 1000000ull) {
+		/* Something still holds them: a bug worth a failing exit status, not a hang. */
+		log_err("%u connection%s could not be freed; exiting anyway", left, left > 1 ? "s" : "");
+		exit_status = 1;
+		left = 0;
+	}
+	if (left) {
+		reactor_timer_add(reactors[0], 10, stop_tick, NULL);
+		return;
+	}
+	for (unsigned i = 0; i < nreactors; i++)
+		reactor_stop(reactors[i]);
+}
+
 static void on_signal(void *arg, uint32_t events)
 {
 	int fd = *(int *)arg;
@@ -51,10 +95,44 @@ static void on_signal(void *arg, uint32_t events)
 	(void)events;
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
-	log_info("signal %d: shutting down", (int)si.ssi_signo);
+	if (iscsi_g.stopping) {
+		log_info("signal %d again: closing every connection now", (int)si.ssi_signo);
+		force_close();
+		return;
+	}
+	log_info("signal %d: shutting down: no new connections, in-flight commands finish (at most %u s)",
+		 (int)si.ssi_signo, cfg->shutdown_timeout_s);
 	iscsi_stop();
+	stop_deadline_ns = reactor_now_ns() + (uint64_t)cfg->shutdown_timeout_s * 1000000000ull;
 	for (unsigned i = 0; i < nreactors; i++)
-		reactor_stop(reactors[i]);
+		reactor_send(reactors[i], conn_drain_all, reactors[i]);
+	stop_tick(NULL);
+}
+
+/* Descriptors: one per connection; the default soft limit (1024) is far below max_connections. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)cfg->max_connections + 64)
+		log_warn("open file limit %llu is below max_connections (%u) + 64: connections past it are "
+			 "refused by the kernel (raise it with ulimit -n or LimitNOFILE=)",
+			 (unsigned long long)rl.rlim_cur, cfg->max_connections);
+}
+
+static void warn_exposed_secrets(void)
+{
+	unsigned m = cfg->file_mode;
+	if (!(m & 0044) || !config_has_secrets(cfg))
+		return;
+	log_warn("%s holds CHAP secrets and is readable by %s: chmod 600 it", cfg->origin,
+		 (m & 0004) && (m & 0040) ? "group and others" : (m & 0004) ? "others" : "its group");
 }
 
 int main(int argc, char **argv)
@@ -114,7 +192,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char err[512] = "";
-	struct config *cfg = NULL;
 	int rc = config_path ? config_load_file(config_path, &cfg, err, sizeof(err))
 			     : config_load_string(config_default_json, "<embedded default>", &cfg, err, sizeof(err));
 	if (rc) {
@@ -144,6 +221,8 @@ int main(int argc, char **argv)
 		config_free(cfg);
 		return 0;
 	}
+	warn_exposed_secrets();
+	raise_fd_limit();
 	if (!nr)
 		nr = cfg->reactors;
 	if (!nr) {
@@ -184,12 +263,15 @@ int main(int argc, char **argv)
 	for (unsigned i = 1; i < nr; i++)
 		pthread_join(th[i], NULL);
 	free(th);
+	/* Nothing runs any more: what a write cache holds goes to stable storage now. */
+	if (iscsi_flush())
+		exit_status = 1;
 	iscsi_free();
 	for (unsigned i = 0; i < nr; i++)
 		reactor_destroy(reactors[i]);
 	free(reactors);
 	close(sfd);
 	config_free(cfg);
-	log_info("stopped");
-	return 0;
+	log_info("stopped%s", exit_status ? " with errors" : "");
+	return exit_status;
 }

@@ -1,8 +1,10 @@
 /*
- * iSCSI connections: accept, PDU dispatch by opcode and phase, the shared
- * sequence numbers of target PDUs, NOP-In/Out, Logout and Reject.
+ * iSCSI connections: accept, the login time limit, PDU dispatch by opcode
+ * and phase, the shared sequence numbers of target PDUs, NOP-In/Out, Logout
+ * and Reject, and draining at shutdown.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +26,34 @@ static const struct xp_upcalls conn_upcalls = {
 	.closed = conn_closed,
 };
 
+/* Connections alive in the process, and this reactor's (only its own thread touches them). */
+static atomic_uint conns_alive;
+static __thread struct iscsi_conn *reactor_conns;
+
+unsigned conn_count(void)
+{
+	return atomic_load(&conns_alive);
+}
+
+static void conn_destroy_early(struct iscsi_conn *c)
+{
+	admit_conn_gone(c);
+	c->xp->ops->destroy(c->xp);
+	free(c);
+	atomic_fetch_sub(&conns_alive, 1);
+}
+
+static void login_expired(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	c->login_timer = NULL;
+	if (c->state != CONN_LOGIN)
+		return;
+	log_limited(LOG_INFO, "%s: login not finished within %u s, closing the connection", c->xp->peer,
+		    iscsi_g.cfg ? iscsi_g.cfg->login_timeout_s : 0);
+	conn_close(c);
+}
+
 static void conn_start(void *arg)
 {
 	struct iscsi_conn *c = arg;
@@ -31,20 +61,39 @@ static void conn_start(void *arg)
 	c->xp->reactor = r;
 	int rc = c->xp->ops->start(c->xp, r);
 	if (rc) {
-		log_warn("%s: cannot start connection: %s", c->xp->peer, strerror(-rc));
-		c->xp->ops->destroy(c->xp);
-		free(c);
+		log_limited(LOG_WARN, "%s: cannot start connection: %s", c->xp->peer, strerror(-rc));
+		conn_destroy_early(c);
+		return;
 	}
+	c->rnext = reactor_conns;
+	if (reactor_conns)
+		reactor_conns->rprev = c;
+	reactor_conns = c;
+	/* A connection that does not finish its login in time costs nothing for long. */
+	unsigned s = iscsi_g.cfg ? iscsi_g.cfg->login_timeout_s : 0;
+	if (s)
+		c->login_timer = reactor_timer_add(r, (uint64_t)s * 1000, login_expired, c);
+	if (iscsi_g.stopping)
+		conn_close(c);
+}
+
+void conn_login_done(struct iscsi_conn *c)
+{
+	if (c->login_timer)
+		reactor_timer_cancel(c->r, c->login_timer);
+	c->login_timer = NULL;
 }
 
 void conn_accept(void *arg, struct xp_conn *xp)
 {
-	(void)arg;
 	struct iscsi_conn *c = calloc(1, sizeof(*c));
 	if (!c) {
+		admit_dropped(arg, xp);
 		xp->ops->destroy(xp);
 		return;
 	}
+	atomic_fetch_add(&conns_alive, 1);
+	c->portal = arg;
 	c->xp = xp;
 	xp->upper = c;
 	xp->up = &conn_upcalls;
@@ -52,10 +101,8 @@ void conn_accept(void *arg, struct xp_conn *xp)
 	/* An RDMA connection was set up on its reactor already; a TCP one goes round-robin. */
 	c->r = xp->reactor ? xp->reactor : reactor_next();
 	log_debug("connection from %s to %s on reactor %d", xp->peer, xp->local, reactor_index(c->r));
-	if (reactor_send(c->r, conn_start, c)) {
-		xp->ops->destroy(xp);
-		free(c);
-	}
+	if (reactor_send(c->r, conn_start, c))
+		conn_destroy_early(c);
 }
 
 struct xp_pdu *conn_pdu_get(struct iscsi_conn *c)
@@ -81,13 +128,7 @@ void conn_pdu_put(struct iscsi_conn *c, struct xp_pdu *p)
 
 uint32_t conn_max_cmdsn(const struct iscsi_conn *c)
 {
-	const struct iscsi_session *s = c->sess;
-	if (!s)
-		return 0;
-	/* The window shrinks while tasks are alive, so buffers stay bounded. */
-	uint32_t depth = s->queue_depth;
-	uint32_t busy = c->ntasks < depth ? c->ntasks : depth - 1;
-	return s->exp_cmdsn + (depth - busy) - 1;
+	return c->sess ? session_max_cmdsn(c->sess) : 0;
 }
 
 void conn_fill_sn(struct iscsi_conn *c, void *bhs, bool status_pdu)
@@ -102,22 +143,26 @@ void conn_fill_sn(struct iscsi_conn *c, void *bhs, bool status_pdu)
 	}
 }
 
-int conn_send(struct iscsi_conn *c, struct xp_pdu *p)
+/* The transport answers every PDU through its done(), also after a close (transport.h). */
+void conn_send(struct iscsi_conn *c, struct xp_pdu *p)
 {
-	if (c->state == CONN_CLOSING || c->closed) {
-		if (p->done)
-			p->done(p, -ECONNRESET);
-		return -ECONNRESET;
-	}
-	return c->xp->ops->send(c->xp, p);
+	c->xp->ops->send(c->xp, p);
+}
+
+void conn_pdu_failed(struct iscsi_conn *c, int err)
+{
+	if (err != -ECONNRESET)
+		log_limited(LOG_INFO, "%s: send failed: %s", c->xp->peer, strerror(-err));
+	conn_close(c);
 }
 
 static void owned_done(struct xp_pdu *p, int err)
 {
 	struct iscsi_conn *c = p->priv;
-	(void)err;
 	free((void *)p->data);
 	conn_pdu_put(c, p);
+	if (err)
+		conn_pdu_failed(c, err);
 }
 
 static void owned_close_done(struct xp_pdu *p, int err)
@@ -141,7 +186,8 @@ int conn_send_owned(struct iscsi_conn *c, const void *bhs, void *data, uint32_t 
 	pdu_set_dlen(p->bhs, len);
 	p->priv = c;
 	p->done = close_after ? owned_close_done : owned_done;
-	return conn_send(c, p);
+	conn_send(c, p);
+	return 0;
 }
 
 int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, uint32_t len)
@@ -178,6 +224,7 @@ void conn_close(struct iscsi_conn *c)
 	if (c->state == CONN_CLOSING)
 		return;
 	c->state = CONN_CLOSING;
+	conn_login_done(c);
 	c->xp->ops->close(c->xp);
 }
 
@@ -186,22 +233,32 @@ static void conn_free(struct iscsi_conn *c)
 	log_debug("%s: connection freed", c->xp->peer);
 	if (c->nop_timer)
 		reactor_timer_cancel(c->r, c->nop_timer);
+	conn_login_done(c);
 	login_free(c);
+	tmf_free(c);
 	while (c->pdu_free) {
 		struct xp_pdu *p = c->pdu_free;
 		c->pdu_free = p->next;
 		free(p);
 	}
-	free(c->tmf_rsp);
+	session_free(c->sess);
+	admit_conn_gone(c);
+	if (c->rprev)
+		c->rprev->rnext = c->rnext;
+	else if (reactor_conns == c)
+		reactor_conns = c->rnext;
+	if (c->rnext)
+		c->rnext->rprev = c->rprev;
 	c->xp->ops->destroy(c->xp);
 	free(c);
+	atomic_fetch_sub(&conns_alive, 1);
 }
 
 static void conn_try_free(void *arg)
 {
 	struct iscsi_conn *c = arg;
-	/* Tasks in the SCSI layer or PDUs in the transport still point at us. */
-	if (c->ntasks || c->pdus_out) {
+	/* Tasks in the SCSI layer, PDUs in the transport or a queued call still point at us. */
+	if (c->ntasks || c->pdus_out || c->kick_scheduled) {
 		reactor_timer_add(c->r, 1, conn_try_free, c);
 		return;
 	}
@@ -214,7 +271,7 @@ static void conn_closed(struct xp_conn *xp, int err)
 	c->closed = true;
 	c->state = CONN_CLOSING;
 	if (err && err != -ECONNRESET)
-		log_info("%s: connection closed: %s", xp->peer, strerror(-err));
+		log_limited(LOG_INFO, "%s: connection closed: %s", xp->peer, strerror(-err));
 	session_conn_gone(c);
 	conn_try_free(c);
 }
@@ -227,8 +284,8 @@ static void nop_tick(void *arg)
 	if (c->state != CONN_FULL)
 		return;
 	if (c->nop_outstanding) {
-		log_info("%s: no answer to NOP-In within %u ms, closing the connection", c->xp->peer,
-			 c->nop_interval_ms);
+		log_limited(LOG_INFO, "%s: no answer to NOP-In within %u ms, closing the connection", c->xp->peer,
+			    c->nop_interval_ms);
 		conn_close(c);
 		return;
 	}
@@ -317,7 +374,7 @@ static int conn_rx_bhs(struct xp_conn *xp, const uint8_t *bhs, uint8_t **dest)
 	uint32_t max = c->state == CONN_LOGIN ? LOGIN_MAX_DLEN : c->params.max_recv_dsl;
 	int reason = pdu_check_bhs(bhs, true, max, why, sizeof(why));
 	if (reason > 0) {
-		log_info("%s: bad PDU: %s", xp->peer, why);
+		log_limited(LOG_INFO, "%s: bad PDU: %s", xp->peer, why);
 		uint32_t dlen = pdu_dlen(bhs);
 		/* A data segment we can skip keeps the stream in step; a huge one cannot be trusted. */
 		if (dlen > PDU_MAX_DLEN || (c->state == CONN_LOGIN && dlen > 16 * LOGIN_MAX_DLEN))
@@ -350,13 +407,13 @@ static void conn_rx_pdu(struct xp_conn *xp, struct xp_rx *rx)
 	}
 	if (rx->data_digest_error) {
 		/* The PDU is dropped; the initiator recovers by retry or timeout. */
-		log_info("%s: data digest error on %s", xp->peer, pdu_opcode_name(op));
+		log_limited(LOG_INFO, "%s: data digest error on %s", xp->peer, pdu_opcode_name(op));
 		conn_send_reject(c, rx->bhs, PDU_REJECT_DIGEST_ERROR);
 		return;
 	}
 	if (c->state == CONN_LOGIN) {
 		if (op != PDU_OP_LOGIN_REQ) {
-			log_info("%s: %s before login completed, closing", xp->peer, pdu_opcode_name(op));
+			log_limited(LOG_INFO, "%s: %s before login completed, closing", xp->peer, pdu_opcode_name(op));
 			conn_close(c);
 			return;
 		}
@@ -403,4 +460,32 @@ static void conn_rx_pdu(struct xp_conn *xp, struct xp_rx *rx)
 		conn_send_reject(c, rx->bhs, PDU_REJECT_CMD_NOT_SUPPORTED);
 		break;
 	}
+}
+
+/* Shutdown: a connection closes once nothing it took is still running. */
+static bool conn_idle(const struct iscsi_conn *c)
+{
+	for (const struct iscsi_task *t = c->tasks; t; t = t->lnext)
+		if (!t->aborted && t->state != TASK_QUEUED)
+			return false;
+	return true;
+}
+
+static void drain_tick(void *arg)
+{
+	struct reactor *r = arg;
+	for (struct iscsi_conn *c = reactor_conns, *n; c; c = n) {
+		n = c->rnext;
+		c->draining = true;
+		bool force = atomic_load(&iscsi_g.force_close);
+		if (c->state != CONN_CLOSING && (force || c->state != CONN_FULL || conn_idle(c)))
+			conn_close(c);
+	}
+	if (reactor_conns)
+		reactor_timer_add(r, 10, drain_tick, r);
+}
+
+void conn_drain_all(void *arg)
+{
+	drain_tick(arg);
 }

@@ -1,7 +1,10 @@
 /*
  * Text requests: SendTargets (RFC 7143 sec. 12.3, appendix C) listing only
- * the targets the initiator may log in to, and text negotiation in full
- * feature phase.  Long answers go out in pieces with the C bit.
+ * what the initiator may log in to through the portal it asked on: portal
+ * groups served there, and their portals of the same transport (as LIO
+ * does); a target's other networks and transports stay unnamed.  Text
+ * negotiation in full feature phase is refused per key.  An answer longer
+ * than the initiator's MaxRecvDataSegmentLength is cut at a pair boundary.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -54,10 +57,12 @@ static void add_target(struct text_buf *tb, const struct iscsi_target *t, const 
 	for (size_t j = 0; j < t->ntpgs; j++) {
 		const struct iscsi_tpg *tpg = &t->tpgs[j];
 		const struct cfg_acl *acl;
-		if (!tpg->cfg->enable || !tpg_initiator_allowed(tpg, initiator, &acl))
+		if (!tpg->cfg->enable || !tpg_initiator_allowed(tpg, initiator, &acl) || !tpg_has_portal(tpg, xp))
 			continue;
 		for (size_t k = 0; k < tpg->cfg->nportals; k++) {
 			const struct cfg_portal *p = &tpg->cfg->portals[k];
+			if (p->iser != xp->ops->rdma)
+				continue;
 			if (!named) {
 				text_add(tb, "TargetName", t->cfg->iqn);
 				named = true;
@@ -85,7 +90,8 @@ void discovery_text(struct iscsi_conn *c, struct xp_rx *rx)
 		return;
 	}
 	if (text_parse(rx->data, rx->data ? rx->data_len : 0, &kv, why, sizeof(why))) {
-		log_info("%s: bad text request: %s", c->xp->peer, why);
+		char esc[160];
+		log_limited(LOG_INFO, "%s: bad text request: %s", c->xp->peer, log_escape(why, esc, sizeof(esc)));
 		conn_send_reject(c, rx->bhs, PDU_REJECT_PROTOCOL_ERROR);
 		return;
 	}
@@ -119,7 +125,7 @@ void discovery_text(struct iscsi_conn *c, struct xp_rx *rx)
 		uint32_t cut = max;
 		while (cut && tb.data[cut - 1] != 0)
 			cut--;
-		log_warn("%s: SendTargets answer of %u bytes truncated to %u", c->xp->peer, tb.len, cut);
+		log_limited(LOG_WARN, "%s: SendTargets answer of %u bytes truncated to %u", c->xp->peer, tb.len, cut);
 		tb.len = cut;
 	}
 	conn_fill_sn(c, &rsp, true);

@@ -42,6 +42,14 @@ struct iscsi_target {
 	size_t ntpgs;
 };
 
+/* A listening portal, with its share of the connection limits (admit.c). */
+struct iscsi_portal {
+	const struct transport_ops *ops;
+	struct xp_listener *l;
+	char name[72];                 /* host:port (tcp|iser), for log lines */
+	unsigned nconns;               /* under admit's lock */
+};
+
 /* Process-wide state, built from the configuration at start. */
 struct iscsi_globals {
 	struct config *cfg;
@@ -51,9 +59,10 @@ struct iscsi_globals {
 	size_t ntargets;
 	struct reactor **reactors;
 	unsigned nreactors;
-	struct xp_listener **listeners;
-	const struct transport_ops **listener_ops;
-	size_t nlisteners;
+	struct iscsi_portal *portals;
+	size_t nportals;
+	_Atomic bool stopping;         /* SIGTERM: no new connections, sessions drain */
+	_Atomic bool force_close;      /* the drain took too long: close whatever is left */
 	/* Sessions of all reactors, for reinstatement and TSIH allocation. */
 	pthread_mutex_t lock;
 	struct iscsi_session *sessions;
@@ -64,12 +73,19 @@ struct iscsi_globals {
 extern struct iscsi_globals iscsi_g;
 
 /* portal.c */
+/* Backstores, LUs and targets from cfg (no listeners yet). */
+int iscsi_setup(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
+/* Listen on every portal of the configuration. */
+int iscsi_listen(char *err, size_t errlen);
 int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
+/* Stop listening (the first step of a shutdown). */
 void iscsi_stop(void);
+/* Flush every writable backstore, synchronously, once the reactors stopped; returns the failures. */
+int iscsi_flush(void);
 void iscsi_free(void);
 
 enum task_state {
-	TASK_QUEUED,      /* waiting for its CmdSN turn */
+	TASK_QUEUED,      /* not started: waiting for its CmdSN turn, or for buffer memory */
 	TASK_DATA_OUT,    /* collecting Data-Out */
 	TASK_EXEC,        /* in the SCSI layer */
 	TASK_SENDING,     /* response PDUs in flight */
@@ -86,9 +102,14 @@ struct iscsi_task {
 	bool immediate;
 	bool aborted;                   /* answer nothing when it ends */
 	bool absorbing;                 /* ended early or aborted; owed Data-Out still coming (holds a ref) */
+	bool slot;                      /* holds one of the session's QueueDepth CmdSN slots */
+	bool parked;                    /* on the session's queue waiting for buffer memory */
 	int refs;                       /* PDUs in flight + the task itself */
-	/* stashed PDUs (out-of-order arrival) */
+	/* PDUs kept while it is not started (its own, with immediate data, then Data-Out) */
 	struct stash *stash;
+	uint32_t stash_bytes;
+	uint32_t imm_len;               /* immediate data that came with the command */
+	size_t buf_bytes;               /* pool buffer bytes counted against the session */
 	/* Data-Out */
 	uint32_t dout_total;            /* bytes to collect: cmd.dout_len */
 	uint32_t dout_got;
@@ -121,10 +142,13 @@ struct stash {
 };
 
 struct login_state;
+struct tmf_pending;
 
 struct iscsi_conn {
 	struct xp_conn *xp;
 	struct reactor *r;
+	struct iscsi_conn *rnext, *rprev; /* this reactor's connections (for shutdown) */
+	struct iscsi_portal *portal;    /* where it arrived (admit.c counts it there) */
 	struct iscsi_session *sess;
 	enum { CONN_LOGIN, CONN_FULL, CONN_LOGOUT, CONN_CLOSING } state;
 	struct login_state *login;
@@ -135,6 +159,11 @@ struct iscsi_conn {
 	struct iscsi_task *tasks;       /* all live tasks */
 	struct iscsi_task *itt_hash[256];
 	unsigned ntasks;
+	unsigned nabsorbing;            /* aborted tasks waiting for Data-Out that may never come */
+	void (*task_gone)(struct iscsi_conn *c); /* hook: a task was freed (tmf.c waits with it) */
+	bool kick_scheduled;            /* session_resume() is queued on the reactor */
+	bool draining;                  /* shutting down: no new commands, close when idle */
+	struct reactor_timer *login_timer;
 	struct xp_pdu *pdu_free;        /* recycled PDUs */
 	unsigned pdus_out;
 	bool closed;                    /* transport told us it is gone */
@@ -142,8 +171,8 @@ struct iscsi_conn {
 	uint32_t nop_ttt;
 	bool nop_outstanding;           /* our NOP-In ping awaits its NOP-Out */
 	uint32_t nop_interval_ms;
-	unsigned tmf_waiting;
-	struct xp_pdu *tmf_rsp;         /* held until aborted tasks drain */
+	struct tmf_pending *tmf_head, *tmf_tail; /* answers held until the tasks they aborted left */
+	unsigned ntmf;
 };
 
 struct iscsi_session {
@@ -157,15 +186,30 @@ struct iscsi_session {
 	char initiator[224];
 	struct scsi_nexus nexus;
 	uint32_t exp_cmdsn;
-	uint32_t queue_depth;
+	uint32_t queue_depth;           /* CmdSN slots: the window is queue_depth - active */
+	uint32_t active;                /* slots held: commands taken in order and not yet answered */
+	uint32_t max_immediate;         /* immediate commands alive at once */
+	uint32_t immediate;
+	size_t buf_budget, buf_bytes;   /* pool buffer memory of its commands: cap, held */
+	size_t stash_bytes;             /* Data-Out kept for commands not started */
 	struct iscsi_task *cmdq;        /* out-of-order commands, sorted */
+	struct iscsi_task *bufq, *bufq_tail; /* started in order, waiting for buffer memory */
 	/* LUN map of this nexus */
 	struct iscsi_lun *luns;
 	size_t nluns;
 	uint64_t *lun_ids;
 	struct scsi_lun_map lun_map;
 	bool gone;
+	bool counted;                   /* in admit's session count */
 };
+
+/* admit.c: connection and session limits, login timeout */
+bool admit_conn(void *arg, const struct xp_conn *xp);
+void admit_dropped(void *arg, const struct xp_conn *xp);
+void admit_conn_gone(struct iscsi_conn *c);
+/* 0 (counted), or a login status refusing one more session (why filled). */
+uint16_t admit_session(char *why, size_t whylen);
+void admit_session_gone(void);
 
 /* conn.c */
 void conn_accept(void *arg, struct xp_conn *xp);
@@ -173,7 +217,9 @@ struct xp_pdu *conn_pdu_get(struct iscsi_conn *c);
 void conn_pdu_put(struct iscsi_conn *c, struct xp_pdu *p);
 /* Fill the StatSN/ExpCmdSN/MaxCmdSN of a target PDU; status_pdu advances StatSN. */
 void conn_fill_sn(struct iscsi_conn *c, void *bhs, bool status_pdu);
-int conn_send(struct iscsi_conn *c, struct xp_pdu *p);
+void conn_send(struct iscsi_conn *c, struct xp_pdu *p);
+/* Login finished (or the connection closes): the login time limit no longer applies. */
+void conn_login_done(struct iscsi_conn *c);
 void conn_send_reject(struct iscsi_conn *c, const uint8_t *bad_bhs, uint8_t reason);
 void conn_close(struct iscsi_conn *c);
 /* Send a control PDU (BHS only), then close the connection. */
@@ -181,6 +227,12 @@ int conn_send_then_close(struct iscsi_conn *c, const void *bhs);
 /* Start the target's NOP-In pings (nop_in_interval of the portal group). */
 void conn_start_nop(struct iscsi_conn *c, uint32_t interval_s);
 uint32_t conn_max_cmdsn(const struct iscsi_conn *c);
+/* A PDU's done() saw an error: the connection cannot go on. */
+void conn_pdu_failed(struct iscsi_conn *c, int err);
+/* Shutdown (on each reactor): refuse new commands, close connections once idle. */
+void conn_drain_all(void *arg);
+/* Connections alive in the process (all reactors). */
+unsigned conn_count(void);
 /* Send a simple control PDU whose BHS is given (copied), with optional data (copied). */
 int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, uint32_t len);
 /* The same, taking ownership of malloc'd data; optionally close once it is sent. */
@@ -190,16 +242,39 @@ int conn_send_owned(struct iscsi_conn *c, const void *bhs, void *data, uint32_t 
 void login_rx(struct iscsi_conn *c, struct xp_rx *rx);
 void login_free(struct iscsi_conn *c);
 
+/* task.c */
+struct iscsi_task *task_new(struct iscsi_conn *c, const struct pdu_scsi_cmd *h);
+struct iscsi_task *task_find(struct iscsi_conn *c, uint32_t itt);
+void task_put(struct iscsi_task *t);
+/* Keep a PDU (and a copy of its data) until the task starts; -ENOBUFS over the session's limit. */
+int task_stash(struct iscsi_task *t, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool bounded);
+/* Take the oldest stashed PDU (caller frees it with task_stash_free). */
+struct stash *task_unstash(struct iscsi_task *t);
+void task_stash_free(struct iscsi_task *t, struct stash *st);
+/* The command's CmdSN slot comes back: its status is on its way, or it was aborted. */
+void task_slot_release(struct iscsi_task *t);
+/* Count the task's pool buffers (after the SCSI layer allocated or swapped them). */
+void task_bufs_account(struct iscsi_task *t);
+/* Drop the buffers of a task whose data no longer matters (aborted before execution). */
+void task_bufs_drop(struct iscsi_task *t);
+bool task_data_owed(const struct iscsi_task *t);
+/* Keep an ended task while the Data-Out it is owed comes in (bounded per connection). */
+void task_absorb(struct iscsi_task *t);
+void task_absorb_end(struct iscsi_task *t);
+
 /* session.c */
 void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx);
 int session_data_out_dest(struct iscsi_conn *c, const uint8_t *bhs, uint8_t **dest);
 void session_data_out(struct iscsi_conn *c, struct xp_rx *rx);
-struct iscsi_task *task_find(struct iscsi_conn *c, uint32_t itt);
-void task_put(struct iscsi_task *t);
+/* Buffer memory came back: start commands that waited for it (deferred). */
+void session_bufs_freed(struct iscsi_session *s);
+uint32_t session_max_cmdsn(const struct iscsi_session *s);
 void session_conn_gone(struct iscsi_conn *c);
 /* A non-SCSI PDU with a CmdSN (NOP-Out, TMF, Text, Logout): update ExpCmdSN. Returns false to drop it. */
 bool session_check_cmdsn(struct iscsi_conn *c, const void *bhs);
 int session_register(struct iscsi_session *s, char *why, size_t whylen);
+/* Out of the process-wide list (reinstatement, TSIHs, limits); memory stays. */
+void session_unregister(struct iscsi_session *s);
 void session_free(struct iscsi_session *s);
 /* Close a session that may live on another reactor; call with iscsi_g.lock held. */
 void session_close_async(struct iscsi_session *o);
@@ -212,7 +287,8 @@ bool tpg_has_portal(const struct iscsi_tpg *tpg, const struct xp_conn *xp);
 
 /* tmf.c */
 void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx);
-void tmf_task_gone(struct iscsi_conn *c);
-bool task_data_owed(const struct iscsi_task *t);
+/* Abort one task (TMF or shutdown): it ends silently. */
+void tmf_abort_task(struct iscsi_conn *c, struct iscsi_task *t);
+void tmf_free(struct iscsi_conn *c);
 
 #endif

@@ -81,9 +81,12 @@ static void login_reply(struct iscsi_conn *c, uint8_t flags, uint16_t status, st
 static void login_fail(struct iscsi_conn *c, uint16_t status, const char *why)
 {
 	struct login_state *ls = c->login;
-	log_info("%s: login of '%s' to '%s' refused (status 0x%04x): %s", c->xp->peer,
-		 ls->initiator[0] ? ls->initiator : "?", ls->target[0] ? ls->target : (ls->discovery ? "discovery" : "?"),
-		 status, why);
+	char who[160], what[160], reason[320];
+	/* Names and the reason (it may quote keys) come from the peer: no control characters into the log. */
+	log_limited(LOG_INFO, "%s: login of '%s' to '%s' refused (status 0x%04x): %s", c->xp->peer,
+		    ls->initiator[0] ? log_escape(ls->initiator, who, sizeof(who)) : "?",
+		    ls->target[0] ? log_escape(ls->target, what, sizeof(what)) : (ls->discovery ? "discovery" : "?"),
+		    status, log_escape(why, reason, sizeof(reason)));
 	login_reply(c, 0, status, NULL);
 	c->state = CONN_LOGOUT; /* ignore anything more until the close */
 }
@@ -225,12 +228,13 @@ static int chap_verify(struct iscsi_conn *c, const struct text_list *kv, struct 
 	int gl = chap_decode(r, got, sizeof(got));
 	size_t dl = chap_digest_len(ls->alg);
 	if (strcmp(n, ls->chap->userid)) {
-		snprintf(why, wl, "CHAP_N '%s' is not the configured user", n);
+		char esc[96];
+		snprintf(why, wl, "CHAP_N '%s' is not the configured user", log_escape(n, esc, sizeof(esc)));
 		return -1;
 	}
 	if (gl != (int)dl || chap_response(ls->alg, ls->chap_id, ls->chap->password, ls->challenge,
 					   sizeof(ls->challenge), want) ||
-	    memcmp(got, want, dl)) {
+	    !chap_equal(got, want, dl)) {
 		snprintf(why, wl, "CHAP response does not match (wrong secret?)");
 		return -1;
 	}
@@ -247,6 +251,11 @@ static int chap_verify(struct iscsi_conn *c, const struct text_list *kv, struct 
 	int cl = chap_decode(mc, ch, sizeof(ch));
 	if (!text_parse_u64(mi, &id) || id > 255 || cl <= 0) {
 		snprintf(why, wl, "bad CHAP_I/CHAP_C");
+		return -1;
+	}
+	/* A short challenge makes our answer easy to precompute for a dictionary attack. */
+	if (cl < CHAP_MIN_CHALLENGE) {
+		snprintf(why, wl, "mutual CHAP challenge of %d bytes (at least %d required)", cl, CHAP_MIN_CHALLENGE);
 		return -1;
 	}
 	/* A challenge equal to ours would let the initiator reflect our own answer. */
@@ -298,8 +307,11 @@ static int security_keys(struct iscsi_conn *c, const struct text_list *kv, struc
 			return -1;
 		}
 		ls->alg = alg;
-		chap_random(&ls->chap_id, 1);
-		chap_random(ls->challenge, sizeof(ls->challenge));
+		/* A challenge that is not random (all zeroes) could be answered from a table: refuse instead. */
+		if (chap_random(&ls->chap_id, 1) || chap_random(ls->challenge, sizeof(ls->challenge))) {
+			snprintf(why, wl, "no random bytes for the CHAP challenge");
+			return -2;
+		}
 		char hex[2 * CHAP_CHALLENGE_LEN + 3];
 		chap_encode_hex(ls->challenge, sizeof(ls->challenge), hex, sizeof(hex));
 		text_addf(rsp, "CHAP_A", "%d", alg);
@@ -340,11 +352,13 @@ static void enter_full_feature(struct iscsi_conn *c)
 	c->xp->header_digest = c->params.header_digest;
 	c->xp->data_digest = c->params.data_digest;
 	c->state = CONN_FULL;
+	conn_login_done(c);
 	if (ls->tpg)
 		conn_start_nop(c, ls->tpg->cfg->params.nop_in_interval);
+	char who[160];
 	log_info("%s: %s session of '%s'%s%s logged in (TSIH %u)", c->xp->peer,
-		 ls->discovery ? "discovery" : "normal", ls->initiator, ls->discovery ? "" : " to ",
-		 ls->discovery ? "" : ls->target, ls->tsih);
+		 ls->discovery ? "discovery" : "normal", log_escape(ls->initiator, who, sizeof(who)),
+		 ls->discovery ? "" : " to ", ls->discovery ? "" : ls->target, ls->tsih);
 	login_free(c);
 }
 
@@ -361,9 +375,11 @@ static struct iscsi_session *session_new(struct iscsi_conn *c)
 	memcpy(s->isid, ls->isid, 6);
 	snprintf(s->initiator, sizeof(s->initiator), "%s", ls->initiator);
 	s->exp_cmdsn = ls->cmdsn;
-	s->queue_depth = ls->tpg ? ls->tpg->cfg->params.queue_depth : 16;
-	if (s->queue_depth < 2)
-		s->queue_depth = 2;
+	const struct cfg_params *p = ls->tpg ? &ls->tpg->cfg->params : NULL;
+	/* Discovery sessions carry text requests only: small bounds. */
+	s->queue_depth = p ? p->queue_depth : 16;
+	s->max_immediate = p ? p->max_immediate : 4;
+	s->buf_budget = (size_t)(p ? p->session_buffer_mb : 1) << 20;
 	return s;
 }
 
@@ -444,8 +460,9 @@ void login_rx(struct iscsi_conn *c, struct xp_rx *rx)
 		ls->tpgt_sent = true;
 	}
 	if (csg == PDU_STAGE_SECURITY) {
-		if (security_keys(c, &kv, &rsp, why, sizeof(why))) {
-			status = PDU_LOGIN_AUTH_FAILED;
+		int rc = security_keys(c, &kv, &rsp, why, sizeof(why));
+		if (rc) {
+			status = rc == -2 ? PDU_LOGIN_TARGET_ERROR : PDU_LOGIN_AUTH_FAILED;
 			goto fail;
 		}
 	} else if (ls->chap && ls->auth != AUTH_DONE) {
@@ -498,12 +515,16 @@ void login_rx(struct iscsi_conn *c, struct xp_rx *rx)
 		goto fail;
 	}
 	if (transit && nsg == PDU_STAGE_FULL_FEATURE) {
+		if ((status = admit_session(why, sizeof(why))))
+			goto fail;
 		struct iscsi_session *s = session_new(c);
 		if (!s) {
+			admit_session_gone();
 			status = PDU_LOGIN_OUT_OF_RESOURCES;
 			snprintf(why, sizeof(why), "out of memory");
 			goto fail;
 		}
+		s->counted = true;
 		int rc = session_register(s, why, sizeof(why));
 		if (rc) {
 			session_free(s);

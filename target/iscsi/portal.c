@@ -134,8 +134,14 @@ static int open_one(struct config *cfg, const struct cfg_target *t, const struct
 		log_warn("iSER portal %s:%u and TCP portal %s:%u share a port: fine on RoCE and InfiniBand, "
 			 "but on iWARP the RDMA listener uses the TCP port space and cannot coexist",
 			 p->host, p->port, clash->host, clash->port);
-	int rc = xp->listen(p->host, p->port, iscsi_g.reactors[0], conn_accept, NULL,
-			    &iscsi_g.listeners[iscsi_g.nlisteners], err, errlen);
+	struct iscsi_portal *ip = &iscsi_g.portals[iscsi_g.nportals];
+	*ip = (struct iscsi_portal){ .ops = xp };
+	snprintf(ip->name, sizeof(ip->name), "%s:%u (%s)", p->host, p->port, xp->name);
+	struct xp_listen_params lp = {
+		.admit = admit_conn, .accept = conn_accept, .dropped = admit_dropped, .arg = ip,
+		.keepalive_s = cfg->tcp_keepalive_s,
+	};
+	int rc = xp->listen(p->host, p->port, iscsi_g.reactors[0], &lp, &ip->l, err, errlen);
 	if (rc && p->iser) {
 		/* No RDMA for this portal: say so once and keep serving the others. */
 		if (rc == -EADDRINUSE && clash)
@@ -149,50 +155,83 @@ static int open_one(struct config *cfg, const struct cfg_target *t, const struct
 	}
 	if (rc)
 		return rc;
-	iscsi_g.listener_ops[iscsi_g.nlisteners++] = xp;
+	iscsi_g.nportals++;
 	log_info("listening on %s:%u (%s) for %s, TPG %u", p->host, p->port, xp->name, t->iqn, g->tag);
 	return 0;
 }
 
-static int open_listeners(struct config *cfg, char *err, size_t errlen)
+int iscsi_listen(char *err, size_t errlen)
 {
+	struct config *cfg = iscsi_g.cfg;
 	size_t n = 0;
 	for (size_t i = 0; i < cfg->ntargets; i++)
 		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++)
 			n += cfg->targets[i].tpgs[j].nportals;
-	iscsi_g.listeners = calloc(n ? n : 1, sizeof(*iscsi_g.listeners));
-	iscsi_g.listener_ops = calloc(n ? n : 1, sizeof(*iscsi_g.listener_ops));
-	if (!iscsi_g.listeners || !iscsi_g.listener_ops)
+	iscsi_g.portals = calloc(n ? n : 1, sizeof(*iscsi_g.portals));
+	if (!iscsi_g.portals)
 		return -ENOMEM;
 	/* TCP first: on iWARP a TCP and an RDMA listener cannot share an address and port. */
 	int rc = each_portal(cfg, false, open_one, err, errlen);
-	return rc ? rc : each_portal(cfg, true, open_one, err, errlen);
-}
-
-int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen)
-{
-	iscsi_g.cfg = cfg;
-	iscsi_g.reactors = reactors;
-	iscsi_g.nreactors = nreactors;
-	int rc = open_backstores(cfg, err, errlen);
-	if (!rc)
-		rc = build_targets(cfg);
-	if (!rc)
-		rc = open_listeners(cfg, err, errlen);
+	rc = rc ? rc : each_portal(cfg, true, open_one, err, errlen);
 	if (rc && !err[0])
 		snprintf(err, errlen, "%s", strerror(-rc));
 	return rc;
 }
 
+int iscsi_setup(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen)
+{
+	iscsi_g.cfg = cfg;
+	iscsi_g.reactors = reactors;
+	iscsi_g.nreactors = nreactors;
+	/* A reactor's pool holds at most buffer_pool_mb; what is beyond a quarter of it is given back when free. */
+	size_t cap = (size_t)cfg->buffer_pool_mb << 20;
+	for (unsigned i = 0; i < nreactors; i++)
+		bufpool_set_limits(reactor_bufpool(reactors[i]), cap, cap / 4);
+	int rc = open_backstores(cfg, err, errlen);
+	if (!rc)
+		rc = build_targets(cfg);
+	if (rc && !err[0])
+		snprintf(err, errlen, "%s", strerror(-rc));
+	return rc;
+}
+
+int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen)
+{
+	int rc = iscsi_setup(cfg, reactors, nreactors, err, errlen);
+	return rc ? rc : iscsi_listen(err, errlen);
+}
+
 void iscsi_stop(void)
 {
-	for (size_t i = 0; i < iscsi_g.nlisteners; i++)
-		iscsi_g.listener_ops[i]->unlisten(iscsi_g.listeners[i]);
-	free(iscsi_g.listeners);
-	free(iscsi_g.listener_ops);
-	iscsi_g.listeners = NULL;
-	iscsi_g.listener_ops = NULL;
-	iscsi_g.nlisteners = 0;
+	iscsi_g.stopping = true;
+	for (size_t i = 0; i < iscsi_g.nportals; i++)
+		iscsi_g.portals[i].ops->unlisten(iscsi_g.portals[i].l);
+	iscsi_g.nportals = 0;
+	/* The portal records stay: connections still point at them until they are freed. */
+}
+
+static void flush_done(struct bs_io *io, int res)
+{
+	*(int *)io->priv = res;
+}
+
+/* After the reactors stopped: write caches to stable storage (synchronous I/O). */
+int iscsi_flush(void)
+{
+	int failed = 0;
+	for (size_t i = 0; iscsi_g.cfg && iscsi_g.bss && i < iscsi_g.cfg->nbackstores; i++) {
+		struct backstore *bs = iscsi_g.bss[i];
+		if (!bs || backstore_readonly(bs))
+			continue;
+		int res = -EINPROGRESS;
+		struct bs_io io = { .op = BS_FLUSH, .cb = flush_done, .priv = &res };
+		backstore_submit(bs, &io);
+		if (res) {
+			log_err("backstore '%s': flush at shutdown failed: %s", backstore_name(bs), strerror(-res));
+			failed++;
+		}
+	}
+	return failed;
 }
 
 /* After the reactors stopped: nothing runs any more, free everything. */
@@ -215,6 +254,8 @@ void iscsi_free(void)
 	}
 	free(iscsi_g.lus);
 	free(iscsi_g.bss);
+	free(iscsi_g.portals);
 	iscsi_g.lus = NULL;
 	iscsi_g.bss = NULL;
+	iscsi_g.portals = NULL;
 }

@@ -1,90 +1,28 @@
 /*
- * Sessions and the SCSI command path: CmdSN ordering, immediate and
- * unsolicited data, R2T and Data-Out checks, Data-In split to the
- * initiator's MaxRecvDataSegmentLength with status in the last Data-In,
- * and the SCSI Response.
+ * Sessions and the SCSI command path: the CmdSN window (RFC 7143 sec.
+ * 3.2.2.1) of QueueDepth slots, a cap on immediate commands, the session's
+ * buffer memory budget, immediate and unsolicited data, R2T and Data-Out
+ * checks, Data-In split to the initiator's MaxRecvDataSegmentLength with
+ * status in the last Data-In, and the SCSI Response.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bufpool.h"
 #include "common/log.h"
 #include "common/reactor.h"
 #include "common/serial.h"
 #include "common/util.h"
 #include "target/iscsi/iscsi.h"
 
+/* The most one command allocates: the SCSI layer refuses larger transfers (VPD B0). */
+#define SESSION_CMD_BUF_MAX (16u << 20)
+
 static void task_scsi_done(struct scsi_cmd *cmd);
-static void task_start(struct iscsi_task *t, const uint8_t *data, uint32_t len);
-
+static void task_start(struct iscsi_task *t, const uint8_t *data, uint32_t len, bool busy);
 static void data_out_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool placed);
-
-struct iscsi_task *task_find(struct iscsi_conn *c, uint32_t itt)
-{
-	for (struct iscsi_task *t = c->itt_hash[itt & 255]; t; t = t->hnext)
-		if (t->itt == itt)
-			return t;
-	return NULL;
-}
-
-static void task_unhash(struct iscsi_task *t)
-{
-	struct iscsi_conn *c = t->conn;
-	for (struct iscsi_task **pp = &c->itt_hash[t->itt & 255]; *pp; pp = &(*pp)->hnext) {
-		if (*pp == t) {
-			*pp = t->hnext;
-			return;
-		}
-	}
-}
-
-void task_put(struct iscsi_task *t)
-{
-	if (--t->refs > 0)
-		return;
-	struct iscsi_conn *c = t->conn;
-	task_unhash(t);
-	if (t->lprev)
-		t->lprev->lnext = t->lnext;
-	else
-		c->tasks = t->lnext;
-	if (t->lnext)
-		t->lnext->lprev = t->lprev;
-	while (t->stash) {
-		struct stash *s = t->stash;
-		t->stash = s->next;
-		free(s->data);
-		free(s);
-	}
-	scsi_cmd_release(&t->cmd);
-	free(t);
-	c->ntasks--;
-	if (c->tmf_waiting)
-		tmf_task_gone(c);
-}
-
-static struct stash *stash_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t *data, uint32_t len)
-{
-	struct stash *s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
-	memcpy(s->bhs, bhs, PDU_BHS_LEN);
-	if (len) {
-		s->data = malloc(len);
-		if (!s->data) {
-			free(s);
-			return NULL;
-		}
-		memcpy(s->data, data, len);
-		s->len = len;
-	}
-	struct stash **pp = &t->stash;
-	while (*pp)
-		pp = &(*pp)->next;
-	*pp = s;
-	return s;
-}
 
 const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun)
 {
@@ -94,30 +32,137 @@ const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun)
 	return NULL;
 }
 
+/*
+ * Every command taken in CmdSN order holds a slot until its status is on
+ * its way (or it is aborted), so the window is QueueDepth minus the slots
+ * held; with all held it is closed (MaxCmdSN = ExpCmdSN - 1).  ExpCmdSN and
+ * the slots grow together, so MaxCmdSN never goes back, as sec. 3.2.2.1
+ * requires (an initiator never lowers its own).
+ */
+uint32_t session_max_cmdsn(const struct iscsi_session *s)
+{
+	return s->exp_cmdsn + (s->queue_depth - s->active) - 1;
+}
+
+static void slot_take(struct iscsi_task *t)
+{
+	t->slot = true;
+	t->conn->sess->active++;
+}
+
+enum go { GO_NOW, GO_WAIT, GO_BUSY };
+
+/*
+ * May a command whose turn came have its buffers now?  Past the session's
+ * budget it waits for buffers of its own session to come back; a full
+ * reactor pool makes it wait too, or, when the session holds nothing that
+ * could come back, answers BUSY (the initiator retries it).
+ */
+static enum go may_start(const struct iscsi_session *s, const struct iscsi_task *t)
+{
+	size_t need = bufpool_buf_size(MIN(t->edtl, SESSION_CMD_BUF_MAX));
+	bool mine = s->buf_bytes > 0;
+	if (mine && s->buf_bytes + need > s->buf_budget)
+		return GO_WAIT;
+	if (!bufpool_has_room(reactor_bufpool(t->conn->r), need))
+		return mine ? GO_WAIT : GO_BUSY;
+	return GO_NOW;
+}
+
+/* A task that waited (for its CmdSN turn or for memory) starts: its data and Data-Out come from the stash. */
+static void task_begin(struct iscsi_task *t, bool busy)
+{
+	struct stash *first = task_unstash(t);
+	/* Starting may end the task at once (an iSER READ without a read STag closes the connection). */
+	t->refs++;
+	task_start(t, first ? first->data : NULL, first ? first->len : 0, busy);
+	if (first)
+		task_stash_free(t, first);
+	/* Data-Out that arrived while it waited. */
+	while (t->stash && (t->state == TASK_DATA_OUT || t->absorbing) && t->conn->state == CONN_FULL) {
+		struct stash *d = task_unstash(t);
+		data_out_pdu(t, d->bhs, d->data, d->len, false);
+		task_stash_free(t, d);
+	}
+	task_put(t);
+}
+
+static void park(struct iscsi_session *s, struct iscsi_task *t)
+{
+	t->state = TASK_QUEUED;
+	t->parked = true;
+	t->qnext = NULL;
+	if (s->bufq_tail)
+		s->bufq_tail->qnext = t;
+	else
+		s->bufq = t;
+	s->bufq_tail = t;
+}
+
+/* Its turn came: start it now, or park it (first come, first served) until buffers allow. */
+static void session_go(struct iscsi_task *t, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool stashed)
+{
+	struct iscsi_session *s = t->conn->sess;
+	enum go g = s->bufq ? GO_WAIT : may_start(s, t);
+	if (g != GO_WAIT) {
+		if (stashed)
+			task_begin(t, g == GO_BUSY);
+		else
+			task_start(t, data, len, g == GO_BUSY);
+		return;
+	}
+	if (!stashed && task_stash(t, bhs, data, len, false)) {
+		conn_close(t->conn);
+		return;
+	}
+	park(s, t);
+}
+
+static void session_resume(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	struct iscsi_session *s = c->sess;
+	c->kick_scheduled = false;
+	while (s && s->bufq && c->state == CONN_FULL) {
+		struct iscsi_task *t = s->bufq;
+		enum go g = t->aborted ? GO_NOW : may_start(s, t);
+		if (g == GO_WAIT)
+			return;
+		s->bufq = t->qnext;
+		if (!s->bufq)
+			s->bufq_tail = NULL;
+		t->parked = false;
+		if (t->aborted)
+			task_put(t);
+		else
+			task_begin(t, g == GO_BUSY);
+	}
+}
+
+void session_bufs_freed(struct iscsi_session *s)
+{
+	struct iscsi_conn *c = s->conn;
+	/* Deferred: this runs inside task_put(), deep in completions. */
+	if (s->bufq && c && !c->kick_scheduled && c->state == CONN_FULL && !reactor_defer(c->r, session_resume, c))
+		c->kick_scheduled = true;
+}
+
 /* Run queued commands whose turn came. */
 static void drain_cmdq(struct iscsi_session *s)
 {
-	while (s->cmdq && s->cmdq->cmdsn == s->exp_cmdsn) {
+	while (s->cmdq && serial_le(s->cmdq->cmdsn, s->exp_cmdsn) && s->conn->state == CONN_FULL) {
 		struct iscsi_task *t = s->cmdq;
 		s->cmdq = t->qnext;
-		s->exp_cmdsn++;
-		if (t->aborted) {
+		if (t->cmdsn != s->exp_cmdsn || t->aborted) {
+			/* Aborted while it waited (its CmdSN still counts), or a PDU of another kind took its CmdSN. */
+			if (t->cmdsn == s->exp_cmdsn)
+				s->exp_cmdsn++;
 			task_put(t);
 			continue;
 		}
-		struct stash *first = t->stash;
-		t->stash = first->next;
-		task_start(t, first->data, first->len);
-		free(first->data);
-		free(first);
-		/* Data-Out that arrived while it waited. */
-		while (t->stash && t->state == TASK_DATA_OUT) {
-			struct stash *d = t->stash;
-			t->stash = d->next;
-			data_out_pdu(t, d->bhs, d->data, d->len, false);
-			free(d->data);
-			free(d);
-		}
+		s->exp_cmdsn++;
+		slot_take(t);
+		session_go(t, NULL, NULL, 0, true);
 	}
 }
 
@@ -132,9 +177,9 @@ bool session_check_cmdsn(struct iscsi_conn *c, const void *bhs)
 		drain_cmdq(s);
 		return true;
 	}
-	if (!serial_in_window(cmdsn, s->exp_cmdsn, conn_max_cmdsn(c))) {
-		log_debug("%s: CmdSN %u outside window [%u, %u], dropped", c->xp->peer, cmdsn, s->exp_cmdsn,
-			  conn_max_cmdsn(c));
+	if (!serial_in_window(cmdsn, s->exp_cmdsn, session_max_cmdsn(s))) {
+		log_limited(LOG_INFO, "%s: %s CmdSN %u outside the window [%u, %u], dropped", c->xp->peer,
+			    pdu_opcode_name(pdu_opcode(bhs)), cmdsn, s->exp_cmdsn, session_max_cmdsn(s));
 		return false;
 	}
 	return true;
@@ -143,15 +188,17 @@ bool session_check_cmdsn(struct iscsi_conn *c, const void *bhs)
 static void datain_done(struct xp_pdu *p, int err)
 {
 	struct iscsi_task *t = p->priv;
-	(void)err;
 	conn_pdu_put(t->conn, p);
+	if (err)
+		conn_pdu_failed(t->conn, err);
 	task_put(t);
 }
 
 static void rsp_done(struct xp_pdu *p, int err)
 {
 	struct iscsi_task *t = p->priv;
-	(void)err;
+	if (err)
+		conn_pdu_failed(t->conn, err);
 	task_put(t);
 }
 
@@ -182,6 +229,8 @@ static void send_response(struct iscsi_task *t)
 	r->itt = htobe32(t->itt);
 	r->exp_datasn = htobe32(t->datasn + t->r2t_sn);
 	r->resid = fill_resid(t, &r->flags);
+	/* The status is on its way: its slot opens the window in this very PDU. */
+	task_slot_release(t);
 	conn_fill_sn(c, r, true);
 	if (t->cmd.status == SCSI_CHECK_CONDITION && t->cmd.sense_len) {
 		uint32_t sl = MIN(t->cmd.sense_len, (uint32_t)SCSI_SENSE_LEN);
@@ -200,13 +249,12 @@ static void send_response(struct iscsi_task *t)
 	conn_send(c, &t->rsp);
 }
 
-/* Data-In PDUs from the command's buffer; status rides on the last one when GOOD. */
 /* iSER: Data-In is one RDMA WRITE into the initiator's buffer; the Send of the status follows it. */
 static void rdma_data_in(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
 	if (!t->read_stag_valid) {
-		log_info("%s: READ without a read STag (ITT 0x%x), closing", c->xp->peer, t->itt);
+		log_limited(LOG_INFO, "%s: READ without a read STag (ITT 0x%x), closing", c->xp->peer, t->itt);
 		conn_close(c);
 		task_put(t);
 		return;
@@ -220,6 +268,7 @@ static void rdma_data_in(struct iscsi_task *t)
 	send_response(t);
 }
 
+/* Data-In PDUs from the command's buffer; status rides on the last one when GOOD. */
 static void send_data_in(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
@@ -242,7 +291,7 @@ static void send_data_in(struct iscsi_task *t)
 		struct xp_pdu *p = conn_pdu_get(c);
 		if (!p) {
 			conn_close(c);
-			return;
+			break;
 		}
 		struct pdu_data_in *d = (void *)p->bhs;
 		d->opcode = PDU_OP_DATA_IN;
@@ -257,6 +306,7 @@ static void send_data_in(struct iscsi_task *t)
 			d->flags |= PDU_DATAIN_STATUS | PDU_FLAG_FINAL;
 			d->status = t->cmd.status;
 			d->resid = fill_resid(t, &d->flags);
+			task_slot_release(t);
 			conn_fill_sn(c, d, true);
 		} else {
 			conn_fill_sn(c, d, false);
@@ -271,7 +321,7 @@ static void send_data_in(struct iscsi_task *t)
 		conn_send(c, p);
 		off += len;
 	}
-	if (status_in_data)
+	if (status_in_data || c->state == CONN_CLOSING)
 		task_put(t); /* the PDUs in flight hold the task now */
 	else
 		send_response(t);
@@ -283,6 +333,8 @@ static void task_complete(struct iscsi_task *t)
 		task_put(t);
 		return;
 	}
+	/* The SCSI layer may have swapped the buffer for its Data-In. */
+	task_bufs_account(t);
 	if (t->cmd.din_len && t->cmd.buf)
 		send_data_in(t);
 	else
@@ -320,7 +372,7 @@ static void rdma_solicit(struct iscsi_task *t)
 	struct iscsi_conn *c = t->conn;
 	uint32_t off = t->r2t_next_offset, len = t->dout_total - off;
 	if (!t->write_stag_valid) {
-		log_info("%s: WRITE without a write STag (ITT 0x%x), closing", c->xp->peer, t->itt);
+		log_limited(LOG_INFO, "%s: WRITE without a write STag (ITT 0x%x), closing", c->xp->peer, t->itt);
 		conn_close(c);
 		return;
 	}
@@ -382,37 +434,44 @@ static void maybe_exec(struct iscsi_task *t)
 	scsi_cmd_exec(&t->cmd);
 }
 
-/* Fail a command whose Data-Out broke the rules: CHECK CONDITION, then forget its data. */
-static void task_protocol_error(struct iscsi_task *t, const uint8_t *bhs, uint8_t reason)
+/* Unsolicited data the initiator may send for this command beyond its immediate data (sec. 4.2.5.2). */
+static uint32_t unsol_allowed(const struct iscsi_task *t)
 {
-	conn_send_reject(t->conn, bhs, reason);
+	const struct neg_params *np = &t->conn->params;
+	uint32_t edtl = t->cmd.dir_write ? t->edtl : 0;
+	if (np->initial_r2t || t->cmd_final)
+		return 0;
+	uint32_t first = MIN(np->first_burst, edtl);
+	return first > t->imm_len ? first - t->imm_len : 0;
 }
 
-static void task_start(struct iscsi_task *t, const uint8_t *data, uint32_t len)
+/*
+ * Start a command whose turn came, with its immediate data.  busy: no
+ * buffer memory for it now, answer BUSY without asking the SCSI layer.
+ */
+static void task_start(struct iscsi_task *t, const uint8_t *data, uint32_t len, bool busy)
 {
-	struct iscsi_conn *c = t->conn;
-	const struct neg_params *np = &c->params;
-	uint32_t edtl = t->cmd.dir_write ? t->edtl : 0;
 	/*
 	 * What the initiator will send without being asked (RFC 7143 sec.
 	 * 4.2.5.2): up to FirstBurstLength with InitialR2T=No, unless the
 	 * command's F bit says no unsolicited Data-Out follows it.
 	 */
-	t->unsol_expected = np->initial_r2t || t->cmd_final ? len : MIN(np->first_burst, edtl);
-	if (t->unsol_expected < len)
-		t->unsol_expected = len;
+	t->unsol_expected = len + unsol_allowed(t);
 	t->unsol_got = len;
 	t->unsol_done = t->unsol_got >= t->unsol_expected;
 	t->r2t_next_offset = t->unsol_expected;
-	if (!scsi_cmd_prepare(&t->cmd)) {
-		if (!t->unsol_done) {
-			/* Keep the ITT while the unsolicited data still arrives. */
-			t->refs++;
-			t->absorbing = true;
-		}
+	if (busy) {
+		t->cmd.status = SCSI_BUSY;
+		t->cmd.resid = (int64_t)t->edtl;
+	}
+	if (busy || !scsi_cmd_prepare(&t->cmd)) {
+		/* Keep the ITT while the unsolicited data still arrives. */
+		if (!t->unsol_done)
+			task_absorb(t);
 		task_complete(t);
 		return;
 	}
+	task_bufs_account(t);
 	t->dout_total = t->cmd.dout_len;
 	t->state = TASK_DATA_OUT;
 	if (len && t->dout_total) {
@@ -425,25 +484,12 @@ static void task_start(struct iscsi_task *t, const uint8_t *data, uint32_t len)
 	maybe_exec(t);
 }
 
-static struct iscsi_task *task_new(struct iscsi_conn *c, const struct pdu_scsi_cmd *h)
+static bool cmdq_has(const struct iscsi_session *s, uint32_t cmdsn)
 {
-	struct iscsi_task *t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
-	t->conn = c;
-	t->refs = 1;
-	t->itt = be32toh(h->itt);
-	t->cmdsn = be32toh(h->cmdsn);
-	t->immediate = pdu_immediate(h);
-	t->edtl = be32toh(h->edtl);
-	t->hnext = c->itt_hash[t->itt & 255];
-	c->itt_hash[t->itt & 255] = t;
-	t->lnext = c->tasks;
-	if (c->tasks)
-		c->tasks->lprev = t;
-	c->tasks = t;
-	c->ntasks++;
-	return t;
+	for (const struct iscsi_task *t = s->cmdq; t; t = t->qnext)
+		if (t->cmdsn == cmdsn)
+			return true;
+	return false;
 }
 
 void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
@@ -452,17 +498,29 @@ void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
 	const struct pdu_scsi_cmd *h = (const void *)rx->bhs;
 	uint32_t itt = be32toh(h->itt), cmdsn = be32toh(h->cmdsn);
 	bool immediate = pdu_immediate(h);
-	if (!immediate && cmdsn != s->exp_cmdsn &&
-	    !(serial_gt(cmdsn, s->exp_cmdsn) && serial_le(cmdsn, conn_max_cmdsn(c)))) {
-		log_debug("%s: command CmdSN %u outside window (ExpCmdSN %u), dropped", c->xp->peer, cmdsn,
-			  s->exp_cmdsn);
+	/* Shutting down: not taken; the initiator issues it again after it reconnects. */
+	if (c->draining)
+		return;
+	/* RFC 7143 sec. 3.2.2.1: outside the window, or a duplicate: silently ignored. */
+	if (!immediate && !serial_in_window(cmdsn, s->exp_cmdsn, session_max_cmdsn(s))) {
+		log_limited(LOG_INFO, "%s: command CmdSN %u outside the window [%u, %u], dropped", c->xp->peer, cmdsn,
+			    s->exp_cmdsn, session_max_cmdsn(s));
+		return;
+	}
+	if (!immediate && cmdsn != s->exp_cmdsn && cmdq_has(s, cmdsn)) {
+		log_limited(LOG_INFO, "%s: command CmdSN %u already queued, duplicate dropped", c->xp->peer, cmdsn);
+		return;
+	}
+	if (immediate && s->immediate >= s->max_immediate) {
+		log_limited(LOG_INFO, "%s: more than %u immediate commands at once, rejected", c->xp->peer,
+			    s->max_immediate);
+		conn_send_reject(c, rx->bhs, PDU_REJECT_IMMEDIATE_CMD_REJECT);
 		return;
 	}
 	struct iscsi_task *old = itt == PDU_RESERVED_TAG ? NULL : task_find(c, itt);
 	if (old && old->absorbing) {
 		/* Answered or aborted, only waiting for Data-Out that will not come now: the ITT is free again. */
-		old->absorbing = false;
-		task_put(old);
+		task_absorb_end(old);
 		old = task_find(c, itt);
 	}
 	if (itt == PDU_RESERVED_TAG || old) {
@@ -501,22 +559,27 @@ void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
 	cmd->done = task_scsi_done;
 	cmd->priv = t;
 	t->cmd_final = h->flags & PDU_FLAG_FINAL;
+	t->imm_len = dlen;
 	t->read_stag_valid = rx->read_stag_valid;
 	t->write_stag_valid = rx->write_stag_valid;
 	t->read_stag = rx->read_stag;
 	t->write_stag = rx->write_stag;
 	t->read_va = rx->read_va;
 	t->write_va = rx->write_va;
-	if (immediate || cmdsn == s->exp_cmdsn) {
-		if (!immediate)
-			s->exp_cmdsn++;
-		task_start(t, rx->data, dlen);
+	if (immediate) {
+		session_go(t, rx->bhs, rx->data, dlen, false);
+		return;
+	}
+	if (cmdsn == s->exp_cmdsn) {
+		s->exp_cmdsn++;
+		slot_take(t);
+		session_go(t, rx->bhs, rx->data, dlen, false);
 		drain_cmdq(s);
 		return;
 	}
 	/* Early: keep it (and its data) until the commands before it arrived. */
 	t->state = TASK_QUEUED;
-	if (!stash_pdu(t, rx->bhs, rx->data, dlen)) {
+	if (task_stash(t, rx->bhs, rx->data, dlen, false)) {
 		conn_close(c);
 		return;
 	}
@@ -533,15 +596,10 @@ int session_data_out_dest(struct iscsi_conn *c, const uint8_t *bhs, uint8_t **de
 	struct iscsi_task *t = task_find(c, be32toh(d->itt));
 	uint32_t off = be32toh(d->offset), len = pdu_dlen(bhs);
 	*dest = NULL;
-	if (t && t->state == TASK_DATA_OUT && t->cmd.buf && off <= t->dout_total && len <= t->dout_total - off)
+	if (t && t->state == TASK_DATA_OUT && !t->aborted && t->cmd.buf && off <= t->dout_total &&
+	    len <= t->dout_total - off)
 		*dest = t->cmd.buf->data + off;
 	return 0;
-}
-
-/* Data-Out the initiator still has to send: unsolicited data, or the rest of an R2T's sequence. */
-bool task_data_owed(const struct iscsi_task *t)
-{
-	return !t->unsol_done || (t->r2t_outstanding && t->seq_got < t->seq_len);
 }
 
 static void data_out_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool placed)
@@ -553,9 +611,9 @@ static void data_out_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t
 	if (ttt == PDU_RESERVED_TAG) {
 		if (t->unsol_done || datasn != t->unsol_datasn || off != t->unsol_got ||
 		    len > t->unsol_expected - t->unsol_got) {
-			log_info("%s: bad unsolicited Data-Out (ITT 0x%x DataSN %u offset %u len %u)", c->xp->peer,
-				 t->itt, datasn, off, len);
-			task_protocol_error(t, bhs, PDU_REJECT_PROTOCOL_ERROR);
+			log_limited(LOG_INFO, "%s: bad unsolicited Data-Out (ITT 0x%x DataSN %u offset %u len %u)",
+				    c->xp->peer, t->itt, datasn, off, len);
+			conn_send_reject(c, bhs, PDU_REJECT_PROTOCOL_ERROR);
 			return;
 		}
 		t->unsol_datasn++;
@@ -565,19 +623,17 @@ static void data_out_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t
 	} else {
 		if (!t->r2t_outstanding || ttt != t->ttt || datasn != t->seq_datasn ||
 		    off != t->seq_offset + t->seq_got || len > t->seq_len - t->seq_got) {
-			log_info("%s: bad solicited Data-Out (ITT 0x%x TTT 0x%x DataSN %u offset %u len %u)",
-				 c->xp->peer, t->itt, ttt, datasn, off, len);
-			task_protocol_error(t, bhs, PDU_REJECT_PROTOCOL_ERROR);
+			log_limited(LOG_INFO, "%s: bad solicited Data-Out (ITT 0x%x TTT 0x%x DataSN %u offset %u len %u)",
+				    c->xp->peer, t->itt, ttt, datasn, off, len);
+			conn_send_reject(c, bhs, PDU_REJECT_PROTOCOL_ERROR);
 			return;
 		}
 		t->seq_datasn++;
 		t->seq_got += len;
 	}
 	if (t->absorbing) {
-		if (!task_data_owed(t)) {
-			t->absorbing = false;
-			task_put(t);
-		}
+		if (!task_data_owed(t))
+			task_absorb_end(t);
 		return;
 	}
 	if (off < t->dout_total) {
@@ -593,6 +649,28 @@ static void data_out_pdu(struct iscsi_task *t, const uint8_t *bhs, const uint8_t
 	maybe_exec(t);
 }
 
+/* Data-Out for a command that has not started: only its unsolicited data, kept within bounds. */
+static void data_out_early(struct iscsi_conn *c, struct iscsi_task *t, struct xp_rx *rx)
+{
+	const struct pdu_data_out *d = (const void *)rx->bhs;
+	uint32_t len = rx->data ? rx->data_len : 0;
+	uint32_t kept = t->stash_bytes - t->imm_len;
+	if (be32toh(d->ttt) != PDU_RESERVED_TAG || kept + len > unsol_allowed(t)) {
+		log_limited(LOG_INFO, "%s: Data-Out for a command not started (ITT 0x%x) beyond its unsolicited "
+			    "data (%u + %u > %u bytes), rejected", c->xp->peer, t->itt, kept, len, unsol_allowed(t));
+		conn_send_reject(c, rx->bhs, PDU_REJECT_PROTOCOL_ERROR);
+		return;
+	}
+	int rc = task_stash(t, rx->bhs, rx->data, len, true);
+	if (rc == -ENOBUFS) {
+		log_limited(LOG_INFO, "%s: more than %zu bytes of Data-Out kept for commands not started, rejected",
+			    c->xp->peer, c->sess->buf_budget);
+		conn_send_reject(c, rx->bhs, PDU_REJECT_PROTOCOL_ERROR);
+	} else if (rc) {
+		conn_close(c);
+	}
+}
+
 void session_data_out(struct iscsi_conn *c, struct xp_rx *rx)
 {
 	const struct pdu_data_out *d = (const void *)rx->bhs;
@@ -604,8 +682,7 @@ void session_data_out(struct iscsi_conn *c, struct xp_rx *rx)
 	if (t->aborted && !t->absorbing)
 		return;
 	if (t->state == TASK_QUEUED) {
-		if (!stash_pdu(t, rx->bhs, rx->data, rx->data ? rx->data_len : 0))
-			conn_close(c);
+		data_out_early(c, t, rx);
 		return;
 	}
 	if (t->state != TASK_DATA_OUT && !t->absorbing) {
@@ -619,14 +696,17 @@ void session_data_out(struct iscsi_conn *c, struct xp_rx *rx)
 void session_conn_gone(struct iscsi_conn *c)
 {
 	struct iscsi_session *s = c->sess;
+	if (s) {
+		/* Queued tasks are on these lists and in c->tasks: the loop below ends them. */
+		s->cmdq = NULL;
+		s->bufq = s->bufq_tail = NULL;
+	}
 	for (struct iscsi_task *t = c->tasks, *n; t; t = n) {
 		t->refs++; /* keep t (and so t->lnext) valid while its refs drop */
-		if (t->absorbing) {
-			t->absorbing = false;
-			task_put(t);
-		}
+		task_absorb_end(t);
 		if (!t->aborted) {
 			t->aborted = true;
+			task_slot_release(t);
 			if (t->state == TASK_QUEUED || t->state == TASK_DATA_OUT)
 				task_put(t);
 		}
@@ -635,11 +715,10 @@ void session_conn_gone(struct iscsi_conn *c)
 	}
 	if (!s)
 		return;
-	s->cmdq = NULL;
 	for (size_t i = 0; i < s->nluns; i++)
 		scsi_lu_event(s->luns[i].lu, &s->nexus, SCSI_EV_NEXUS_LOSS);
-	session_free(s);
-	c->sess = NULL;
+	/* Gone for everyone else now; the memory goes with the connection (tasks still point at it). */
+	session_unregister(s);
 }
 
 static int lun_cmp(const void *a, const void *b)
@@ -749,7 +828,7 @@ int session_register(struct iscsi_session *s, char *why, size_t whylen)
 	return 0;
 }
 
-void session_free(struct iscsi_session *s)
+void session_unregister(struct iscsi_session *s)
 {
 	pthread_mutex_lock(&iscsi_g.lock);
 	for (struct iscsi_session **pp = &iscsi_g.sessions; *pp; pp = &(*pp)->next) {
@@ -759,6 +838,16 @@ void session_free(struct iscsi_session *s)
 		}
 	}
 	pthread_mutex_unlock(&iscsi_g.lock);
+	if (s->counted)
+		admit_session_gone();
+	s->counted = false;
+}
+
+void session_free(struct iscsi_session *s)
+{
+	if (!s)
+		return;
+	session_unregister(s);
 	free(s->luns);
 	free(s->lun_ids);
 	free(s);

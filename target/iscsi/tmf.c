@@ -1,8 +1,12 @@
 /*
  * Task management (RFC 7143 sec. 11.5): ABORT TASK, ABORT TASK SET, CLEAR
  * TASK SET, LOGICAL UNIT RESET, TARGET WARM/COLD RESET.  Aborted tasks end
- * silently; the TMF response goes out once every task it aborted has left
- * the SCSI layer, so the initiator may reuse their ITTs at once.
+ * silently; a TMF response goes out once every task it aborted has left the
+ * SCSI layer, so the initiator may reuse their ITTs at once.  Answers wait
+ * in order, at most MaxImmediateCommands of them.  Target resets reach
+ * beyond the caller's tasks, so only initiators the portal group allows
+ * (allow_target_reset on the ACL, demo_target_reset in demo mode) may ask;
+ * others get "function authorization failed" (sec. 11.6.1).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +15,11 @@
 #include "common/log.h"
 #include "common/serial.h"
 #include "target/iscsi/iscsi.h"
+
+struct tmf_pending {
+	struct tmf_pending *next;
+	uint8_t bhs[PDU_BHS_LEN];
+};
 
 static bool task_in_tmf_scope(const struct iscsi_task *t, int fn, uint64_t lun)
 {
@@ -28,17 +37,18 @@ static bool task_in_tmf_scope(const struct iscsi_task *t, int fn, uint64_t lun)
  * for that data (it could wait for ever), and the data gets no Reject; the
  * ITT is free again once the data is in or a new command reuses it.
  */
-static void abort_task(struct iscsi_conn *c, struct iscsi_task *t)
+void tmf_abort_task(struct iscsi_conn *c, struct iscsi_task *t)
 {
+	(void)c;
 	if (t->aborted)
 		return;
 	t->aborted = true;
+	task_slot_release(t);
 	/* A queued task stays queued: its CmdSN still counts when its turn comes. */
 	if (t->state == TASK_DATA_OUT) {
 		if (task_data_owed(t))
-			t->absorbing = true; /* keeps the task's reference until the data is in */
-		else
-			task_put(t);
+			task_absorb(t);
+		task_put(t);
 	}
 }
 
@@ -51,23 +61,35 @@ static unsigned tasks_aborted_pending(struct iscsi_conn *c)
 	return n;
 }
 
-void tmf_task_gone(struct iscsi_conn *c)
+/* Send the answers held, in order, once no aborted task is left in the SCSI layer. */
+static void tmf_flush(struct iscsi_conn *c)
 {
-	if (!c->tmf_rsp || tasks_aborted_pending(c))
+	if (!c->tmf_head || tasks_aborted_pending(c))
 		return;
-	struct xp_pdu *p = c->tmf_rsp;
-	c->tmf_rsp = NULL;
-	c->tmf_waiting = 0;
-	conn_fill_sn(c, p->bhs, true);
-	conn_send_simple(c, p->bhs, NULL, 0);
-	free(p);
+	c->task_gone = NULL;
+	while (c->tmf_head) {
+		struct tmf_pending *p = c->tmf_head;
+		c->tmf_head = p->next;
+		conn_fill_sn(c, p->bhs, true);
+		conn_send_simple(c, p->bhs, NULL, 0);
+		free(p);
+	}
+	c->tmf_tail = NULL;
+	c->ntmf = 0;
 }
 
-/*
- * Unit attentions and reservation effects of a reset: a LU reset or task set
- * clearing reaches its LU; a target reset reaches every LU of the target,
- * mapped by this session or not.
- */
+void tmf_free(struct iscsi_conn *c)
+{
+	while (c->tmf_head) {
+		struct tmf_pending *p = c->tmf_head;
+		c->tmf_head = p->next;
+		free(p);
+	}
+	c->tmf_tail = NULL;
+	c->ntmf = 0;
+}
+
+/* The LUs of the caller's session, each once, or only one. */
 static void lu_event_all(struct iscsi_session *s, int fn, const struct scsi_lu *only)
 {
 	enum scsi_lu_event ev = fn == PDU_TMF_LU_RESET	       ? SCSI_EV_LU_RESET
@@ -78,18 +100,13 @@ static void lu_event_all(struct iscsi_session *s, int fn, const struct scsi_lu *
 		scsi_lu_event((struct scsi_lu *)only, &s->nexus, ev);
 		return;
 	}
-	const struct iscsi_target *t = s->tpg->target;
-	for (size_t i = 0; i < t->ntpgs; i++) {
-		for (size_t j = 0; j < t->tpgs[i].nluns; j++) {
-			struct scsi_lu *lu = t->tpgs[i].luns[j].lu;
-			bool seen = false;
-			/* A LU in several portal groups gets the event once. */
-			for (size_t a = 0; a <= i && !seen; a++)
-				for (size_t b = 0; b < (a == i ? j : t->tpgs[a].nluns) && !seen; b++)
-					seen = t->tpgs[a].luns[b].lu == lu;
-			if (!seen)
-				scsi_lu_event(lu, &s->nexus, ev);
-		}
+	for (size_t i = 0; i < s->nluns; i++) {
+		bool seen = false;
+		/* A LU mapped at two LUNs gets the event once. */
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = s->luns[j].lu == s->luns[i].lu;
+		if (!seen)
+			scsi_lu_event(s->luns[i].lu, &s->nexus, ev);
 	}
 }
 
@@ -101,6 +118,36 @@ static void close_target_sessions(const struct iscsi_session *s)
 		if (o != s && !o->gone && o->tpg && o->tpg->target == s->tpg->target)
 			session_close_async(o);
 	pthread_mutex_unlock(&iscsi_g.lock);
+}
+
+static bool target_reset_allowed(const struct iscsi_session *s)
+{
+	const struct cfg_acl *acl = NULL;
+	if (!tpg_initiator_allowed(s->tpg, s->initiator, &acl))
+		return false;
+	return acl ? acl->allow_target_reset : s->tpg->cfg->demo_target_reset;
+}
+
+static void tmf_answer(struct iscsi_conn *c, struct pdu_tmf_rsp *rsp)
+{
+	if (!c->tmf_head && !tasks_aborted_pending(c)) {
+		conn_fill_sn(c, rsp, true);
+		conn_send_simple(c, rsp, NULL, 0);
+		return;
+	}
+	struct tmf_pending *p = calloc(1, sizeof(*p));
+	if (!p) {
+		conn_close(c);
+		return;
+	}
+	memcpy(p->bhs, rsp, PDU_BHS_LEN);
+	if (c->tmf_tail)
+		c->tmf_tail->next = p;
+	else
+		c->tmf_head = p;
+	c->tmf_tail = p;
+	c->ntmf++;
+	c->task_gone = tmf_flush;
 }
 
 void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
@@ -117,6 +164,14 @@ void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
 	rsp.flags = PDU_FLAG_FINAL;
 	rsp.itt = req->itt;
 	rsp.response = PDU_TMF_RSP_COMPLETE;
+	if (c->ntmf >= s->max_immediate) {
+		/* Answers already waiting for as many aborts as immediate commands may be alive. */
+		log_limited(LOG_INFO, "%s: %u task management requests still waiting, function %d rejected",
+			    c->xp->peer, c->ntmf, fn);
+		rsp.response = PDU_TMF_RSP_REJECTED;
+		tmf_answer(c, &rsp);
+		return;
+	}
 	switch (fn) {
 	case PDU_TMF_ABORT_TASK: {
 		struct iscsi_task *t = task_find(c, be32toh(req->ref_itt));
@@ -126,15 +181,25 @@ void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
 		} else if (t->cmd.lun != lun) {
 			rsp.response = PDU_TMF_RSP_NO_TASK;
 		} else {
-			abort_task(c, t);
+			tmf_abort_task(c, t);
 		}
 		break;
 	}
+	case PDU_TMF_TARGET_WARM_RESET:
+	case PDU_TMF_TARGET_COLD_RESET:
+		if (!target_reset_allowed(s)) {
+			char who[160];
+			log_limited(LOG_WARN, "%s: TARGET %s RESET from '%s' refused: not allowed for this initiator "
+				    "(allow_target_reset in its ACL, demo_target_reset in demo mode)", c->xp->peer,
+				    fn == PDU_TMF_TARGET_WARM_RESET ? "WARM" : "COLD",
+				    log_escape(s->initiator, who, sizeof(who)));
+			rsp.response = PDU_TMF_RSP_AUTH_FAILED;
+			break;
+		}
+		/* fall through */
 	case PDU_TMF_ABORT_TASK_SET:
 	case PDU_TMF_CLEAR_TASK_SET:
 	case PDU_TMF_LU_RESET:
-	case PDU_TMF_TARGET_WARM_RESET:
-	case PDU_TMF_TARGET_COLD_RESET:
 		if (fn != PDU_TMF_TARGET_WARM_RESET && fn != PDU_TMF_TARGET_COLD_RESET && !l) {
 			rsp.response = PDU_TMF_RSP_NO_LUN;
 			break;
@@ -142,7 +207,7 @@ void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
 		for (struct iscsi_task *t = c->tasks, *n; t; t = n) {
 			t->refs++; /* keep t (and so t->lnext) valid across the abort */
 			if (task_in_tmf_scope(t, fn, lun))
-				abort_task(c, t);
+				tmf_abort_task(c, t);
 			n = t->lnext;
 			task_put(t);
 		}
@@ -166,18 +231,5 @@ void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
 		rsp.response = PDU_TMF_RSP_REJECTED;
 		break;
 	}
-	if (tasks_aborted_pending(c)) {
-		struct xp_pdu *p = calloc(1, sizeof(*p));
-		if (!p) {
-			conn_close(c);
-			return;
-		}
-		memcpy(p->bhs, &rsp, PDU_BHS_LEN);
-		free(c->tmf_rsp);
-		c->tmf_rsp = p;
-		c->tmf_waiting = 1;
-		return;
-	}
-	conn_fill_sn(c, &rsp, true);
-	conn_send_simple(c, &rsp, NULL, 0);
+	tmf_answer(c, &rsp);
 }

@@ -1,0 +1,112 @@
+/*
+ * Admission: how much of isertd one peer, one portal or everyone together
+ * may hold -- connections (in all, per portal, per initiator address) and
+ * sessions.  A connection is counted when the listener admits it, before it
+ * costs anything (for iSER, before its queue pair and buffers), and counted
+ * out when it is freed.  The counts change only when connections come and
+ * go, never on the I/O path, so one mutex guards them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "target/iscsi/iscsi.h"
+
+#define HOST_BUCKETS 256
+
+/* Connections from one initiator address (entries exist while n > 0). */
+struct host_count {
+	struct host_count *next;
+	unsigned n;
+	char ip[48];
+};
+
+static pthread_mutex_t admit_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned nconns, nsessions;
+static struct host_count *hosts[HOST_BUCKETS];
+
+static struct host_count **host_slot(const char *ip)
+{
+	unsigned h = 5381;
+	for (const char *p = ip; *p; p++)
+		h = h * 33 + (unsigned char)*p;
+	struct host_count **pp = &hosts[h % HOST_BUCKETS];
+	while (*pp && strcmp((*pp)->ip, ip))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+bool admit_conn(void *arg, const struct xp_conn *xp)
+{
+	struct iscsi_portal *p = arg;
+	const struct config *cfg = iscsi_g.cfg;
+	char why[96] = "";
+	pthread_mutex_lock(&admit_lock);
+	struct host_count **hp = host_slot(xp->peer_ip);
+	unsigned from_host = *hp ? (*hp)->n : 0;
+	if (iscsi_g.stopping)
+		snprintf(why, sizeof(why), "shutting down");
+	else if (nconns >= cfg->max_connections)
+		snprintf(why, sizeof(why), "max_connections (%u) reached", cfg->max_connections);
+	else if (p && p->nconns >= cfg->max_connections_per_portal)
+		snprintf(why, sizeof(why), "max_connections_per_portal (%u) reached", cfg->max_connections_per_portal);
+	else if (from_host >= cfg->max_connections_per_host)
+		snprintf(why, sizeof(why), "max_connections_per_host (%u) reached for %s", cfg->max_connections_per_host,
+			 xp->peer_ip);
+	else if (!*hp && !(*hp = calloc(1, sizeof(**hp))))
+		snprintf(why, sizeof(why), "out of memory");
+	if (!why[0]) {
+		snprintf((*hp)->ip, sizeof((*hp)->ip), "%s", xp->peer_ip);
+		(*hp)->n++;
+		nconns++;
+		if (p)
+			p->nconns++;
+	}
+	pthread_mutex_unlock(&admit_lock);
+	if (why[0])
+		log_limited(LOG_WARN, "connection from %s to %s refused: %s", xp->peer, p ? p->name : xp->local, why);
+	return !why[0];
+}
+
+void admit_dropped(void *arg, const struct xp_conn *xp)
+{
+	struct iscsi_portal *p = arg;
+	pthread_mutex_lock(&admit_lock);
+	struct host_count **hp = host_slot(xp->peer_ip);
+	if (*hp && --(*hp)->n == 0) {
+		struct host_count *h = *hp;
+		*hp = h->next;
+		free(h);
+	}
+	nconns--;
+	if (p)
+		p->nconns--;
+	pthread_mutex_unlock(&admit_lock);
+}
+
+void admit_conn_gone(struct iscsi_conn *c)
+{
+	admit_dropped(c->portal, c->xp);
+}
+
+uint16_t admit_session(char *why, size_t whylen)
+{
+	uint16_t status = 0;
+	pthread_mutex_lock(&admit_lock);
+	if (nsessions >= iscsi_g.cfg->max_sessions) {
+		snprintf(why, whylen, "max_sessions (%u) reached", iscsi_g.cfg->max_sessions);
+		status = PDU_LOGIN_OUT_OF_RESOURCES;
+	} else {
+		nsessions++;
+	}
+	pthread_mutex_unlock(&admit_lock);
+	return status;
+}
+
+void admit_session_gone(void)
+{
+	pthread_mutex_lock(&admit_lock);
+	nsessions--;
+	pthread_mutex_unlock(&admit_lock);
+}
