@@ -51,8 +51,9 @@ def parse_kv(data):
 
 
 class Conn:
-    def __init__(self, port, host='127.0.0.1', timeout=5):
-        self.s = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, port, host='127.0.0.1', timeout=5, src=None):
+        self.s = socket.create_connection((host, port), timeout=timeout,
+                                          source_address=(src, 0) if src else None)
         self.itt = 1
         self.cmdsn = 1
         self.statsn = 0
@@ -123,8 +124,10 @@ class Conn:
         status = rbhs[36] << 8 | rbhs[37]
         return status, rbhs[1], parse_kv(data)
 
-    def login(self, initiator, target=None, chap=None, mutual=None, alg=5, discovery=False, op_keys=None):
-        """Returns the login status (class << 8 | detail); 0 is success."""
+    def login(self, initiator, target=None, chap=None, mutual=None, alg=5, discovery=False, op_keys=None,
+              mutual_chal=None):
+        """Returns the login status (class << 8 | detail); 0 is success.  mutual_chal: our
+        challenge for mutual CHAP (default 16 random bytes; 'reflect': the target's own)."""
         keys = {'InitiatorName': initiator, 'SessionType': 'Discovery' if discovery else 'Normal',
                 'AuthMethod': 'CHAP,None' if chap else 'None'}
         if target:
@@ -145,7 +148,8 @@ class Conn:
             resp = HASHES[a](bytes([cid]) + secret.encode() + chal).hexdigest()
             keys = {'CHAP_N': user, 'CHAP_R': '0x' + resp}
             if mutual:
-                my_id, my_chal = 77, os.urandom(16)
+                my_id = 77
+                my_chal = chal if mutual_chal == 'reflect' else mutual_chal or os.urandom(16)
                 keys.update({'CHAP_I': str(my_id), 'CHAP_C': '0x' + my_chal.hex()})
             status, flags, rk = self.login_pdu(0, 1, True, kv(keys))
             if status:
@@ -171,9 +175,9 @@ class Conn:
         self.itt += 1
         return self.itt
 
-    def scsi_bhs(self, cdb, edtl, read=False, write=False, data_len=0, lun=0, itt=None, immediate=False):
+    def scsi_bhs(self, cdb, edtl, read=False, write=False, data_len=0, lun=0, itt=None, immediate=False, final=True):
         itt = self.next_itt() if itt is None else itt
-        flags = 0x80 | (0x40 if read else 0) | (0x20 if write else 0) | 1
+        flags = (0x80 if final else 0) | (0x40 if read else 0) | (0x20 if write else 0) | 1
         bhs = bytes([OP_SCSI_CMD | (0x40 if immediate else 0), flags, 0, 0, 0]) + data_len.to_bytes(3, 'big')
         bhs += struct.pack('>Q', lun << 48) + struct.pack('>IIII', itt, edtl, self.cmdsn, self.statsn + 1)
         bhs += cdb.ljust(16, b'\0')
