@@ -159,6 +159,7 @@ void conn_pdu_failed(struct iscsi_conn *c, int err)
 static void owned_done(struct xp_pdu *p, int err)
 {
 	struct iscsi_conn *c = p->priv;
+	c->reply_bytes -= PDU_BHS_LEN + p->data_len;
 	free((void *)p->data);
 	conn_pdu_put(c, p);
 	if (err)
@@ -185,6 +186,7 @@ int conn_send_owned(struct iscsi_conn *c, const void *bhs, void *data, uint32_t 
 	p->data_len = len;
 	pdu_set_dlen(p->bhs, len);
 	p->priv = c;
+	c->reply_bytes += PDU_BHS_LEN + len;
 	p->done = close_after ? owned_close_done : owned_done;
 	conn_send(c, p);
 	return 0;
@@ -388,11 +390,27 @@ static int conn_rx_bhs(struct xp_conn *xp, const uint8_t *bhs, uint8_t **dest)
 	return 0;
 }
 
+/*
+ * Replies the peer does not read (NOP-In echoes, Rejects, text answers)
+ * pile up in memory: past the session's buffer budget (1 MiB before
+ * login) the connection is not worth keeping.
+ */
+static bool replies_unread(struct iscsi_conn *c)
+{
+	size_t cap = c->sess ? c->sess->buf_budget : (size_t)1 << 20;
+	if (c->reply_bytes <= cap)
+		return false;
+	log_limited(LOG_INFO, "%s: %zu bytes of replies not read by the peer (limit %zu), closing", c->xp->peer,
+		    c->reply_bytes, cap);
+	conn_close(c);
+	return true;
+}
+
 static void conn_rx_pdu(struct xp_conn *xp, struct xp_rx *rx)
 {
 	struct iscsi_conn *c = xp->upper;
 	uint8_t op = pdu_opcode(rx->bhs);
-	if (c->state == CONN_CLOSING)
+	if (c->state == CONN_CLOSING || replies_unread(c))
 		return;
 	char why[128];
 	uint32_t max = c->state == CONN_LOGIN ? LOGIN_MAX_DLEN : c->params.max_recv_dsl;

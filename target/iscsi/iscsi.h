@@ -166,6 +166,7 @@ struct iscsi_conn {
 	struct reactor_timer *login_timer;
 	struct xp_pdu *pdu_free;        /* recycled PDUs */
 	unsigned pdus_out;
+	size_t reply_bytes;             /* control replies queued, not yet sent (the peer may not read) */
 	bool closed;                    /* transport told us it is gone */
 	struct reactor_timer *nop_timer;
 	uint32_t nop_ttt;

@@ -338,6 +338,40 @@ def nop_burst(t):
     c.close()
 
 
+def unread_replies(t):
+    """NOP-Outs with 256 KiB of data each, never reading the echoes: the connection goes, memory stays bounded."""
+    c, st = session(t.port)
+    c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    rss0 = t.stat('VmRSS')
+    data = os.urandom(256 * 1024)
+    closed = False
+    for i in range(600):
+        bhs = bytes([ic.OP_NOP_OUT | 0x40, 0x80, 0, 0, 0]) + len(data).to_bytes(3, 'big') + b'\0' * 8
+        bhs += struct.pack('>IIII', 2000 + i, 0xFFFFFFFF, c.cmdsn, c.statsn + 1) + b'\0' * 16
+        try:
+            c.send(bhs, data)
+        except (ConnectionError, BrokenPipeError):
+            closed = True
+            break
+        except OSError:
+            break  # our send timed out: the target stopped reading, which is fine too
+    rss1 = t.stat('VmRSS')
+    # Closed: the echoes that made it end in EOF within a couple of seconds of reading.
+    end = time.time() + 3
+    c.s.settimeout(0.5)
+    while not closed and time.time() < end:
+        try:
+            closed = c.s.recv(1 << 20) == b''
+        except (ConnectionError, OSError) as e:
+            closed = not isinstance(e, socket.timeout)
+            if not closed:
+                break
+    check('150 MiB of NOP-Out pings whose echoes are never read: the connection is closed', closed)
+    check('target memory stays bounded (RSS grew < 40 MiB)', rss1 - rss0 < 40 * 1024, f'RSS +{(rss1 - rss0) // 1024} MiB')
+    c.close()
+    serves(t, 'after a peer that does not read')
+
+
 # -- finding 6: a write-protected mapping ----------------------------------------------------------------------
 
 def ro_mapping(t):
@@ -497,7 +531,8 @@ def main():
     t = Target(PORT)
     try:
         config_mode(t)
-        for f in (cmdsn_window, immediate_cap, stash_bound, login_timeout, conn_caps, nop_burst, ro_mapping,
+        for f in (cmdsn_window, immediate_cap, stash_bound, login_timeout, conn_caps, nop_burst, unread_replies,
+                  ro_mapping,
                   target_reset, dup_cmdsn, discovery_portals, chap_challenges, log_escape, close_during_send):
             if ONLY and f.__name__ not in ONLY:
                 continue
