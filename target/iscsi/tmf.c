@@ -168,8 +168,10 @@ void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
 		/* Answers already waiting for as many aborts as immediate commands may be alive. */
 		log_limited(LOG_INFO, "%s: %u task management requests still waiting, function %d rejected",
 			    c->xp->peer, c->ntmf, fn);
+		/* At once: queueing it would grow the very list that is full. */
 		rsp.response = PDU_TMF_RSP_REJECTED;
-		tmf_answer(c, &rsp);
+		conn_fill_sn(c, &rsp, true);
+		conn_send_simple(c, &rsp, NULL, 0);
 		return;
 	}
 	switch (fn) {

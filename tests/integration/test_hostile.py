@@ -292,6 +292,44 @@ def conn_caps(t):
     time.sleep(0.3)
 
 
+def caps_global():
+    """max_connections in all and per portal, max_sessions: past them, refused at once."""
+    t = Target(PORT + 25, max_connections=6, max_connections_per_portal=4, max_sessions=2)
+    a = [socket.create_connection(('127.0.0.1', t.port)) for _ in range(5)]
+    check('max_connections_per_portal (4): the 5th connection to one portal is closed at once',
+          sum(closed_within(s, 0.05) for s in a) == 1)
+    b = [socket.create_connection(('127.0.0.1', t.port + 1)) for _ in range(3)]
+    check('max_connections (6) in all: the 7th connection (another portal) is closed at once',
+          sum(closed_within(s, 0.05) for s in b) == 1)
+    for s in a + b:
+        s.close()
+    time.sleep(0.3)
+    got = []
+    for ini in (RW, RO, RESET):
+        c = ic.Conn(t.port if ini != RESET else t.port + 1)
+        got.append((c, c.login(ini, TGT if ini != RESET else HIDDEN)))
+    check('max_sessions (2): the 3rd login is refused with "out of resources" (0x0302)',
+          [st for _, st in got] == [0, 0, 0x0302], str([hex(st) for _, st in got]))
+    for c, _ in got:
+        c.close()
+    rc = t.stop()
+    check('isertd (small caps) stops cleanly', rc == 0, f'exit {rc}')
+
+
+def keepalive(t):
+    """A logged-in connection has TCP keepalive armed (tcp_keepalive), so a vanished peer is found."""
+    c, st = session(t.port)
+    out = ''
+    for _ in range(20):  # another timer (a retransmit) may be the one shown for a moment
+        out = subprocess.run(['ss', '-tnoH', 'state', 'established', f'( sport = :{t.port} )'],
+                             capture_output=True, text=True).stdout
+        if 'keepalive' in out:
+            break
+        time.sleep(0.1)
+    check('the target\'s socket has a keepalive timer', 'keepalive' in out, out.strip()[:200])
+    c.close()
+
+
 def emfile():
     """Out of descriptors: the listener rests instead of spinning, and logs a little."""
     t = Target(PORT + 10, prlimit=48)
@@ -532,7 +570,7 @@ def main():
     try:
         config_mode(t)
         for f in (cmdsn_window, immediate_cap, stash_bound, login_timeout, conn_caps, nop_burst, unread_replies,
-                  ro_mapping,
+                  keepalive, ro_mapping,
                   target_reset, dup_cmdsn, discovery_portals, chap_challenges, log_escape, close_during_send):
             if ONLY and f.__name__ not in ONLY:
                 continue
@@ -544,7 +582,7 @@ def main():
             if t.proc.poll() is not None:
                 check(f'isertd alive after {f.__name__}', False, f'exit {t.proc.returncode}')
                 t = Target(PORT)
-        for f in (emfile, sigterm_drain):
+        for f in (caps_global, emfile, sigterm_drain):
             if ONLY and f.__name__ not in ONLY:
                 continue
             print(f'== {f.__name__}')

@@ -375,6 +375,57 @@ static void test_errors_chap_params_global(void)
 	config_free(c);
 }
 
+/* The limits a peer runs into (docs/security.md): defaults, ranges, errors naming the key, and file mode. */
+static void test_limits(void)
+{
+	struct config *c = load_ok(DOC("\"tag\":1"));
+	if (c) {
+		CU_ASSERT_EQUAL(c->login_timeout_s, 15);
+		CU_ASSERT_EQUAL(c->max_connections, 4096);
+		CU_ASSERT_EQUAL(c->max_connections_per_portal, 4096);
+		CU_ASSERT_EQUAL(c->max_connections_per_host, 256);
+		CU_ASSERT_EQUAL(c->max_sessions, 4096);
+		CU_ASSERT_EQUAL(c->tcp_keepalive_s, 30);
+		CU_ASSERT_EQUAL(c->buffer_pool_mb, 2048);
+		CU_ASSERT_EQUAL(c->shutdown_timeout_s, 10);
+		CU_ASSERT_EQUAL(c->targets[0].tpgs[0].params.max_immediate, 16);
+		CU_ASSERT_EQUAL(c->targets[0].tpgs[0].params.session_buffer_mb, 64);
+		CU_ASSERT_FALSE(c->targets[0].tpgs[0].demo_target_reset);
+		CU_ASSERT_FALSE(config_has_secrets(c));
+	}
+	config_free(c);
+	load_bad("{\"global\":{\"login_timeout\":0}}", "global.login_timeout: must be 1-3600, got 0");
+	load_bad("{\"global\":{\"max_connections\":0}}", "global.max_connections: must be 1-1048576, got 0");
+	load_bad("{\"global\":{\"max_connections_per_host\":-1}}", "global.max_connections_per_host");
+	load_bad("{\"global\":{\"buffer_pool_mb\":8}}", "global.buffer_pool_mb: must be 16-1048576, got 8");
+	load_bad("{\"global\":{\"shutdown_timeout\":\"5\"}}", "global.shutdown_timeout");
+	load_bad("{\"global\":{\"max_conns\":5}}", "global.max_conns: unknown key");
+	load_bad(DOC("\"tag\":1,\"params\":{\"MaxImmediateCommands\":0}"),
+		 "params.MaxImmediateCommands: must be 1-1024, got 0");
+	load_bad(DOC("\"tag\":1,\"params\":{\"SessionBufferMB\":70000}"),
+		 "params.SessionBufferMB: must be 1-65536, got 70000");
+	load_bad(DOC("\"tag\":1,\"demo_target_reset\":\"yes\""), "demo_target_reset");
+	load_bad(DOC("\"tag\":1," LUN0 ",\"acls\":[{\"initiator\":\"iqn.2026-11.org.x:i\",\"allow_target_reset\":1}]"),
+		 "acls[0].allow_target_reset");
+	c = load_ok("{\"global\":{\"login_timeout\":3,\"max_connections\":10,\"max_connections_per_portal\":5,"
+		    "\"max_connections_per_host\":2,\"max_sessions\":4,\"tcp_keepalive\":0,\"buffer_pool_mb\":64,"
+		    "\"shutdown_timeout\":1},\"discovery\":{\"chap\":{\"userid\":\"d\",\"password\":\"0123456789abc\"}}}");
+	if (c) {
+		CU_ASSERT_EQUAL(c->login_timeout_s, 3);
+		CU_ASSERT_EQUAL(c->max_connections_per_host, 2);
+		CU_ASSERT_EQUAL(c->tcp_keepalive_s, 0);
+		CU_ASSERT_TRUE(config_has_secrets(c));
+		/* Saved with every limit, and loads back the same. */
+		char *j = config_to_json(c);
+		CU_ASSERT_PTR_NOT_NULL(j && strstr(j, "\"max_connections_per_host\": 2"));
+		struct config *d = j ? load_ok(j) : NULL;
+		CU_ASSERT(d && d->shutdown_timeout_s == 1 && d->buffer_pool_mb == 64);
+		config_free(d);
+		free(j);
+	}
+	config_free(c);
+}
+
 static void test_syntax_errors(void)
 {
 	load_bad("{\n  \"targets\": [\n    {\"iqn\": tru}\n  ]\n}\n", "t.json: line 3, column 16: JSON syntax error");
@@ -831,6 +882,7 @@ int main(void)
 	CU_add_test(s, "backstore validation", test_errors_backstores);
 	CU_add_test(s, "lun/acl/portal validation", test_errors_luns_acls);
 	CU_add_test(s, "chap/params/global validation", test_errors_chap_params_global);
+	CU_add_test(s, "limits", test_limits);
 	CU_add_test(s, "syntax errors", test_syntax_errors);
 	CU_add_test(s, "iSCSI names", test_iscsi_names);
 	CU_add_test(s, "host:port", test_hostport);

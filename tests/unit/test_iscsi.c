@@ -581,6 +581,51 @@ static void test_abort_absorbs_data(void)
 	finish(f);
 }
 
+/* Aborted tasks waiting for Data-Out are bounded by QueueDepth per connection: the oldest are forgotten. */
+static void test_absorb_cap(void)
+{
+	struct fk *f = session(false);
+	struct iscsi_conn *c = f->xc.upper;
+	uint8_t cdb[16];
+	rw10(cdb, 0x2a, 0, 64);
+	uint32_t ttt[8], itt = 1100, tmf = 1200;
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 4; i++, itt++) {
+			fk_cmd(f, itt, cmdsn++, false, cdb, 32768, false, true, NULL);
+			ttt[itt - 1100] = be32toh(((const struct pdu_r2t *)last_of(f, PDU_OP_R2T)->bhs)->ttt);
+		}
+		fk_tmf(f, tmf++, PDU_TMF_LU_RESET, 0, 0);
+	}
+	CU_ASSERT_EQUAL(c->nabsorbing, 4);
+	unsigned mark = f->nlog;
+	fk_dout(f, 1100, ttt[0], 0, 0, 8192, false);   /* forgotten: an unknown task now */
+	CU_ASSERT_EQUAL(rejects(f, PDU_REJECT_INVALID_PDU_FIELD, mark), 1);
+	mark = f->nlog;
+	fk_dout(f, 1107, ttt[7], 0, 0, 8192, false);   /* still absorbed quietly */
+	CU_ASSERT_EQUAL(count_of(f, PDU_OP_REJECT, mark), 0);
+	finish(f);
+}
+
+/* Answers waiting for aborted tasks are bounded by MaxImmediateCommands; past it, "function rejected" at once. */
+static void test_tmf_cap(void)
+{
+	struct fk *f = session(false);
+	uint8_t cdb[16];
+	rw10(cdb, 0x28, 0, 128);
+	rx_no_pump = true;
+	fk_cmd(f, 1300, cmdsn, false, cdb, 65536, true, false, NULL);
+	fk_tmf(f, 1301, PDU_TMF_ABORT_TASK, 1300, 0);
+	fk_tmf(f, 1302, PDU_TMF_ABORT_TASK, 0x7777, 0);
+	fk_tmf(f, 1303, PDU_TMF_ABORT_TASK, 0x7778, 0);
+	rx_no_pump = false;
+	const struct sent *s = last_of(f, PDU_OP_TMF_RSP);
+	CU_ASSERT_FATAL(s != NULL);
+	CU_ASSERT_EQUAL(itt_of(s), 1303);
+	CU_ASSERT_EQUAL(s->bhs[2], PDU_TMF_RSP_REJECTED);
+	CU_ASSERT(wait_op(f, PDU_OP_TMF_RSP, 3));
+	finish(f);
+}
+
 /* Finding 10: without random bytes the target refuses a CHAP login instead of sending a zero challenge. */
 static void test_chap_no_random(void)
 {
@@ -696,6 +741,8 @@ int main(void)
 	CU_add_test(s, "close while sending over iSER: everything freed", test_close_during_send_iser);
 	CU_add_test(s, "two TMFs waiting: both answered in order", test_two_pending_tmfs);
 	CU_add_test(s, "LU RESET: owed Data-Out absorbed quietly", test_abort_absorbs_data);
+	CU_add_test(s, "absorbing aborted tasks: at most QueueDepth", test_absorb_cap);
+	CU_add_test(s, "waiting TMF answers: at most MaxImmediateCommands", test_tmf_cap);
 	CU_add_test(s, "CHAP without random bytes: login refused", test_chap_no_random);
 	CU_add_test(s, "SendTargets answer within the initiator's limit", test_sendtargets_capacity);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
