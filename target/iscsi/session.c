@@ -801,7 +801,9 @@ int session_register(struct iscsi_session *s, char *why, size_t whylen)
 		if (o->gone || o->tpg != s->tpg || o->discovery != s->discovery || memcmp(o->isid, s->isid, 6) ||
 		    strcmp(o->initiator, s->initiator))
 			continue;
-		log_info("reinstating session of '%s' (TSIH %u)", o->initiator, o->tsih);
+		char who[160];
+		log_limited(LOG_INFO, "reinstating session of '%s' (TSIH %u)", log_escape(o->initiator, who, sizeof(who)),
+			    o->tsih);
 		session_close_async(o);
 	}
 	bool clash;
