@@ -346,8 +346,6 @@ static void enter_full_feature(struct iscsi_conn *c)
 		/* RFC 7145: these replace MaxRecvDataSegmentLength in each direction. */
 		c->params.max_recv_dsl = MIN(c->params.target_recv_dsl, c->params.max_recv_dsl);
 		c->params.peer_max_recv_dsl = c->params.initiator_recv_dsl;
-		if (c->sess && c->sess->queue_depth > ISER_MAX_QUEUE_DEPTH)
-			c->sess->queue_depth = ISER_MAX_QUEUE_DEPTH;
 	}
 	c->xp->header_digest = c->params.header_digest;
 	c->xp->data_digest = c->params.data_digest;
@@ -378,6 +376,9 @@ static struct iscsi_session *session_new(struct iscsi_conn *c)
 	const struct cfg_params *p = ls->tpg ? &ls->tpg->cfg->params : NULL;
 	/* Discovery sessions carry text requests only: small bounds. */
 	s->queue_depth = p ? p->queue_depth : 16;
+	/* Before the last login answer carries MaxCmdSN: a window is never taken back (RFC 7143 3.2.2.1). */
+	if (c->xp->ops->rdma && s->queue_depth > ISER_MAX_QUEUE_DEPTH)
+		s->queue_depth = ISER_MAX_QUEUE_DEPTH;
 	s->max_immediate = p ? p->max_immediate : 4;
 	s->buf_budget = (size_t)(p ? p->session_buffer_mb : 1) << 20;
 	return s;
