@@ -148,23 +148,13 @@ static bool deferred_gone(struct rdma_conn *c)
 	return true;
 }
 
-static void fail_pdus(struct xp_pdu **head)
-{
-	while (*head) {
-		struct xp_pdu *p = *head;
-		*head = p->next;
-		if (p->done)
-			p->done(p, -ECONNRESET);
-	}
-}
-
 static void fail_dead(void *arg)
 {
 	struct rdma_conn *c = arg;
 	if (deferred_gone(c))
 		return;
 	c->fail_scheduled = false;
-	fail_pdus(&c->dead);
+	xp_fail_pdus(&c->dead, -ECONNRESET);
 }
 
 static struct rdma_dev *dev_get(struct ibv_context *verbs)
@@ -627,13 +617,8 @@ static void notify_closed(void *arg)
 
 static void fail_queues(struct rdma_conn *c)
 {
-	while (c->txq_head) {
-		struct xp_pdu *p = c->txq_head;
-		c->txq_head = p->next;
-		if (p->done)
-			p->done(p, -ECONNRESET);
-	}
 	c->txq_tail = NULL;
+	xp_fail_pdus(&c->txq_head, -ECONNRESET);
 	while (c->wrq_head) {
 		struct wr_ctx *w = c->wrq_head;
 		c->wrq_head = w->next;
@@ -731,7 +716,7 @@ static void rdma_destroy(struct xp_conn *xc)
 	if (!c)
 		return;
 	/* The contract: every PDU given to send() hears back, even now. */
-	fail_pdus(&c->dead);
+	xp_fail_pdus(&c->dead, -ECONNRESET);
 	if (c->calls) {
 		c->destroy_pending = true;
 		return;

@@ -27,6 +27,7 @@
 #include "common/util.h"
 
 #define TCP_STAGING (64 * 1024)
+#define TCP_STAGING_MIN 4096         /* a connection in login, or a quiet one, needs no more */
 #define TCP_DIRECT_MIN (16 * 1024)   /* read at least this much straight into the destination */
 #define TCP_MAX_IOV 64
 /* Receive steps per wake-up: bounded work keeps the reactor's other connections served. */
@@ -50,8 +51,11 @@ struct tcp_conn {
 	 * headers without the staging buffer and let data go straight to its place. */
 	bool direct_next;
 	int err;
-	/* receive; the staging buffer comes with the first byte */
+	/* receive; the staging buffer comes with the first byte, small, and grows
+	 * to TCP_STAGING once a read fills it (a busy connection) */
 	uint8_t *stage;
+	uint32_t stage_cap;
+	bool stage_full;
 	size_t shead, stail;
 	enum rx_state state;
 	uint32_t need, got;
@@ -111,23 +115,13 @@ static bool deferred_gone(struct tcp_conn *c)
 	return true;
 }
 
-static void fail_pdus(struct xp_pdu **head)
-{
-	while (*head) {
-		struct xp_pdu *p = *head;
-		*head = p->next;
-		if (p->done)
-			p->done(p, -ECONNRESET);
-	}
-}
-
 static void fail_dead(void *arg)
 {
 	struct tcp_conn *c = arg;
 	if (deferred_gone(c))
 		return;
 	c->fail_scheduled = false;
-	fail_pdus(&c->dead);
+	xp_fail_pdus(&c->dead, -ECONNRESET);
 }
 
 static void notify_closed_now(struct tcp_conn *c)
@@ -160,7 +154,7 @@ static void connect_end(struct tcp_conn *c)
 static void fail_queue(struct tcp_conn *c)
 {
 	c->txt = NULL;
-	fail_pdus(&c->txh);
+	xp_fail_pdus(&c->txh, -ECONNRESET);
 }
 
 static void tcp_close(struct xp_conn *xc)
@@ -196,7 +190,7 @@ static void tcp_destroy(struct xp_conn *xc)
 	if (!c->closing)
 		tcp_close(xc);
 	/* The contract: every PDU given to send() hears back, even now. */
-	fail_pdus(&c->dead);
+	xp_fail_pdus(&c->dead, -ECONNRESET);
 	if (c->calls) {
 		c->destroy_pending = true; /* the last deferred call frees it */
 		return;
@@ -219,22 +213,30 @@ static int rx_fill(struct tcp_conn *c, uint8_t *p, uint32_t n)
 			continue;
 		}
 		c->shead = c->stail = 0;
-		if (!c->stage && !(c->stage = malloc(TCP_STAGING)))
-			return -ENOMEM;
+		if (!c->stage || (c->stage_full && c->stage_cap < TCP_STAGING)) {
+			uint32_t cap = c->stage ? TCP_STAGING : TCP_STAGING_MIN;
+			uint8_t *n = realloc(c->stage, cap);
+			if (!n)
+				return -ENOMEM;
+			c->stage = n;
+			c->stage_cap = cap;
+		}
 		ssize_t r;
 		bool direct = p != XP_DISCARD && (want >= TCP_DIRECT_MIN || c->direct_next);
 		if (direct)
 			r = read(c->fd, p + c->got, want);
 		else
-			r = read(c->fd, c->stage, TCP_STAGING);
+			r = read(c->fd, c->stage, c->stage_cap);
 		if (r == 0)
 			return -ECONNRESET;
 		if (r < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : (errno == EINTR ? 0 : -errno);
-		if (direct)
+		if (direct) {
 			c->got += (uint32_t)r;
-		else
+		} else {
 			c->stail = (size_t)r;
+			c->stage_full = (size_t)r == c->stage_cap;
+		}
 		if (r > 0 && (size_t)r < (want >= TCP_DIRECT_MIN ? want : 1))
 			continue;
 	}

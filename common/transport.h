@@ -177,6 +177,17 @@ struct xp_conn {
 	char why[256];           /* why an active connection failed to come up */
 };
 
+/* For transports: end every PDU of a list with err (done() may queue more elsewhere). */
+static inline void xp_fail_pdus(struct xp_pdu **head, int err)
+{
+	while (*head) {
+		struct xp_pdu *p = *head;
+		*head = p->next;
+		if (p->done)
+			p->done(p, err);
+	}
+}
+
 extern const struct transport_ops tcp_transport;
 extern const struct transport_ops iser_transport; /* NULL ops when built without rdma-core */
 

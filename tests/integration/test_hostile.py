@@ -20,6 +20,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
+import checks  # noqa: E402
+from checks import check  # noqa: E402
 
 ISERTD = sys.argv[1]
 PORT = int(sys.argv[2])
@@ -30,17 +32,6 @@ TGT, HIDDEN = PFX + ':t', PFX + ':hidden'
 RW, RO, RESET, CHAP = (PFX + ':' + n for n in ('rw', 'ro', 'reset', 'chap'))
 QUEUE_DEPTH, MAX_IMMEDIATE = 16, 4
 work = tempfile.mkdtemp(prefix='isertd-hostile-')
-passed = failed = 0
-
-
-def check(name, cond, detail=''):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f'ok   {name}')
-    else:
-        failed += 1
-        print(f'FAIL {name} {detail}')
 
 
 def config(port, **glob):
@@ -593,11 +584,10 @@ def main():
     finally:
         rc = t.stop()
         check('isertd frees every connection and stops cleanly on SIGTERM', rc == 0, f'exit status {rc}')
-        if failed:
+        if checks.failed:
             print('--- isertd log (end) ---')
             print(t.logtext()[-3000:].decode(errors='replace'))
-    print(f'{passed} passed, {failed} failed')
-    sys.exit(1 if failed else 0)
+    checks.finish()
 
 
 if __name__ == '__main__':

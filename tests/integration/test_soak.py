@@ -21,22 +21,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
+import checks  # noqa: E402
+from checks import check  # noqa: E402
 
 ISERTD, PORT = sys.argv[1], int(sys.argv[2])
 IQN = 'iqn.2026-11.org.isert.soak:t'
 IDLE, SLOW = 1000, 200
 LOGIN_TIMEOUT = 15        # isertd's default
-# Measured 2026-11-23 with all 1201 held: +7 MiB (+12 MiB in the ASan build); docs/security.md.
+# Measured 2026-11-23 with all 1201 held: +7 MiB (+12 MiB in the ASan build), also under meson,
+# whose MALLOC_PERTURB_ makes every malloc resident; docs/security.md.
 RSS_GROWTH_MIB = 16
 LOG_BURST, LOG_INTERVAL = 10, 5   # common/log.h
-passed = failed = 0
-
-
-def check(name, cond, detail=''):
-    global passed, failed
-    passed += bool(cond)
-    failed += not cond
-    print(f'{"ok  " if cond else "FAIL"} {name} {"" if cond else detail}')
 
 
 def rss_kib(pid):
@@ -50,8 +45,7 @@ def main():
     finally:
         if proc and proc.poll() is None:
             proc.kill()
-    print(f'{passed} passed, {failed} failed')
-    sys.exit(1 if failed else 0)
+    checks.finish()
 
 
 proc = None

@@ -13,23 +13,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
+import checks  # noqa: E402
+from checks import check  # noqa: E402
 
 ISERTD = sys.argv[1]
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3271
 TARGET = 'iqn.2026-11.org.isert:acl'
 NOCHAP, CHAP, MUTUAL = 'iqn.2026-11.org.test:nochap', 'iqn.2026-11.org.test:chap', 'iqn.2026-11.org.test:mutual'
 STRANGER = 'iqn.2026-11.org.test:stranger'
-passed = failed = 0
-
-
-def check(name, cond, detail=''):
-    global passed, failed
-    if cond:
-        passed += 1
-        print(f'ok   {name}')
-    else:
-        failed += 1
-        print(f'FAIL {name} {detail}')
 
 
 def session(initiator=NOCHAP, **kw):
@@ -142,12 +133,11 @@ def main():
             proc.kill()
             check('isertd stops cleanly on SIGTERM', False, 'did not exit within 10 s')
         log.close()
-        if failed:
+        if checks.failed:
             print('--- isertd log ---')
             print(open(log.name).read()[-4000:])
         os.unlink(log.name)
-    print(f'{passed} passed, {failed} failed')
-    sys.exit(1 if failed else 0)
+    checks.finish()
 
 
 def run():
