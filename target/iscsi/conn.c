@@ -35,9 +35,12 @@ unsigned conn_count(void)
 	return atomic_load(&conns_alive);
 }
 
+/* Never started: no upcall may reach c while the transport is destroyed. */
 static void conn_destroy_early(struct iscsi_conn *c)
 {
 	admit_conn_gone(c);
+	c->xp->up = NULL;
+	c->xp->upper = NULL;
 	c->xp->ops->destroy(c->xp);
 	free(c);
 	atomic_fetch_sub(&conns_alive, 1);
@@ -270,7 +273,6 @@ static void conn_try_free(void *arg)
 static void conn_closed(struct xp_conn *xp, int err)
 {
 	struct iscsi_conn *c = xp->upper;
-	c->closed = true;
 	c->state = CONN_CLOSING;
 	if (err && err != -ECONNRESET)
 		log_limited(LOG_INFO, "%s: connection closed: %s", xp->peer, strerror(-err));

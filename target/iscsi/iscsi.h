@@ -103,7 +103,6 @@ struct iscsi_task {
 	bool aborted;                   /* answer nothing when it ends */
 	bool absorbing;                 /* ended early or aborted; owed Data-Out still coming (holds a ref) */
 	bool slot;                      /* holds one of the session's QueueDepth CmdSN slots */
-	bool parked;                    /* on the session's queue waiting for buffer memory */
 	int refs;                       /* PDUs in flight + the task itself */
 	/* PDUs kept while it is not started (its own, with immediate data, then Data-Out) */
 	struct stash *stash;
@@ -167,7 +166,6 @@ struct iscsi_conn {
 	struct xp_pdu *pdu_free;        /* recycled PDUs */
 	unsigned pdus_out;
 	size_t reply_bytes;             /* control replies queued, not yet sent (the peer may not read) */
-	bool closed;                    /* transport told us it is gone */
 	struct reactor_timer *nop_timer;
 	uint32_t nop_ttt;
 	bool nop_outstanding;           /* our NOP-In ping awaits its NOP-Out */

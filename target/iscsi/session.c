@@ -90,7 +90,6 @@ static void task_begin(struct iscsi_task *t, bool busy)
 static void park(struct iscsi_session *s, struct iscsi_task *t)
 {
 	t->state = TASK_QUEUED;
-	t->parked = true;
 	t->qnext = NULL;
 	if (s->bufq_tail)
 		s->bufq_tail->qnext = t;
@@ -131,7 +130,6 @@ static void session_resume(void *arg)
 		s->bufq = t->qnext;
 		if (!s->bufq)
 			s->bufq_tail = NULL;
-		t->parked = false;
 		if (t->aborted)
 			task_put(t);
 		else
