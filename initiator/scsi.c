@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/scsi_proto.h"
 #include "common/util.h"
 #include "isc_internal.h"
 
@@ -20,12 +21,13 @@ static void cmd_init(struct isc_cmd *c, uint64_t lun, uint8_t cdb_len, enum isc_
 void isc_cmd_tur(struct isc_cmd *c, uint64_t lun)
 {
 	cmd_init(c, lun, 6, ISC_DIR_NONE, NULL, 0);
+	c->cdb[0] = SCSI_OP_TEST_UNIT_READY;
 }
 
 void isc_cmd_inquiry(struct isc_cmd *c, uint64_t lun, bool evpd, uint8_t page, void *buf, uint16_t len)
 {
 	cmd_init(c, lun, 6, ISC_DIR_READ, buf, len);
-	c->cdb[0] = 0x12;
+	c->cdb[0] = SCSI_OP_INQUIRY;
 	c->cdb[1] = evpd ? 1 : 0;
 	c->cdb[2] = evpd ? page : 0;
 	put_be16(c->cdb + 3, len);
@@ -34,15 +36,15 @@ void isc_cmd_inquiry(struct isc_cmd *c, uint64_t lun, bool evpd, uint8_t page, v
 void isc_cmd_readcap16(struct isc_cmd *c, uint64_t lun, void *buf, uint32_t len)
 {
 	cmd_init(c, lun, 16, ISC_DIR_READ, buf, len);
-	c->cdb[0] = 0x9e;
-	c->cdb[1] = 0x10;
+	c->cdb[0] = SCSI_OP_SERVICE_ACTION_IN16;
+	c->cdb[1] = SCSI_SAI_READ_CAPACITY16;
 	put_be32(c->cdb + 10, len);
 }
 
 void isc_cmd_report_luns(struct isc_cmd *c, void *buf, uint32_t len)
 {
 	cmd_init(c, 0, 12, ISC_DIR_READ, buf, len);
-	c->cdb[0] = 0xa0;
+	c->cdb[0] = SCSI_OP_REPORT_LUNS;
 	put_be32(c->cdb + 6, len);
 }
 
@@ -59,19 +61,19 @@ static void rw16(struct isc_cmd *c, uint8_t op, uint64_t lun, uint64_t lba, uint
 void isc_cmd_read16(struct isc_cmd *c, uint64_t lun, uint64_t lba, uint32_t blocks, uint32_t block_size,
 		    void *buf)
 {
-	rw16(c, 0x88, lun, lba, blocks, block_size, ISC_DIR_READ, buf, false);
+	rw16(c, SCSI_OP_READ16, lun, lba, blocks, block_size, ISC_DIR_READ, buf, false);
 }
 
 void isc_cmd_write16(struct isc_cmd *c, uint64_t lun, uint64_t lba, uint32_t blocks, uint32_t block_size,
 		     const void *buf, bool fua)
 {
-	rw16(c, 0x8a, lun, lba, blocks, block_size, ISC_DIR_WRITE, (void *)buf, fua);
+	rw16(c, SCSI_OP_WRITE16, lun, lba, blocks, block_size, ISC_DIR_WRITE, (void *)buf, fua);
 }
 
 void isc_cmd_sync_cache16(struct isc_cmd *c, uint64_t lun, uint64_t lba, uint32_t blocks)
 {
 	cmd_init(c, lun, 16, ISC_DIR_NONE, NULL, 0);
-	c->cdb[0] = 0x91;
+	c->cdb[0] = SCSI_OP_SYNC_CACHE16;
 	put_be64(c->cdb + 2, lba);
 	put_be32(c->cdb + 10, blocks);
 }
@@ -91,7 +93,7 @@ int isc_cmd_unmap(struct isc_cmd *c, uint64_t lun, const struct isc_range *r, un
 		put_be32(p + 16 + 16 * i, r[i].blocks);
 	}
 	cmd_init(c, lun, 10, ISC_DIR_WRITE, param, len);
-	c->cdb[0] = 0x42;
+	c->cdb[0] = SCSI_OP_UNMAP;
 	put_be16(c->cdb + 7, (uint16_t)len);
 	return 0;
 }
@@ -100,7 +102,7 @@ void isc_cmd_write_same16(struct isc_cmd *c, uint64_t lun, uint64_t lba, uint32_
 			  uint32_t block_size, bool unmap)
 {
 	cmd_init(c, lun, 16, ISC_DIR_WRITE, (void *)block, block_size);
-	c->cdb[0] = 0x93;
+	c->cdb[0] = SCSI_OP_WRITE_SAME16;
 	c->cdb[1] = unmap ? 0x08 : 0;
 	put_be64(c->cdb + 2, lba);
 	put_be32(c->cdb + 10, blocks);

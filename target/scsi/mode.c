@@ -75,7 +75,7 @@ static const struct {
 void mode_sense(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
-	bool ten = cmd->cdb[0] == 0x5a;
+	bool ten = cmd->cdb[0] == SCSI_OP_MODE_SENSE10;
 	bool dbd = cmd->cdb[1] & 0x08, llbaa = ten && (cmd->cdb[1] & 0x10);
 	int pc = cmd->cdb[2] >> 6;
 	uint8_t page = cmd->cdb[2] & 0x3f, sub = cmd->cdb[3];
@@ -140,7 +140,7 @@ out:
 
 bool mode_select_prep(struct scsi_cmd *cmd)
 {
-	bool ten = cmd->cdb[0] == 0x55;
+	bool ten = cmd->cdb[0] == SCSI_OP_MODE_SELECT10;
 	uint32_t plen = ten ? get_be16(cmd->cdb + 7) : cmd->cdb[4];
 
 	if (!(cmd->cdb[1] & 0x10)) {
@@ -224,7 +224,7 @@ static int select_pages(struct scsi_cmd *cmd, const uint8_t *p, uint32_t len, ui
 void mode_select(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
-	bool ten = cmd->cdb[0] == 0x55;
+	bool ten = cmd->cdb[0] == SCSI_OP_MODE_SELECT10;
 	uint32_t hl = ten ? 8 : 4, len = cmd->dout_len, bdl;
 	const uint8_t *p = cmd->buf->data;
 

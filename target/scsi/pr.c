@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "common/bufpool.h"
+#include "common/scsi_proto.h"
 #include "common/util.h"
 #include "target/scsi/scsi.h"
 #include "target/scsi/sense.h"
@@ -29,11 +30,6 @@
 #define PR_BASIC_LEN 24
 #define PR_TID_ISCSI 0x5
 
-enum { PRI_READ_KEYS, PRI_READ_RESERVATION, PRI_REPORT_CAPS, PRI_READ_FULL_STATUS };
-enum {
-	PRO_REGISTER, PRO_RESERVE, PRO_RELEASE, PRO_CLEAR, PRO_PREEMPT,
-	PRO_PREEMPT_ABORT, PRO_REGISTER_IGNORE, PRO_REGISTER_MOVE,
-};
 enum { PR_WE = 1, PR_EA = 3, PR_WE_RO = 5, PR_EA_RO = 6, PR_WE_AR = 7, PR_EA_AR = 8 };
 
 /* Parameter list flag bits (byte 20 of the basic list, byte 17 of REGISTER AND MOVE). */
@@ -356,54 +352,57 @@ enum pr_class { PRC_ALLOWED, PRC_READ, PRC_WRITE, PRC_OWN };
 static enum pr_class pr_classify(const uint8_t *cdb)
 {
 	switch (cdb[0]) {
-	case 0x00: /* TEST UNIT READY */
-	case 0x03: /* REQUEST SENSE */
-	case 0x12: /* INQUIRY */
-	case 0x25: /* READ CAPACITY(10) */
-	case 0x4d: /* LOG SENSE */
-	case 0x86: /* ACCESS CONTROL IN */
-	case 0x87: /* ACCESS CONTROL OUT */
-	case 0xa0: /* REPORT LUNS */
+	case SCSI_OP_TEST_UNIT_READY:
+	case SCSI_OP_REQUEST_SENSE:
+	case SCSI_OP_INQUIRY:
+	case SCSI_OP_READ_CAPACITY10:
+	case SCSI_OP_LOG_SENSE:
+	case SCSI_OP_ACCESS_CONTROL_IN:
+	case SCSI_OP_ACCESS_CONTROL_OUT:
+	case SCSI_OP_REPORT_LUNS:
 		return PRC_ALLOWED;
-	case 0x5e: /* PERSISTENT RESERVE IN */
-	case 0x5f: /* PERSISTENT RESERVE OUT: table 64 is applied by pr_out */
-	case 0x16: case 0x56: /* RESERVE */
-	case 0x17: case 0x57: /* RELEASE: CRH rules in pr_reserve/pr_release */
+	case SCSI_OP_PR_IN:
+	case SCSI_OP_PR_OUT: /* table 64 is applied by pr_out */
+	case SCSI_OP_RESERVE6: case SCSI_OP_RESERVE10:
+	case SCSI_OP_RELEASE6: case SCSI_OP_RELEASE10: /* CRH rules in pr_reserve/pr_release */
 		return PRC_OWN;
-	case 0x1e: /* PREVENT ALLOW MEDIUM REMOVAL: only PREVENT=0 passes */
+	case SCSI_OP_PREVENT_ALLOW: /* only PREVENT=0 passes */
 		return (cdb[4] & 0x03) ? PRC_WRITE : PRC_ALLOWED;
-	case 0x1b: /* START STOP UNIT: only START=1 with no power condition passes */
+	case SCSI_OP_START_STOP_UNIT: /* only START=1 with no power condition passes */
 		return ((cdb[4] & 0x01) && !(cdb[4] & 0xf0)) ? PRC_ALLOWED : PRC_WRITE;
-	case 0x9e: /* SERVICE ACTION IN(16) */
+	case SCSI_OP_SERVICE_ACTION_IN16:
 		switch (cdb[1] & 0x1f) {
-		case 0x10: return PRC_ALLOWED; /* READ CAPACITY(16) */
-		case 0x12: /* GET LBA STATUS */
-		case 0x13: return PRC_READ;    /* REPORT REFERRALS */
+		case SCSI_SAI_READ_CAPACITY16: return PRC_ALLOWED;
+		case SCSI_SAI_GET_LBA_STATUS:
+		case SCSI_SAI_REPORT_REFERRALS: return PRC_READ;
 		default: return PRC_WRITE;
 		}
-	case 0xab: /* SERVICE ACTION IN(12): READ MEDIA SERIAL NUMBER */
-		return (cdb[1] & 0x1f) == 0x01 ? PRC_ALLOWED : PRC_WRITE;
-	case 0xa3: /* MAINTENANCE IN */
+	case SCSI_OP_SERVICE_ACTION_IN12:
+		return (cdb[1] & 0x1f) == SCSI_SAI12_READ_MEDIA_SERIAL ? PRC_ALLOWED : PRC_WRITE;
+	case SCSI_OP_MAINTENANCE_IN:
 		switch (cdb[1] & 0x1f) {
-		case 0x05: case 0x0a: case 0x0b: case 0x0e: case 0x0f:
-			return PRC_ALLOWED; /* REPORT IDENTIFYING INFO, TPGS, ALIASES, PRIORITY, TIMESTAMP */
-		case 0x0c: case 0x0d: case 0x10:
-			return PRC_READ; /* REPORT SUPPORTED OPCODES / TMFs, MANAGEMENT PROTOCOL IN */
+		case SCSI_MI_REPORT_IDENTIFYING_INFO: case SCSI_MI_REPORT_TPGS:
+		case SCSI_MI_REPORT_ALIASES: case SCSI_MI_REPORT_PRIORITY:
+		case SCSI_MI_REPORT_TIMESTAMP:
+			return PRC_ALLOWED;
+		case SCSI_MI_REPORT_SUPPORTED_OPCODES: case SCSI_MI_REPORT_SUPPORTED_TMFS:
+		case SCSI_MI_MANAGEMENT_PROTOCOL_IN:
+			return PRC_READ;
 		default:
 			return PRC_WRITE;
 		}
-	case 0x08: case 0x28: case 0xa8: case 0x88: /* READ */
-	case 0x2f: case 0xaf: case 0x8f:            /* VERIFY */
-	case 0x34: case 0x90:                       /* PRE-FETCH */
-	case 0x1a: case 0x5a:                       /* MODE SENSE */
-	case 0x3c: /* READ BUFFER */
-	case 0x1c: /* RECEIVE DIAGNOSTIC RESULTS */
-	case 0x8c: /* READ ATTRIBUTE */
-	case 0xa2: /* SECURITY PROTOCOL IN */
-	case 0x37: case 0xb7: /* READ DEFECT DATA */
+	case SCSI_OP_READ6: case SCSI_OP_READ10: case SCSI_OP_READ12: case SCSI_OP_READ16:
+	case SCSI_OP_VERIFY10: case SCSI_OP_VERIFY12: case SCSI_OP_VERIFY16:
+	case SCSI_OP_PREFETCH10: case SCSI_OP_PREFETCH16:
+	case SCSI_OP_MODE_SENSE6: case SCSI_OP_MODE_SENSE10:
+	case SCSI_OP_READ_BUFFER:
+	case SCSI_OP_RECEIVE_DIAGNOSTIC:
+	case SCSI_OP_READ_ATTRIBUTE:
+	case SCSI_OP_SECURITY_PROTOCOL_IN:
+	case SCSI_OP_READ_DEFECT10: case SCSI_OP_READ_DEFECT12:
 		return PRC_READ;
-	case 0x7f: /* variable length: READ(32), VERIFY(32) */
-		if (get_be16(cdb + 8) == 0x0009 || get_be16(cdb + 8) == 0x000a)
+	case SCSI_OP_VARIABLE_LENGTH:
+		if (get_be16(cdb + 8) == SCSI_VL_READ32 || get_be16(cdb + 8) == SCSI_VL_VERIFY32)
 			return PRC_READ;
 		return PRC_WRITE;
 	default:
@@ -415,14 +414,14 @@ static enum pr_class pr_classify(const uint8_t *cdb)
 static bool pr_conflict_spc2(const struct scsi_pr *pr, const struct scsi_nexus *n, const uint8_t *cdb)
 {
 	switch (cdb[0]) {
-	case 0x5e:
-	case 0x5f:
+	case SCSI_OP_PR_IN:
+	case SCSI_OP_PR_OUT:
 		/* SPC-2 5.5.1: PR IN/OUT conflict with a RESERVE from any nexus. */
 		return true;
-	case 0x12: /* INQUIRY */
-	case 0x03: /* REQUEST SENSE */
-	case 0xa0: /* REPORT LUNS */
-	case 0x17: case 0x57: /* RELEASE from a non-holder is a no-op */
+	case SCSI_OP_INQUIRY:
+	case SCSI_OP_REQUEST_SENSE:
+	case SCSI_OP_REPORT_LUNS:
+	case SCSI_OP_RELEASE6: case SCSI_OP_RELEASE10: /* RELEASE from a non-holder is a no-op */
 		return false;
 	default:
 		return !pr_res2_is(pr, n);
@@ -524,7 +523,7 @@ void pr_in(struct scsi_pr *pr, struct scsi_cmd *cmd)
 	uint32_t alloc = get_be16(cmd->cdb + 7), size, len = 0;
 	uint8_t *b;
 
-	if (sa > PRI_READ_FULL_STATUS) {
+	if (sa > SCSI_PRIN_READ_FULL_STATUS) {
 		sense_invalid_cdb(cmd, 1, 4);
 		return;
 	}
@@ -532,16 +531,16 @@ void pr_in(struct scsi_pr *pr, struct scsi_cmd *cmd)
 		pr_conflict_status(cmd);
 		return;
 	}
-	size = sa == PRI_READ_FULL_STATUS ? pr_full_status_len(pr) : 8 + 8 * pr->nregs + 24;
+	size = sa == SCSI_PRIN_READ_FULL_STATUS ? pr_full_status_len(pr) : 8 + 8 * pr->nregs + 24;
 	b = calloc(1, size);
 	if (!b) {
 		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 		return;
 	}
 	switch (sa) {
-	case PRI_READ_KEYS: pr_in_read_keys(pr, b, &len); break;
-	case PRI_READ_RESERVATION: pr_in_read_reservation(pr, b, &len); break;
-	case PRI_REPORT_CAPS: pr_in_report_caps(b, &len); break;
+	case SCSI_PRIN_READ_KEYS: pr_in_read_keys(pr, b, &len); break;
+	case SCSI_PRIN_READ_RESERVATION: pr_in_read_reservation(pr, b, &len); break;
+	case SCSI_PRIN_REPORT_CAPABILITIES: pr_in_report_caps(b, &len); break;
 	default: pr_in_full_status(pr, b, &len); break;
 	}
 	cmd->status = SCSI_GOOD;
@@ -669,7 +668,7 @@ static void pr_unregister(struct scsi_pr *pr, struct pr_out_args *a)
 
 static void pr_do_register(struct scsi_pr *pr, struct pr_out_args *a)
 {
-	bool ignore = a->sa == PRO_REGISTER_IGNORE;
+	bool ignore = a->sa == SCSI_PROUT_REGISTER_IGNORE;
 
 	if (a->p[20] & PR_APTPL) {
 		sense_invalid_param(a->cmd, 20, 0);
@@ -767,7 +766,7 @@ static bool pr_check_scope_type(struct pr_out_args *a)
 
 static void pr_do_preempt(struct scsi_pr *pr, struct pr_out_args *a)
 {
-	bool abort = a->sa == PRO_PREEMPT_ABORT;
+	bool abort = a->sa == SCSI_PROUT_PREEMPT_ABORT;
 	bool all = pr->reserved && pr_type_ar(pr->type);
 	bool of_holder = pr->reserved &&
 			 ((all && a->sark == 0) || (!all && pr->holder && pr->holder->key == a->sark));
@@ -874,7 +873,7 @@ static bool pr_out_check_len(struct pr_out_args *a, uint32_t avail)
 		pr_plle(a->cmd);
 		return false;
 	}
-	if (a->sa == PRO_REGISTER_MOVE) {
+	if (a->sa == SCSI_PROUT_REGISTER_MOVE) {
 		if ((uint64_t)PR_BASIC_LEN + get_be32(a->p + 20) > a->plen) {
 			pr_plle(a->cmd);
 			return false;
@@ -882,7 +881,7 @@ static bool pr_out_check_len(struct pr_out_args *a, uint32_t avail)
 		return true;
 	}
 	if (a->p[20] & PR_SPEC_I_PT) {
-		if (a->sa != PRO_REGISTER) {
+		if (a->sa != SCSI_PROUT_REGISTER) {
 			sense_invalid_param(a->cmd, 20, 3);
 			return false;
 		}
@@ -911,7 +910,7 @@ void pr_out(struct scsi_pr *pr, struct scsi_cmd *cmd)
 	a.plen = get_be32(cmd->cdb + 5);
 	cmd->status = SCSI_GOOD;
 	cmd->din_len = 0;
-	if (a.sa > PRO_REGISTER_MOVE) {
+	if (a.sa > SCSI_PROUT_REGISTER_MOVE) {
 		sense_invalid_cdb(cmd, 1, 4);
 		return;
 	}
@@ -924,24 +923,24 @@ void pr_out(struct scsi_pr *pr, struct scsi_cmd *cmd)
 		pr_conflict_status(cmd);
 		return;
 	}
-	if ((a.sa == PRO_RESERVE || a.sa == PRO_RELEASE) && !pr_check_scope_type(&a))
+	if ((a.sa == SCSI_PROUT_RESERVE || a.sa == SCSI_PROUT_RELEASE) && !pr_check_scope_type(&a))
 		return;
 	a.rk = get_be64(a.p);
 	a.sark = get_be64(a.p + 8);
 	a.reg = pr_find(pr, a.n);
-	if (a.sa != PRO_REGISTER && a.sa != PRO_REGISTER_IGNORE &&
+	if (a.sa != SCSI_PROUT_REGISTER && a.sa != SCSI_PROUT_REGISTER_IGNORE &&
 	    (!a.reg || a.reg->key != a.rk)) {
 		pr_conflict_status(cmd);
 		return;
 	}
 	switch (a.sa) {
-	case PRO_REGISTER:
-	case PRO_REGISTER_IGNORE: pr_do_register(pr, &a); break;
-	case PRO_RESERVE: pr_do_reserve(pr, &a); break;
-	case PRO_RELEASE: pr_do_release(pr, &a); break;
-	case PRO_CLEAR: pr_do_clear(pr, &a); break;
-	case PRO_PREEMPT:
-	case PRO_PREEMPT_ABORT: pr_do_preempt(pr, &a); break;
+	case SCSI_PROUT_REGISTER:
+	case SCSI_PROUT_REGISTER_IGNORE: pr_do_register(pr, &a); break;
+	case SCSI_PROUT_RESERVE: pr_do_reserve(pr, &a); break;
+	case SCSI_PROUT_RELEASE: pr_do_release(pr, &a); break;
+	case SCSI_PROUT_CLEAR: pr_do_clear(pr, &a); break;
+	case SCSI_PROUT_PREEMPT:
+	case SCSI_PROUT_PREEMPT_ABORT: pr_do_preempt(pr, &a); break;
 	default: pr_do_move(pr, &a); break;
 	}
 	/* Only paths that changed state queued notes. */
@@ -968,7 +967,7 @@ static int pr_crh(const struct scsi_pr *pr, const struct scsi_nexus *n)
 /* Third-party and extent reservations are not supported. */
 static bool pr_spc2_cdb_ok(struct scsi_cmd *cmd)
 {
-	bool ten = cmd->cdb[0] == 0x56 || cmd->cdb[0] == 0x57;
+	bool ten = cmd->cdb[0] == SCSI_OP_RESERVE10 || cmd->cdb[0] == SCSI_OP_RELEASE10;
 
 	if (ten && (cmd->cdb[1] & 0x12)) {
 		sense_invalid_cdb(cmd, 1, (cmd->cdb[1] & 0x10) ? 4 : 1);

@@ -98,7 +98,7 @@ static void submit(struct scsi_cmd *cmd, enum backstore_op op, uint64_t lba, uin
 
 static bool is_read_op(uint8_t opc)
 {
-	return opc == 0x08 || opc == 0x28 || opc == 0xa8 || opc == 0x88;
+	return opc == SCSI_OP_READ6 || opc == SCSI_OP_READ10 || opc == SCSI_OP_READ12 || opc == SCSI_OP_READ16;
 }
 
 /* READ and WRITE (and WRITE AND VERIFY): data length is min(CDB, EDTL); the residual says the rest. */
@@ -119,7 +119,8 @@ bool sbc_prep_rw(struct scsi_cmd *cmd)
 		}
 		if ((cdb[1] & 0x08) || (!rd && !lu_flag(&lu->wce)))
 			cmd->flags |= CF_FUA;
-		if (cdb[0] == 0x2e || cdb[0] == 0xae || cdb[0] == 0x8e)
+		if (cdb[0] == SCSI_OP_WRITE_VERIFY10 || cdb[0] == SCSI_OP_WRITE_VERIFY12 ||
+		    cdb[0] == SCSI_OP_WRITE_VERIFY16)
 			cmd->flags |= CF_FUA;   /* verify after write: the data must be on the medium */
 	}
 	if (!lba_ok(cmd, lba, tl) || !xfer_ok(cmd, tl, tl_byte))
@@ -395,7 +396,7 @@ bool sbc_prep_ws(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	const uint8_t *cdb = cmd->cdb;
-	bool ws16 = cdb[0] == 0x93;
+	bool ws16 = cdb[0] == SCSI_OP_WRITE_SAME16;
 	bool ndob = ws16 && (cdb[1] & 0x01);
 	uint64_t lba, nb = lu_nblocks(lu);
 	uint32_t tl;

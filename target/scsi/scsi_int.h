@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/scsi_proto.h"
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/scsi/pr.h"
