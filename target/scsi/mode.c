@@ -11,58 +11,55 @@
 
 enum { PC_CURRENT, PC_CHANGEABLE, PC_DEFAULT, PC_SAVED };
 
-typedef uint32_t (*page_fn)(struct scsi_lu *lu, int pc, uint8_t *p);
+/* Pages are fixed-size: each is laid out in an array at its SPC byte offsets, then written. */
+typedef void (*page_fn)(struct scsi_lu *lu, int pc, struct din *d);
 
-static uint32_t pg_rw_recovery(struct scsi_lu *lu, int pc, uint8_t *p)
+static void pg_rw_recovery(struct scsi_lu *lu, int pc, struct din *d)
 {
-	memset(p, 0, 12);
-	p[0] = 0x01;
-	p[1] = 0x0a;
-	return 12;
+	uint8_t p[12] = { 0x01, 0x0a };
+
+	din_put(d, p, sizeof(p));
 }
 
-static uint32_t pg_caching(struct scsi_lu *lu, int pc, uint8_t *p)
+static void pg_caching(struct scsi_lu *lu, int pc, struct din *d)
 {
-	memset(p, 0, 20);
-	p[0] = 0x08;
-	p[1] = 0x12;
+	uint8_t p[20] = { 0x08, 0x12 };
+
 	if (pc == PC_CHANGEABLE)
 		p[2] = 0x04;
 	else if (pc == PC_DEFAULT)
 		p[2] = backstore_write_cache(lu->bs) ? 0x04 : 0;
 	else
 		p[2] = lu_flag(&lu->wce) ? 0x04 : 0;
-	return 20;
+	din_put(d, p, sizeof(p));
 }
 
-static uint32_t pg_control(struct scsi_lu *lu, int pc, uint8_t *p)
+static void pg_control(struct scsi_lu *lu, int pc, struct din *d)
 {
-	memset(p, 0, 12);
-	p[0] = 0x0a;
-	p[1] = 0x0a;
+	uint8_t p[12] = { 0x0a, 0x0a };
+
 	if (pc == PC_CHANGEABLE) {
 		p[2] = 0x04;   /* D_SENSE */
 		p[4] = 0x08;   /* SWP */
-		return 12;
+	} else {
+		if (pc == PC_CURRENT) {
+			p[2] = lu_flag(&lu->d_sense) ? 0x04 : 0;
+			p[4] = lu_flag(&lu->swp) ? 0x08 : 0;
+		}
+		p[3] = 0x10;           /* unrestricted reordering */
+		p[5] = 0x40;           /* TAS */
+		put_be16(p + 8, 0xffff);
 	}
-	if (pc == PC_CURRENT) {
-		p[2] = lu_flag(&lu->d_sense) ? 0x04 : 0;
-		p[4] = lu_flag(&lu->swp) ? 0x08 : 0;
-	}
-	p[3] = 0x10;           /* unrestricted reordering */
-	p[5] = 0x40;           /* TAS */
-	put_be16(p + 8, 0xffff);
-	return 12;
+	din_put(d, p, sizeof(p));
 }
 
-static uint32_t pg_iec(struct scsi_lu *lu, int pc, uint8_t *p)
+static void pg_iec(struct scsi_lu *lu, int pc, struct din *d)
 {
-	memset(p, 0, 12);
-	p[0] = 0x1c;
-	p[1] = 0x0a;
+	uint8_t p[12] = { 0x1c, 0x0a };
+
 	if (pc != PC_CHANGEABLE)
 		p[2] = 0x08;   /* DEXCPT: no exception reporting */
-	return 12;
+	din_put(d, p, sizeof(p));
 }
 
 static const struct {
@@ -72,69 +69,80 @@ static const struct {
 	{ 0x01, pg_rw_recovery }, { 0x08, pg_caching }, { 0x0a, pg_control }, { 0x1c, pg_iec },
 };
 
-void mode_sense(struct scsi_cmd *cmd)
+/* Subpage 00h or FFh (all subpages): we have no subpages, so both mean the page itself. */
+static bool mode_page_known(uint8_t page, uint8_t sub)
+{
+	if (sub != 0 && sub != 0xff)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(mpages); i++)
+		if (page == 0x3f || page == mpages[i].code)
+			return true;
+	return false;
+}
+
+static void mode_sense_build(struct scsi_cmd *cmd, struct din *d, const void *arg)
 {
 	struct scsi_lu *lu = cmd->lu;
 	bool ten = cmd->cdb[0] == SCSI_OP_MODE_SENSE10;
 	bool dbd = cmd->cdb[1] & 0x08, llbaa = ten && (cmd->cdb[1] & 0x10);
 	int pc = cmd->cdb[2] >> 6;
-	uint8_t page = cmd->cdb[2] & 0x3f, sub = cmd->cdb[3];
-	uint32_t alloc = ten ? get_be16(cmd->cdb + 7) : cmd->cdb[4];
-	uint8_t d[256];
-	uint32_t hl = ten ? 8 : 4, n = hl;
-	bool found = false;
+	uint8_t page = cmd->cdb[2] & 0x3f;
+	uint8_t dsp = 0x10;   /* DPOFUA */
+	uint32_t hl = ten ? 8 : 4;
 
-	if (pc == PC_SAVED) {
-		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_SAVING_PARAMS_UNSUPPORTED);
-		goto out;
+	if (lu_write_protected(cmd))
+		dsp |= 0x80;
+	/* Header: mode data length and block descriptor length are set at the end. */
+	if (ten) {
+		din_be16(d, 0);
+		din_u8(d, 0);
+		din_u8(d, dsp);
+		din_u8(d, llbaa && !dbd ? 0x01 : 0);   /* LONGLBA */
+		din_zero(d, 3);
+	} else {
+		din_zero(d, 2);
+		din_u8(d, dsp);
+		din_u8(d, 0);
 	}
-	memset(d, 0, sizeof(d));
 	if (!dbd) {
 		uint64_t nb = lu_nblocks(lu);
 		if (llbaa) {
-			d[4] = 0x01;   /* LONGLBA */
-			put_be64(d + n, nb);
-			put_be32(d + n + 12, lu->block_size);
-			n += 16;
+			din_be64(d, nb);
+			din_zero(d, 4);
+			din_be32(d, lu->block_size);
 		} else {
-			put_be32(d + n, nb > 0xffffffu ? 0xffffffu : (uint32_t)nb);
-			d[n] = 0;      /* density code */
-			put_be32(d + n + 4, lu->block_size);
-			n += 8;
+			din_be32(d, nb > 0xffffffu ? 0xffffffu : (uint32_t)nb);   /* density code 0 */
+			din_be32(d, lu->block_size);
 		}
 	}
 	if (ten)
-		put_be16(d + 6, (uint16_t)(n - hl));
+		din_set_be16(d, 6, (uint16_t)(din_pos(d) - hl));
 	else
-		d[3] = (uint8_t)(n - hl);
-	/* Subpage 00h or FFh (all subpages): we have no subpages, so both mean the page itself. */
-	if (sub == 0 || sub == 0xff) {
-		for (size_t i = 0; i < ARRAY_SIZE(mpages); i++) {
-			if (page != 0x3f && page != mpages[i].code)
-				continue;
-			n += mpages[i].fn(lu, pc, d + n);
-			found = true;
-		}
-	}
-	if (!found) {
-		if (sub == 0 || sub == 0xff)
-			sense_invalid_cdb(cmd, 2, 5);
-		else
-			sense_invalid_cdb(cmd, 3, 7);
-		goto out;
-	}
-	uint8_t dsp = 0x10;   /* DPOFUA */
-	if (lu_write_protected(cmd))
-		dsp |= 0x80;
-	if (ten) {
-		put_be16(d, (uint16_t)(n - 2));
-		d[3] = dsp;
-	} else {
-		d[0] = (uint8_t)(n - 1);
-		d[2] = dsp;
-	}
-	scsi_cmd_din(cmd, d, n, alloc);
-out:
+		din_set_u8(d, 3, (uint8_t)(din_pos(d) - hl));
+	for (size_t i = 0; i < ARRAY_SIZE(mpages); i++)
+		if (page == 0x3f || page == mpages[i].code)
+			mpages[i].fn(lu, pc, d);
+	if (ten)
+		din_set_be16(d, 0, (uint16_t)(din_pos(d) - 2));
+	else
+		din_set_u8(d, 0, (uint8_t)(din_pos(d) - 1));
+}
+
+void mode_sense(struct scsi_cmd *cmd)
+{
+	bool ten = cmd->cdb[0] == SCSI_OP_MODE_SENSE10;
+	int pc = cmd->cdb[2] >> 6;
+	uint8_t page = cmd->cdb[2] & 0x3f, sub = cmd->cdb[3];
+	uint32_t alloc = ten ? get_be16(cmd->cdb + 7) : cmd->cdb[4];
+
+	if (pc == PC_SAVED)
+		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_SAVING_PARAMS_UNSUPPORTED);
+	else if (!mode_page_known(page, sub) && (sub == 0 || sub == 0xff))
+		sense_invalid_cdb(cmd, 2, 5);
+	else if (!mode_page_known(page, sub))
+		sense_invalid_cdb(cmd, 3, 7);
+	else
+		din_build(cmd, alloc, mode_sense_build, NULL);
 	scsi_cmd_complete(cmd);
 }
 
@@ -196,9 +204,11 @@ static int select_pages(struct scsi_cmd *cmd, const uint8_t *p, uint32_t len, ui
 			return -1;
 		}
 		uint8_t cur[32], chg[32];
-		uint32_t l = mpages[i].fn(lu, PC_CURRENT, cur);
-		mpages[i].fn(lu, PC_CHANGEABLE, chg);
-		if (plen != l) {
+		struct din dc = din_over(cur, sizeof(cur)), dg = din_over(chg, sizeof(chg));
+		mpages[i].fn(lu, PC_CURRENT, &dc);
+		mpages[i].fn(lu, PC_CHANGEABLE, &dg);
+		uint32_t l = din_pos(&dc);
+		if (plen != l || l > sizeof(cur)) {
 			sense_invalid_param(cmd, (uint16_t)(base + off + 1), 7);
 			return -1;
 		}

@@ -22,6 +22,7 @@
 #include "common/bufpool.h"
 #include "common/scsi_proto.h"
 #include "common/util.h"
+#include "target/scsi/din.h"
 #include "target/scsi/scsi.h"
 #include "target/scsi/sense.h"
 
@@ -309,8 +310,8 @@ static int pr_parse_tid(const uint8_t *t, uint32_t len, struct pr_it *it)
 	return (int)total;
 }
 
-/* Write r's TransportID at out (zeroed, or NULL to measure); returns its length. */
-static uint32_t pr_put_tid(uint8_t *out, const struct pr_reg *r)
+/* r's TransportID (SPC-4 7.6.4.6), at least the 24 bytes the format requires; returns its length. */
+static uint32_t pr_put_tid(struct din *d, const struct pr_reg *r)
 {
 	const char *s = r->has_isid ? r->iport : r->iname;
 	size_t n = strlen(s) + 1;
@@ -318,11 +319,11 @@ static uint32_t pr_put_tid(uint8_t *out, const struct pr_reg *r)
 
 	if (padded < 20)
 		padded = 20;
-	if (out) {
-		out[0] = (uint8_t)((r->has_isid ? 0x40 : 0x00) | PR_TID_ISCSI);
-		put_be16(out + 2, (uint16_t)padded);
-		memcpy(out + 4, s, n - 1);
-	}
+	din_u8(d, (uint8_t)((r->has_isid ? 0x40 : 0x00) | PR_TID_ISCSI));
+	din_u8(d, 0);
+	din_be16(d, (uint16_t)padded);
+	din_put(d, s, n - 1);
+	din_zero(d, padded - (n - 1));
 	return 4 + padded;
 }
 
@@ -453,75 +454,77 @@ bool pr_conflict(struct scsi_pr *pr, const struct scsi_nexus *nexus, const uint8
 
 /* ---- PERSISTENT RESERVE IN ---- */
 
-static void pr_in_read_keys(struct scsi_pr *pr, uint8_t *b, uint32_t *len)
+/* PR IN builders (SPC-4 6.15). */
+
+static void pr_in_read_keys(const struct scsi_pr *pr, struct din *d)
 {
-	uint32_t off = 8;
-
-	for (struct pr_reg *r = pr->regs; r; r = r->next, off += 8)
-		put_be64(b + off, r->key);
-	put_be32(b, pr->generation);
-	put_be32(b + 4, off - 8);
-	*len = off;
-}
-
-static void pr_in_read_reservation(struct scsi_pr *pr, uint8_t *b, uint32_t *len)
-{
-	put_be32(b, pr->generation);
-	*len = 8;
-	if (!pr->reserved)
-		return;
-	put_be32(b + 4, 16);
-	/* All-registrants reservations report key zero (SPC-4 6.15.3). */
-	put_be64(b + 8, pr->holder ? pr->holder->key : 0);
-	b[21] = pr->type; /* scope LU_SCOPE (0) in the high nibble */
-	*len = 24;
-}
-
-static void pr_in_report_caps(uint8_t *b, uint32_t *len)
-{
-	put_be16(b, 8);
-	b[2] = 0x10 | 0x08 | 0x04;  /* CRH, SIP_C, ATP_C; PTPL_C=0 */
-	b[3] = 0x80 | (1 << 4);     /* TMV; ALLOW COMMANDS 001b: TEST UNIT READY passes */
-	b[4] = 0x80 | 0x40 | 0x20 | 0x08 | 0x02; /* WR_EX_AR EX_AC_RO WR_EX_RO EX_AC WR_EX */
-	b[5] = 0x01;                             /* EX_AC_AR */
-	*len = 8;
-}
-
-static uint32_t pr_full_status_len(const struct scsi_pr *pr)
-{
-	uint32_t len = 8;
-
+	din_be32(d, pr->generation);
+	din_be32(d, 0);   /* additional length, below */
 	for (const struct pr_reg *r = pr->regs; r; r = r->next)
-		len += 24 + pr_put_tid(NULL, r);
-	return len;
+		din_be64(d, r->key);
+	din_set_be32(d, 4, din_pos(d) - 8);
 }
 
-static void pr_in_full_status(struct scsi_pr *pr, uint8_t *b, uint32_t *len)
+static void pr_in_read_reservation(const struct scsi_pr *pr, struct din *d)
 {
-	uint32_t off = 8;
-
-	for (struct pr_reg *r = pr->regs; r; r = r->next) {
-		uint8_t *d = b + off;
-		uint32_t tl = pr_put_tid(d + 24, r);
-
-		put_be64(d, r->key);
-		d[12] = (uint8_t)((r->all_tg_pt ? 0x02 : 0) | (pr_is_holder(pr, r) ? 0x01 : 0));
-		if (pr_is_holder(pr, r))
-			d[13] = pr->type;
-		put_be16(d + 18, r->rtpi);
-		put_be32(d + 20, tl);
-		off += 24 + tl;
+	din_be32(d, pr->generation);
+	if (!pr->reserved) {
+		din_be32(d, 0);
+		return;
 	}
-	put_be32(b, pr->generation);
-	put_be32(b + 4, off - 8);
-	*len = off;
+	din_be32(d, 16);
+	/* All-registrants reservations report key zero (SPC-4 6.15.3). */
+	din_be64(d, pr->holder ? pr->holder->key : 0);
+	din_zero(d, 5);
+	din_u8(d, pr->type);   /* scope LU_SCOPE (0) in the high nibble */
+	din_zero(d, 2);
+}
+
+static void pr_in_report_caps(struct din *d)
+{
+	din_be16(d, 8);
+	din_u8(d, 0x10 | 0x08 | 0x04);  /* CRH, SIP_C, ATP_C; PTPL_C=0 */
+	din_u8(d, 0x80 | (1 << 4));     /* TMV; ALLOW COMMANDS 001b: TEST UNIT READY passes */
+	din_u8(d, 0x80 | 0x40 | 0x20 | 0x08 | 0x02); /* WR_EX_AR EX_AC_RO WR_EX_RO EX_AC WR_EX */
+	din_u8(d, 0x01);                             /* EX_AC_AR */
+	din_zero(d, 2);
+}
+
+static void pr_in_full_status(const struct scsi_pr *pr, struct din *d)
+{
+	din_be32(d, pr->generation);
+	din_be32(d, 0);   /* additional length, below */
+	for (const struct pr_reg *r = pr->regs; r; r = r->next) {
+		uint32_t at = din_pos(d);
+		bool holder = pr_is_holder(pr, r);
+
+		din_be64(d, r->key);
+		din_zero(d, 4);
+		din_u8(d, (uint8_t)((r->all_tg_pt ? 0x02 : 0) | (holder ? 0x01 : 0)));
+		din_u8(d, holder ? pr->type : 0);
+		din_zero(d, 4);
+		din_be16(d, r->rtpi);
+		din_be32(d, 0);   /* additional descriptor length, below */
+		din_set_be32(d, at + 20, pr_put_tid(d, r));
+	}
+	din_set_be32(d, 4, din_pos(d) - 8);
+}
+
+static void pr_in_build(struct scsi_cmd *cmd, struct din *d, const void *arg)
+{
+	const struct scsi_pr *pr = arg;
+
+	switch (cmd->cdb[1] & 0x1f) {
+	case SCSI_PRIN_READ_KEYS: pr_in_read_keys(pr, d); break;
+	case SCSI_PRIN_READ_RESERVATION: pr_in_read_reservation(pr, d); break;
+	case SCSI_PRIN_REPORT_CAPABILITIES: pr_in_report_caps(d); break;
+	default: pr_in_full_status(pr, d); break;
+	}
 }
 
 void pr_in(struct scsi_pr *pr, struct scsi_cmd *cmd)
 {
 	uint8_t sa = cmd->cdb[1] & 0x1f;
-	uint32_t alloc = get_be16(cmd->cdb + 7), size, len = 0;
-	uint8_t *b;
 
 	if (sa > SCSI_PRIN_READ_FULL_STATUS) {
 		sense_invalid_cdb(cmd, 1, 4);
@@ -531,21 +534,8 @@ void pr_in(struct scsi_pr *pr, struct scsi_cmd *cmd)
 		pr_conflict_status(cmd);
 		return;
 	}
-	size = sa == SCSI_PRIN_READ_FULL_STATUS ? pr_full_status_len(pr) : 8 + 8 * pr->nregs + 24;
-	b = calloc(1, size);
-	if (!b) {
-		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
-		return;
-	}
-	switch (sa) {
-	case SCSI_PRIN_READ_KEYS: pr_in_read_keys(pr, b, &len); break;
-	case SCSI_PRIN_READ_RESERVATION: pr_in_read_reservation(pr, b, &len); break;
-	case SCSI_PRIN_REPORT_CAPABILITIES: pr_in_report_caps(b, &len); break;
-	default: pr_in_full_status(pr, b, &len); break;
-	}
 	cmd->status = SCSI_GOOD;
-	scsi_cmd_din(cmd, b, len, alloc);
-	free(b);
+	din_build(cmd, get_be16(cmd->cdb + 7), pr_in_build, pr);
 }
 
 /* ---- PERSISTENT RESERVE OUT ---- */

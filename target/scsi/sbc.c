@@ -625,35 +625,38 @@ bool sbc_prep_get_lba_status(struct scsi_cmd *cmd)
 	return true;
 }
 
-void sbc_get_lba_status(struct scsi_cmd *cmd)
+/* Descriptors of LBA status from the CDB's LBA, as many as the allocation length holds (at most 32). */
+static void lba_status_build(struct scsi_cmd *cmd, struct din *d, const void *arg)
 {
 	struct scsi_lu *lu = cmd->lu;
 	uint64_t lba = get_be64(cmd->cdb + 2), nb = lu_nblocks(lu);
 	uint32_t alloc = get_be32(cmd->cdb + 10);
-	uint8_t d[8 + 16 * 32];
-	uint32_t n = 8, max = alloc > 24 ? MIN((alloc - 8) / 16, 32u) : 1;
+	uint32_t max = alloc > 24 ? MIN((alloc - 8) / 16, 32u) : 1;
 
-	memset(d, 0, sizeof(d));
+	din_zero(d, 8);   /* parameter data length, below */
 	for (uint32_t i = 0; i < max && lba < nb; i++) {
 		bool mapped = true;
 		uint64_t run = 0;
 		if (backstore_lba_status(lu->bs, lba << lu->block_shift, &mapped, &run) < 0) {
 			sense_set(cmd, SK_MEDIUM_ERROR, ASC_READ_ERROR);
-			goto out;
+			return;
 		}
 		uint64_t blocks = run >> lu->block_shift;
 		if (!blocks)
 			blocks = 1;
 		blocks = MIN(blocks, nb - lba);
 		blocks = MIN(blocks, (uint64_t)UINT32_MAX);
-		put_be64(d + n, lba);
-		put_be32(d + n + 8, (uint32_t)blocks);
-		d[n + 12] = mapped ? 0 : 1;
-		n += 16;
+		din_be64(d, lba);
+		din_be32(d, (uint32_t)blocks);
+		din_u8(d, mapped ? 0 : 1);
+		din_zero(d, 3);
 		lba += blocks;
 	}
-	put_be32(d, n - 4);
-	scsi_cmd_din(cmd, d, n, alloc);
-out:
+	din_set_be32(d, 0, din_pos(d) - 4);
+}
+
+void sbc_get_lba_status(struct scsi_cmd *cmd)
+{
+	din_build(cmd, get_be32(cmd->cdb + 10), lba_status_build, NULL);
 	scsi_cmd_complete(cmd);
 }

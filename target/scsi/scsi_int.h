@@ -12,6 +12,7 @@
 #include "common/scsi_proto.h"
 #include "common/util.h"
 #include "target/backstore/backstore.h"
+#include "target/scsi/din.h"
 #include "target/scsi/pr.h"
 #include "target/scsi/scsi.h"
 #include "target/scsi/sense.h"
@@ -127,8 +128,8 @@ void spc_pr_out(struct scsi_cmd *cmd);
 void spc_reserve(struct scsi_cmd *cmd);
 void spc_release(struct scsi_cmd *cmd);
 
-/* vpd.c: build page into out (capacity cap); returns length or -1 if unknown page. */
-int vpd_page(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t cap);
+/* vpd.c: INQUIRY's Data-In for VPD page; false (nothing done) when the page is unknown. */
+bool vpd_page(struct scsi_cmd *cmd, uint8_t page, uint32_t alloc);
 
 /* mode.c */
 void mode_sense(struct scsi_cmd *cmd);

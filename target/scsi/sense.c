@@ -1,11 +1,9 @@
 /*
  * Sense data, fixed (70h) or descriptor (72h) format as the LU's D_SENSE
- * bit selects, and the Data-In helper for emulated commands.
+ * bit selects.
  */
-#include <errno.h>
 #include <string.h>
 
-#include "common/bufpool.h"
 #include "target/scsi/scsi_int.h"
 
 bool sense_desc_format(const struct scsi_cmd *cmd)
@@ -89,26 +87,4 @@ void sense_invalid_cdb(struct scsi_cmd *cmd, uint16_t byte, int bit)
 void sense_invalid_param(struct scsi_cmd *cmd, uint16_t byte, int bit)
 {
 	sense_set_field(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM, false, byte, bit);
-}
-
-int scsi_cmd_din(struct scsi_cmd *cmd, const void *data, uint32_t len, uint32_t alloc)
-{
-	uint32_t want = MIN(len, alloc);
-	uint32_t room = cmd->dir_read ? cmd->edtl : 0;
-	uint32_t n = MIN(want, room);
-
-	if (!cmd->buf || cmd->buf->cap < n) {
-		if (cmd->buf)
-			bufpool_put(cmd->buf);
-		cmd->buf = scsi_buf_get(cmd, n ? n : 1);
-		if (!cmd->buf) {
-			sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
-			return -ENOMEM;
-		}
-	}
-	if (n)
-		memcpy(cmd->buf->data, data, n);
-	cmd->din_len = n;
-	cmd->resid = (int64_t)cmd->edtl - want;
-	return 0;
 }

@@ -56,12 +56,4 @@ void sense_set_info(struct scsi_cmd *cmd, uint8_t key, uint16_t asc, uint64_t in
 void sense_invalid_cdb(struct scsi_cmd *cmd, uint16_t byte, int bit);
 void sense_invalid_param(struct scsi_cmd *cmd, uint16_t byte, int bit);
 
-/*
- * Data-In for emulated commands: copy the full response (len bytes), cut to
- * the CDB's allocation length alloc and to the EDTL, into cmd->buf (allocated
- * here if absent); sets din_len and the residual.  Returns 0, or -ENOMEM
- * with CHECK CONDITION set.
- */
-int scsi_cmd_din(struct scsi_cmd *cmd, const void *data, uint32_t len, uint32_t alloc);
-
 #endif

@@ -3,8 +3,6 @@
  * REQUEST SENSE, REPORT SUPPORTED OPERATION CODES, START STOP UNIT,
  * PREVENT ALLOW MEDIUM REMOVAL, and the hand-off to reservations.
  */
-#include <stdlib.h>
-#include <string.h>
 
 #include "common/bufpool.h"
 #include "target/scsi/scsi_int.h"
@@ -16,33 +14,28 @@ bool spc_prep_din(struct scsi_cmd *cmd)
 	return true;
 }
 
-static void pad_copy(uint8_t *dst, const char *src, size_t n)
-{
-	size_t l = strlen(src);
-
-	memset(dst, ' ', n);
-	memcpy(dst, src, MIN(l, n));
-}
-
-static void inquiry_std(struct scsi_cmd *cmd, uint32_t alloc)
+static void inquiry_std(struct scsi_cmd *cmd, struct din *d, const void *arg)
 {
 	static const uint16_t versions[] = { 0x00a0 /* SAM-5 */, 0x0960 /* iSCSI */,
 					     0x0460 /* SPC-4 */, 0x04c0 /* SBC-3 */ };
-	uint8_t d[96] = { 0 };
 	struct scsi_lu *lu = cmd->lu;
 
-	d[0] = lu ? 0x00 : 0x7f;  /* PQ 011b + type 1Fh: no LU at this LUN */
-	d[2] = 0x06;              /* SPC-4 */
-	d[3] = 0x12;              /* HISUP, response data format 2 */
-	d[4] = sizeof(d) - 5;
-	d[6] = 0x10;              /* MULTIP */
-	d[7] = 0x02;              /* CMDQUE */
-	pad_copy(d + 8, lu ? lu->vendor : "ISERT", 8);
-	pad_copy(d + 16, lu ? lu->product : "", 16);
-	pad_copy(d + 32, lu ? lu->revision : "", 4);
+	din_u8(d, lu ? 0x00 : 0x7f);  /* PQ 011b + type 1Fh: no LU at this LUN */
+	din_u8(d, 0);
+	din_u8(d, 0x06);              /* SPC-4 */
+	din_u8(d, 0x12);              /* HISUP, response data format 2 */
+	din_u8(d, 0);                 /* additional length, below */
+	din_u8(d, 0);
+	din_u8(d, 0x10);              /* MULTIP */
+	din_u8(d, 0x02);              /* CMDQUE */
+	din_ascii(d, lu ? lu->vendor : "ISERT", 8);
+	din_ascii(d, lu ? lu->product : "", 16);
+	din_ascii(d, lu ? lu->revision : "", 4);
+	din_zero(d, 58 - din_pos(d));
 	for (size_t i = 0; i < ARRAY_SIZE(versions); i++)
-		put_be16(d + 58 + 2 * i, versions[i]);
-	scsi_cmd_din(cmd, d, sizeof(d), alloc);
+		din_be16(d, versions[i]);
+	din_zero(d, 96 - din_pos(d));
+	din_set_u8(d, 4, (uint8_t)(din_pos(d) - 5));
 }
 
 void spc_inquiry(struct scsi_cmd *cmd)
@@ -57,38 +50,42 @@ void spc_inquiry(struct scsi_cmd *cmd)
 		if (page)
 			sense_invalid_cdb(cmd, 2, 7);
 		else
-			inquiry_std(cmd, alloc);
+			din_build(cmd, alloc, inquiry_std, NULL);
 	} else if (!cmd->lu) {
 		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
-	} else {
-		uint8_t d[512];
-		int n = vpd_page(cmd, page, d, sizeof(d));
-		if (n < 0)
-			sense_invalid_cdb(cmd, 2, 7);
-		else
-			scsi_cmd_din(cmd, d, (uint32_t)n, alloc);
+	} else if (!vpd_page(cmd, page, alloc)) {
+		sense_invalid_cdb(cmd, 2, 7);
 	}
 	scsi_cmd_complete(cmd);
 }
 
 /* SAM-5 single level LUN: peripheral addressing below 256, flat space up to 16383. */
-static void lun_encode(uint8_t *p, uint64_t lun)
+static void lun_encode(struct din *d, uint64_t lun)
 {
-	memset(p, 0, 8);
 	if (lun < 256) {
-		p[1] = (uint8_t)lun;
+		din_be16(d, (uint16_t)lun);
 	} else {
-		p[0] = 0x40 | (uint8_t)((lun >> 8) & 0x3f);
-		p[1] = (uint8_t)lun;
+		din_u8(d, 0x40 | (uint8_t)((lun >> 8) & 0x3f));
+		din_u8(d, (uint8_t)lun);
 	}
+	din_zero(d, 6);
+}
+
+static void report_luns(struct scsi_cmd *cmd, struct din *d, const void *arg)
+{
+	const uint32_t *n = arg;
+
+	din_be32(d, 8 * *n);
+	din_zero(d, 4);
+	for (uint32_t i = 0; i < *n; i++)
+		lun_encode(d, cmd->lun_map->luns[i]);
 }
 
 void spc_report_luns(struct scsi_cmd *cmd)
 {
 	uint32_t alloc = get_be32(cmd->cdb + 6);
 	uint8_t sel = cmd->cdb[2];
-	uint32_t n = 0, len;
-	uint8_t *d;
+	uint32_t n = 0;
 
 	if (sel > 2 && (sel < 0x10 || sel > 0x12)) {
 		sense_invalid_cdb(cmd, 2, 7);
@@ -99,17 +96,7 @@ void spc_report_luns(struct scsi_cmd *cmd)
 		n = cmd->lun_map->count;
 	if (n > 16384)
 		n = 16384;
-	len = 8 + 8 * n;
-	d = calloc(1, len);
-	if (!d) {
-		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
-		goto out;
-	}
-	put_be32(d, 8 * n);
-	for (uint32_t i = 0; i < n; i++)
-		lun_encode(d + 8 + 8 * i, cmd->lun_map->luns[i]);
-	scsi_cmd_din(cmd, d, len, alloc);
-	free(d);
+	din_build(cmd, alloc, report_luns, &n);
 out:
 	scsi_cmd_complete(cmd);
 }
@@ -148,93 +135,90 @@ void spc_request_sense(struct scsi_cmd *cmd)
 }
 
 /* REPORT SUPPORTED OPERATION CODES (SPC-4 6.35). */
-static uint32_t rsoc_timeouts(uint8_t *p)
+static void rsoc_timeouts(struct din *d)
 {
-	memset(p, 0, 12);
-	put_be16(p, 0x0a);
-	put_be32(p + 4, 30);   /* nominal, seconds */
-	put_be32(p + 8, 60);   /* recommended */
-	return 12;
+	din_be16(d, 0x0a);
+	din_zero(d, 2);
+	din_be32(d, 30);   /* nominal, seconds */
+	din_be32(d, 60);   /* recommended */
 }
 
-static void rsoc_all(struct scsi_cmd *cmd, bool rctd, uint32_t alloc)
+static void rsoc_all(struct scsi_cmd *cmd, struct din *d, const void *arg)
 {
-	uint32_t per = rctd ? 20 : 8;
-	uint32_t cap = 4 + per * (uint32_t)scsi_op_count();
-	uint8_t *d = calloc(1, cap);
-	uint32_t n = 4;
+	bool rctd = cmd->cdb[2] & 0x80;
 
-	if (!d) {
-		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
-		return;
-	}
+	din_be32(d, 0);    /* command data length, below */
 	for (size_t i = 0; i < scsi_op_count(); i++) {
 		const struct scsi_op *op = scsi_op_at(i);
 		if (!scsi_op_supported(cmd->lu, op))
 			continue;
-		uint8_t *p = d + n;
-		p[0] = op->opcode;
-		put_be16(p + 2, op->sa);
-		p[5] = (rctd ? 0x02 : 0) | ((op->flags & OPF_SA) ? 0x01 : 0);
-		put_be16(p + 6, op->cdb_len);
-		n += 8;
+		din_u8(d, op->opcode);
+		din_u8(d, 0);
+		din_be16(d, op->sa);
+		din_u8(d, 0);
+		din_u8(d, (rctd ? 0x02 : 0) | ((op->flags & OPF_SA) ? 0x01 : 0));
+		din_be16(d, op->cdb_len);
 		if (rctd)
-			n += rsoc_timeouts(d + n);
+			rsoc_timeouts(d);
 	}
-	put_be32(d, n - 4);
-	scsi_cmd_din(cmd, d, n, alloc);
-	free(d);
+	din_set_be32(d, 0, din_pos(d) - 4);
 }
 
-static void rsoc_one(struct scsi_cmd *cmd, uint8_t opt, bool rctd, uint32_t alloc)
+/* One command's descriptor; arg: its entry, NULL when not supported. */
+static void rsoc_one(struct scsi_cmd *cmd, struct din *d, const void *arg)
+{
+	const struct scsi_op *op = arg;
+	bool rctd = cmd->cdb[2] & 0x80;
+
+	din_u8(d, 0);
+	if (!op) {
+		din_u8(d, 0x01);   /* not supported */
+		din_zero(d, 2);
+		return;
+	}
+	din_u8(d, 0x03 | (rctd ? 0x80 : 0));
+	din_be16(d, op->cdb_len);
+	din_put(d, op->usage, MIN((size_t)op->cdb_len, sizeof(op->usage)));
+	if (rctd)
+		rsoc_timeouts(d);
+}
+
+/* The opcode (and service action) asked for, NULL when unsupported; false: sense set. */
+static bool rsoc_find(struct scsi_cmd *cmd, uint8_t opt, const struct scsi_op **out)
 {
 	uint8_t opcode = cmd->cdb[3];
 	uint16_t sa = get_be16(cmd->cdb + 4);
-	uint8_t d[4 + 16 + 12] = { 0 };
-	const struct scsi_op *op = NULL;
+	const struct scsi_op *op;
 	bool sa_bad, has_sa;
-	uint32_t n = 4;
 
 	/* Does the opcode have service actions at all? */
 	op = scsi_op_find(opcode, sa, &sa_bad);
 	has_sa = (op && (op->flags & OPF_SA)) || sa_bad;
-	if (opt == 1 && has_sa) {
+	if ((opt == 1 && has_sa) || (opt == 2 && !has_sa && op)) {
 		sense_invalid_cdb(cmd, 2, 2);
-		return;
+		return false;
 	}
-	if (opt == 2 && !has_sa && op) {
-		sense_invalid_cdb(cmd, 2, 2);
-		return;
-	}
-	if (opt == 1 || (opt == 3 && !has_sa))
-		sa = 0;
 	if (op && !scsi_op_supported(cmd->lu, op))
 		op = NULL;
-	if (!op || (opt == 2 && !has_sa)) {
-		d[1] = 0x01;   /* not supported */
-	} else {
-		d[1] = 0x03 | (rctd ? 0x80 : 0);
-		put_be16(d + 2, op->cdb_len);
-		memcpy(d + 4, op->usage, op->cdb_len);
-		n += op->cdb_len;
-		if (rctd)
-			n += rsoc_timeouts(d + n);
-	}
-	scsi_cmd_din(cmd, d, n, alloc);
+	if (opt == 2 && !has_sa)
+		op = NULL;
+	*out = op;
+	return true;
 }
 
 void spc_rsoc(struct scsi_cmd *cmd)
 {
 	uint8_t opt = cmd->cdb[2] & 0x07;
-	bool rctd = cmd->cdb[2] & 0x80;
 	uint32_t alloc = get_be32(cmd->cdb + 6);
 
+	const struct scsi_op *op;
+
 	if (opt == 0)
-		rsoc_all(cmd, rctd, alloc);
-	else if (opt <= 3)
-		rsoc_one(cmd, opt, rctd, alloc);
-	else
+		din_build(cmd, alloc, rsoc_all, NULL);
+	else if (opt > 3)
 		sense_invalid_cdb(cmd, 2, 2);
+	else if (rsoc_find(cmd, opt, &op))
+		din_build(cmd, alloc, rsoc_one, op);
 	scsi_cmd_complete(cmd);
 }
 

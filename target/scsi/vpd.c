@@ -1,50 +1,57 @@
 /*
  * Vital product data pages (SPC-4 7.8, SBC-3 6.6), one builder per page,
- * table-driven so page 00h lists exactly what is answered.
+ * table-driven so page 00h lists exactly what is answered.  Builders write
+ * through the bounded Data-In writer: the device identification page holds
+ * the target's names, which alone can pass 500 bytes.
  */
 #include <string.h>
 
 #include "target/scsi/scsi_int.h"
 
-typedef int (*vpd_fn)(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap);
+typedef void (*vpd_fn)(struct scsi_cmd *cmd, struct din *d);
 
-static int vpd_supported(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap);
+static void vpd_supported(struct scsi_cmd *cmd, struct din *d);
 
-static int vpd_serial(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap)
+static void vpd_serial(struct scsi_cmd *cmd, struct din *d)
 {
-	size_t n = strlen(cmd->lu->serial);
-
-	memcpy(d + 4, cmd->lu->serial, n);
-	return (int)(4 + n);
+	din_put(d, cmd->lu->serial, strlen(cmd->lu->serial));
 }
 
-/* One designation descriptor; returns bytes used. */
-static uint32_t desig(uint8_t *p, uint8_t proto_cs, uint8_t piv_assoc_type, const void *id, uint32_t len)
+/* One designation descriptor header; the caller writes the len bytes of designator. */
+static void desig_head(struct din *d, uint8_t proto_cs, uint8_t piv_assoc_type, uint8_t len)
 {
-	p[0] = proto_cs;
-	p[1] = piv_assoc_type;
-	p[2] = 0;
-	p[3] = (uint8_t)len;
-	memcpy(p + 4, id, len);
-	return 4 + len;
+	din_u8(d, proto_cs);
+	din_u8(d, piv_assoc_type);
+	din_u8(d, 0);
+	din_u8(d, len);
 }
 
-static uint32_t name_desig(uint8_t *p, uint8_t assoc, const char *name)
+static void desig(struct din *d, uint8_t proto_cs, uint8_t piv_assoc_type, const void *id, uint8_t len)
 {
-	uint8_t s[256] = { 0 };
-	size_t l = strnlen(name, 250);
-
-	memcpy(s, name, l);
-	/* Null terminated, padded to a multiple of four (SPC-4 7.8.6.11). */
-	l = (l + 4) & ~(size_t)3;
-	return desig(p, 0x50 | 0x03, 0x80 | assoc | 0x08, s, (uint32_t)l);
+	desig_head(d, proto_cs, piv_assoc_type, len);
+	din_put(d, id, len);
 }
 
-static int vpd_devid(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap)
+/*
+ * SCSI name string: null terminated, padded to a multiple of four (SPC-4
+ * 7.8.6.11), in a one-byte length.  iSCSI names (223 bytes) and ports
+ * ("<name>,t,0x<TPGT>") always fit; 251 characters is what the length allows.
+ */
+static void name_desig(struct din *d, uint8_t assoc, const char *name)
+{
+	size_t l = strnlen(name, 251);
+	size_t padded = (l + 4) & ~(size_t)3;
+
+	desig_head(d, 0x50 | 0x03, 0x80 | assoc | 0x08, (uint8_t)padded);
+	din_put(d, name, l);
+	din_zero(d, padded - l);
+}
+
+static void vpd_devid(struct scsi_cmd *cmd, struct din *d)
 {
 	struct scsi_lu *lu = cmd->lu;
-	uint8_t id[64];
-	uint32_t n = 4;
+	uint8_t id[16];
+	size_t sl = strlen(lu->serial);
 
 	/* NAA 6 (IEEE Registered Extended): locally administered OUI, 100 bits from the serial. */
 	id[0] = 0x60 | 0x0a;
@@ -53,77 +60,79 @@ static int vpd_devid(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap)
 	id[3] = (uint8_t)(0x00 | ((lu->naa_hi >> 32) & 0x0f));
 	put_be32(id + 4, (uint32_t)lu->naa_hi);
 	put_be64(id + 8, lu->naa_lo);
-	n += desig(d + n, 0x01, 0x03, id, 16);
+	desig(d, 0x01, 0x03, id, 16);
 
-	/* T10 vendor id: vendor + serial. */
-	size_t sl = strlen(lu->serial);
-	memset(id, ' ', 8);
-	memcpy(id, lu->vendor, strlen(lu->vendor));
-	memcpy(id + 8, lu->serial, MIN(sl, sizeof(id) - 8));
-	n += desig(d + n, 0x02, 0x01, id, (uint32_t)(8 + MIN(sl, sizeof(id) - 8)));
+	/* T10 vendor id: vendor, space padded, then the whole serial (64 at most). */
+	desig_head(d, 0x02, 0x01, (uint8_t)(8 + sl));
+	din_ascii(d, lu->vendor, 8);
+	din_put(d, lu->serial, sl);
 
 	if (cmd->nexus) {
 		uint8_t v[4] = { 0 };
 		put_be16(v + 2, cmd->nexus->rel_port_id);
-		n += desig(d + n, 0x51, 0x94, v, 4);   /* relative target port */
+		desig(d, 0x51, 0x94, v, 4);   /* relative target port */
 		put_be16(v + 2, 1);
-		n += desig(d + n, 0x51, 0x95, v, 4);   /* target port group 1 */
+		desig(d, 0x51, 0x95, v, 4);   /* target port group 1 */
 		if (cmd->nexus->target_port[0])
-			n += name_desig(d + n, 0x10, cmd->nexus->target_port);
+			name_desig(d, 0x10, cmd->nexus->target_port);
 		if (cmd->nexus->target_name[0])
-			n += name_desig(d + n, 0x20, cmd->nexus->target_name);
+			name_desig(d, 0x20, cmd->nexus->target_name);
 	}
-	return (int)n;
 }
 
-static int vpd_extended(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap)
+/* The fixed-size pages are laid out at their SPC/SBC byte offsets; the writer takes them after the header. */
+
+static void vpd_extended(struct scsi_cmd *cmd, struct din *d)
 {
-	memset(d + 4, 0, 60);
-	d[5] = 0x07;   /* HEADSUP, ORDSUP, SIMPSUP */
-	d[6] = 0x01;   /* V_SUP: the volatile cache can be flushed */
-	return 64;
+	uint8_t p[64] = { 0 };
+
+	p[5] = 0x07;   /* HEADSUP, ORDSUP, SIMPSUP */
+	p[6] = 0x01;   /* V_SUP: the volatile cache can be flushed */
+	din_put(d, p + 4, sizeof(p) - 4);
 }
 
-static int vpd_block_limits(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap)
+static void vpd_block_limits(struct scsi_cmd *cmd, struct din *d)
 {
 	struct scsi_lu *lu = cmd->lu;
 	uint32_t opt = backstore_optimal_io(lu->bs) >> lu->block_shift;
+	uint8_t p[64] = { 0 };
 
-	memset(d + 4, 0, 60);
-	d[5] = SCSI_MAX_CAW_BLOCKS;
-	put_be16(d + 6, 1);
-	put_be32(d + 8, SCSI_MAX_XFER_BYTES >> lu->block_shift);
-	put_be32(d + 12, opt);
-	put_be32(d + 16, SCSI_MAX_XFER_BYTES >> lu->block_shift);
+	p[5] = SCSI_MAX_CAW_BLOCKS;
+	put_be16(p + 6, 1);
+	put_be32(p + 8, SCSI_MAX_XFER_BYTES >> lu->block_shift);
+	put_be32(p + 12, opt);
+	put_be32(p + 16, SCSI_MAX_XFER_BYTES >> lu->block_shift);
 	if (lu->thin) {
-		put_be32(d + 20, SCSI_MAX_UNMAP_LBAS);
-		put_be32(d + 24, SCSI_MAX_UNMAP_DESCS);
-		put_be32(d + 28, 1);
+		put_be32(p + 20, SCSI_MAX_UNMAP_LBAS);
+		put_be32(p + 24, SCSI_MAX_UNMAP_DESCS);
+		put_be32(p + 28, 1);
 	}
-	put_be64(d + 36, SCSI_MAX_WS_BLOCKS);   /* MAXIMUM WRITE SAME LENGTH */
-	return 64;
+	put_be64(p + 36, SCSI_MAX_WS_BLOCKS);   /* MAXIMUM WRITE SAME LENGTH */
+	din_put(d, p + 4, sizeof(p) - 4);
 }
 
-static int vpd_bdc(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap)
+static void vpd_bdc(struct scsi_cmd *cmd, struct din *d)
 {
-	memset(d + 4, 0, 60);
-	put_be16(d + 4, backstore_type(cmd->lu->bs) == BACKSTORE_RAM ? 1 : 0);
-	return 64;
+	uint8_t p[64] = { 0 };
+
+	put_be16(p + 4, backstore_type(cmd->lu->bs) == BACKSTORE_RAM ? 1 : 0);
+	din_put(d, p + 4, sizeof(p) - 4);
 }
 
-static int vpd_lbp(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap)
+static void vpd_lbp(struct scsi_cmd *cmd, struct din *d)
 {
-	memset(d + 4, 0, 4);
+	uint8_t p[8] = { 0 };
+
 	if (cmd->lu->thin) {
-		d[5] = 0x80 | 0x40 | 0x20;          /* LBPU, LBPWS, LBPWS10 */
+		p[5] = 0x80 | 0x40 | 0x20;          /* LBPU, LBPWS, LBPWS10 */
 		if (backstore_unmap_zeroes(cmd->lu->bs))
-			d[5] |= 0x04;                /* LBPRZ */
-		d[6] = 0x02;                        /* thin provisioned */
+			p[5] |= 0x04;                /* LBPRZ */
+		p[6] = 0x02;                        /* thin provisioned */
 	}
-	return 8;
+	din_put(d, p + 4, sizeof(p) - 4);
 }
 
-static const struct {
+static const struct vpd_page {
 	uint8_t page;
 	vpd_fn fn;
 } pages[] = {
@@ -131,24 +140,30 @@ static const struct {
 	{ 0xb0, vpd_block_limits }, { 0xb1, vpd_bdc }, { 0xb2, vpd_lbp },
 };
 
-static int vpd_supported(struct scsi_cmd *cmd, uint8_t *d, uint32_t cap)
+static void vpd_supported(struct scsi_cmd *cmd, struct din *d)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(pages); i++)
-		d[4 + i] = pages[i].page;
-	return (int)(4 + ARRAY_SIZE(pages));
+		din_u8(d, pages[i].page);
 }
 
-int vpd_page(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t cap)
+static void vpd_build(struct scsi_cmd *cmd, struct din *d, const void *arg)
+{
+	const struct vpd_page *pg = arg;
+
+	din_u8(d, 0x00);   /* PQ 0, direct access block device */
+	din_u8(d, pg->page);
+	din_be16(d, 0);
+	pg->fn(cmd, d);
+	din_set_be16(d, 2, (uint16_t)(din_pos(d) - 4));
+}
+
+bool vpd_page(struct scsi_cmd *cmd, uint8_t page, uint32_t alloc)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(pages); i++) {
-		if (pages[i].page != page)
-			continue;
-		memset(out, 0, 4);
-		int n = pages[i].fn(cmd, out, cap);
-		out[0] = 0x00;   /* PQ 0, direct access block device */
-		out[1] = page;
-		put_be16(out + 2, (uint16_t)(n - 4));
-		return n;
+		if (pages[i].page == page) {
+			din_build(cmd, alloc, vpd_build, &pages[i]);
+			return true;
+		}
 	}
-	return -1;
+	return false;
 }

@@ -69,7 +69,7 @@ static struct {
 	uint8_t status, key;
 	uint16_t asc;
 	uint8_t sks[3];
-	uint8_t data[8192];
+	uint8_t data[65536];
 	uint32_t len;
 } last;
 
@@ -631,6 +631,60 @@ static void test_spec_i_pt_and_full_status(void)
 	pr_destroy(pr);
 }
 
+/*
+ * PR IN at the registration maximum (PR_MAX_REGS in pr.c), every initiator
+ * port name as long as an iSCSI name allows (223 bytes + ",i,0x" + ISID):
+ * READ FULL STATUS is far longer than any allocation length can ask for.
+ */
+#define REGS_MAX 1024
+
+static void test_prin_at_maximum(void)
+{
+	static struct scsi_nexus big[REGS_MAX + 1];
+	struct scsi_pr *pr = new_pr();
+	char iname[224], isid[13];
+	uint32_t port_len = 223 + 5 + 12, tid = 4 + ((port_len + 1 + 3) & ~3u), desc = 24 + tid;
+
+	for (unsigned i = 0; i <= REGS_MAX; i++) {
+		memset(iname, 'n', 223);
+		memcpy(iname, "iqn.2026-11.org.test:", 21);
+		snprintf(iname + 223 - 4, 5, "%04x", i);
+		snprintf(isid, sizeof(isid), "%012x", 0x400000u + i);
+		mk_nexus(&big[i], iname, isid, 1, 1000 + i);
+		CU_ASSERT_EQUAL_FATAL(strlen(big[i].initiator_port), port_len);
+	}
+	for (unsigned i = 0; i < REGS_MAX; i++)
+		CU_ASSERT_EQUAL_FATAL(prout(pr, &big[i], REG, 0, 0, 0x1000 + i, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &big[REGS_MAX], REG, 0, 0, 0x1, 0), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_INSUFFICIENT_REG_RESOURCES);
+	CU_ASSERT_EQUAL(prout(pr, &big[7], RES, WE, 0x1007, 0, 0), SCSI_GOOD);
+
+	CU_ASSERT_EQUAL(prin(pr, &big[0], RKEYS, 0xffff), SCSI_GOOD);
+	CU_ASSERT_EQUAL(last.len, 8 + 8 * REGS_MAX);
+	CU_ASSERT_EQUAL(get_be32(last.data + 4), 8 * REGS_MAX);
+	CU_ASSERT_EQUAL(get_be64(last.data + 8 + 8 * (REGS_MAX - 1)), 0x1000 + REGS_MAX - 1);
+
+	CU_ASSERT_EQUAL(prin(pr, &big[0], RFULL, 0xffff), SCSI_GOOD);
+	CU_ASSERT_EQUAL(last.len, 0xffff);
+	CU_ASSERT_EQUAL(get_be32(last.data + 4), REGS_MAX * desc);
+	unsigned n = 0;
+	for (uint32_t off = 8; off + desc <= last.len; off += desc, n++) {
+		const uint8_t *d = last.data + off;
+
+		CU_ASSERT_EQUAL(get_be64(d), 0x1000 + n);
+		CU_ASSERT_EQUAL(d[12] & 1, n == 7);
+		CU_ASSERT_EQUAL(get_be32(d + 20), tid);
+		CU_ASSERT_EQUAL(get_be16(d + 26), tid - 4);
+		CU_ASSERT_EQUAL(strcmp((const char *)d + 28, big[n].initiator_port), 0);
+	}
+	CU_ASSERT_EQUAL(n, (0xffff - 8) / desc);
+	/* a short allocation length: the header still counts every descriptor */
+	CU_ASSERT_EQUAL(prin(pr, &big[0], RFULL, 10), SCSI_GOOD);
+	CU_ASSERT_EQUAL(last.len, 10);
+	CU_ASSERT_EQUAL(get_be32(last.data + 4), REGS_MAX * desc);
+	pr_destroy(pr);
+}
+
 static void test_all_tg_pt(void)
 {
 	struct scsi_pr *pr = new_pr();
@@ -857,6 +911,7 @@ int main(void)
 	CU_add_test(s, "preempt_all_registrants", test_preempt_all_registrants);
 	CU_add_test(s, "register_and_move", test_register_and_move);
 	CU_add_test(s, "spec_i_pt_full_status", test_spec_i_pt_and_full_status);
+	CU_add_test(s, "prin_at_maximum", test_prin_at_maximum);
 	CU_add_test(s, "all_tg_pt", test_all_tg_pt);
 	CU_add_test(s, "param_errors", test_param_errors);
 	CU_add_test(s, "bad_tids", test_bad_tids);

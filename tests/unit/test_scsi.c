@@ -283,6 +283,190 @@ static void test_vpd_pages(void)
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
 }
 
+/*
+ * --- identities and lists at their configured maxima ---
+ * target/config.c allows iSCSI names of 223 bytes, serials of 64 and LUNs
+ * 0..16383; the session builds "<name>,t,0x<TPGT>" and "<name>,i,0x<ISID>".
+ */
+
+#define NAME_MAX_LEN 223
+
+static void long_name(char *dst, const char *prefix, char fill)
+{
+	size_t n = strlen(prefix);
+
+	memcpy(dst, prefix, n);
+	memset(dst + n, fill, NAME_MAX_LEN - n);
+	dst[NAME_MAX_LEN] = 0;
+}
+
+static void max_nexus(struct scsi_nexus *nx, uint64_t id, unsigned isid)
+{
+	memset(nx, 0, sizeof(*nx));
+	long_name(nx->target_name, "iqn.2026-11.org.test:target.", 't');
+	long_name(nx->initiator_name, "iqn.2026-11.org.test:initiator.", 'i');
+	snprintf(nx->target_port, sizeof(nx->target_port), "%s,t,0x%04x", nx->target_name, 0xffff);
+	snprintf(nx->initiator_port, sizeof(nx->initiator_port), "%s,i,0x%012x", nx->initiator_name, isid);
+	nx->rel_port_id = 0xffff;
+	nx->id = id;
+}
+
+/* A second LU with every identity field at its maximum; LU is swapped in until max_lu_end(). */
+static struct scsi_lu *max_lu_begin(struct backstore **b, const char *serial)
+{
+	struct backstore_cfg cfg = { .name = "rmax", .type = BACKSTORE_RAM, .size = 64 * BS, .block_size = BS,
+				     .thin = true };
+	struct scsi_lu_params p = { .vendor = "VENDOR78", .product = "PRODUCT890123456", .revision = "REV4",
+				    .serial = serial, .name = "rmax" };
+	struct scsi_lu *keep = LU;
+	char err[128];
+
+	CU_ASSERT_FATAL(backstore_open(&cfg, b, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(scsi_lu_create(*b, &p, &LU) == 0);
+	return keep;
+}
+
+static void max_lu_end(struct backstore *b, struct scsi_lu *keep)
+{
+	scsi_lu_destroy(LU);
+	backstore_close(b);
+	LU = keep;
+}
+
+static uint8_t inquiry_nx(const struct scsi_nexus *nx, uint8_t evpd, uint8_t page, uint16_t alloc, uint32_t edtl,
+			  struct scsi_cmd *c)
+{
+	uint8_t cdb[6] = { 0x12, evpd, page };
+
+	put_be16(cdb + 3, alloc);
+	cmd_init(c, cdb, 6, edtl, true, false);
+	c->nexus = nx;
+	return run(c, NULL, 0);
+}
+
+/* The designator of type/association in a VPD 83 page, or NULL. */
+static const uint8_t *find_desig(const uint8_t *d, uint32_t len, uint8_t type, uint8_t assoc)
+{
+	for (uint32_t off = 4; off + 4 <= len; off += 4u + d[off + 3])
+		if ((d[off + 1] & 0x0f) == type && ((d[off + 1] >> 4) & 3) == assoc && off + 4u + d[off + 3] <= len)
+			return d + off;
+	return NULL;
+}
+
+/* A SCSI name string designator: NUL terminated, padded to a multiple of four, the whole name. */
+static void check_name_desig(const uint8_t *p, const char *name)
+{
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL(p[0] & 0x0f, 3);   /* UTF-8 */
+	CU_ASSERT_EQUAL(p[3] % 4, 0);
+	CU_ASSERT(p[3] > strlen(name));
+	CU_ASSERT_EQUAL(strcmp((const char *)p + 4, name), 0);
+}
+
+/* INQUIRY VPD 83h with a 223-byte target name and a 64-byte serial: the page grows past 512 bytes. */
+static void test_vpd_max_identities(void)
+{
+	char serial[65];
+	struct scsi_nexus nx;
+	struct backstore *b;
+	struct scsi_cmd c;
+
+	memset(serial, 'S', 64);
+	serial[63] = 'Z';
+	serial[64] = 0;
+	max_nexus(&nx, 100, 0xabcdef);
+	struct scsi_lu *keep = max_lu_begin(&b, serial);
+
+	CU_ASSERT_EQUAL(inquiry_nx(&nx, 1, 0x83, 0xffff, 0xffff, &c), SCSI_GOOD);
+	const uint8_t *d = c.buf->data;
+	uint32_t page = get_be16(d + 2) + 4u;
+	CU_ASSERT(page > 512);
+	CU_ASSERT_EQUAL(c.din_len, page);
+	CU_ASSERT_EQUAL(c.resid, 0xffff - (int64_t)page);
+	uint32_t off = 4;
+	while (off + 4 <= c.din_len)
+		off += 4u + d[off + 3];
+	CU_ASSERT_EQUAL(off, page);
+	/* T10 vendor id: the vendor, space padded, then the whole serial */
+	const uint8_t *t10 = find_desig(d, c.din_len, 1, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t10);
+	CU_ASSERT_EQUAL(t10[3], 8 + 64);
+	CU_ASSERT_EQUAL(memcmp(t10 + 4, "VENDOR78", 8), 0);
+	CU_ASSERT_EQUAL(memcmp(t10 + 12, serial, 64), 0);
+	check_name_desig(find_desig(d, c.din_len, 8, 1), nx.target_port);
+	check_name_desig(find_desig(d, c.din_len, 8, 2), nx.target_name);
+	uint8_t full[1024];
+	memcpy(full, d, page);
+	scsi_cmd_release(&c);
+
+	/* cut to the allocation length, then to the EDTL: the page length still says the whole page */
+	CU_ASSERT_EQUAL(inquiry_nx(&nx, 1, 0x83, 300, 0xffff, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.din_len, 300);
+	CU_ASSERT_EQUAL(c.resid, 0xffff - 300);
+	CU_ASSERT_EQUAL(memcmp(c.buf->data, full, 300), 0);
+	scsi_cmd_release(&c);
+	CU_ASSERT_EQUAL(inquiry_nx(&nx, 1, 0x83, 0xffff, 3, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.din_len, 3);
+	CU_ASSERT_EQUAL(c.resid, 3 - (int64_t)page);
+	CU_ASSERT_EQUAL(memcmp(c.buf->data, full, 3), 0);
+	scsi_cmd_release(&c);
+
+	/* the unit serial number page carries all 64 bytes */
+	CU_ASSERT_EQUAL(inquiry_nx(&nx, 1, 0x80, 0xffff, 0xffff, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(get_be16(c.buf->data + 2), 64);
+	CU_ASSERT_EQUAL(memcmp(c.buf->data + 4, serial, 64), 0);
+	scsi_cmd_release(&c);
+
+	/* standard INQUIRY with every identity field full */
+	CU_ASSERT_EQUAL(inquiry_nx(&nx, 0, 0, 0xffff, 0xffff, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.din_len, 96);
+	CU_ASSERT_EQUAL(memcmp(c.buf->data + 8, "VENDOR78PRODUCT890123456REV4", 28), 0);
+	scsi_cmd_release(&c);
+
+	/* every page at every allocation length up to the whole: never more than asked, GOOD */
+	for (uint16_t alloc = 0; alloc <= page; alloc++) {
+		CU_ASSERT_EQUAL(inquiry_nx(&nx, 1, 0x83, alloc, alloc, &c), SCSI_GOOD);
+		CU_ASSERT_EQUAL(c.din_len, alloc);
+		CU_ASSERT(memcmp(c.buf->data, full, alloc) == 0);
+		scsi_cmd_release(&c);
+	}
+	max_lu_end(b, keep);
+}
+
+/* REPORT LUNS with a map of all 16384 LUNs, whole and cut short. */
+static void test_report_luns_max(void)
+{
+	uint32_t n = 16384, len = 8 + 8 * n;
+	uint64_t *luns = calloc(n, sizeof(*luns));
+	struct scsi_lun_map map = { n, luns };
+	struct scsi_cmd c;
+	uint8_t rl[12] = { 0xa0 };
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(luns);
+	for (uint32_t i = 0; i < n; i++)
+		luns[i] = i;
+	put_be32(rl + 6, 0xffffffff);
+	cmd_init(&c, rl, 12, len + 100, true, false);
+	c.lun_map = &map;
+	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.din_len, len);
+	CU_ASSERT_EQUAL(c.resid, 100);
+	CU_ASSERT_EQUAL(get_be32(c.buf->data), 8 * n);
+	CU_ASSERT_EQUAL(get_be16(c.buf->data + 8 + 8 * 255), 255);
+	CU_ASSERT_EQUAL(get_be16(c.buf->data + 8 + 8 * 16383), 0x4000 | 16383);
+	scsi_cmd_release(&c);
+
+	put_be32(rl + 6, 16);
+	cmd_init(&c, rl, 12, len, true, false);
+	c.lun_map = &map;
+	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.din_len, 16);
+	CU_ASSERT_EQUAL(c.resid, len - 16);
+	CU_ASSERT_EQUAL(get_be32(c.buf->data), 8 * n);
+	scsi_cmd_release(&c);
+	free(luns);
+}
+
 /* --- unmapped LUN --- */
 
 static void test_no_lun(void)
@@ -1051,6 +1235,8 @@ int main(void)
 	CU_add_test(s, "unsupported_sa", test_unsupported_sa);
 	CU_add_test(s, "inquiry_standard", test_inquiry_standard);
 	CU_add_test(s, "vpd_pages", test_vpd_pages);
+	CU_add_test(s, "vpd_max_identities", test_vpd_max_identities);
+	CU_add_test(s, "report_luns_max", test_report_luns_max);
 	CU_add_test(s, "no_lun", test_no_lun);
 	CU_add_test(s, "read_capacity", test_read_capacity);
 	CU_add_test(s, "rw_roundtrip_and_range", test_rw_roundtrip_and_range);
