@@ -1,8 +1,8 @@
 /*
  * The opcode table and the command flow: every CDB is looked up once, the
  * entry says what may run with a unit attention pending, without a LUN,
- * with the medium stopped or write protected; REPORT SUPPORTED OPERATION
- * CODES is generated from the same entries.
+ * with the medium stopped or write protected, or from a read-only mapping;
+ * REPORT SUPPORTED OPERATION CODES is generated from the same entries.
  */
 #include <string.h>
 
@@ -22,12 +22,12 @@ static const struct scsi_op ops[] = {
 	OP(SCSI_OP_READ6, 0, 6, OPF_MEDIUM, sbc_prep_rw, sbc_read, 0x1f, F0, F0, F0, 0),
 	OP(SCSI_OP_WRITE6, 0, 6, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x1f, F0, F0, F0, 0),
 	OP(SCSI_OP_INQUIRY, 0, 6, OPF_UA_OK | OPF_NO_LU, spc_prep_din, spc_inquiry, 0x01, F0, F0, F0, 0),
-	OP(SCSI_OP_MODE_SELECT6, 0, 6, 0, mode_select_prep, mode_select, 0x11, 0, 0, F0, 0),
-	OP(SCSI_OP_RESERVE6, 0, 6, 0, NULL, spc_reserve, 0, 0, 0, 0, 0),
+	OP(SCSI_OP_MODE_SELECT6, 0, 6, OPF_SHARED, mode_select_prep, mode_select, 0x11, 0, 0, F0, 0),
+	OP(SCSI_OP_RESERVE6, 0, 6, OPF_SHARED, NULL, spc_reserve, 0, 0, 0, 0, 0),
 	OP(SCSI_OP_RELEASE6, 0, 6, 0, NULL, spc_release, 0, 0, 0, 0, 0),
 	OP(SCSI_OP_MODE_SENSE6, 0, 6, 0, spc_prep_din, mode_sense, 0x08, F0, F0, F0, 0),
-	OP(SCSI_OP_START_STOP_UNIT, 0, 6, 0, NULL, spc_start_stop, 0x01, 0, 0x0f, 0xf7, 0),
-	OP(SCSI_OP_PREVENT_ALLOW, 0, 6, 0, NULL, spc_prevent_allow, 0, 0, 0, 0x03, 0),
+	OP(SCSI_OP_START_STOP_UNIT, 0, 6, OPF_SHARED, NULL, spc_start_stop, 0x01, 0, 0x0f, 0xf7, 0),
+	OP(SCSI_OP_PREVENT_ALLOW, 0, 6, OPF_SHARED, NULL, spc_prevent_allow, 0, 0, 0, 0x03, 0),
 	OP(SCSI_OP_READ_CAPACITY10, 0, 10, OPF_MEDIUM, spc_prep_din, sbc_read_capacity10, 0, LBA4, 0, 0, 0x01, 0),
 	OP(SCSI_OP_READ10, 0, 10, OPF_MEDIUM, sbc_prep_rw, sbc_read, 0x1a, LBA4, 0, F0, F0, 0),
 	OP(SCSI_OP_WRITE10, 0, 10, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x1a, LBA4, 0, F0, F0, 0),
@@ -38,14 +38,14 @@ static const struct scsi_op ops[] = {
 	OP(SCSI_OP_WRITE_SAME10, 0, 10, OPF_MEDIUM | OPF_WRITE, sbc_prep_ws, sbc_ws, 0x08, LBA4, 0, F0, F0, 0),
 	OP(SCSI_OP_UNMAP, 0, 10, OPF_MEDIUM | OPF_WRITE | OPF_THIN, sbc_prep_unmap, sbc_unmap,
 	   0, 0, 0, 0, 0, 0, F0, F0, 0),
-	OP(SCSI_OP_MODE_SELECT10, 0, 10, 0, mode_select_prep, mode_select, 0x11, 0, 0, 0, 0, 0, F0, F0, 0),
-	OP(SCSI_OP_RESERVE10, 0, 10, 0, NULL, spc_reserve, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+	OP(SCSI_OP_MODE_SELECT10, 0, 10, OPF_SHARED, mode_select_prep, mode_select, 0x11, 0, 0, 0, 0, 0, F0, F0, 0),
+	OP(SCSI_OP_RESERVE10, 0, 10, OPF_SHARED, NULL, spc_reserve, 0, 0, 0, 0, 0, 0, 0, 0, 0),
 	OP(SCSI_OP_RELEASE10, 0, 10, 0, NULL, spc_release, 0, 0, 0, 0, 0, 0, 0, 0, 0),
 	OP(SCSI_OP_MODE_SENSE10, 0, 10, 0, spc_prep_din, mode_sense, 0x18, F0, F0, 0, 0, 0, F0, F0, 0),
 #define PRIN(sa) OP(SCSI_OP_PR_IN, sa, 10, OPF_SA, spc_prep_din, spc_pr_in, sa, 0, 0, 0, 0, 0, F0, F0, 0)
 	PRIN(SCSI_PRIN_READ_KEYS), PRIN(SCSI_PRIN_READ_RESERVATION),
 	PRIN(SCSI_PRIN_REPORT_CAPABILITIES), PRIN(SCSI_PRIN_READ_FULL_STATUS),
-#define PROUT(sa) OP(SCSI_OP_PR_OUT, sa, 10, OPF_SA, spc_prep_pr_out, spc_pr_out, \
+#define PROUT(sa) OP(SCSI_OP_PR_OUT, sa, 10, OPF_SA | OPF_SHARED, spc_prep_pr_out, spc_pr_out, \
 		     sa, F0, 0, 0, F0, F0, F0, F0, 0)
 	PROUT(SCSI_PROUT_REGISTER), PROUT(SCSI_PROUT_RESERVE), PROUT(SCSI_PROUT_RELEASE),
 	PROUT(SCSI_PROUT_CLEAR), PROUT(SCSI_PROUT_PREEMPT), PROUT(SCSI_PROUT_PREEMPT_ABORT),
@@ -141,6 +141,14 @@ static const struct scsi_op *cmd_op(const struct scsi_cmd *cmd)
 	return scsi_op_find(cmd->cdb[0], sa, &bad);
 }
 
+/* OPF_SHARED, but for ALLOW MEDIUM REMOVAL: it lifts only the issuing nexus's own prevention. */
+static bool changes_shared(const struct scsi_cmd *cmd, const struct scsi_op *op)
+{
+	if (!(op->flags & OPF_SHARED))
+		return false;
+	return op->opcode != SCSI_OP_PREVENT_ALLOW || (cmd->cdb[4] & 0x03);
+}
+
 /* Unit attention, reservation conflict: the LU's shared state, under its mutex. */
 static bool check_shared(struct scsi_cmd *cmd, const struct scsi_op *op)
 {
@@ -202,7 +210,8 @@ bool scsi_cmd_prepare(struct scsi_cmd *cmd)
 			return false;
 		}
 	}
-	if (cmd->lu && (op->flags & OPF_WRITE) && lu_write_protected(cmd)) {
+	if (cmd->lu && (((op->flags & OPF_WRITE) && lu_write_protected(cmd)) ||
+			(changes_shared(cmd, op) && lu_mapping_ro(cmd)))) {
 		sense_set(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
 		return false;
 	}

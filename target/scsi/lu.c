@@ -32,9 +32,14 @@ uint64_t lu_nblocks(const struct scsi_lu *lu)
 	return backstore_size(lu->bs) >> lu->block_shift;
 }
 
+bool lu_mapping_ro(const struct scsi_cmd *cmd)
+{
+	return cmd->read_only || backstore_readonly(cmd->lu->bs);
+}
+
 bool lu_write_protected(const struct scsi_cmd *cmd)
 {
-	return cmd->read_only || backstore_readonly(cmd->lu->bs) || lu_flag(&cmd->lu->swp);
+	return lu_mapping_ro(cmd) || lu_flag(&cmd->lu->swp);
 }
 
 static void copy_id(char *dst, size_t cap, const char *src, const char *def)

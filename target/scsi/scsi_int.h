@@ -69,6 +69,13 @@ enum {
 	OPF_WRITE   = 1u << 3,  /* modifies the medium: DATA PROTECT when read-only */
 	OPF_THIN    = 1u << 4,  /* only on thin LUs */
 	OPF_SA      = 1u << 5,  /* opcode has service actions */
+	/*
+	 * Changes LU state other nexuses see (mode pages, power and medium
+	 * state, medium removal, reservations): DATA PROTECT from a read-only
+	 * mapping.  Not for SWP: a read-write initiator sets and clears SWP
+	 * with MODE SELECT.
+	 */
+	OPF_SHARED  = 1u << 6,
 };
 
 struct scsi_op {
@@ -104,7 +111,10 @@ bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc);
 /* Under lu->mu: was cmd's nexus aborted since prepare? */
 bool lu_cmd_aborted(struct scsi_lu *lu, const struct scsi_cmd *cmd);
 uint64_t lu_nblocks(const struct scsi_lu *lu);
+/* The medium may not be written: read-only mapping or backstore, or SWP. */
 bool lu_write_protected(const struct scsi_cmd *cmd);
+/* This nexus sees the LU through a read-only mapping (or the backstore is read-only). */
+bool lu_mapping_ro(const struct scsi_cmd *cmd);
 static inline bool lu_flag(const bool *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static inline void lu_flag_set(bool *p, bool v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 

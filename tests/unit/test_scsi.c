@@ -5,6 +5,7 @@
  * Commands run without a reactor: the RAM backstore completes inline.
  */
 #include <CUnit/Basic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -904,7 +905,9 @@ static uint8_t set_control(bool d_sense, bool swp, struct scsi_cmd *c)
 {
 	uint8_t cdb[6] = { 0x1a, 0x08, 0x0a, 0, 255 };
 	uint8_t pl[4 + 12];
-	simple(cdb, 255, c);
+	uint8_t st = simple(cdb, 255, c);
+	if (st != SCSI_GOOD)
+		return st;
 	memcpy(pl, c->buf->data, sizeof(pl));
 	scsi_cmd_release(c);
 	pl[0] = 0;
@@ -912,7 +915,7 @@ static uint8_t set_control(bool d_sense, bool swp, struct scsi_cmd *c)
 	pl[4 + 4] = (uint8_t)((pl[4 + 4] & ~0x08) | (swp ? 0x08 : 0));
 	uint8_t sel[6] = { 0x15, 0x10, 0, 0, sizeof(pl) };
 	cmd_init(c, sel, 6, sizeof(pl), false, true);
-	uint8_t st = run(c, pl, sizeof(pl));
+	st = run(c, pl, sizeof(pl));
 	scsi_cmd_release(c);
 	return st;
 }
@@ -1183,6 +1186,174 @@ static void test_start_stop(void)
 	CU_ASSERT_EQUAL(simple(tur, 0, &c), SCSI_GOOD);
 }
 
+/*
+ * --- a write-protected mapping ---
+ * NXRO sees the LU through a read-only mapping, NX read-write.  What NXRO
+ * may not do is change what NX sees: mode pages, power state, medium
+ * removal, reservations, data.
+ */
+static const struct scsi_nexus NXRO = { .initiator_name = "iqn.test:ro", .initiator_port = "iqn.test:ro,i,0x000000000005",
+					.target_name = "iqn.test:t", .target_port = "iqn.test:t,t,0x0001",
+					.rel_port_id = 1, .id = 5 };
+
+static uint8_t run_ro(const uint8_t *cdb, uint32_t len, uint32_t edtl, bool wr, const void *dout, struct scsi_cmd *c)
+{
+	cmd_init(c, cdb, len, edtl, !wr && edtl, wr);
+	c->nexus = &NXRO;
+	c->read_only = true;
+	uint8_t st = run(c, dout, edtl);
+	return st;
+}
+
+static void expect_ro_refused(const uint8_t *cdb, uint32_t len, uint32_t edtl, const void *dout)
+{
+	struct scsi_cmd c;
+
+	run_ro(cdb, len, edtl, edtl > 0, dout, &c);
+	expect_sense(&c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	if (c.status != SCSI_CHECK_CONDITION || sk(&c) != SK_DATA_PROTECT)
+		fprintf(stderr, "opcode %02x from a read-only mapping: status %02x sense %x/%04x\n", cdb[0],
+			c.status, sk(&c), asc(&c));
+	scsi_cmd_release(&c);
+}
+
+static void expect_ro_good(const uint8_t *cdb, uint32_t len, uint32_t edtl)
+{
+	struct scsi_cmd c;
+
+	CU_ASSERT_EQUAL(run_ro(cdb, len, edtl, false, NULL, &c), SCSI_GOOD);
+	if (c.status != SCSI_GOOD)
+		fprintf(stderr, "opcode %02x from a read-only mapping: status %02x\n", cdb[0], c.status);
+	scsi_cmd_release(&c);
+}
+
+/* Current control page byte 4 (SWP) and caching page byte 2 (WCE), as NX sees them. */
+static uint8_t mode_byte(uint8_t page, uint32_t byte)
+{
+	struct scsi_cmd c;
+	uint8_t cdb[6] = { 0x1a, 0x08, page, 0, 255 };
+	uint8_t v = 0xee;
+
+	if (simple(cdb, 255, &c) == SCSI_GOOD)
+		v = c.buf->data[4 + byte];
+	scsi_cmd_release(&c);
+	return v;
+}
+
+static void test_write_protected_mapping(void)
+{
+	struct scsi_cmd c;
+	uint8_t blk[BS], tur[6] = { 0 };
+
+	clear_ua();
+	expect_ro_good(tur, 6, 0);   /* NXRO's first command: its power-on state is clean */
+	uint8_t swp_before = mode_byte(0x0a, 4), wce_before = mode_byte(0x08, 2);
+
+	/* MODE SELECT: SWP=1 in the control page, WCE=0 in the caching page */
+	uint8_t ctl[4 + 12] = { 0, 0, 0, 0, 0x0a, 0x0a, 0, 0x10, 0x08, 0x40, 0, 0, 0xff, 0xff };
+	uint8_t sel6[6] = { 0x15, 0x10, 0, 0, sizeof(ctl) };
+	expect_ro_refused(sel6, 6, sizeof(ctl), ctl);
+	uint8_t cache[8 + 20] = { 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x12 };
+	uint8_t sel10[10] = { 0x55, 0x10, 0, 0, 0, 0, 0, 0, sizeof(cache) };
+	expect_ro_refused(sel10, 10, sizeof(cache), cache);
+	CU_ASSERT_EQUAL(mode_byte(0x0a, 4), swp_before);
+	CU_ASSERT_EQUAL(mode_byte(0x08, 2), wce_before);
+
+	/* START STOP UNIT: stop, eject, start */
+	uint8_t stop[6] = { 0x1b, 0, 0, 0, 0x00 }, eject[6] = { 0x1b, 0, 0, 0, 0x02 };
+	uint8_t start[6] = { 0x1b, 0, 0, 0, 0x01 };
+	expect_ro_refused(stop, 6, 0, NULL);
+	expect_ro_refused(eject, 6, 0, NULL);
+	expect_ro_refused(start, 6, 0, NULL);
+
+	/* PREVENT is refused; ALLOW lifts only this nexus's own prevention and passes */
+	uint8_t prevent[6] = { 0x1e, 0, 0, 0, 1 }, allow[6] = { 0x1e };
+	expect_ro_refused(prevent, 6, 0, NULL);
+	expect_ro_good(allow, 6, 0);
+
+	/* PERSISTENT RESERVE OUT: REGISTER, then RESERVE with the key it would have had */
+	uint8_t pl[24] = { 0 };
+	uint8_t reg[10] = { 0x5f, 0x00, 0, 0, 0, 0, 0, 0, 24 }, ign[10] = { 0x5f, 0x06, 0, 0, 0, 0, 0, 0, 24 };
+	uint8_t res[10] = { 0x5f, 0x01, 0x03, 0, 0, 0, 0, 0, 24 };
+	put_be64(pl + 8, 0xabc);
+	expect_ro_refused(reg, 10, 24, pl);
+	expect_ro_refused(ign, 10, 24, pl);
+	memset(pl, 0, sizeof(pl));
+	put_be64(pl, 0xabc);
+	expect_ro_refused(res, 10, 24, pl);
+	uint8_t rk[10] = { 0x5e, 0x00, 0, 0, 0, 0, 0, 0, 64 };
+	CU_ASSERT_EQUAL_FATAL(simple(rk, 64, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(get_be32(c.buf->data + 4), 0);   /* no key registered */
+	scsi_cmd_release(&c);
+
+	/* RESERVE(6) and RESERVE(10); RELEASE of nothing is harmless */
+	uint8_t r6[6] = { 0x16 }, r10[10] = { 0x56 }, rel6[6] = { 0x17 };
+	expect_ro_refused(r6, 6, 0, NULL);
+	expect_ro_refused(r10, 10, 0, NULL);
+	expect_ro_good(rel6, 6, 0);
+
+	/* data: refused as before */
+	uint8_t w10[10] = { 0x2a, 0, 0, 0, 0, 9, 0, 0, 1 };
+	memset(blk, 'R', BS);
+	expect_ro_refused(w10, 10, BS, blk);
+
+	/* what a read-only initiator does: all of it passes */
+	uint8_t inq[6] = { 0x12, 0, 0, 0, 96 }, rl[12] = { 0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0 };
+	uint8_t rd[10] = { 0x28, 0, 0, 0, 0, 9, 0, 0, 1 }, rc[10] = { 0x25 }, ms[6] = { 0x1a, 0, 0x3f, 0, 255 };
+	uint8_t rs[6] = { 0x03, 0, 0, 0, 18 }, sc[10] = { 0x35 };
+	expect_ro_good(inq, 6, 96);
+	expect_ro_good(rl, 12, 256);
+	expect_ro_good(rd, 10, BS);
+	expect_ro_good(rc, 10, 8);
+	expect_ro_good(ms, 6, 255);
+	expect_ro_good(rs, 6, 18);
+	expect_ro_good(rk, 10, 64);
+	expect_ro_good(sc, 10, 0);
+	expect_ro_good(tur, 6, 0);
+
+	/* NX saw none of it: no unit attention, not stopped, not reserved, still writable */
+	CU_ASSERT_EQUAL(simple(tur, 0, &c), SCSI_GOOD);
+	memset(blk, 'W', BS);
+	CU_ASSERT_EQUAL(rw10(true, 9, 1, BS, blk, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(rw10(false, 9, 1, BS, blk, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(blk[0], 'W');
+
+	/* SWP set by NX protects the medium from everyone, and NX can still clear it */
+	CU_ASSERT_EQUAL(set_control(false, true, &c), SCSI_GOOD);
+	run_ro(tur, 6, 0, false, NULL, &c);
+	expect_sense(&c, SK_UNIT_ATTENTION, ASC_MODE_PARAMS_CHANGED);
+	expect_ro_refused(sel6, 6, sizeof(ctl), ctl);
+	CU_ASSERT_EQUAL(set_control(false, false, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(rw10(true, 9, 1, BS, blk, &c), SCSI_GOOD);
+	scsi_lu_event(LU, &NXRO, SCSI_EV_NEXUS_LOSS);
+	clear_ua();
+}
+
+/* A read-only backstore protects its LU the same way for every nexus, whatever the mapping. */
+static void test_read_only_backstore(void)
+{
+	struct backstore_cfg cfg = { .name = "rro", .type = BACKSTORE_RAM, .size = 64 * BS, .block_size = BS,
+				     .readonly = true };
+	struct backstore *b;
+	struct scsi_lu *keep = LU;
+	struct scsi_cmd c;
+	char err[128];
+
+	CU_ASSERT_FATAL(backstore_open(&cfg, &b, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(scsi_lu_create(b, NULL, &LU) == 0);
+	clear_ua();
+	uint8_t stop[6] = { 0x1b, 0, 0, 0, 0x00 }, r6[6] = { 0x16 };
+	simple(stop, 0, &c);
+	expect_sense(&c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	simple(r6, 0, &c);
+	expect_sense(&c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	CU_ASSERT_EQUAL(set_control(false, true, &c), SCSI_CHECK_CONDITION);
+	expect_sense(&c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	scsi_lu_destroy(LU);
+	backstore_close(b);
+	LU = keep;
+}
+
 /* --- REPORT SUPPORTED OPERATION CODES --- */
 
 static void test_rsoc(void)
@@ -1253,6 +1424,8 @@ int main(void)
 	CU_add_test(s, "unit_attention", test_unit_attention);
 	CU_add_test(s, "pr_preempt_abort_bare_name", test_pr_preempt_abort_bare_name);
 	CU_add_test(s, "start_stop", test_start_stop);
+	CU_add_test(s, "write_protected_mapping", test_write_protected_mapping);
+	CU_add_test(s, "read_only_backstore", test_read_only_backstore);
 	CU_add_test(s, "rsoc", test_rsoc);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
