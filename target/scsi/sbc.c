@@ -12,7 +12,8 @@
 
 _Static_assert(sizeof(struct bs_io) <= sizeof(((struct scsi_cmd *)0)->io), "bs_io must fit in cmd->io");
 
-enum { CF_FUA = 1u << 0, CF_UNMAP = 1u << 1, CF_BYTCHK = 1u << 2 };
+/* CF_FLUSH: a FLUSH follows deallocation before GOOD (WCE=0, see dealloc_end). */
+enum { CF_FUA = 1u << 0, CF_UNMAP = 1u << 1, CF_BYTCHK = 1u << 2, CF_FLUSH = 1u << 3 };
 
 static struct bs_io *cmd_io(struct scsi_cmd *cmd)
 {
@@ -117,12 +118,15 @@ bool sbc_prep_rw(struct scsi_cmd *cmd)
 			sense_invalid_cdb(cmd, 1, 7);
 			return false;
 		}
-		if ((cdb[1] & 0x08) || (!rd && !lu_flag(&lu->wce)))
+		if (cdb[1] & 0x08)
 			cmd->flags |= CF_FUA;
 		if (cdb[0] == SCSI_OP_WRITE_VERIFY10 || cdb[0] == SCSI_OP_WRITE_VERIFY12 ||
 		    cdb[0] == SCSI_OP_WRITE_VERIFY16)
 			cmd->flags |= CF_FUA;   /* verify after write: the data must be on the medium */
 	}
+	/* No volatile cache reported (WCE=0): every write is durable at GOOD, WRITE(6) included. */
+	if (!rd && !lu_flag(&lu->wce))
+		cmd->flags |= CF_FUA;
 	if (!lba_ok(cmd, lba, tl) || !xfer_ok(cmd, tl, tl_byte))
 		return false;
 	uint64_t xfer = (uint64_t)tl << lu->block_shift;
@@ -272,18 +276,9 @@ bool sbc_prep_sync(struct scsi_cmd *cmd)
 	return prep_range_to_end(cmd);
 }
 
-static void sync_done(struct bs_io *io, int res)
-{
-	struct scsi_cmd *cmd = io->priv;
-
-	if (res < 0)
-		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
-	scsi_cmd_complete(cmd);
-}
-
 void sbc_sync(struct scsi_cmd *cmd)
 {
-	submit(cmd, BS_FLUSH, 0, 0, NULL, sync_done);
+	submit(cmd, BS_FLUSH, 0, 0, NULL, write_done);
 }
 
 bool sbc_prep_prefetch(struct scsi_cmd *cmd)
@@ -295,6 +290,33 @@ bool sbc_prep_prefetch(struct scsi_cmd *cmd)
 void sbc_nop(struct scsi_cmd *cmd)
 {
 	scsi_cmd_complete(cmd);
+}
+
+/*
+ * Deallocation (UNMAP, WRITE SAME with UNMAP) with WCE=0 must be on stable
+ * storage before GOOD, like a write.  A backstore has no FUA for it (a
+ * block device's discard), so one FLUSH follows the last range.
+ */
+static void dealloc_end(struct scsi_cmd *cmd)
+{
+	if (cmd->flags & CF_FLUSH) {
+		cmd->flags &= ~CF_FLUSH;
+		submit(cmd, BS_FLUSH, 0, 0, NULL, write_done);
+		return;
+	}
+	scsi_cmd_complete(cmd);
+}
+
+static void dealloc_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+
+	if (res < 0) {
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
+		scsi_cmd_complete(cmd);
+		return;
+	}
+	dealloc_end(cmd);
 }
 
 /* UNMAP (SBC-3 5.28): parameter list checked whole before anything is deallocated. */
@@ -315,6 +337,8 @@ bool sbc_prep_unmap(struct scsi_cmd *cmd)
 	}
 	cmd->dout_len = cmd->dir_write ? MIN(plen, cmd->edtl) : 0;
 	cmd->state = plen;
+	if (!lu_flag(&cmd->lu->wce))
+		cmd->flags |= CF_FLUSH;
 	return get_buf(cmd, &cmd->buf, cmd->dout_len);
 }
 
@@ -345,7 +369,7 @@ static void unmap_next(struct scsi_cmd *cmd)
 			return;
 		}
 	}
-	scsi_cmd_complete(cmd);
+	dealloc_end(cmd);
 }
 
 void sbc_unmap(struct scsi_cmd *cmd)
@@ -454,10 +478,14 @@ void sbc_ws(struct scsi_cmd *cmd)
 	 * libiscsi expects); where deallocation leaves reads undefined (a device
 	 * discard), write the pattern instead (the backstore zeroes cheaply).
 	 */
-	if ((cmd->flags & CF_UNMAP) && lu->thin && backstore_unmap_zeroes(lu->bs))
-		submit(cmd, BS_UNMAP, cmd->lba, cmd->nblocks, NULL, write_done);
-	else
+	if ((cmd->flags & CF_UNMAP) && lu->thin && backstore_unmap_zeroes(lu->bs)) {
+		/* WCE=0: the FLUSH after the unmap makes it durable (one sync, not two). */
+		if (cmd->flags & CF_FUA)
+			cmd->flags = (cmd->flags & ~CF_FUA) | CF_FLUSH;
+		submit(cmd, BS_UNMAP, cmd->lba, cmd->nblocks, NULL, dealloc_done);
+	} else {
 		submit(cmd, BS_WRITE_SAME, cmd->lba, cmd->nblocks, cmd->buf->data, write_done);
+	}
 }
 
 /*

@@ -12,6 +12,7 @@
 #include "common/bufpool.h"
 #include "common/util.h"
 #include "target/backstore/backstore.h"
+#include "target/backstore/backstore_impl.h"
 #include "target/scsi/scsi_int.h"
 
 extern struct bufpool *scsi_test_pool;
@@ -762,6 +763,118 @@ static void test_write_same(void)
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
 }
 
+/*
+ * --- what reaches the backstore ---
+ * The RAM backstore's ops with a recorder in front (test-only: the ops
+ * table of the open backstore is swapped), to see FUA and FLUSH.
+ */
+static struct {
+	struct { enum backstore_op op; bool fua; } io[16];
+	unsigned n;
+} seen;
+static const struct bs_ops *real_ops;
+
+static void recording_submit(struct backstore *b, struct bs_io *io)
+{
+	if (seen.n < ARRAY_SIZE(seen.io)) {
+		seen.io[seen.n].op = io->op;
+		seen.io[seen.n].fua = io->fua;
+	}
+	seen.n++;
+	real_ops->submit(b, io);
+}
+
+static struct bs_ops recording_ops;
+
+static void record_begin(void)
+{
+	real_ops = bstore->ops;
+	recording_ops = *real_ops;
+	recording_ops.submit = recording_submit;
+	bstore->ops = &recording_ops;
+	memset(&seen, 0, sizeof(seen));
+}
+
+static void record_end(void)
+{
+	bstore->ops = real_ops;
+}
+
+static uint8_t set_wce(bool wce)
+{
+	struct scsi_cmd c;
+	uint8_t pl[4 + 20] = { 0, 0, 0, 0, 0x08, 0x12, wce ? 0x04 : 0 };
+	uint8_t sel[6] = { 0x15, 0x10, 0, 0, sizeof(pl) };
+
+	cmd_init(&c, sel, 6, sizeof(pl), false, true);
+	uint8_t st = run(&c, pl, sizeof(pl));
+	scsi_cmd_release(&c);
+	return st;
+}
+
+/* With no volatile cache (WCE=0) GOOD means on stable storage: every write is FUA, deallocation is flushed. */
+static void test_wce_off_durability(void)
+{
+	struct scsi_cmd c;
+	uint8_t blk[BS];
+
+	memset(blk, 'D', BS);
+	CU_ASSERT_EQUAL_FATAL(set_wce(false), SCSI_GOOD);
+	record_begin();
+
+	/* WRITE(6) has no FUA bit: the rule comes from WCE alone, as for WRITE(10) without FUA */
+	uint8_t w6[6] = { 0x0a, 0, 0, 40, 1 };
+	cmd_init(&c, w6, 6, BS, false, true);
+	CU_ASSERT_EQUAL(run(&c, blk, BS), SCSI_GOOD);
+	scsi_cmd_release(&c);
+	CU_ASSERT_EQUAL(seen.n, 1);
+	CU_ASSERT_EQUAL(seen.io[0].op, BS_WRITE);
+	CU_ASSERT_TRUE(seen.io[0].fua);
+	memset(&seen, 0, sizeof(seen));
+	CU_ASSERT_EQUAL(rw10(true, 41, 1, BS, blk, &c), SCSI_GOOD);
+	CU_ASSERT_TRUE(seen.n == 1 && seen.io[0].op == BS_WRITE && seen.io[0].fua);
+
+	/* UNMAP of two ranges: both deallocated, then a FLUSH, then GOOD */
+	uint8_t plist[8 + 32] = { 0, 38, 0, 32 };
+	put_be64(plist + 8, 40);
+	put_be32(plist + 16, 1);
+	put_be64(plist + 24, 44);
+	put_be32(plist + 32, 2);
+	uint8_t um[10] = { 0x42 };
+	put_be16(um + 7, sizeof(plist));
+	memset(&seen, 0, sizeof(seen));
+	cmd_init(&c, um, 10, sizeof(plist), false, true);
+	CU_ASSERT_EQUAL(run(&c, plist, sizeof(plist)), SCSI_GOOD);
+	scsi_cmd_release(&c);
+	CU_ASSERT_EQUAL(seen.n, 3);
+	CU_ASSERT_EQUAL(seen.io[0].op, BS_UNMAP);
+	CU_ASSERT_EQUAL(seen.io[1].op, BS_UNMAP);
+	CU_ASSERT_EQUAL(seen.io[2].op, BS_FLUSH);
+
+	/* WRITE SAME with UNMAP deallocates (LBPRZ): flushed the same way */
+	uint8_t zero[BS] = { 0 };
+	memset(&seen, 0, sizeof(seen));
+	CU_ASSERT_EQUAL(ws(0x93, 0x08, 40, 4, zero, BS, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(seen.n, 2);
+	CU_ASSERT_EQUAL(seen.io[0].op, BS_UNMAP);
+	CU_ASSERT_EQUAL(seen.io[seen.n - 1].op, BS_FLUSH);
+
+	/* WCE=1: no FUA asked for, no flush added */
+	CU_ASSERT_EQUAL_FATAL(set_wce(true), SCSI_GOOD);
+	memset(&seen, 0, sizeof(seen));
+	cmd_init(&c, w6, 6, BS, false, true);
+	CU_ASSERT_EQUAL(run(&c, blk, BS), SCSI_GOOD);
+	scsi_cmd_release(&c);
+	cmd_init(&c, um, 10, sizeof(plist), false, true);
+	CU_ASSERT_EQUAL(run(&c, plist, sizeof(plist)), SCSI_GOOD);
+	scsi_cmd_release(&c);
+	CU_ASSERT_EQUAL(seen.n, 3);
+	CU_ASSERT_FALSE(seen.io[0].fua);
+	CU_ASSERT_EQUAL(seen.io[1].op, BS_UNMAP);
+	CU_ASSERT_EQUAL(seen.io[2].op, BS_UNMAP);
+	record_end();
+}
+
 static uint8_t caw(uint64_t lba, uint8_t n, const uint8_t *data, uint32_t edtl, struct scsi_cmd *c)
 {
 	uint8_t cdb[16] = { 0x89 };
@@ -1414,6 +1527,7 @@ int main(void)
 	CU_add_test(s, "residuals", test_residuals);
 	CU_add_test(s, "unmap", test_unmap);
 	CU_add_test(s, "write_same", test_write_same);
+	CU_add_test(s, "wce_off_durability", test_wce_off_durability);
 	CU_add_test(s, "compare_and_write", test_compare_and_write);
 	CU_add_test(s, "verify", test_verify);
 	CU_add_test(s, "mode_sense", test_mode_sense);
