@@ -137,3 +137,136 @@ put('config', 'minimal.json', b'{"backstores":[{"name":"r","type":"ram","size":4
 put('config', 'bad-syntax.json', b'{"backstores":[{"name":"r",}]')
 put('config', 'global.json', b'{"global":{"reactors":2,"poll_mode":"event","admin_socket":"/run/isertd.sock"},'
     b'"discovery":{"auth_required":false},"backstores":[],"targets":[]}')
+
+# -- scsi: [setup 12][commands...] (layout at the top of fuzz_scsi.c) ------
+LU_THIN, LU_4K, LU_RO_BACKSTORE, LU_WCE, LU_SERIAL_FROM_NAME = 1, 2, 4, 8, 16
+
+
+def scsi_setup(lu=LU_THIN | LU_WCE, nexuses=2, ro=(), same_initiator=False, tlen=0, ilen=0, slen=16,
+               vlen=0, nluns=4, seed=0, blocks=56, tpgt=1):
+    nf = (nexuses - 1) | sum(4 << i for i in ro) | (0x40 if same_initiator else 0)
+    return bytes([lu, nf, tlen, ilen, slen, vlen]) + struct.pack('<H', nluns) + \
+        bytes([seed, blocks - 8]) + struct.pack('<H', tpgt)
+
+
+def cdb(*b, n=16):
+    return bytes(b).ljust(n, b'\0')
+
+
+def be(v, n):
+    return v.to_bytes(n, 'big')
+
+
+def cmd(c, edtl=0, nx=0, rd=False, wr=False, dout=b'', cdb_len=16, no_lu=False, defer=False):
+    """One command; EDTL class 6 carries the exact EDTL."""
+    who = nx | (4 if no_lu else 0) | (8 if defer else 0)
+    f = (1 if rd else 0) | (2 if wr else 0) | (6 << 2) | ({16: 0, 6: 1, 10: 2, 12: 3}[cdb_len] << 5)
+    return bytes([who, f]) + struct.pack('<I', edtl) + c.ljust(16, b'\0') + struct.pack('<H', len(dout)) + dout
+
+
+def event(which, nx=0):
+    """0 LU reset, 1 warm reset, 2 cold reset, 3 nexus loss, 4 clear task set, 5 capacity changed."""
+    return bytes([0x10 | nx, 0, which])
+
+
+def rd(c, edtl, nx=0, **kw):
+    return cmd(c, edtl, nx, rd=True, **kw)
+
+
+def wr(c, data, nx=0, **kw):
+    return cmd(c, len(data), nx, wr=True, dout=data, **kw)
+
+
+def scsi(name, setup, *cmds):
+    put('scsi', 'seed-' + name, setup + b''.join(cmds))
+
+
+def prout_list(rk=0, sark=0, flags=0, tids=b''):
+    p = struct.pack('>QQ', rk, sark) + b'\0' * 4 + bytes([flags]) + b'\0' * 3
+    return p + (struct.pack('>I', len(tids)) + tids if flags & 0x08 else b'')
+
+
+def tid(name, isid=None):
+    s = (name + (',i,0x' + isid if isid else '')).encode() + b'\0'
+    s += b'\0' * (-len(s) % 4)
+    s = s.ljust(20, b'\0')
+    return bytes([0x45 if isid else 0x05, 0]) + struct.pack('>H', len(s)) + s
+
+
+TUR = cdb(0x00)
+inq = lambda evpd, page, alloc: cdb(0x12, evpd, page, *be(alloc, 2))
+prout = lambda sa, scope_type, plen: cdb(0x5f, sa, scope_type, 0, 0, *be(plen, 4))
+prin = lambda sa, alloc: cdb(0x5e, sa, 0, 0, 0, 0, 0, *be(alloc, 2))
+rw10 = lambda op, lba, n, flags=0: cdb(op, flags, *be(lba, 4), 0, *be(n, 2))
+rw16 = lambda op, lba, n, flags=0: cdb(op, flags, *be(lba, 8), *be(n, 4))
+
+scsi('identity-at-maxima', scsi_setup(tlen=223, ilen=223, slen=64, vlen=0xff, nluns=16384, seed=7),
+     *[rd(inq(1, p, 0xffff), 0xffff) for p in (0x00, 0x80, 0x83, 0x86, 0xb0, 0xb1, 0xb2)],
+     rd(inq(1, 0x83, 300), 0xffff), rd(inq(1, 0x83, 0xffff), 3), rd(inq(0, 0, 0xffff), 96),
+     rd(cdb(0xa0, 0, 0, 0, 0, 0, *be(0xffffffff, 4)), 140000), rd(cdb(0xa0, 0, 0, 0, 0, 0, *be(16, 4)), 16),
+     rd(cdb(0xa0, 0, 0, 0, 0, 0, *be(4096, 4)), 4096, nx=1))
+scsi('unmapped-lun', scsi_setup(nluns=300),
+     rd(inq(0, 0, 96), 96, no_lu=True), rd(inq(1, 0x83, 255), 255, no_lu=True),
+     rd(cdb(0x03, 0, 0, 0, 18), 18, no_lu=True), cmd(TUR, no_lu=True),
+     rd(cdb(0xa0, 0, 0, 0, 0, 0, *be(4096, 4)), 4096, no_lu=True))
+control = lambda d_sense, swp: bytes([0, 0, 0, 0, 0x0a, 0x0a, 4 if d_sense else 0, 0x10,
+                                      8 if swp else 0, 0x40, 0, 0, 0xff, 0xff, 0, 0])
+caching = lambda wce: bytes([0, 0, 0, 0, 0x08, 0x12, 4 if wce else 0]).ljust(24, b'\0')
+scsi('mode-pages', scsi_setup(),
+     rd(cdb(0x1a, 0, 0x3f, 0, 0xff), 0xff), rd(cdb(0x1a, 0x08, 0x7f, 0, 0xff), 0xff),
+     rd(cdb(0x5a, 0x10, 0xbf, 0, 0, 0, 0, *be(0xffff, 2)), 0xffff), rd(cdb(0x1a, 0, 0xca, 0, 0xff), 0xff),
+     wr(cdb(0x15, 0x10, 0, 0, 16), control(True, True)), wr(rw10(0x2a, 0, 1), b'w' * 512),
+     rd(cdb(0x03, 1, 0, 0, 0xff), 0xff, nx=1), wr(cdb(0x15, 0x10, 0, 0, 16), control(False, False)),
+     wr(cdb(0x55, 0x10, 0, 0, 0, 0, 0, 0, 28), bytes(8) + caching(False)[4:]),
+     wr(cdb(0x0a, 0, 0, 3, 1), b'6' * 512), wr(rw10(0x2a, 4, 1), b'x' * 512),
+     wr(cdb(0x42, 0, 0, 0, 0, 0, 0, 0, 24), struct.pack('>HH4xQI4x', 22, 16, 4, 2)))
+scsi('rw-4k-thick', scsi_setup(lu=LU_4K | LU_WCE, blocks=32),
+     wr(rw10(0x2a, 1, 2), bytes(range(256)) * 32), rd(rw10(0x28, 1, 2), 8192), rd(rw10(0x28, 1, 2), 5000),
+     wr(cdb(0x0a, 0, 0, 5, 1), b'\x66' * 4096), rd(cdb(0x08, 0, 0, 5, 1), 4096),
+     wr(rw16(0x8a, 30, 1, 0x08), b'f' * 4096), rd(rw16(0x88, 31, 1), 4096), rd(rw16(0x88, 32, 1), 4096),
+     wr(rw10(0x2f, 1, 2, 0x02), bytes(range(256)) * 32), wr(rw10(0x2e, 9, 1), b'v' * 4096),
+     wr(rw16(0x89, 9, 0) [:13] + b'\x01\0\0', b'v' * 4096 + b'c' * 4096),
+     wr(rw16(0x93, 10, 4), b'p' * 4096), cmd(rw16(0x91, 0, 0)), cmd(rw10(0x34, 0, 4)),
+     rd(cdb(0x25), 8), rd(cdb(0x9e, 0x10, *bytes(8), *be(32, 4)), 32),
+     rd(cdb(0x9e, 0x12, *bytes(8), *be(0xffff, 4)), 0xffff))
+scsi('thin-unmap', scsi_setup(lu=LU_THIN, blocks=128),
+     wr(rw10(0x2a, 0, 16), b'\xff' * 8192),
+     wr(cdb(0x42, 0, 0, 0, 0, 0, 0, 0, 40), struct.pack('>HH4xQI4xQI4x', 38, 32, 0, 8, 64, 8)),
+     rd(cdb(0x9e, 0x12, *bytes(8), *be(0x400, 4)), 0x400), wr(rw16(0x93, 16, 8, 0x08), bytes(512)),
+     cmd(rw16(0x93, 24, 8, 0x09)), rd(cdb(0x9e, 0x12, *be(24, 8), *be(24, 4)), 24),
+     wr(cdb(0x42, 0, 0, 0, 0, 0, 0, 0, 24), struct.pack('>HH4xQI4x', 22, 16, 127, 2)))
+tids = tid('iqn.2026-11.org.fuzz:i' + 'x' * 20, '00000023d001') + tid('iqn.2026-11.org.fuzz:other')
+moved = tid('iqn.x:moved', '000000000001')
+scsi('pr-three-nexuses', scsi_setup(nexuses=3, same_initiator=True, ilen=40),
+     wr(prout(0, 0, 24), prout_list(0, 0xa)), wr(prout(0, 0, 28 + len(tids)), prout_list(0, 0xb, 0x08, tids), nx=2),
+     wr(prout(6, 0, 24), prout_list(0, 0xc, 0x04), nx=1), wr(prout(1, 0x06, 24), prout_list(0xa)),
+     rd(prin(0, 0xffff), 0xffff), rd(prin(1, 0xffff), 0xffff), rd(prin(2, 0xffff), 0xffff),
+     rd(prin(3, 0xffff), 0xffff), rd(prin(3, 10), 10, nx=2), wr(rw10(0x2a, 7, 1), b'z' * 512, nx=2),
+     wr(rw10(0x2a, 7, 1), b'd' * 512, nx=1, defer=True),
+     wr(prout(5, 0x06, 24), prout_list(0xb, 0xc), nx=2), cmd(TUR, nx=1), cmd(TUR),
+     wr(prout(7, 0, 24 + len(moved)), struct.pack('>QQ', 0xa, 0xd) + bytes([0, 0]) +
+        struct.pack('>HI', 1, len(moved)) + moved),
+     rd(prin(3, 0x2000), 0x2000), wr(prout(3, 0, 24), prout_list(0xb), nx=2), rd(prin(0, 0x2000), 0x2000))
+scsi('spc2-reserve', scsi_setup(nexuses=2),
+     cmd(cdb(0x16), cdb_len=6), cmd(TUR, nx=1), rd(rw10(0x28, 0, 1), 512, nx=1), cmd(cdb(0x17), nx=1),
+     rd(prin(0, 64), 64), cmd(cdb(0x57), cdb_len=10), cmd(cdb(0x56, 0x02)), event(0, nx=1),
+     rd(cdb(0x03, 0, 0, 0, 18), 18))
+scsi('read-only-mapping', scsi_setup(nexuses=2, ro=(1,)),
+     wr(cdb(0x15, 0x10, 0, 0, 16), control(False, True), nx=1), cmd(cdb(0x1b, 0, 0, 0, 0), nx=1),
+     cmd(cdb(0x1e, 0, 0, 0, 1), nx=1), cmd(cdb(0x1e), nx=1), wr(prout(0, 0, 24), prout_list(0, 1), nx=1),
+     cmd(cdb(0x16), nx=1), wr(rw10(0x2a, 0, 1), b'r' * 512, nx=1), rd(rw10(0x28, 0, 1), 512, nx=1),
+     rd(cdb(0x1a, 0, 0x3f, 0, 0xff), 0xff, nx=1), wr(rw10(0x2a, 0, 1), b'w' * 512),
+     wr(cdb(0x15, 0x10, 0, 0, 16), control(False, True)), cmd(TUR, nx=1),
+     wr(cdb(0x15, 0x10, 0, 0, 16), control(False, False)))
+scsi('read-only-backstore', scsi_setup(lu=LU_RO_BACKSTORE | LU_SERIAL_FROM_NAME, nexuses=1),
+     wr(rw10(0x2a, 0, 1), b'r' * 512), cmd(cdb(0x1b, 0, 0, 0, 0)), rd(rw10(0x28, 0, 1), 512),
+     wr(cdb(0x15, 0x10, 0, 0, 16), control(False, False)), rd(inq(1, 0x80, 64), 64))
+scsi('start-stop-events', scsi_setup(nexuses=2),
+     cmd(cdb(0x1b, 0, 0, 0, 0)), cmd(TUR, nx=1), cmd(cdb(0x1b, 0, 0, 0, 1)), cmd(cdb(0x1e, 0, 0, 0, 1), nx=1),
+     cmd(cdb(0x1b, 0, 0, 0, 2)), cmd(cdb(0x1e), nx=1), cmd(cdb(0x1b, 0, 0, 0, 2)), cmd(TUR),
+     cmd(cdb(0x1b, 0, 0, 0, 3)), event(5), event(1, nx=1), event(2), event(4, nx=1), event(3, nx=1),
+     rd(cdb(0x03, 0, 0, 0, 0xff), 0xff), rd(cdb(0x03, 1, 0, 0, 0xff), 0xff, nx=1), cmd(TUR))
+scsi('rsoc', scsi_setup(lu=LU_WCE),
+     rd(cdb(0xa3, 0x0c, 0x80, 0, 0, 0, *be(0xffff, 4)), 0xffff), rd(cdb(0xa3, 0x0c, 0, 0, 0, 0, *be(64, 4)), 64),
+     rd(cdb(0xa3, 0x0c, 0x81, 0x12, 0, 0, *be(512, 4)), 512), rd(cdb(0xa3, 0x0c, 0x02, 0x9e, 0, 0x10, *be(512, 4)), 512),
+     rd(cdb(0xa3, 0x0c, 0x03, 0x42, 0, 0, *be(512, 4)), 512), rd(cdb(0xa3, 0x0c, 0x01, 0x5f, 0, 0, *be(512, 4)), 512))
