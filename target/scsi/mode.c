@@ -249,15 +249,20 @@ void mode_select(struct scsi_cmd *cmd)
 		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 		goto out;
 	}
-	/* A block descriptor may restate the block length, not change it. */
+	/*
+	 * A block descriptor may restate the block length, not change it.  Its
+	 * length is checked before it is read: a shorter one would be read past
+	 * the parameter list.
+	 */
 	if (bdl) {
-		uint32_t blen = bdl >= 16 && ten && (p[4] & 1) ? get_be32(p + hl + 12) : get_be24(p + hl + 5);
 		if (bdl != 8 && bdl != 16) {
 			sense_invalid_param(cmd, ten ? 6 : 3, -1);
 			goto out;
 		}
+		uint32_t at = bdl == 16 && ten && (p[4] & 1) ? 12 : 5;
+		uint32_t blen = at == 12 ? get_be32(p + hl + at) : get_be24(p + hl + at);
 		if (blen && blen != lu->block_size) {
-			sense_invalid_param(cmd, (uint16_t)(hl + (bdl == 16 ? 12 : 5)), -1);
+			sense_invalid_param(cmd, (uint16_t)(hl + at), -1);
 			goto out;
 		}
 	}
