@@ -307,6 +307,9 @@ static void dealloc_end(struct scsi_cmd *cmd)
 	scsi_cmd_complete(cmd);
 }
 
+static void unmap_next(struct scsi_cmd *cmd);
+
+/* One range deallocated: UNMAP goes on with its next descriptor, WRITE SAME ends. */
 static void dealloc_done(struct bs_io *io, int res)
 {
 	struct scsi_cmd *cmd = io->priv;
@@ -314,9 +317,11 @@ static void dealloc_done(struct bs_io *io, int res)
 	if (res < 0) {
 		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
 		scsi_cmd_complete(cmd);
-		return;
+	} else if (cmd->cdb[0] == SCSI_OP_UNMAP) {
+		unmap_next(cmd);
+	} else {
+		dealloc_end(cmd);
 	}
-	dealloc_end(cmd);
 }
 
 /* UNMAP (SBC-3 5.28): parameter list checked whole before anything is deallocated. */
@@ -342,20 +347,6 @@ bool sbc_prep_unmap(struct scsi_cmd *cmd)
 	return get_buf(cmd, &cmd->buf, cmd->dout_len);
 }
 
-static void unmap_next(struct scsi_cmd *cmd);
-
-static void unmap_done(struct bs_io *io, int res)
-{
-	struct scsi_cmd *cmd = io->priv;
-
-	if (res < 0) {
-		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
-		scsi_cmd_complete(cmd);
-		return;
-	}
-	unmap_next(cmd);
-}
-
 /* cmd->lba: index of the next descriptor; cmd->nblocks: descriptor count. */
 static void unmap_next(struct scsi_cmd *cmd)
 {
@@ -365,7 +356,7 @@ static void unmap_next(struct scsi_cmd *cmd)
 		const uint8_t *d = p + 16 * cmd->lba++;
 		uint32_t n = get_be32(d + 8);
 		if (n) {
-			submit(cmd, BS_UNMAP, get_be64(d), n, NULL, unmap_done);
+			submit(cmd, BS_UNMAP, get_be64(d), n, NULL, dealloc_done);
 			return;
 		}
 	}
