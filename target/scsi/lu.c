@@ -265,7 +265,9 @@ void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi
 	case SCSI_EV_TARGET_COLD_RESET:
 		pr_reset(lu->pr, nexus, false);
 		lu_clear_prevent(lu);
-		lu->stopped = lu->ejected = false;
+		/* prepare reads these without the mutex */
+		__atomic_store_n(&lu->stopped, false, __ATOMIC_RELAXED);
+		__atomic_store_n(&lu->ejected, false, __ATOMIC_RELAXED);
 		lu_ua_all(lu, NULL, ASC_POWER_ON_RESET);
 		break;
 	case SCSI_EV_NEXUS_LOSS:
