@@ -33,7 +33,8 @@
  * nothing else does; Data-Out and Data-In stay within the EDTL, the
  * direction bits and the buffer, Data-In within the allocation length; the
  * length field of an emulated answer is at least what went out and exactly
- * that when nothing cut it, and the residual agrees; READ returns the medium
+ * that when nothing cut it, and the residual agrees; a whole answer's
+ * descriptors and pages fill it exactly; READ returns the medium
  * and WRITE lands on it; a read-only mapping or backstore (or SWP when the
  * command began) never reaches the medium with a write, nor changes the LU's
  * mode, power or medium state; with WCE=0 every write is FUA and a
@@ -361,6 +362,64 @@ static bool is_write(uint8_t op)
 	       op == SCSI_OP_WRITE_VERIFY10 || op == SCSI_OP_WRITE_VERIFY12 || op == SCSI_OP_WRITE_VERIFY16;
 }
 
+/* Records of `each` bytes plus a length at len_at (width 1 or 4, plus extra) fill [off, end) exactly. */
+static void check_records(const struct scsi_cmd *c, const uint8_t *d, uint32_t off, uint32_t end, uint32_t head,
+			  uint32_t len_at, int width)
+{
+	while (off < end) {
+		FUZZ_CHECK(off + head <= end, "opcode %02x: record at %u runs past %u", c->cdb[0], off, end);
+		off += head + (width == 1 ? d[off + len_at] : get_be32(d + off + len_at));
+	}
+	FUZZ_CHECK(off == end, "opcode %02x: records end at %u, the answer at %u", c->cdb[0], off, end);
+}
+
+/* The structure of a whole emulated answer: descriptors and pages fill it exactly. */
+static void check_layout(const struct scsi_cmd *c, const uint8_t *d, uint32_t len)
+{
+	const uint8_t *cdb = c->cdb;
+
+	switch (cdb[0]) {
+	case SCSI_OP_INQUIRY:
+		if ((cdb[1] & 1) && cdb[2] == 0x83)
+			check_records(c, d, 4, len, 4, 3, 1);   /* designation descriptors */
+		break;
+	case SCSI_OP_MODE_SENSE6:
+		if (len >= 4)
+			check_records(c, d, 4u + d[3], len, 2, 1, 1);   /* mode pages after the block descriptors */
+		break;
+	case SCSI_OP_MODE_SENSE10:
+		if (len >= 8)
+			check_records(c, d, 8u + get_be16(d + 6), len, 2, 1, 1);
+		break;
+	case SCSI_OP_PR_IN:
+		if ((cdb[1] & 0x1f) == SCSI_PRIN_READ_FULL_STATUS)
+			check_records(c, d, 8, len, 24, 20, 4);   /* status descriptors with their TransportIDs */
+		break;
+	case SCSI_OP_REPORT_LUNS:
+		/* The harness maps LUNs 0..n-1: each is found at its place, single level. */
+		for (uint32_t i = 0; 8 + 8 * (i + 1) <= len; i++) {
+			const uint8_t *l = d + 8 + 8 * i;
+			FUZZ_CHECK((get_be16(l) & 0x3fff) == i && (i < 256 ? l[0] == 0 : l[0] >> 6 == 1) &&
+				   get_be32(l + 4) == 0 && get_be16(l + 2) == 0, "LUN %u reported as %016llx", i,
+				   (unsigned long long)get_be64(l));
+		}
+		break;
+	case SCSI_OP_SERVICE_ACTION_IN16:
+		/* GET LBA STATUS: contiguous descriptors from the LBA asked for. */
+		if ((cdb[1] & 0x1f) == SCSI_SAI_GET_LBA_STATUS) {
+			uint64_t next = get_be64(cdb + 2);
+			for (uint32_t off = 8; off + 16 <= len; off += 16) {
+				FUZZ_CHECK(get_be64(d + off) == next && get_be32(d + off + 8) > 0,
+					   "LBA status descriptor at %u: %llu+%u, %llu expected", off,
+					   (unsigned long long)get_be64(d + off), get_be32(d + off + 8),
+					   (unsigned long long)next);
+				next += get_be32(d + off + 8);
+			}
+		}
+		break;
+	}
+}
+
 static void check_din(const struct world *w, const struct scsi_cmd *c)
 {
 	uint32_t hdr = 0;
@@ -394,6 +453,8 @@ static void check_din(const struct world *w, const struct scsi_cmd *c)
 	FUZZ_CHECK(c->resid == (int64_t)c->edtl - (int64_t)MIN(full, (uint64_t)alloc),
 		   "opcode %02x residual %lld for %llu bytes, alloc %u, EDTL %u", c->cdb[0], (long long)c->resid,
 		   (unsigned long long)full, alloc, c->edtl);
+	if (full == c->din_len)
+		check_layout(c, c->buf->data, c->din_len);
 }
 
 /* LU state a read-only mapping must not change. */
