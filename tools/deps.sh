@@ -3,6 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config python3
       liburing-dev libjson-c-dev libssl-dev libcunit1-dev libibverbs-dev librdmacm-dev
+      libsystemd-dev scdoc
       libiscsi-dev libiscsi-bin tgt sg3-utils fio
       clang libclang-rt-14-dev
       qemu-system-x86 busybox-static cpio kmod xz-utils open-iscsi e2fsprogs util-linux iproute2)
