@@ -1606,7 +1606,7 @@ static const char *poll_mode_name(enum reactor_poll_mode m)
 	return "event";
 }
 
-static json_object *config_to_obj(const struct config *c)
+json_object *config_to_obj(const struct config *c)
 {
 	json_object *root = json_object_new_object();
 	json_object *bs = json_object_new_array(), *ts = json_object_new_array();
@@ -1810,69 +1810,86 @@ void config_free(struct config *c)
 	free(c);
 }
 
-int config_override_portals_iser(struct config *c, const char *hostport, bool iser,
-				 char *err, size_t errlen)
+int config_set_portals(struct config *c, const char *const *hostports, size_t n, bool iser, char *err,
+		       size_t errlen)
 {
-	char *host = NULL;
-	uint16_t port;
 	size_t ntpg = 0;
-	int r;
 
-	if (!c)
+	if (!c || !n || n > CFG_MAX_PORTALS) {
+		seterr(err, errlen, "from 1 to %u portals", CFG_MAX_PORTALS);
 		return -EINVAL;
-	r = config_parse_hostport(hostport, &host, &port);
-	if (r) {
-		seterr(err, errlen, "%s: expected ADDRESS[:PORT] or [IPV6]:PORT with a numeric address, port 1-65535",
-			 hostport ? hostport : "(null)");
-		return r;
 	}
 	for (size_t i = 0; i < c->ntargets; i++)
 		ntpg += c->targets[i].ntpgs;
 	if (!ntpg) {
 		seterr(err, errlen, "%s: the configuration has no portal group to listen for", c->origin);
-		free(host);
 		return -ENOENT;
 	}
-	/* Allocate everything first so a failure leaves the config untouched. */
+	/* Parse and allocate everything first so a failure leaves the config untouched. */
+	struct cfg_portal *parsed = calloc(n, sizeof(*parsed));
 	struct cfg_portal **fresh = calloc(ntpg, sizeof(*fresh));
-	if (!fresh)
-		goto nomem;
-	for (size_t k = 0; k < ntpg; k++) {
-		fresh[k] = calloc(1, sizeof(**fresh));
-		if (!fresh[k] || !(fresh[k]->host = strdup(host))) {
-			for (size_t j = 0; j <= k; j++) {
-				if (fresh[j])
-					free(fresh[j]->host);
-				free(fresh[j]);
-			}
-			free(fresh);
-			goto nomem;
+	int r = parsed && fresh ? 0 : -ENOMEM;
+	for (size_t i = 0; !r && i < n; i++) {
+		r = config_parse_hostport(hostports[i], &parsed[i].host, &parsed[i].port);
+		parsed[i].iser = iser;
+		if (r) {
+			seterr(err, errlen, "%s: expected ADDRESS[:PORT] or [IPV6]:PORT with a numeric address, port 1-65535",
+			       hostports[i] ? hostports[i] : "(null)");
+			goto out;
 		}
-		fresh[k]->port = port;
-		fresh[k]->iser = iser;
+		for (size_t j = 0; j < i; j++)
+			if (parsed[j].port == parsed[i].port && !strcmp(parsed[j].host, parsed[i].host)) {
+				seterr(err, errlen, "%s: given twice", hostports[i]);
+				r = -EINVAL;
+				goto out;
+			}
+	}
+	for (size_t k = 0; !r && k < ntpg; k++) {
+		fresh[k] = calloc(n, sizeof(**fresh));
+		if (!fresh[k])
+			r = -ENOMEM;
+		for (size_t i = 0; !r && i < n; i++) {
+			fresh[k][i] = parsed[i];
+			if (!(fresh[k][i].host = strdup(parsed[i].host)))
+				r = -ENOMEM;
+		}
+	}
+	if (r) {
+		seterr(err, errlen, "out of memory");
+		goto out;
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < c->ntargets; i++)
 		for (size_t j = 0; j < c->targets[i].ntpgs; j++) {
 			struct cfg_tpg *t = &c->targets[i].tpgs[j];
-			for (size_t n = 0; n < t->nportals; n++)
-				free(t->portals[n].host);
+			for (size_t m = 0; m < t->nportals; m++)
+				free(t->portals[m].host);
 			free(t->portals);
-			t->portals = fresh[k++];
-			t->nportals = 1;
+			t->portals = fresh[k];
+			fresh[k++] = NULL;
+			t->nportals = n;
 		}
+out:
+	for (size_t k2 = 0; fresh && k2 < ntpg; k2++) {
+		for (size_t i = 0; fresh[k2] && i < n; i++)
+			free(fresh[k2][i].host);
+		free(fresh[k2]);
+	}
+	for (size_t i = 0; parsed && i < n; i++)
+		free(parsed[i].host);
 	free(fresh);
-	free(host);
-	return 0;
-nomem:
-	free(host);
-	seterr(err, errlen, "out of memory");
-	return -ENOMEM;
+	free(parsed);
+	return r;
+}
+
+int config_override_portals_iser(struct config *c, const char *hostport, bool iser, char *err, size_t errlen)
+{
+	return config_set_portals(c, &hostport, 1, iser, err, errlen);
 }
 
 int config_override_portals(struct config *c, const char *hostport, char *err, size_t errlen)
 {
-	return config_override_portals_iser(c, hostport, false, err, errlen);
+	return config_set_portals(c, &hostport, 1, false, err, errlen);
 }
 
 bool config_has_secrets(const struct config *c)

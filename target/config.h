@@ -129,8 +129,14 @@ int config_load_string(const char *json, const char *origin, struct config **out
 int config_save_file(const struct config *c, const char *path, char *err, size_t errlen);
 /* Serialize to a newly allocated JSON string (free()). */
 char *config_to_json(const struct config *c);
+/* The same document as a json-c object (json_object_put() it). */
+struct json_object;
+struct json_object *config_to_obj(const struct config *c);
 void config_free(struct config *c);
 
+/* Replace every TPG's portals by the n HOST:PORT portals given (all TCP, or all iSER). */
+int config_set_portals(struct config *c, const char *const *hostports, size_t n, bool iser, char *err,
+		       size_t errlen);
 /* Replace every TPG's portals by HOST:PORT ("[::1]:3260", "0.0.0.0", ...). */
 int config_override_portals(struct config *c, const char *hostport, char *err, size_t errlen);
 /* Same, with the iser flag of the new portals chosen (the above uses TCP). */

@@ -22,6 +22,7 @@
 #include "common/reactor.h"
 #include "target/config.h"
 #include "target/iscsi/iscsi.h"
+#include "target/rpc.h"
 
 /* After the forced close, how long connections get to be freed before we give up on them. */
 #define FORCED_FREE_MS 3000
@@ -43,6 +44,8 @@ static void usage(FILE *f)
 		"  -p, --portal HOST:PORT listen here instead of the configured portals\n"
 		"                         (repeat for several; [v6addr]:port for IPv6)\n"
 		"  -r, --reactors N       worker threads (default: from the config, else one per core)\n"
+		"  -a, --admin-socket PATH  serve the JSON-RPC admin socket (iserctl) at PATH\n"
+		"                         (default: global.admin_socket, else " RPC_DEFAULT_SOCKET "; none: off)\n"
 		"      --check            validate the configuration and exit\n"
 		"      --print-config     print the configuration in effect as JSON and exit\n"
 		"  -d, --debug            verbose logging\n"
@@ -103,6 +106,7 @@ static void on_signal(void *arg, uint32_t events)
 	log_info("signal %d: shutting down: no new connections, in-flight commands finish (at most %u s)",
 		 (int)si.ssi_signo, cfg->shutdown_timeout_s);
 	iscsi_stop();
+	rpc_shutdown();
 	stop_deadline_ns = reactor_now_ns() + (uint64_t)cfg->shutdown_timeout_s * 1000000000ull;
 	for (unsigned i = 0; i < nreactors; i++)
 		reactor_send(reactors[i], conn_drain_all, reactors[i]);
@@ -140,22 +144,23 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' }, { "portal", required_argument, NULL, 'p' },
 		{ "reactors", required_argument, NULL, 'r' }, { "check", no_argument, NULL, 'C' },
+		{ "admin-socket", required_argument, NULL, 'a' },
 		{ "print-config", no_argument, NULL, 'P' },   { "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 	};
-	const char *config_path = NULL;
-	const char *portals[16];
+	const char *config_path = NULL, *admin_socket = NULL;
+	const char *portals[64];
 	unsigned nportals = 0, nr = 0;
 	bool check = false, print = false;
 	int o;
-	while ((o = getopt_long(argc, argv, "c:p:r:dh", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:p:r:a:dh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c':
 			config_path = optarg;
 			break;
 		case 'p':
-			if (nportals == 16) {
-				fprintf(stderr, "isertd: at most 16 --portal options\n");
+			if (nportals == 64) {
+				fprintf(stderr, "isertd: at most 64 --portal options\n");
 				return 2;
 			}
 			portals[nportals++] = optarg;
@@ -170,6 +175,9 @@ int main(int argc, char **argv)
 			nr = (unsigned)v;
 			break;
 		}
+		case 'a':
+			admin_socket = optarg;
+			break;
 		case 'C':
 			check = true;
 			break;
@@ -199,14 +207,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (nportals) {
-		/* The first --portal replaces the configured ones; more are added. */
-		for (unsigned i = 0; i < nportals; i++) {
-			rc = config_override_portals(cfg, portals[i], err, sizeof(err));
-			if (rc) {
-				fprintf(stderr, "isertd: --portal %s: %s\n", portals[i], err);
-				config_free(cfg);
-				return 2;
-			}
+		rc = config_set_portals(cfg, portals, nportals, false, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "isertd: --portal: %s\n", err);
+			config_free(cfg);
+			return 2;
 		}
 	}
 	if (check || print) {
@@ -254,6 +259,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "isertd: %s\n", err);
 		return 1;
 	}
+	rc = rpc_start(cfg, admin_socket, config_path, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "isertd: %s\n", err);
+		return 1;
+	}
 	reactor_add_fd(reactors[0], sfd, EPOLLIN, on_signal, &sfd);
 	log_info("isertd serving %s with %u reactor%s", cfg->origin, nr, nr > 1 ? "s" : "");
 	pthread_t *th = calloc(nr, sizeof(*th));
@@ -263,6 +273,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 1; i < nr; i++)
 		pthread_join(th[i], NULL);
 	free(th);
+	rpc_stop();
 	/* Nothing runs any more: what a write cache holds goes to stable storage now. */
 	if (iscsi_flush())
 		exit_status = 1;

@@ -8,6 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/fs.h>
 
 #include "target/backstore/backstore_impl.h"
 
@@ -114,6 +118,56 @@ bool backstore_write_cache(const struct backstore *bs) { return bs->write_cache;
 bool backstore_thin(const struct backstore *bs) { return bs->thin; }
 bool backstore_unmap_zeroes(const struct backstore *bs) { return !bs->discard; }
 uint32_t backstore_optimal_io(const struct backstore *bs) { return bs->optimal_io; }
+
+int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen)
+{
+	uint64_t have = bs->size;
+	if (bs->type == BACKSTORE_BLOCK) {
+		/* The device was resized underneath (lvextend, a namespace resize): follow it. */
+		uint64_t dev = 0;
+		if (ioctl(bs->fd, BLKGETSIZE64, &dev) < 0) {
+			bs_errf(bs, err, errlen, "cannot read the device size: %s", strerror(errno));
+			return -errno;
+		}
+		dev -= dev % bs->block_size;
+		if (size && size != dev) {
+			bs_errf(bs, err, errlen, "size: a block backstore takes its device's size (%llu bytes); "
+				"resize the device, then give size 0 to follow it", (unsigned long long)dev);
+			return -EINVAL;
+		}
+		size = dev;
+	} else if (bs->type != BACKSTORE_FILE) {
+		bs_errf(bs, err, errlen, "size: a ram backstore cannot be resized while it runs");
+		return -EOPNOTSUPP;
+	}
+	if (!size || size % bs->block_size) {
+		bs_errf(bs, err, errlen, "size: %llu is not a positive multiple of the block size %u",
+			(unsigned long long)size, bs->block_size);
+		return -EINVAL;
+	}
+	if (size < have) {
+		/* An initiator's file system may hold blocks past the new end: shrinking is a restart's decision. */
+		bs_errf(bs, err, errlen, "size: %llu is smaller than the current %llu bytes; a LUN is only grown "
+			"while it is in use", (unsigned long long)size, (unsigned long long)have);
+		return -EINVAL;
+	}
+	if (bs->type == BACKSTORE_FILE) {
+		struct stat st;
+		if (bs->readonly) {
+			bs_errf(bs, err, errlen, "size: the backstore is readonly");
+			return -EROFS;
+		}
+		if (fstat(bs->fd, &st) < 0 || ((uint64_t)st.st_size < size && ftruncate(bs->fd, (off_t)size) < 0)) {
+			int e = errno;
+			bs_errf(bs, err, errlen, "cannot extend the file to %llu bytes: %s", (unsigned long long)size,
+				strerror(e));
+			return -e;
+		}
+	}
+	/* Reactors read the size unlocked; growing only, any value they see is safe. */
+	__atomic_store_n(&bs->size, size, __ATOMIC_RELEASE);
+	return 0;
+}
 
 void bs_complete(struct bs_io *io, int res)
 {

@@ -62,6 +62,8 @@ struct bs_io {
 /* Open per cfg; on failure returns -errno and writes a message naming the field/path to err. */
 int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char *err, size_t errlen);
 void backstore_close(struct backstore *bs);
+/* Grow to size bytes (file: extends the file; block: 0 = follow the device's new size); ram refuses. */
+int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen);
 
 const char *backstore_name(const struct backstore *bs);
 enum backstore_type backstore_type(const struct backstore *bs);

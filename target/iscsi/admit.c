@@ -110,3 +110,14 @@ void admit_session_gone(void)
 	nsessions--;
 	pthread_mutex_unlock(&admit_lock);
 }
+
+void admit_set_limits(unsigned max_conns, unsigned per_portal, unsigned per_host, unsigned max_sessions)
+{
+	struct config *cfg = iscsi_g.cfg;
+	pthread_mutex_lock(&admit_lock);
+	cfg->max_connections = max_conns;
+	cfg->max_connections_per_portal = per_portal;
+	cfg->max_connections_per_host = per_host;
+	cfg->max_sessions = max_sessions;
+	pthread_mutex_unlock(&admit_lock);
+}

@@ -509,3 +509,11 @@ void conn_drain_all(void *arg)
 {
 	drain_tick(arg);
 }
+
+void conn_foreach(void (*fn)(struct iscsi_conn *c, void *arg), void *arg)
+{
+	for (struct iscsi_conn *c = reactor_conns, *n; c; c = n) {
+		n = c->rnext;
+		fn(c, arg);
+	}
+}

@@ -209,6 +209,8 @@ void admit_conn_gone(struct iscsi_conn *c);
 /* 0 (counted), or a login status refusing one more session (why filled). */
 uint16_t admit_session(char *why, size_t whylen);
 void admit_session_gone(void);
+/* The admin socket changed the limits (existing connections and sessions stay). */
+void admit_set_limits(unsigned max_conns, unsigned per_portal, unsigned per_host, unsigned max_sessions);
 
 /* conn.c */
 void conn_accept(void *arg, struct xp_conn *xp);
@@ -232,6 +234,8 @@ void conn_pdu_failed(struct iscsi_conn *c, int err);
 void conn_drain_all(void *arg);
 /* Connections alive in the process (all reactors). */
 unsigned conn_count(void);
+/* On a reactor: call fn for each of its connections (fn may close the one it is given). */
+void conn_foreach(void (*fn)(struct iscsi_conn *c, void *arg), void *arg);
 /* Send a simple control PDU whose BHS is given (copied), with optional data (copied). */
 int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, uint32_t len);
 /* The same, taking ownership of malloc'd data; optionally close once it is sent. */
@@ -283,6 +287,14 @@ const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun)
 void discovery_text(struct iscsi_conn *c, struct xp_rx *rx);
 bool tpg_initiator_allowed(const struct iscsi_tpg *tpg, const char *initiator, const struct cfg_acl **acl);
 bool tpg_has_portal(const struct iscsi_tpg *tpg, const struct xp_conn *xp);
+
+/* admin.c: what the admin socket asks of the reactors (from its own thread) */
+struct json_object;
+/* Every session (filtered by tsih, initiator, target when non-zero/non-NULL) as JSON objects. */
+int admin_sessions(struct json_object *out, uint16_t tsih, const char *initiator, const char *target,
+		   char *err, size_t errlen);
+/* Close the connections of matching sessions (tsih, or every session of target/tag); returns how many. */
+int admin_close_sessions(uint16_t tsih, const char *target, int tag, const char *why, char *err, size_t errlen);
 
 /* tmf.c */
 void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx);

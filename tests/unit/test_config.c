@@ -565,6 +565,29 @@ static void test_override_portals(void)
 	c = load_ok("{}");
 	CU_ASSERT_EQUAL(config_override_portals(c, "127.0.0.1", errbuf, sizeof(errbuf)), -ENOENT);
 	config_free(c);
+
+	/* isertd --portal A --portal B: every TPG gets both (only the last survived before) */
+	c = load_ok("{" BS_RAM ",\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:a\",\"tpgs\":[{\"tag\":1},{\"tag\":2}]}]}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	const char *two[] = { "127.0.0.1:3301", "[::1]:3302" };
+	CU_ASSERT_EQUAL(config_set_portals(c, two, 2, false, errbuf, sizeof(errbuf)), 0);
+	for (size_t i = 0; i < 2; i++) {
+		struct cfg_tpg *t = &c->targets[0].tpgs[i];
+		CU_ASSERT_EQUAL_FATAL(t->nportals, 2);
+		CU_ASSERT_STRING_EQUAL(t->portals[0].host, "127.0.0.1");
+		CU_ASSERT_EQUAL(t->portals[0].port, 3301);
+		CU_ASSERT_STRING_EQUAL(t->portals[1].host, "::1");
+		CU_ASSERT_EQUAL(t->portals[1].port, 3302);
+	}
+	/* the same portal twice, or a bad one among good ones: refused, nothing changed */
+	const char *dup[] = { "10.0.0.1", "10.0.0.1:3260" }, *bad[] = { "10.0.0.1", "x:1" };
+	CU_ASSERT_EQUAL(config_set_portals(c, dup, 2, false, errbuf, sizeof(errbuf)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "given twice"));
+	CU_ASSERT_EQUAL(config_set_portals(c, bad, 2, false, errbuf, sizeof(errbuf)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "x:1"));
+	CU_ASSERT_EQUAL(c->targets[0].tpgs[1].nportals, 2);
+	CU_ASSERT_STRING_EQUAL(c->targets[0].tpgs[1].portals[0].host, "127.0.0.1");
+	config_free(c);
 }
 
 /* ------------------------------------------------------------ round trip */

@@ -1,0 +1,494 @@
+/*
+ * The admin socket's server: a unix stream socket (mode 0600), peers
+ * checked with SO_PEERCRED (root or isertd's own uid), requests read as a
+ * stream of JSON texts (each up to RPC_MAX_REQUEST bytes, nothing between
+ * them but white space), one response per request, each followed by a
+ * newline.  Requests are handled one at a time on this thread; a method
+ * that needs the reactors asks them by message (target/iscsi/admin.c).
+ */
+#include "target/rpc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "target/rpc_int.h"
+
+struct client {
+	int fd;
+	uid_t uid;
+	json_tokener *tok;
+	size_t req_bytes;        /* of the request being read */
+	char *out;               /* response not yet written */
+	size_t out_len, out_off;
+	uint64_t last_ms;
+	bool close_after;        /* once out is written */
+	char in[16384];          /* read, not yet parsed (waits while an answer is being written) */
+	size_t in_len;
+};
+
+static struct {
+	int lfd, wakefd;
+	char path[108];
+	pthread_t th;
+	bool running;
+	struct client clients[RPC_MAX_CLIENTS];
+	unsigned nclients;
+} srv = { .lfd = -1, .wakefd = -1 };
+
+struct rpc_state rpc_st = { .generation = 1 };
+bool rpc_no_files;
+
+int rpc_fail(struct rpc_call *c, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->msg, sizeof(c->msg), fmt, ap);
+	va_end(ap);
+	c->code = code;
+	return -1;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static char *error_text(json_object *id, int code, const char *msg)
+{
+	json_object *r = json_object_new_object(), *e = json_object_new_object();
+	json_object_object_add(r, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(e, "code", json_object_new_int(code));
+	json_object_object_add(e, "message", json_object_new_string(msg));
+	json_object_object_add(r, "error", e);
+	json_object_object_add(r, "id", id ? json_object_get(id) : NULL);
+	char *s = strdup(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(r);
+	return s;
+}
+
+static const struct rpc_method *find_method(const char *name)
+{
+	for (const struct rpc_method *m = rpc_methods; m->name; m++)
+		if (!strcmp(m->name, name))
+			return m;
+	return NULL;
+}
+
+/* A parsed request object -> response text (NULL: a notification, no answer). */
+static char *handle_obj(json_object *req, uid_t uid)
+{
+	json_object *id = NULL, *v, *params = NULL;
+	if (!json_object_is_type(req, json_type_object))
+		return error_text(NULL, RPC_INVALID_REQUEST,
+				  json_object_is_type(req, json_type_array) ? "batch requests are not supported: send one "
+									      "request object at a time"
+									    : "a request must be a JSON object");
+	bool has_id = json_object_object_get_ex(req, "id", &id);
+	if (has_id && id && !json_object_is_type(id, json_type_int) && !json_object_is_type(id, json_type_string))
+		return error_text(NULL, RPC_INVALID_REQUEST, "id: must be a number or a string");
+	if (!json_object_object_get_ex(req, "jsonrpc", &v) || !json_object_is_type(v, json_type_string) ||
+	    strcmp(json_object_get_string(v), "2.0"))
+		return error_text(id, RPC_INVALID_REQUEST, "jsonrpc: must be \"2.0\"");
+	json_object_object_foreach(req, key, val)
+	{
+		(void)val;
+		if (strcmp(key, "jsonrpc") && strcmp(key, "id") && strcmp(key, "method") && strcmp(key, "params")) {
+			char m[128];
+			snprintf(m, sizeof(m), "unknown member '%.40s' (a request has jsonrpc, method, params, id)", key);
+			return error_text(id, RPC_INVALID_REQUEST, m);
+		}
+	}
+	if (!json_object_object_get_ex(req, "method", &v) || !json_object_is_type(v, json_type_string))
+		return error_text(id, RPC_INVALID_REQUEST, "method: must be a string");
+	const char *name = json_object_get_string(v);
+	if (json_object_object_get_ex(req, "params", &params) && !json_object_is_type(params, json_type_object))
+		return error_text(id, RPC_INVALID_PARAMS, "params: must be an object (named parameters)");
+	const struct rpc_method *m = find_method(name);
+	char *out = NULL;
+	if (!m) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "unknown method '%.64s' (rpc.methods lists them)", name);
+		out = error_text(id, RPC_METHOD_NOT_FOUND, msg);
+		goto done;
+	}
+	if (uid != 0 && uid != geteuid()) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "permission denied: uid %u is neither root nor isertd's uid %u", (unsigned)uid,
+			 (unsigned)geteuid());
+		out = error_text(id, RPC_PERMISSION, msg);
+		goto done;
+	}
+	if (__atomic_load_n(&rpc_st.stopping, __ATOMIC_RELAXED)) {
+		out = error_text(id, RPC_UNAVAILABLE, "isertd is shutting down");
+		goto done;
+	}
+	struct rpc_call c = { .params = params ? json_object_get(params) : json_object_new_object() };
+	int rc = 0;
+	if (m->change && json_object_object_get_ex(c.params, "generation", &v)) {
+		int64_t g = json_object_get_int64(v);
+		if (!json_object_is_type(v, json_type_int) || g < 1)
+			rc = rpc_fail(&c, RPC_INVALID_PARAMS, "generation: must be a positive integer");
+		else if ((uint64_t)g != rpc_st.generation)
+			rc = rpc_fail(&c, RPC_STALE,
+				      "stale generation %lld: the running configuration is at generation %llu; "
+				      "read it again (config.get) and redo the change",
+				      (long long)g, (unsigned long long)rpc_st.generation);
+		json_object_object_del(c.params, "generation");
+	}
+	if (!rc)
+		rc = m->fn(&c);
+	if (!rc && m->change) {
+		rpc_st.generation++;
+		log_info("admin (uid %u): %s %.200s: done, generation %llu", (unsigned)uid, m->name,
+			 json_object_to_json_string_ext(params ? params : c.params, JSON_C_TO_STRING_PLAIN),
+			 (unsigned long long)rpc_st.generation);
+	}
+	if (!has_id) {
+		json_object_put(c.result);
+	} else if (rc) {
+		out = error_text(id, c.code, c.msg);
+		json_object_put(c.result);
+	} else {
+		json_object *r = json_object_new_object();
+		json_object_object_add(r, "jsonrpc", json_object_new_string("2.0"));
+		json_object_object_add(r, "result", c.result ? c.result : json_object_new_object());
+		json_object_object_add(r, "id", json_object_get(id));
+		out = strdup(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(r);
+	}
+	json_object_put(c.params);
+	return out;
+done:
+	return has_id ? out : (free(out), NULL);
+}
+
+char *rpc_handle(const char *req, size_t len, uid_t uid)
+{
+	json_tokener *tok = json_tokener_new_ex(32);
+	if (!tok)
+		return error_text(NULL, RPC_INTERNAL, "out of memory");
+	json_object *o = json_tokener_parse_ex(tok, req, (int)len);
+	enum json_tokener_error e = json_tokener_get_error(tok);
+	char *out;
+	if (!o || (e != json_tokener_success)) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "not JSON: %s", e == json_tokener_continue ? "the text ends early"
+											: json_tokener_error_desc(e));
+		out = error_text(NULL, RPC_PARSE_ERROR, msg);
+	} else {
+		out = handle_obj(o, uid);
+	}
+	json_object_put(o);
+	json_tokener_free(tok);
+	return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The socket. */
+
+static void client_close(unsigned i)
+{
+	struct client *c = &srv.clients[i];
+	close(c->fd);
+	json_tokener_free(c->tok);
+	free(c->out);
+	srv.clients[i] = srv.clients[--srv.nclients];
+}
+
+static void client_queue(struct client *c, char *text)
+{
+	size_t n = strlen(text);
+	char *o = malloc(n + 1);
+	if (!o) {
+		c->close_after = true;
+		free(text);
+		return;
+	}
+	memcpy(o, text, n);
+	o[n] = '\n';
+	free(text);
+	c->out = o;
+	c->out_len = n + 1;
+	c->out_off = 0;
+}
+
+/* Feed what arrived to the tokener; at most one complete request is handled (its answer then goes out first). */
+static size_t client_parse(struct client *c, const char *buf, size_t len)
+{
+	size_t used = 0;
+	if (!c->req_bytes)
+		while (used < len && strchr(" \t\r\n", buf[used]))
+			used++;
+	if (used == len)
+		return used;
+	size_t room = RPC_MAX_REQUEST - c->req_bytes, n = len - used;
+	bool too_big = n > room;
+	if (too_big)
+		n = room;
+	json_object *o = json_tokener_parse_ex(c->tok, buf + used, (int)n);
+	enum json_tokener_error e = json_tokener_get_error(c->tok);
+	if (e == json_tokener_continue) {
+		c->req_bytes += n;
+		if (too_big || c->req_bytes >= RPC_MAX_REQUEST) {
+			char m[96];
+			snprintf(m, sizeof(m), "request larger than %u bytes", RPC_MAX_REQUEST);
+			client_queue(c, error_text(NULL, RPC_INVALID_REQUEST, m));
+			c->close_after = true;
+		}
+		return used + n;
+	}
+	size_t end = json_tokener_get_parse_end(c->tok);
+	json_tokener_reset(c->tok);
+	c->req_bytes = 0;
+	if (e != json_tokener_success || !o) {
+		char m[128];
+		snprintf(m, sizeof(m), "not JSON: %s", json_tokener_error_desc(e));
+		client_queue(c, error_text(NULL, RPC_PARSE_ERROR, m));
+		c->close_after = true; /* where the next request starts is unknown */
+		return len;
+	}
+	char *text = handle_obj(o, c->uid);
+	json_object_put(o);
+	if (text)
+		client_queue(c, text);
+	return used + end;
+}
+
+static void client_accept(void)
+{
+	int fd = accept4(srv.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (srv.nclients == RPC_MAX_CLIENTS) {
+		char *t = error_text(NULL, RPC_UNAVAILABLE, "too many admin connections at once; try again");
+		if (t && write(fd, t, strlen(t)) < 0) {
+			/* closing anyway */
+		}
+		free(t);
+		close(fd);
+		return;
+	}
+	struct ucred cr;
+	socklen_t sl = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl)) {
+		close(fd);
+		return;
+	}
+	struct client *c = &srv.clients[srv.nclients];
+	*c = (struct client){ .fd = fd, .uid = cr.uid, .tok = json_tokener_new_ex(32), .last_ms = now_ms() };
+	if (!c->tok) {
+		close(fd);
+		return;
+	}
+	srv.nclients++;
+}
+
+/* Handle what was read, up to the first request that has an answer to write. */
+static void client_pump(struct client *c)
+{
+	size_t off = 0;
+	while (off < c->in_len && !c->out && !c->close_after)
+		off += client_parse(c, c->in + off, c->in_len - off);
+	if (c->close_after)
+		off = c->in_len;
+	memmove(c->in, c->in + off, c->in_len - off);
+	c->in_len -= off;
+}
+
+/* Write, then read and answer; false when the client is done. */
+static bool client_io(struct client *c, short revents)
+{
+	if (c->out) {
+		ssize_t n = write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return false;
+		if (n > 0) {
+			c->out_off += (size_t)n;
+			c->last_ms = now_ms();
+		}
+		if (c->out_off < c->out_len)
+			return true;
+		free(c->out);
+		c->out = NULL;
+		if (c->close_after)
+			return false;
+		/* Requests sent behind the one just answered. */
+		client_pump(c);
+		return !(c->close_after && !c->out);
+	}
+	if (!(revents & (POLLIN | POLLHUP | POLLERR)))
+		return true;
+	ssize_t n = read(c->fd, c->in, sizeof(c->in));
+	if (n == 0 && c->req_bytes) {
+		/* The peer stopped sending in the middle of a request: say so before closing. */
+		client_queue(c, error_text(NULL, RPC_PARSE_ERROR, "not JSON: the text ends early"));
+		c->close_after = true;
+		return c->out != NULL;
+	}
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		return false;
+	if (n < 0)
+		return true;
+	c->last_ms = now_ms();
+	c->in_len = (size_t)n;
+	client_pump(c);
+	return !(c->close_after && !c->out);
+}
+
+static void *rpc_thread(void *arg)
+{
+	(void)arg;
+	struct pollfd pf[RPC_MAX_CLIENTS + 2];
+	for (;;) {
+		pf[0] = (struct pollfd){ .fd = srv.wakefd, .events = POLLIN };
+		pf[1] = (struct pollfd){ .fd = srv.lfd, .events = POLLIN };
+		for (unsigned i = 0; i < srv.nclients; i++)
+			pf[i + 2] = (struct pollfd){ .fd = srv.clients[i].fd,
+						     .events = srv.clients[i].out ? POLLOUT : POLLIN };
+		unsigned n = srv.nclients;
+		int rc = poll(pf, n + 2, 1000);
+		if (rc < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			break;
+		uint64_t now = now_ms();
+		for (unsigned i = n; i-- > 0;) {
+			struct client *c = &srv.clients[i];
+			bool keep = rc > 0 && pf[i + 2].revents ? client_io(c, pf[i + 2].revents) : true;
+			if (keep && now - c->last_ms > RPC_IDLE_MS)
+				keep = false;
+			if (!keep)
+				client_close(i);
+		}
+		if (rc > 0 && (pf[1].revents & POLLIN))
+			client_accept();
+	}
+	while (srv.nclients)
+		client_close(srv.nclients - 1);
+	return NULL;
+}
+
+/* 0: free to bind (a stale socket file was removed); -EADDRINUSE: a live server answers there. */
+static int claim_path(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(path, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "admin socket %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "admin socket %s: exists and is not a socket", path);
+		return -EEXIST;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (!rc) {
+		snprintf(err, errlen, "admin socket %s: another isertd serves it", path);
+		return -EADDRINUSE;
+	}
+	if (e != ECONNREFUSED) {
+		snprintf(err, errlen, "admin socket %s: %s", path, strerror(e));
+		return -e;
+	}
+	unlink(path); /* left by a process that is gone */
+	return 0;
+}
+
+int rpc_start(struct config *cfg, const char *path, const char *config_path, char *err, size_t errlen)
+{
+	bool asked = path || cfg->admin_socket;
+	if (!path)
+		path = cfg->admin_socket ? cfg->admin_socket : RPC_DEFAULT_SOCKET;
+	rpc_st.cfg = cfg;
+	rpc_st.config_path = config_path ? strdup(config_path) : NULL;
+	if (!*path || !strcmp(path, "none"))
+		return 0;
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		snprintf(err, errlen, "admin socket %s: longer than 107 bytes", path);
+		return -ENAMETOOLONG;
+	}
+	int rc = claim_path(path, err, errlen);
+	if (rc && !asked) {
+		log_warn("%s; running without an admin socket (give another with --admin-socket)", err);
+		err[0] = 0;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	srv.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (srv.lfd < 0) {
+		snprintf(err, errlen, "admin socket: %s", strerror(errno));
+		return -errno;
+	}
+	mode_t old = umask(0177); /* the socket is born 0600: no window where others could connect */
+	rc = bind(srv.lfd, (struct sockaddr *)&sa, sizeof(sa));
+	int e = errno;
+	umask(old);
+	if (rc || listen(srv.lfd, 16)) {
+		e = rc ? e : errno;
+		snprintf(err, errlen, "admin socket %s: %s", path, strerror(e));
+		close(srv.lfd);
+		srv.lfd = -1;
+		return -e;
+	}
+	snprintf(srv.path, sizeof(srv.path), "%s", path);
+	srv.wakefd = eventfd(0, EFD_CLOEXEC);
+	if (srv.wakefd < 0 || pthread_create(&srv.th, NULL, rpc_thread, NULL)) {
+		snprintf(err, errlen, "admin socket: cannot start its thread");
+		rpc_stop();
+		return -ENOMEM;
+	}
+	srv.running = true;
+	log_info("admin socket %s", path);
+	return 0;
+}
+
+void rpc_shutdown(void)
+{
+	__atomic_store_n(&rpc_st.stopping, true, __ATOMIC_RELAXED);
+}
+
+void rpc_stop(void)
+{
+	if (srv.running) {
+		uint64_t one = 1;
+		if (write(srv.wakefd, &one, sizeof(one)) < 0)
+			log_warn("admin socket: cannot wake its thread: %s", strerror(errno));
+		pthread_join(srv.th, NULL);
+		srv.running = false;
+	}
+	if (srv.lfd >= 0) {
+		close(srv.lfd);
+		unlink(srv.path);
+		srv.lfd = -1;
+	}
+	if (srv.wakefd >= 0)
+		close(srv.wakefd);
+	srv.wakefd = -1;
+	free(rpc_st.config_path);
+	rpc_st.config_path = NULL;
+}

@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""The admin socket and iserctl against a running isertd, with initiators
+doing I/O the whole time: libiscsi's iscsi-perf on one LUN and a
+write/read-verify client on another.  Live changes (resize, TPG disable,
+global limits, closing a session) must leave those sessions alone (same
+TSIH from start to end, every block verified); refusals must be clear
+JSON-RPC errors that change nothing (the running configuration compared
+before and after).
+
+usage: test_admin.py ISERTD ISERCTL [PORT]"""
+import json
+import os
+import shutil
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import iscsi_client as ic  # noqa: E402
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
+ISERTD, ISERCTL = sys.argv[1], sys.argv[2]
+PORT = int(sys.argv[3]) if len(sys.argv) > 3 else 3470
+T1, T2 = 'iqn.2026-11.org.isert:admin1', 'iqn.2026-11.org.isert:admin2'
+MB = 1 << 20
+
+
+def config(work):
+    return {
+        'backstores': [
+            {'name': 'f0', 'type': 'file', 'path': os.path.join(work, 'f0.img'), 'size': '64M'},
+            {'name': 'r0', 'type': 'ram', 'size': '32M'},
+            {'name': 'r1', 'type': 'ram', 'size': '8M'},
+        ],
+        'targets': [
+            {'iqn': T1, 'tpgs': [{'tag': 1, 'enable': True, 'demo_mode': True,
+                                  'portals': [{'ip': '127.0.0.1', 'port': PORT}],
+                                  'luns': [{'lun': 0, 'backstore': 'f0'}, {'lun': 1, 'backstore': 'r0'}]}]},
+            {'iqn': T2, 'tpgs': [{'tag': 1, 'enable': True, 'demo_mode': True,
+                                  'portals': [{'ip': '127.0.0.1', 'port': PORT}],
+                                  'luns': [{'lun': 0, 'backstore': 'r1'}]}]},
+        ],
+    }
+
+
+class Rpc:
+    """A raw JSON-RPC client of the socket (iserctl is tested separately)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.id = 0
+
+    def raw(self, data, read=True):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(self.path)
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        out = b''
+        if read:
+            while not out.endswith(b'\n'):
+                b = s.recv(65536)
+                if not b:
+                    break
+                out += b
+        s.close()
+        return json.loads(out) if out.strip() else None
+
+    def call(self, method, params=None):
+        self.id += 1
+        req = {'jsonrpc': '2.0', 'id': self.id, 'method': method}
+        if params is not None:
+            req['params'] = params
+        return self.raw(json.dumps(req).encode())
+
+
+def iserctl(sock, *args, user=None):
+    cmd = [ISERCTL, '-s', sock, *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                       user=user)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Verifier(threading.Thread):
+    """Writes a pattern block by block on LUN 0 of T1 and reads each back, all the time."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.stop = threading.Event()
+        self.errors, self.uas, self.ios = [], [], 0
+        self.conn = ic.Conn(PORT, timeout=10)
+        st = self.conn.login('iqn.2026-11.org.test:verifier', T1)
+        if st:
+            raise RuntimeError(f'verifier login status {st:#x}')
+
+    def cmd(self, cdb, edtl=0, read=False, data=None):
+        for _ in range(4):
+            status, got, sense = self.conn.command(cdb, edtl, read=read, write_data=data)
+            if status == 2 and len(sense) >= 14 and sense[2] & 0xF == 6:
+                self.uas.append((sense[12], sense[13]))
+                continue
+            return status, got
+        return status, got
+
+    def capacity(self):
+        status, data = self.cmd(bytes([0x9E, 0x10]) + b'\0' * 8 + struct.pack('>I', 32) + b'\0\0', 32, read=True)
+        return (struct.unpack('>Q', data[:8])[0] + 1) * struct.unpack('>I', data[8:12])[0] if status == 0 else None
+
+    def run(self):
+        lba = 0
+        try:
+            while not self.stop.is_set():
+                block = os.urandom(4096)
+                w = bytes([0x2A, 0]) + struct.pack('>I', lba) + bytes([0, 0, 8, 0])
+                s1, _ = self.cmd(w, 4096, data=block)
+                r = bytes([0x28, 0]) + struct.pack('>I', lba) + bytes([0, 0, 8, 0])
+                s2, got = self.cmd(r, 4096, read=True)
+                if s1 or s2 or got != block:
+                    self.errors.append(f'lba {lba}: write status {s1}, read status {s2}, same={got == block}')
+                self.ios += 2
+                lba = (lba + 8) % 8192
+        except Exception as e:  # noqa: BLE001 - a dropped session is the finding
+            self.errors.append(repr(e))
+
+
+def main():
+    work = tempfile.mkdtemp(prefix='isert-admin-')
+    sock = os.path.join(work, 'admin.sock')
+    cfgfile = os.path.join(work, 'isertd.json')
+    with open(cfgfile, 'w') as f:
+        json.dump(config(work), f)
+    os.chmod(cfgfile, 0o600)
+    log = open(os.path.join(work, 'isertd.log'), 'w')
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', '2'], stdout=log,
+                            stderr=subprocess.STDOUT)
+    perf = None
+    try:
+        for _ in range(100):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        rpc = Rpc(sock)
+        st = os.stat(sock)
+        check('the socket is a socket with mode 0600', stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600,
+              oct(st.st_mode))
+
+        def running():
+            return rpc.call('config.get')['result']
+
+        before = running()
+        check('config.get: generation 1 and the file loaded', before['generation'] == 1 and
+              [b['name'] for b in before['config']['backstores']] == ['f0', 'r0', 'r1'])
+        printed = subprocess.run([ISERTD, '-c', cfgfile, '--print-config'], capture_output=True, text=True)
+        check('config.get is the same JSON as --print-config', json.loads(printed.stdout) == before['config'])
+
+        # Refusals, each leaving the running configuration as it was.
+        def refused(label, resp, code, words):
+            err = (resp or {}).get('error') or {}
+            check(f'{label}: error {code}', err.get('code') == code, json.dumps(resp))
+            check(f'{label}: the message says "{words}"', words in err.get('message', ''), err.get('message'))
+            check(f'{label}: nothing changed', running() == before)
+
+        refused('malformed JSON', rpc.raw(b'{"jsonrpc": "2.0", "id": 1, "method": '), -32700, 'not JSON')
+        refused('a batch', rpc.raw(b'[{"jsonrpc":"2.0","id":1,"method":"config.get"}]'), -32600, 'batch')
+        refused('no jsonrpc member', rpc.raw(b'{"id":1,"method":"config.get"}'), -32600, 'jsonrpc')
+        refused('unknown method', rpc.call('lun.frobnicate'), -32601, "unknown method 'lun.frobnicate'")
+        refused('params not an object', rpc.call('sessions', [1]), -32602, 'params: must be an object')
+        refused('unknown parameter', rpc.call('save', {'pth': '/tmp/x'}), -32602, "unknown parameter 'pth'")
+        refused('a rule of the file (max_sessions 0)', rpc.call('global.set', {'max_sessions': 0}), -32000,
+                'global.max_sessions: must be 1-')
+        refused('two settings, the second bad', rpc.call('global.set', {'login_timeout': 7, 'max_sessions': 0}),
+                -32000, 'max_sessions')
+        refused('a setting that needs a restart', rpc.call('global.set', {'reactors': 4}), -32000,
+                'cannot change while isertd runs')
+        refused('a ram backstore resize', rpc.call('backstore.resize', {'name': 'r0', 'size': '64M'}), -32000,
+                'ram backstore cannot be resized')
+        refused('shrinking a LUN', rpc.call('backstore.resize', {'name': 'f0', 'size': '1M'}), -32000,
+                'only grown')
+        refused('a size that breaks the rule', rpc.call('backstore.resize', {'name': 'f0', 'size': '1000'}), -32000,
+                'backstores[0].size')
+        refused('no such backstore', rpc.call('backstore.resize', {'name': 'nope', 'size': '1G'}), -32003,
+                "no backstore 'nope'")
+        refused('no such TPG', rpc.call('tpg.disable', {'target': T1, 'tag': 9}), -32003, 'has no TPG 9')
+        refused('a stale generation', rpc.call('global.set', {'login_timeout': 9, 'generation': 7}), -32002,
+                'stale generation 7')
+        big = b'{"jsonrpc":"2.0","id":1,"method":"config.get","params":{"x":"' + b'a' * (1 << 20) + b'"}}'
+        refused('a request over 1 MiB', rpc.raw(big), -32600, 'larger than')
+        # A peer that is neither root nor isertd's uid: the socket is 0600, so open it for the test.
+        os.chmod(sock, 0o666)
+        os.chmod(work, 0o711)
+        pid = os.fork()
+        if pid == 0:
+            os.setgid(65534)
+            os.setuid(65534)
+            r = Rpc(sock).call('config.get')
+            os._exit(0 if r.get('error', {}).get('code') == -32001 and 'permission denied' in r['error']['message']
+                     else 1)
+        _, status = os.waitpid(pid, 0)
+        os.chmod(sock, 0o600)
+        os.chmod(work, 0o700)
+        check('a non-root peer (uid 65534) gets "permission denied" (-32001)', os.waitstatus_to_exitcode(status) == 0)
+        rc, _, err = iserctl(sock, 'ls', user=65534)
+        check('iserctl as uid 65534 cannot reach the 0600 socket: exit 3', rc == 3 and 'root' in err, f'{rc} {err}')
+
+        # Initiators at work: iscsi-perf (libiscsi) on T1 LUN 1, our verifier on T1 LUN 0, a third session on T2.
+        perf = subprocess.Popen(['iscsi-perf', '-i', 'iqn.2026-11.org.test:perf', '-x', '0',
+                                 f'iscsi://127.0.0.1:{PORT}/{T1}/1'], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        ver = Verifier()
+        ver.start()
+        other = ic.Conn(PORT)
+        check('a session to the second target logs in', other.login('iqn.2026-11.org.test:other', T2) == 0)
+        time.sleep(1)
+        sess = rpc.call('sessions')['result']['sessions']
+        by_ini = {s['initiator']: s for s in sess}
+        check('sessions lists the three initiators',
+              {'iqn.2026-11.org.test:perf', 'iqn.2026-11.org.test:verifier', 'iqn.2026-11.org.test:other'}
+              <= set(by_ini), json.dumps(sorted(by_ini)))
+        v = by_ini.get('iqn.2026-11.org.test:verifier', {})
+        check('a session shows transport, addresses and negotiated parameters',
+              v.get('transport') == 'tcp' and v.get('target') == T1 and v.get('peer', '').startswith('127.0.0.1:')
+              and 'MaxBurstLength' in v.get('params', {}) and [lun['lun'] for lun in v.get('luns', [])] == [0, 1],
+              json.dumps(v))
+        tsih = {k: s['tsih'] for k, s in by_ini.items()}
+        rc, out, _ = iserctl(sock, 'ls')
+        check('iserctl ls shows backstores, TPGs, LUNs and sessions', rc == 0 and '64.0 MiB' in out and
+              'lun0 -> /backstores/f0' in out and 'iqn.2026-11.org.test:verifier' in out, out)
+        rc, out, _ = iserctl(sock, '--json', 'sessions', str(tsih['iqn.2026-11.org.test:verifier']))
+        check('iserctl --json sessions TSIH is the session as JSON',
+              rc == 0 and json.loads(out)['initiator'] == 'iqn.2026-11.org.test:verifier', out)
+
+        # Grow the file LUN under the verifier.
+        cap0 = None
+        r = rpc.call('backstore.resize', {'name': 'f0', 'size': '128M', 'generation': 1})
+        check('backstore.resize f0 to 128M', r.get('result', {}).get('size') == 128 * MB, json.dumps(r))
+        time.sleep(0.5)
+        ver.stop.set()
+        ver.join(10)
+        check('the verifier saw CAPACITY DATA HAS CHANGED (2A/09)', (0x2A, 0x09) in ver.uas, repr(ver.uas))
+        cap0 = ver.capacity()
+        check('READ CAPACITY now says 128 MiB', cap0 == 128 * MB, repr(cap0))
+        check('the file grew', os.path.getsize(os.path.join(work, 'f0.img')) == 128 * MB)
+        ver.stop.clear()
+        ver2 = threading.Thread(target=ver.run, daemon=True)
+        ver2.start()
+        now = running()
+        check('config.get: generation 2, f0 is 128M', now['generation'] == 2 and
+              now['config']['backstores'][0]['size'] == 128 * MB)
+        rc, _, err = iserctl(sock, '-g', '1', 'set', '/global', 'login_timeout=9')
+        check('iserctl with a stale generation: exit 5', rc == 5 and 'stale' in err, f'{rc} {err}')
+        rc, _, err = iserctl(sock, 'set', '/backstores/nope', 'size=1G')
+        check('iserctl on a missing object: exit 4', rc == 4 and "'nope'" in err, f'{rc} {err}')
+        rc, _, err = iserctl(sock, 'set', '/global', 'max_sessions=0')
+        check('iserctl refused by a rule: exit 1, names the field', rc == 1 and 'global.max_sessions' in err, err)
+        rc, _, err = iserctl(os.path.join(work, 'none.sock'), 'ls')
+        check('iserctl without isertd: exit 3', rc == 3 and 'is isertd running' in err, err)
+        rc, _, err = iserctl(sock, 'set', '/nowhere', 'a=1')
+        check('iserctl usage error: exit 2', rc == 2, err)
+
+        # Live limits: one more session than allowed is refused, then allowed again.
+        r = rpc.call('global.set', {'max_sessions': 4})
+        check('global.set max_sessions 4', 'result' in r, json.dumps(r))
+        c4 = ic.Conn(PORT)
+        check('a 4th session logs in', c4.login('iqn.2026-11.org.test:fourth', T2) == 0)
+        c5 = ic.Conn(PORT)
+        st5 = c5.login('iqn.2026-11.org.test:fifth', T2)
+        check('a 5th is refused (max_sessions 4)', st5 != 0, f'{st5:#x}')
+        c5.close()
+        rpc.call('global.set', {'max_sessions': 4096})
+
+        # Close one session; disable and enable a TPG: only what they name is touched.
+        r = rpc.call('session.close', {'tsih': c4_tsih(rpc, 'iqn.2026-11.org.test:fourth')})
+        check('session.close closes one session', r.get('result', {}).get('closed') == 1, json.dumps(r))
+        check('its connection is closed', closed(c4))
+        r = rpc.call('session.close', {'tsih': 65000})
+        check('session.close of no session: -32003', r.get('error', {}).get('code') == -32003, json.dumps(r))
+        rc, out, _ = iserctl(sock, 'set', f'/iscsi/{T2}/tpg1', 'enable=false')
+        check('iserctl set TPG enable=false', rc == 0, out)
+        check('the session of the disabled TPG is closed', closed(other))
+        o2 = ic.Conn(PORT)
+        check('a login to the disabled TPG is refused', o2.login('iqn.2026-11.org.test:other', T2) != 0)
+        o2.close()
+        rc, out, _ = iserctl(sock, 'set', f'/iscsi/{T2}/tpg1', 'enable=true')
+        o3 = ic.Conn(PORT)
+        check('enabled again, it takes logins', rc == 0 and o3.login('iqn.2026-11.org.test:other', T2) == 0)
+        o3.close()
+
+        # save, with rotating backups
+        for _ in range(4):
+            r = rpc.call('save', {'backups': 2})
+        saved = json.load(open(cfgfile))
+        check('save writes the running configuration to the file isertd started with',
+              r.get('result', {}).get('path') == cfgfile and saved == running()['config'], json.dumps(r))
+        backups = sorted(os.listdir(os.path.join(work, 'backup')))
+        check('save keeps 2 backups in backup/', len(backups) == 2 and all(b.startswith('isertd-') for b in backups),
+              repr(backups))
+        check('the saved file is still mode 0600 or stricter', stat.S_IMODE(os.stat(cfgfile).st_mode) & 0o077 == 0,
+              oct(os.stat(cfgfile).st_mode))
+        rc, out, _ = iserctl(sock, 'config')
+        check('iserctl config prints the running configuration', rc == 0 and json.loads(out) == running()['config'])
+
+        # The initiators never noticed.
+        time.sleep(1)
+        ver.stop.set()
+        ver2.join(10)
+        check(f'the verifier verified every block ({ver.ios} I/Os), no error', not ver.errors and ver.ios > 100,
+              repr(ver.errors[:3]))
+        sess = {s['initiator']: s['tsih'] for s in rpc.call('sessions')['result']['sessions']}
+        for ini in ('iqn.2026-11.org.test:perf', 'iqn.2026-11.org.test:verifier'):
+            check(f'{ini}: the same session (TSIH {tsih.get(ini)}) from start to end', sess.get(ini) == tsih.get(ini),
+                  f'{sess.get(ini)}')
+        check('iscsi-perf is still running', perf.poll() is None)
+    finally:
+        if perf and perf.poll() is None:
+            perf.send_signal(2)
+            try:
+                perf.wait(5)
+            except subprocess.TimeoutExpired:
+                perf.kill()
+        proc.terminate()
+        try:
+            rc = proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = -9
+        log.close()
+        check('isertd exits 0', rc == 0, f'exit {rc}')
+        check('the socket is removed at exit', not os.path.exists(sock))
+        if checks.failed:
+            print(open(os.path.join(work, 'isertd.log')).read()[-3000:])
+        shutil.rmtree(work, ignore_errors=True)
+    checks.finish()
+
+
+def c4_tsih(rpc, ini):
+    for s in rpc.call('sessions', {'initiator': ini})['result']['sessions']:
+        return s['tsih']
+    return 0
+
+
+def closed(c):
+    try:
+        c.s.settimeout(3)
+        while True:
+            if not c.s.recv(65536):
+                return True
+    except (ConnectionError, OSError):
+        return True
+
+
+if __name__ == '__main__':
+    main()

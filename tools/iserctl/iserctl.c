@@ -1,0 +1,516 @@
+/*
+ * iserctl: the admin CLI of isertd, a thin client of its JSON-RPC admin
+ * socket (docs/admin.md).  Objects are named by targetcli-like paths:
+ * /backstores/NAME, /iscsi/IQN/tpgN, /global.  Exit status: 0 done,
+ * 1 refused (the message names the object and the rule), 2 usage,
+ * 3 isertd cannot be reached, 4 no such object, 5 stale generation.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define DEFAULT_SOCKET "/run/isertd.sock"
+#define REPLY_MAX      (256u << 20)
+#define TIMEOUT_MS     30000
+
+enum { EX_OK, EX_REFUSED, EX_USAGE, EX_UNREACHABLE, EX_NOTFOUND, EX_STALE };
+
+static const char *sock_path = DEFAULT_SOCKET;
+static bool as_json;
+static int64_t generation;   /* 0: not given */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: iserctl [OPTIONS] COMMAND [ARGS]\n"
+		"Administer a running isertd through its admin socket.\n\n"
+		"Commands:\n"
+		"  ls                          the object tree: backstores, targets, TPGs, portals, LUNs,\n"
+		"                              ACLs with mapped LUNs, and sessions\n"
+		"  sessions [TSIH]             sessions (with TSIH: one, with its negotiated parameters)\n"
+		"  sessions close TSIH         close a session's connection\n"
+		"  config                      the running configuration (as isertd --print-config)\n"
+		"  save [FILE] [--backups N]   write the running configuration (default: the file isertd\n"
+		"                              started with), keeping N backups (default 10) in backup/\n"
+		"  set /backstores/NAME size=SIZE     grow a file backstore (block: size=0 follows the device)\n"
+		"  set /iscsi/IQN/tpgTAG enable=true|false   accept or refuse logins (false closes its sessions)\n"
+		"  set /global KEY=VALUE...    login_timeout, max_connections, max_connections_per_portal,\n"
+		"                              max_connections_per_host, max_sessions, shutdown_timeout\n"
+		"  call METHOD [JSON-PARAMS]   any method of the socket (iserctl call rpc.methods)\n\n"
+		"Options:\n"
+		"  -s, --socket PATH     the admin socket (default " DEFAULT_SOCKET ")\n"
+		"  -j, --json            print the answer as JSON\n"
+		"  -g, --generation N    refuse the change unless the configuration is still at generation N\n"
+		"  -h, --help            this help\n\n"
+		"Exit status: 0 done, 1 refused, 2 usage, 3 isertd not reachable, 4 no such object,\n"
+		"5 stale generation.\n");
+}
+
+static int die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "iserctl: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (try iserctl --help)\n");
+	return EX_USAGE;
+}
+
+/* Send one request, read one answer; result (owned by the caller) or exit status with the message printed. */
+static int call(const char *method, json_object *params, json_object **result)
+{
+	*result = NULL;
+	json_object *req = json_object_new_object();
+	json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(req, "id", json_object_new_int(1));
+	json_object_object_add(req, "method", json_object_new_string(method));
+	if (params && generation)
+		json_object_object_add(params, "generation", json_object_new_int64(generation));
+	if (params)
+		json_object_object_add(req, "params", params);
+	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(sock_path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "iserctl: %s: socket path too long\n", sock_path);
+		json_object_put(req);
+		return EX_USAGE;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = errno;
+		fprintf(stderr, "iserctl: cannot reach isertd at %s: %s%s\n", sock_path, strerror(e),
+			e == ENOENT || e == ECONNREFUSED ? " (is isertd running? its --admin-socket?)"
+			: e == EACCES			 ? " (the socket is for root and isertd's user)"
+							 : "");
+		json_object_put(req);
+		if (fd >= 0)
+			close(fd);
+		return EX_UNREACHABLE;
+	}
+	size_t len = strlen(text), off = 0;
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+		if (n <= 0) {
+			fprintf(stderr, "iserctl: writing to %s: %s\n", sock_path, strerror(errno));
+			close(fd);
+			json_object_put(req);
+			return EX_UNREACHABLE;
+		}
+		off += (size_t)n;
+	}
+	json_object_put(req);
+	json_tokener *tok = json_tokener_new();
+	json_object *rsp = NULL;
+	size_t got = 0;
+	char buf[65536];
+	while (!rsp) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		if (poll(&pf, 1, TIMEOUT_MS) <= 0) {
+			fprintf(stderr, "iserctl: isertd did not answer within %d s\n", TIMEOUT_MS / 1000);
+			break;
+		}
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n <= 0) {
+			fprintf(stderr, "iserctl: isertd closed the connection without an answer\n");
+			break;
+		}
+		got += (size_t)n;
+		rsp = json_tokener_parse_ex(tok, buf, (int)n);
+		enum json_tokener_error e = json_tokener_get_error(tok);
+		if (!rsp && (e != json_tokener_continue || got > REPLY_MAX)) {
+			fprintf(stderr, "iserctl: the answer is not JSON: %s\n", json_tokener_error_desc(e));
+			break;
+		}
+	}
+	json_tokener_free(tok);
+	close(fd);
+	if (!rsp)
+		return EX_UNREACHABLE;
+	json_object *err, *res;
+	if (json_object_object_get_ex(rsp, "error", &err) && err) {
+		json_object *code = NULL, *msg = NULL;
+		json_object_object_get_ex(err, "code", &code);
+		json_object_object_get_ex(err, "message", &msg);
+		int c = json_object_get_int(code);
+		if (as_json)
+			printf("%s\n", json_object_to_json_string_ext(err, JSON_C_TO_STRING_PRETTY));
+		fprintf(stderr, "iserctl: %s\n", msg ? json_object_get_string(msg) : "error without a message");
+		json_object_put(rsp);
+		return c == -32003 ? EX_NOTFOUND : c == -32002 ? EX_STALE : c == -32004 ? EX_UNREACHABLE : EX_REFUSED;
+	}
+	if (!json_object_object_get_ex(rsp, "result", &res)) {
+		fprintf(stderr, "iserctl: the answer has neither result nor error\n");
+		json_object_put(rsp);
+		return EX_UNREACHABLE;
+	}
+	*result = json_object_get(res);
+	json_object_put(rsp);
+	return EX_OK;
+}
+
+static void print_json(json_object *o)
+{
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+								 JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static json_object *get(json_object *o, const char *k)
+{
+	json_object *v = NULL;
+	return json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+static const char *gets(json_object *o, const char *k, const char *dflt)
+{
+	json_object *v = get(o, k);
+	return v ? json_object_get_string(v) : dflt;
+}
+
+static void human_size(uint64_t b, char *out, size_t n)
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)b;
+	int i = 0;
+	while (v >= 1024 && i < 5) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+/* ls: the tree targetcli users expect, with sizes, states and who is logged in. */
+static int cmd_ls(void)
+{
+	json_object *cfgres, *sres;
+	int rc = call("config.get", NULL, &cfgres);
+	if (rc)
+		return rc;
+	rc = call("sessions", NULL, &sres);
+	if (rc) {
+		json_object_put(cfgres);
+		return rc;
+	}
+	if (as_json) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "config", json_object_get(get(cfgres, "config")));
+		json_object_object_add(o, "generation", json_object_get(get(cfgres, "generation")));
+		json_object_object_add(o, "sessions", json_object_get(get(sres, "sessions")));
+		print_json(o);
+		json_object_put(o);
+		json_object_put(cfgres);
+		json_object_put(sres);
+		return 0;
+	}
+	json_object *cfg = get(cfgres, "config"), *sessions = get(sres, "sessions");
+	printf("o- / (generation %s, %s)\n", gets(cfgres, "generation", "?"), gets(cfgres, "origin", "?"));
+	json_object *bss = get(cfg, "backstores");
+	size_t nb = bss ? json_object_array_length(bss) : 0;
+	printf("  o- backstores [%zu]\n", nb);
+	for (size_t i = 0; i < nb; i++) {
+		json_object *b = json_object_array_get_idx(bss, i);
+		char sz[32] = "device size";
+		uint64_t s = (uint64_t)json_object_get_uint64(get(b, "size"));
+		if (s)
+			human_size(s, sz, sizeof(sz));
+		const char *path = gets(b, "path", NULL);
+		printf("  | o- %s [%s, %s%s%s, %s-byte blocks%s]\n", gets(b, "name", "?"), gets(b, "type", "?"),
+		       path ? path : "", path ? ", " : "", sz, gets(b, "block_size", "512"),
+		       json_object_get_boolean(get(b, "readonly")) ? ", readonly" : "");
+	}
+	json_object *ts = get(cfg, "targets");
+	size_t nt = ts ? json_object_array_length(ts) : 0;
+	size_t ns = sessions ? json_object_array_length(sessions) : 0;
+	printf("  o- iscsi [%zu target%s]\n", nt, nt == 1 ? "" : "s");
+	for (size_t i = 0; i < nt; i++) {
+		json_object *t = json_object_array_get_idx(ts, i);
+		const char *iqn = gets(t, "iqn", "?");
+		printf("    o- %s\n", iqn);
+		json_object *tpgs = get(t, "tpgs");
+		for (size_t j = 0; tpgs && j < json_object_array_length(tpgs); j++) {
+			json_object *g = json_object_array_get_idx(tpgs, j);
+			int64_t tag = json_object_get_int64(get(g, "tag"));
+			unsigned nsess = 0;
+			for (size_t k = 0; k < ns; k++) {
+				json_object *s = json_object_array_get_idx(sessions, k);
+				nsess += !strcmp(gets(s, "target", ""), iqn) && json_object_get_int64(get(s, "tpg")) == tag;
+			}
+			printf("    | o- tpg%" PRId64 " [%s%s, %u session%s]\n", tag,
+			       json_object_get_boolean(get(g, "enable")) ? "enabled" : "disabled",
+			       json_object_get_boolean(get(g, "demo_mode")) ? ", demo mode" : "", nsess,
+			       nsess == 1 ? "" : "s");
+			json_object *ps = get(g, "portals"), *ls = get(g, "luns"), *as = get(g, "acls");
+			printf("    |   o- portals\n");
+			for (size_t k = 0; ps && k < json_object_array_length(ps); k++) {
+				json_object *p = json_object_array_get_idx(ps, k);
+				printf("    |   | o- %s:%s [%s]\n", gets(p, "ip", "?"), gets(p, "port", "3260"),
+				       json_object_get_boolean(get(p, "iser")) ? "iser" : "tcp");
+			}
+			printf("    |   o- luns\n");
+			for (size_t k = 0; ls && k < json_object_array_length(ls); k++) {
+				json_object *l = json_object_array_get_idx(ls, k);
+				printf("    |   | o- lun%s -> /backstores/%s%s\n", gets(l, "lun", "?"),
+				       gets(l, "backstore", "?"),
+				       json_object_get_boolean(get(l, "read_only")) ? " [read-only]" : "");
+			}
+			printf("    |   o- acls\n");
+			for (size_t k = 0; as && k < json_object_array_length(as); k++) {
+				json_object *a = json_object_array_get_idx(as, k), *ml = get(a, "mapped_luns");
+				printf("    |   | o- %s%s\n", gets(a, "initiator", "?"), get(a, "chap") ? " [chap]" : "");
+				for (size_t m = 0; ml && m < json_object_array_length(ml); m++) {
+					json_object *x = json_object_array_get_idx(ml, m);
+					printf("    |   |   o- mapped_lun%s -> lun%s%s\n", gets(x, "mapped_lun", "?"),
+					       gets(x, "tpg_lun", "?"),
+					       json_object_get_boolean(get(x, "write_protect")) ? " [write-protected]" : "");
+				}
+			}
+			printf("    |   o- sessions\n");
+			for (size_t k = 0; k < ns; k++) {
+				json_object *s = json_object_array_get_idx(sessions, k);
+				if (strcmp(gets(s, "target", ""), iqn) || json_object_get_int64(get(s, "tpg")) != tag)
+					continue;
+				printf("    |     o- tsih %s: %s from %s [%s]\n", gets(s, "tsih", "?"), gets(s, "initiator", "?"),
+				       gets(s, "peer", "?"), gets(s, "transport", "?"));
+			}
+		}
+	}
+	json_object_put(cfgres);
+	json_object_put(sres);
+	return 0;
+}
+
+static int cmd_sessions(int argc, char **argv)
+{
+	json_object *params = json_object_new_object(), *res;
+	if (argc >= 1 && !strcmp(argv[0], "close")) {
+		char *end;
+		long t = argc == 2 ? strtol(argv[1], &end, 0) : 0;
+		if (argc != 2 || *end || t < 1 || t > 65535) {
+			json_object_put(params);
+			return die_usage("sessions close: expected a TSIH (1-65535)%s", "");
+		}
+		json_object_object_add(params, "tsih", json_object_new_int((int)t));
+		int rc = call("session.close", params, &res);
+		if (!rc) {
+			if (as_json)
+				print_json(res);
+			else
+				printf("closed session TSIH %ld\n", t);
+		}
+		json_object_put(res);
+		return rc;
+	}
+	if (argc > 1)
+		return json_object_put(params), die_usage("sessions: unexpected '%s'", argv[1]);
+	if (argc == 1) {
+		char *end;
+		long t = strtol(argv[0], &end, 0);
+		if (*end || t < 1 || t > 65535)
+			return json_object_put(params), die_usage("sessions: '%s' is not a TSIH (1-65535)", argv[0]);
+		json_object_object_add(params, "tsih", json_object_new_int((int)t));
+	}
+	int rc = call("sessions", params, &res);
+	if (rc)
+		return rc;
+	json_object *a = get(res, "sessions");
+	if (as_json || argc == 1) {
+		print_json(argc == 1 ? json_object_array_get_idx(a, 0) : a);
+	} else {
+		printf("%-6s %-9s %-40s %-48s %-22s %s\n", "TSIH", "TRANSPORT", "INITIATOR", "TARGET", "PEER", "LUNS");
+		for (size_t i = 0; i < json_object_array_length(a); i++) {
+			json_object *s = json_object_array_get_idx(a, i);
+			printf("%-6s %-9s %-40s %-48s %-22s %zu\n", gets(s, "tsih", "?"), gets(s, "transport", "?"),
+			       gets(s, "initiator", "?"), gets(s, "target", "(discovery)"), gets(s, "peer", "?"),
+			       get(s, "luns") ? json_object_array_length(get(s, "luns")) : 0);
+		}
+	}
+	json_object_put(res);
+	return 0;
+}
+
+/* KEY=VALUE: numbers and true/false become JSON numbers and booleans, the rest strings. */
+static json_object *value_of(const char *v)
+{
+	if (!strcmp(v, "true") || !strcmp(v, "false"))
+		return json_object_new_boolean(!strcmp(v, "true"));
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (*v && !*end && !errno)
+		return json_object_new_int64(n);
+	return json_object_new_string(v);
+}
+
+static int cmd_set(int argc, char **argv)
+{
+	if (argc < 2)
+		return die_usage("set: expected a path and KEY=VALUE%s", "");
+	const char *path = argv[0];
+	json_object *kv = json_object_new_object();
+	for (int i = 1; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		if (!eq || eq == argv[i]) {
+			json_object_put(kv);
+			return die_usage("set: '%s' is not KEY=VALUE", argv[i]);
+		}
+		*eq = 0;
+		json_object_object_add(kv, argv[i], value_of(eq + 1));
+	}
+	const char *method = NULL;
+	json_object *params = json_object_new_object();
+	if (!strncmp(path, "/backstores/", 12) && path[12] && !strchr(path + 12, '/')) {
+		json_object_object_foreach(kv, k, v)
+		{
+			if (strcmp(k, "size")) {
+				json_object_put(kv);
+				json_object_put(params);
+				return die_usage("set /backstores/NAME: '%s' cannot be set (size can)", k);
+			}
+			json_object_object_add(params, "size", json_object_get(v));
+		}
+		json_object_object_add(params, "name", json_object_new_string(path + 12));
+		method = "backstore.resize";
+	} else if (!strncmp(path, "/iscsi/", 7)) {
+		const char *iqn = path + 7, *slash = strrchr(iqn, '/');
+		char *end;
+		long tag = slash && !strncmp(slash, "/tpg", 4) ? strtol(slash + 4, &end, 10) : 0;
+		json_object *en = get(kv, "enable");
+		if (!slash || tag < 1 || *end || json_object_object_length(kv) != 1 || !en ||
+		    !json_object_is_type(en, json_type_boolean)) {
+			json_object_put(kv);
+			json_object_put(params);
+			return die_usage("set %s: expected /iscsi/IQN/tpgTAG enable=true|false", path);
+		}
+		json_object_object_add(params, "target", json_object_new_string_len(iqn, (int)(slash - iqn)));
+		json_object_object_add(params, "tag", json_object_new_int((int)tag));
+		method = json_object_get_boolean(en) ? "tpg.enable" : "tpg.disable";
+	} else if (!strcmp(path, "/global")) {
+		json_object_object_foreach(kv, k, v) json_object_object_add(params, k, json_object_get(v));
+		method = "global.set";
+	} else {
+		json_object_put(kv);
+		json_object_put(params);
+		return die_usage("set: '%s' is not /backstores/NAME, /iscsi/IQN/tpgTAG or /global", path);
+	}
+	json_object_put(kv);
+	json_object *res;
+	int rc = call(method, params, &res);
+	if (!rc) {
+		if (as_json)
+			print_json(res);
+		else
+			printf("%s: done\n", path);
+	}
+	json_object_put(res);
+	return rc;
+}
+
+static int cmd_save(int argc, char **argv)
+{
+	json_object *params = json_object_new_object(), *res;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--backups") && i + 1 < argc) {
+			char *end;
+			long n = strtol(argv[++i], &end, 10);
+			if (*end || n < 0 || n > 1000)
+				return json_object_put(params), die_usage("save: --backups %s: expected 0-1000", argv[i]);
+			json_object_object_add(params, "backups", json_object_new_int((int)n));
+		} else if (argv[i][0] != '-' && !get(params, "path")) {
+			json_object_object_add(params, "path", json_object_new_string(argv[i]));
+		} else {
+			json_object_put(params);
+			return die_usage("save: unexpected '%s'", argv[i]);
+		}
+	}
+	int rc = call("save", params, &res);
+	if (!rc) {
+		if (as_json)
+			print_json(res);
+		else if (get(res, "backup"))
+			printf("saved %s (the previous one kept as %s)\n", gets(res, "path", "?"), gets(res, "backup", "?"));
+		else
+			printf("saved %s\n", gets(res, "path", "?"));
+	}
+	json_object_put(res);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },     { "json", no_argument, NULL, 'j' },
+		{ "generation", required_argument, NULL, 'g' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+	while ((o = getopt_long(argc, argv, "+s:jg:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 's':
+			sock_path = optarg;
+			break;
+		case 'j':
+			as_json = true;
+			break;
+		case 'g': {
+			char *end;
+			generation = strtoll(optarg, &end, 10);
+			if (*end || generation < 1)
+				return die_usage("--generation: '%s' is not a positive integer", optarg);
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EX_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	const char *cmd = argv[optind];
+	int n = argc - optind - 1;
+	char **args = argv + optind + 1;
+	json_object *res;
+	int rc;
+	if (!strcmp(cmd, "ls") && !n)
+		return cmd_ls();
+	if (!strcmp(cmd, "sessions"))
+		return cmd_sessions(n, args);
+	if (!strcmp(cmd, "set"))
+		return cmd_set(n, args);
+	if (!strcmp(cmd, "save"))
+		return cmd_save(n, args);
+	if (!strcmp(cmd, "config") && !n) {
+		rc = call("config.get", NULL, &res);
+		if (!rc)
+			print_json(get(res, "config"));
+		json_object_put(res);
+		return rc;
+	}
+	if (!strcmp(cmd, "call") && (n == 1 || n == 2)) {
+		json_object *params = NULL;
+		if (n == 2) {
+			params = json_tokener_parse(args[1]);
+			if (!params || !json_object_is_type(params, json_type_object)) {
+				json_object_put(params);
+				return die_usage("call: '%s' is not a JSON object", args[1]);
+			}
+		}
+		rc = call(args[0], params ? params : (generation ? json_object_new_object() : NULL), &res);
+		if (!rc)
+			print_json(res);
+		json_object_put(res);
+		return rc;
+	}
+	return die_usage("'%s': unknown command or wrong arguments", cmd);
+}
