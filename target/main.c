@@ -22,6 +22,7 @@
 #include "common/reactor.h"
 #include "target/config.h"
 #include "target/iscsi/iscsi.h"
+#include "target/notify.h"
 #include "target/rpc.h"
 
 /* After the forced close, how long connections get to be freed before we give up on them. */
@@ -105,6 +106,7 @@ static void on_signal(void *arg, uint32_t events)
 	}
 	log_info("signal %d: shutting down: no new connections, in-flight commands finish (at most %u s)",
 		 (int)si.ssi_signo, cfg->shutdown_timeout_s);
+	notify_stopping();
 	iscsi_stop();
 	rpc_shutdown();
 	stop_deadline_ns = reactor_now_ns() + (uint64_t)cfg->shutdown_timeout_s * 1000000000ull;
@@ -266,6 +268,9 @@ int main(int argc, char **argv)
 	}
 	reactor_add_fd(reactors[0], sfd, EPOLLIN, on_signal, &sfd);
 	log_info("isertd serving %s with %u reactor%s", cfg->origin, nr, nr > 1 ? "s" : "");
+	char status[160];
+	snprintf(status, sizeof(status), "serving %.100s with %u reactor%s", cfg->origin, nr, nr > 1 ? "s" : "");
+	notify_ready(status);
 	pthread_t *th = calloc(nr, sizeof(*th));
 	for (unsigned i = 1; i < nr; i++)
 		pthread_create(&th[i], NULL, reactor_thread, reactors[i]);
