@@ -14,6 +14,9 @@
 #include "common/reactor.h"
 #include "target/backstore/backstore.h"
 
+struct scsi_lu;
+struct iscsi_tpg;
+
 struct cfg_chap {
 	char *userid;            /* NULL: no CHAP */
 	char *password;
@@ -26,6 +29,9 @@ struct cfg_backstore {
 	char *name;
 	char *path;
 	char *serial;            /* NULL: derived from the name */
+	/* Set by the running target (not part of the document, not freed by config_free). */
+	struct backstore *rt_bs;
+	struct scsi_lu *rt_lu;
 };
 
 struct cfg_portal {
@@ -88,6 +94,7 @@ struct cfg_tpg {
 	struct cfg_acl *acls;
 	size_t nacls;
 	struct cfg_params params;
+	struct iscsi_tpg *rt;    /* the running target's object for it (not part of the document) */
 };
 
 struct cfg_target {

@@ -35,6 +35,7 @@ struct client {
 	size_t out_len, out_off;
 	uint64_t last_ms;
 	bool close_after;        /* once out is written */
+	size_t discarded;        /* after a refusal that ends the connection: what is still read, and dropped */
 	char in[16384];          /* read, not yet parsed (waits while an answer is being written) */
 	size_t in_len;
 };
@@ -325,8 +326,12 @@ static bool client_io(struct client *c, short revents)
 			return true;
 		free(c->out);
 		c->out = NULL;
-		if (c->close_after)
-			return false;
+		if (c->close_after) {
+			/* Read what the peer still sends (bounded) so closing does not reset the answer away. */
+			shutdown(c->fd, SHUT_WR);
+			c->discarded = 1;
+			return true;
+		}
 		/* Requests sent behind the one just answered. */
 		client_pump(c);
 		return !(c->close_after && !c->out);
@@ -334,6 +339,12 @@ static bool client_io(struct client *c, short revents)
 	if (!(revents & (POLLIN | POLLHUP | POLLERR)))
 		return true;
 	ssize_t n = read(c->fd, c->in, sizeof(c->in));
+	if (c->discarded) {
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		c->discarded += (size_t)n;
+		return n > 0 && c->discarded < 4 * RPC_MAX_REQUEST;
+	}
 	if (n == 0 && c->req_bytes) {
 		/* The peer stopped sending in the middle of a request: say so before closing. */
 		client_queue(c, error_text(NULL, RPC_PARSE_ERROR, "not JSON: the text ends early"));
@@ -370,7 +381,7 @@ static void *rpc_thread(void *arg)
 		for (unsigned i = n; i-- > 0;) {
 			struct client *c = &srv.clients[i];
 			bool keep = rc > 0 && pf[i + 2].revents ? client_io(c, pf[i + 2].revents) : true;
-			if (keep && now - c->last_ms > RPC_IDLE_MS)
+			if (keep && c->last_ms + RPC_IDLE_MS < now)
 				keep = false;
 			if (!keep)
 				client_close(i);

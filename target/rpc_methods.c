@@ -336,13 +336,13 @@ static int m_backstore_resize(struct rpc_call *c)
 	uint64_t want = n->backstores[i].bs.size;
 	config_free(n);
 	char err[512] = "";
-	struct backstore *bs = iscsi_g.bss[i];
+	struct backstore *bs = cfg->backstores[i].rt_bs;
 	uint64_t before = backstore_size(bs);
 	if (backstore_resize(bs, want, err, sizeof(err)))
 		return rpc_fail(c, RPC_REFUSED, "%s", err);
 	uint64_t now = backstore_size(bs);
 	if (now != before)
-		scsi_lu_capacity_changed(iscsi_g.lus[i]);
+		scsi_lu_capacity_changed(cfg->backstores[i].rt_lu);
 	if (cfg->backstores[i].bs.type != BACKSTORE_BLOCK || cfg->backstores[i].bs.size)
 		cfg->backstores[i].bs.size = now;
 	c->result = json_object_new_object();

@@ -30,6 +30,8 @@ struct fanout {
 	int tag;                       /* -1: any */
 	char initiator[224], target[224];
 	char why[96];
+	struct scsi_lu **lus;          /* count_tasks (a copy, freed with the request) */
+	size_t nlus;
 	/* what the reactors found (under mu) */
 	json_object *out;
 	int count;
@@ -43,6 +45,7 @@ static void fanout_put(struct fanout *f)
 	if (!last)
 		return;
 	json_object_put(f->out);
+	free(f->lus);
 	pthread_cond_destroy(&f->cv);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
@@ -112,9 +115,9 @@ static bool session_matches(const struct fanout *f, const struct iscsi_session *
 		return false;
 	if (f->initiator[0] && strcmp(s->initiator, f->initiator))
 		return false;
-	if (f->target[0] && (!s->tpg || strcmp(s->tpg->target->cfg->iqn, f->target)))
+	if (f->target[0] && (!s->tpg || strcmp(s->tpg->iqn, f->target)))
 		return false;
-	if (f->tag >= 0 && (!s->tpg || s->tpg->cfg->tag != f->tag))
+	if (f->tag >= 0 && (!s->tpg || s->tpg->tag != f->tag))
 		return false;
 	return true;
 }
@@ -164,8 +167,8 @@ static void describe_session(struct iscsi_conn *c, void *arg)
 	json_object_object_add(o, "initiator", json_object_new_string(s->initiator));
 	json_object_object_add(o, "type", json_object_new_string(s->discovery ? "discovery" : "normal"));
 	if (s->tpg) {
-		json_object_object_add(o, "target", json_object_new_string(s->tpg->target->cfg->iqn));
-		add_u(o, "tpg", s->tpg->cfg->tag);
+		json_object_object_add(o, "target", json_object_new_string(s->tpg->iqn));
+		add_u(o, "tpg", s->tpg->tag);
 	}
 	bool iser = c->xp->ops->rdma;
 	json_object_object_add(o, "transport", json_object_new_string(c->xp->ops->name));
@@ -244,4 +247,122 @@ int admin_close_sessions(uint16_t tsih, const char *target, int tag, const char 
 	pthread_mutex_unlock(&f->mu);
 	fanout_put(f);
 	return rc ? rc : n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* After a configuration change: every session takes its LUN map again. */
+
+static bool same_map(const struct iscsi_session *s, const struct iscsi_lun *luns, size_t n)
+{
+	if (s->nluns != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s->luns[i].lun != luns[i].lun || s->luns[i].lu != luns[i].lu ||
+		    s->luns[i].read_only != luns[i].read_only)
+			return false;
+	return true;
+}
+
+static bool map_has_lu(const struct iscsi_lun *luns, size_t n, const struct scsi_lu *lu)
+{
+	for (size_t i = 0; i < n; i++)
+		if (luns[i].lu == lu)
+			return true;
+	return false;
+}
+
+static void refresh_session(struct iscsi_conn *c, void *arg)
+{
+	struct fanout *f = arg;
+	struct iscsi_session *s = c->sess;
+	if (c->state != CONN_FULL || !s || s->discovery || s->gone)
+		return;
+	struct iscsi_lun *luns;
+	size_t n;
+	pthread_rwlock_rdlock(&iscsi_g.cfg_lock);
+	int rc = session_lun_map(s, &luns, &n);
+	pthread_rwlock_unlock(&iscsi_g.cfg_lock);
+	if (rc == -EACCES) {
+		log_info("%s: session TSIH %u of %s closed: the changed configuration no longer admits it", c->xp->peer,
+			 s->tsih, s->initiator);
+		conn_close(c);
+		pthread_mutex_lock(&f->mu);
+		f->count++;
+		pthread_mutex_unlock(&f->mu);
+		return;
+	}
+	if (rc)
+		return; /* out of memory: the old map stays, and so does the LU it names (see apply.c) */
+	if (same_map(s, luns, n)) {
+		free(luns);
+		return;
+	}
+	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+	if (!ids) {
+		free(luns);
+		return;
+	}
+	/* LUs it can no longer reach: as if its nexus ended there (reservations, unit attentions go). */
+	for (size_t i = 0; i < s->nluns; i++)
+		if (!map_has_lu(luns, n, s->luns[i].lu))
+			scsi_lu_event(s->luns[i].lu, &s->nexus, SCSI_EV_NEXUS_LOSS);
+	session_set_lun_map(s, luns, n, ids);
+	for (size_t i = 0; i < n; i++)
+		scsi_lu_luns_changed(luns[i].lu, &s->nexus);
+	log_info("%s: session TSIH %u of %s: LUN map changed (%zu LUN%s)", c->xp->peer, s->tsih, s->initiator, n,
+		 n == 1 ? "" : "s");
+	pthread_mutex_lock(&f->mu);
+	f->tag++; /* maps changed (tag is otherwise unused here) */
+	pthread_mutex_unlock(&f->mu);
+}
+
+int admin_refresh_sessions(int *closed, int *changed, char *err, size_t errlen)
+{
+	struct fanout *f = fanout_new(refresh_session);
+	if (!f)
+		return -ENOMEM;
+	f->tag = 0;
+	int rc = fanout_run(f, err, errlen);
+	pthread_mutex_lock(&f->mu);
+	*closed = f->count;
+	*changed = f->tag;
+	pthread_mutex_unlock(&f->mu);
+	fanout_put(f);
+	return rc;
+}
+
+/* Tasks that still point at one of the LUs in f->lus (in any state, on any connection). */
+static void count_tasks(struct iscsi_conn *c, void *arg)
+{
+	struct fanout *f = arg;
+	int n = 0;
+	for (const struct iscsi_task *t = c->tasks; t; t = t->lnext)
+		for (size_t i = 0; i < f->nlus; i++)
+			n += t->cmd.lu == f->lus[i];
+	for (size_t i = 0; c->sess && i < c->sess->nluns; i++)
+		for (size_t j = 0; j < f->nlus; j++)
+			n += c->sess->luns[i].lu == f->lus[j]; /* a map not refreshed (out of memory) */
+	pthread_mutex_lock(&f->mu);
+	f->count += n;
+	pthread_mutex_unlock(&f->mu);
+}
+
+int admin_lu_users(struct scsi_lu *const *lus, size_t n, char *err, size_t errlen)
+{
+	struct fanout *f = fanout_new(count_tasks);
+	if (!f)
+		return -ENOMEM;
+	f->lus = malloc((n ? n : 1) * sizeof(*f->lus));
+	if (!f->lus) {
+		fanout_put(f);
+		return -ENOMEM;
+	}
+	memcpy(f->lus, lus, n * sizeof(*lus));
+	f->nlus = n;
+	int rc = fanout_run(f, err, errlen);
+	pthread_mutex_lock(&f->mu);
+	int users = f->count;
+	pthread_mutex_unlock(&f->mu);
+	fanout_put(f);
+	return rc ? rc : users;
 }

@@ -19,6 +19,8 @@
 bool tpg_initiator_allowed(const struct iscsi_tpg *tpg, const char *initiator, const struct cfg_acl **acl)
 {
 	*acl = NULL;
+	if (!tpg->cfg)
+		return false; /* it left the configuration */
 	for (size_t i = 0; i < tpg->cfg->nacls; i++) {
 		if (!strcmp(tpg->cfg->acls[i].initiator, initiator)) {
 			*acl = &tpg->cfg->acls[i];
@@ -35,6 +37,8 @@ static bool wildcard(const char *host)
 
 bool tpg_has_portal(const struct iscsi_tpg *tpg, const struct xp_conn *xp)
 {
+	if (!tpg->cfg)
+		return false;
 	for (size_t i = 0; i < tpg->cfg->nportals; i++) {
 		const struct cfg_portal *p = &tpg->cfg->portals[i];
 		if (p->port != xp->local_port || p->iser != xp->ops->rdma)
@@ -50,21 +54,21 @@ bool tpg_has_portal(const struct iscsi_tpg *tpg, const struct xp_conn *xp)
 	return false;
 }
 
-static void add_target(struct text_buf *tb, const struct iscsi_target *t, const char *initiator,
+static void add_target(struct text_buf *tb, const struct cfg_target *t, const char *initiator,
 		       const struct xp_conn *xp)
 {
 	bool named = false;
 	for (size_t j = 0; j < t->ntpgs; j++) {
-		const struct iscsi_tpg *tpg = &t->tpgs[j];
+		const struct iscsi_tpg *tpg = t->tpgs[j].rt;
 		const struct cfg_acl *acl;
-		if (!tpg->cfg->enable || !tpg_initiator_allowed(tpg, initiator, &acl) || !tpg_has_portal(tpg, xp))
+		if (!tpg || !tpg->cfg->enable || !tpg_initiator_allowed(tpg, initiator, &acl) || !tpg_has_portal(tpg, xp))
 			continue;
 		for (size_t k = 0; k < tpg->cfg->nportals; k++) {
 			const struct cfg_portal *p = &tpg->cfg->portals[k];
 			if (p->iser != xp->ops->rdma)
 				continue;
 			if (!named) {
-				text_add(tb, "TargetName", t->cfg->iqn);
+				text_add(tb, "TargetName", t->iqn);
 				named = true;
 			}
 			/* A wildcard portal is reported as the address the initiator reached. */
@@ -98,12 +102,15 @@ void discovery_text(struct iscsi_conn *c, struct xp_rx *rx)
 	for (unsigned i = 0; i < kv.count; i++) {
 		const char *k = kv.pairs[i].key, *v = kv.pairs[i].value;
 		if (!strcmp(k, "SendTargets")) {
-			for (size_t j = 0; j < iscsi_g.ntargets; j++) {
-				const struct iscsi_target *t = &iscsi_g.targets[j];
-				if (s->discovery ? (!strcmp(v, "All") || !strcmp(v, t->cfg->iqn))
-						 : (s->tpg && s->tpg->target == t && (!*v || !strcmp(v, t->cfg->iqn))))
+			pthread_rwlock_rdlock(&iscsi_g.cfg_lock);
+			const struct config *cfg = iscsi_g.cfg;
+			for (size_t j = 0; j < cfg->ntargets; j++) {
+				const struct cfg_target *t = &cfg->targets[j];
+				if (s->discovery ? (!strcmp(v, "All") || !strcmp(v, t->iqn))
+						 : (s->tpg && !strcmp(s->tpg->iqn, t->iqn) && (!*v || !strcmp(v, t->iqn))))
 					add_target(&tb, t, s->initiator, c->xp);
 			}
+			pthread_rwlock_unlock(&iscsi_g.cfg_lock);
 		} else {
 			/* Renegotiation in full feature phase is not offered: keep values, say so. */
 			if (neg_is_operational_key(k))

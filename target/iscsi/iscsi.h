@@ -22,45 +22,49 @@ struct reactor;
 struct iscsi_session;
 struct iscsi_conn;
 
-/* A LUN of a portal group. */
+/* A LUN as a session sees it. */
 struct iscsi_lun {
 	uint64_t lun;
 	struct scsi_lu *lu;
 	bool read_only;
 };
 
+/*
+ * A portal group as sessions and logins know it.  Its configuration
+ * (cfg) is read under iscsi_g.cfg_lock and changes with the configuration;
+ * the object itself stays for the life of the process (sessions and logins
+ * point at it), and is found again when a TPG of the same target and tag
+ * comes back.
+ */
 struct iscsi_tpg {
-	struct iscsi_target *target;
-	const struct cfg_tpg *cfg;
-	struct iscsi_lun *luns;
-	size_t nluns;
+	struct iscsi_tpg *next;        /* iscsi_g.tpgs */
+	const struct cfg_tpg *cfg;     /* NULL once it left the configuration */
+	char iqn[224];
+	uint16_t tag;
 };
 
-struct iscsi_target {
-	const struct cfg_target *cfg;
-	struct iscsi_tpg *tpgs;
-	size_t ntpgs;
-};
-
-/* A listening portal, with its share of the connection limits (admit.c). */
+/* A portal (listener), with its share of the connection limits (admit.c); kept like a TPG. */
 struct iscsi_portal {
+	struct iscsi_portal *next;     /* iscsi_g.portals */
 	const struct transport_ops *ops;
-	struct xp_listener *l;
+	struct xp_listener *l;         /* NULL when not listening */
+	char host[64];
+	uint16_t port;
+	bool iser;
 	char name[72];                 /* host:port (tcp|iser), for log lines */
 	unsigned nconns;               /* under admit's lock */
 };
 
 /* Process-wide state, built from the configuration at start. */
 struct iscsi_globals {
-	struct config *cfg;
-	struct scsi_lu **lus;          /* one per backstore */
-	struct backstore **bss;
-	struct iscsi_target *targets;
-	size_t ntargets;
+	struct config *cfg;            /* the running configuration: its arrays under cfg_lock */
+	/* Readers: login, discovery, task management, the admin's session walks (never the I/O path).
+	 * Writer: a configuration change (admin thread), for the moment it swaps the document. */
+	pthread_rwlock_t cfg_lock;
+	struct iscsi_tpg *tpgs;        /* every TPG object made so far */
 	struct reactor **reactors;
 	unsigned nreactors;
-	struct iscsi_portal *portals;
-	size_t nportals;
+	struct iscsi_portal *portals;  /* every portal made so far (listening or not) */
 	_Atomic bool stopping;         /* SIGTERM: no new connections, sessions drain */
 	_Atomic bool force_close;      /* the drain took too long: close whatever is left */
 	/* Sessions of all reactors, for reinstatement and TSIH allocation. */
@@ -75,8 +79,21 @@ extern struct iscsi_globals iscsi_g;
 /* portal.c */
 /* Backstores, LUs and targets from cfg (no listeners yet). */
 int iscsi_setup(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
+/* Open backstore b (its rt_bs and rt_lu); 0 or -errno with err filled. */
+int iscsi_backstore_open(struct cfg_backstore *b, char *err, size_t errlen);
+void iscsi_backstore_close(struct cfg_backstore *b);
+/* The TPG object for (iqn, tag): found, or made (NULL: out of memory). */
+struct iscsi_tpg *iscsi_tpg_get(const char *iqn, uint16_t tag);
+/* The portal object for p: found, or made; listening afterwards (0), or -errno with err filled. */
+int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, struct iscsi_portal **out, char *err,
+			size_t errlen);
+void iscsi_portal_unlisten(struct iscsi_portal *ip);
+/* Is p among cfg's portals? */
+bool config_has_portal(const struct config *cfg, const struct iscsi_portal *p);
 /* Listen on every portal of the configuration. */
 int iscsi_listen(char *err, size_t errlen);
+/* The same for cfg: portals not listening yet start (an iSER portal that cannot is logged, not an error). */
+int iscsi_listen_all(const struct config *cfg, char *err, size_t errlen);
 int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
 /* Stop listening (the first step of a shutdown). */
 void iscsi_stop(void);
@@ -282,6 +299,10 @@ void session_free(struct iscsi_session *s);
 /* Close a session that may live on another reactor; call with iscsi_g.lock held. */
 void session_close_async(struct iscsi_session *o);
 const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun);
+/* The LUNs s sees in the configuration now (cfg_lock held): -EACCES when it is no longer admitted. */
+int session_lun_map(const struct iscsi_session *s, struct iscsi_lun **out, size_t *count);
+/* Install a LUN map (luns from session_lun_map, ids an array of n, both taken). */
+void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, size_t n, uint64_t *ids);
 
 /* discovery.c */
 void discovery_text(struct iscsi_conn *c, struct xp_rx *rx);
@@ -295,6 +316,22 @@ int admin_sessions(struct json_object *out, uint16_t tsih, const char *initiator
 		   char *err, size_t errlen);
 /* Close the connections of matching sessions (tsih, or every session of target/tag); returns how many. */
 int admin_close_sessions(uint16_t tsih, const char *target, int tag, const char *why, char *err, size_t errlen);
+/* After a change: each session takes its LUN map again (REPORTED LUNS DATA HAS CHANGED where it
+ * changed), sessions no longer admitted are closed. */
+int admin_refresh_sessions(int *closed, int *changed, char *err, size_t errlen);
+/* How many tasks and LUN maps still point at one of lus (a negative errno when reactors did not answer). */
+int admin_lu_users(struct scsi_lu *const *lus, size_t n, char *err, size_t errlen);
+
+/* apply.c: carry the running configuration to another one (docs/admin.md) */
+struct iscsi_apply_result {
+	struct json_object *plan;      /* steps, as JSON (always filled) */
+	int sessions_closed, maps_changed;
+	struct json_object *restart;   /* global keys that differ and need a restart (not applied) */
+};
+/* n was loaded by the configuration loader; it is consumed (freed) in every case. */
+int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, char *err, size_t errlen);
+/* At exit: LUs whose last users never went (kept rather than freed under them). */
+void iscsi_apply_free(void);
 
 /* tmf.c */
 void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx);

@@ -31,7 +31,8 @@ struct login_state {
 	char target[224];
 	bool discovery;
 	const struct iscsi_tpg *tpg;
-	const struct cfg_chap *chap;  /* credentials required, or NULL */
+	const struct cfg_chap *chap;  /* credentials required (&chap_copy), or NULL */
+	struct cfg_chap chap_copy;    /* the configuration may change between PDUs */
 	enum auth_state auth;
 	bool auth_method_chosen;
 	int alg;
@@ -47,8 +48,27 @@ void login_free(struct iscsi_conn *c)
 	if (!c->login)
 		return;
 	text_buf_free(&c->login->acc);
+	struct cfg_chap *k = &c->login->chap_copy;
+	free(k->userid);
+	free(k->password);
+	free(k->mutual_userid);
+	free(k->mutual_password);
 	free(c->login);
 	c->login = NULL;
+}
+
+/* A copy of the credentials for the rest of the login (NULL when out of memory: the login fails). */
+static const struct cfg_chap *keep_chap(struct login_state *ls, const struct cfg_chap *from)
+{
+	struct cfg_chap *k = &ls->chap_copy;
+	k->userid = strdup(from->userid);
+	k->password = strdup(from->password ? from->password : "");
+	k->mutual_userid = from->mutual_userid ? strdup(from->mutual_userid) : NULL;
+	k->mutual_password = from->mutual_password ? strdup(from->mutual_password) : NULL;
+	if (!k->userid || !k->password || (from->mutual_userid && !k->mutual_userid) ||
+	    (from->mutual_password && !k->mutual_password))
+		return NULL;
+	return k;
 }
 
 static void login_reply(struct iscsi_conn *c, uint8_t flags, uint16_t status, struct text_buf *tb)
@@ -93,15 +113,16 @@ static void login_fail(struct iscsi_conn *c, uint16_t status, const char *why)
 
 static const struct iscsi_tpg *find_tpg(struct iscsi_conn *c, const char *name, bool *exists)
 {
+	const struct config *cfg = iscsi_g.cfg;
 	*exists = false;
-	for (size_t i = 0; i < iscsi_g.ntargets; i++) {
-		struct iscsi_target *t = &iscsi_g.targets[i];
-		if (strcmp(t->cfg->iqn, name))
+	for (size_t i = 0; i < cfg->ntargets; i++) {
+		const struct cfg_target *t = &cfg->targets[i];
+		if (strcmp(t->iqn, name))
 			continue;
 		*exists = true;
 		for (size_t j = 0; j < t->ntpgs; j++)
-			if (t->tpgs[j].cfg->enable && tpg_has_portal(&t->tpgs[j], c->xp))
-				return &t->tpgs[j];
+			if (t->tpgs[j].enable && t->tpgs[j].rt && tpg_has_portal(t->tpgs[j].rt, c->xp))
+				return t->tpgs[j].rt;
 	}
 	return NULL;
 }
@@ -157,7 +178,12 @@ static int login_identify(struct iscsi_conn *c, const struct text_list *kv, char
 		neg_local_from_tpg(&local, &dparams);
 		struct config *cfg = iscsi_g.cfg;
 		if (cfg->discovery_auth_required || cfg->discovery_chap.userid)
-			ls->chap = cfg->discovery_chap.userid ? &cfg->discovery_chap : NULL;
+			ls->chap = cfg->discovery_chap.userid ? keep_chap(ls, &cfg->discovery_chap) : NULL;
+		if (cfg->discovery_chap.userid && !ls->chap) {
+			*status = PDU_LOGIN_OUT_OF_RESOURCES;
+			snprintf(why, wl, "out of memory");
+			return -1;
+		}
 		if (cfg->discovery_auth_required && !ls->chap) {
 			*status = PDU_LOGIN_AUTH_FAILED;
 			snprintf(why, wl, "discovery authentication required but no discovery CHAP configured");
@@ -184,9 +210,14 @@ static int login_identify(struct iscsi_conn *c, const struct text_list *kv, char
 			return -1;
 		}
 		if (acl && acl->chap.userid)
-			ls->chap = &acl->chap;
+			ls->chap = keep_chap(ls, &acl->chap);
 		else if (!acl && ls->tpg->cfg->demo_chap.userid)
-			ls->chap = &ls->tpg->cfg->demo_chap;
+			ls->chap = keep_chap(ls, &ls->tpg->cfg->demo_chap);
+		if (((acl && acl->chap.userid) || (!acl && ls->tpg->cfg->demo_chap.userid)) && !ls->chap) {
+			*status = PDU_LOGIN_OUT_OF_RESOURCES;
+			snprintf(why, wl, "out of memory");
+			return -1;
+		}
 		neg_local_from_tpg(&local, &ls->tpg->cfg->params);
 	}
 	if (c->xp->ops->rdma) {
@@ -384,7 +415,17 @@ static struct iscsi_session *session_new(struct iscsi_conn *c)
 	return s;
 }
 
+static void login_rx_locked(struct iscsi_conn *c, struct xp_rx *rx);
+
+/* The configuration is read throughout a login PDU: it must not change underneath. */
 void login_rx(struct iscsi_conn *c, struct xp_rx *rx)
+{
+	pthread_rwlock_rdlock(&iscsi_g.cfg_lock);
+	login_rx_locked(c, rx);
+	pthread_rwlock_unlock(&iscsi_g.cfg_lock);
+}
+
+static void login_rx_locked(struct iscsi_conn *c, struct xp_rx *rx)
 {
 	const struct pdu_login_req *req = (const void *)rx->bhs;
 	if (!c->login) {
@@ -418,6 +459,10 @@ void login_rx(struct iscsi_conn *c, struct xp_rx *rx)
 		ls->itt = be32toh(req->itt);
 		if (memcmp(ls->isid, req->isid, 6) || csg != ls->stage) {
 			login_fail(c, PDU_LOGIN_INITIATOR_ERROR, "ISID or stage changed during login");
+			return;
+		}
+		if (ls->tpg && (!ls->tpg->cfg || !ls->tpg->cfg->enable)) {
+			login_fail(c, PDU_LOGIN_TARGET_REMOVED, "the portal group was removed or disabled during the login");
 			return;
 		}
 	}
@@ -529,7 +574,7 @@ void login_rx(struct iscsi_conn *c, struct xp_rx *rx)
 		int rc = session_register(s, why, sizeof(why));
 		if (rc) {
 			session_free(s);
-			status = PDU_LOGIN_OUT_OF_RESOURCES;
+			status = rc == -EACCES ? PDU_LOGIN_FORBIDDEN : PDU_LOGIN_OUT_OF_RESOURCES;
 			goto fail;
 		}
 		c->sess = s;

@@ -15,66 +15,71 @@
 #include "target/backstore/backstore.h"
 #include "target/iscsi/iscsi.h"
 
-struct iscsi_globals iscsi_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+struct iscsi_globals iscsi_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .cfg_lock = PTHREAD_RWLOCK_INITIALIZER };
+
+int iscsi_backstore_open(struct cfg_backstore *b, char *err, size_t errlen)
+{
+	int rc = backstore_open(&b->bs, &b->rt_bs, err, errlen);
+	if (rc)
+		return rc;
+	char serial[64];
+	snprintf(serial, sizeof(serial), "%s", b->serial ? b->serial : b->name);
+	struct scsi_lu_params p = { .serial = serial, .name = b->name };
+	rc = scsi_lu_create(b->rt_bs, &p, &b->rt_lu);
+	if (rc) {
+		snprintf(err, errlen, "backstore '%s': cannot create its logical unit: %s", b->name, strerror(-rc));
+		backstore_close(b->rt_bs);
+		b->rt_bs = NULL;
+	}
+	return rc;
+}
+
+void iscsi_backstore_close(struct cfg_backstore *b)
+{
+	if (b->rt_lu)
+		scsi_lu_destroy(b->rt_lu);
+	if (b->rt_bs)
+		backstore_close(b->rt_bs);
+	b->rt_lu = NULL;
+	b->rt_bs = NULL;
+}
 
 static int open_backstores(struct config *cfg, char *err, size_t errlen)
 {
-	iscsi_g.bss = calloc(cfg->nbackstores ? cfg->nbackstores : 1, sizeof(*iscsi_g.bss));
-	iscsi_g.lus = calloc(cfg->nbackstores ? cfg->nbackstores : 1, sizeof(*iscsi_g.lus));
-	if (!iscsi_g.bss || !iscsi_g.lus)
-		return -ENOMEM;
 	for (size_t i = 0; i < cfg->nbackstores; i++) {
-		struct cfg_backstore *b = &cfg->backstores[i];
-		int rc = backstore_open(&b->bs, &iscsi_g.bss[i], err, errlen);
+		int rc = iscsi_backstore_open(&cfg->backstores[i], err, errlen);
 		if (rc)
 			return rc;
-		char serial[64];
-		snprintf(serial, sizeof(serial), "%s", b->serial ? b->serial : b->name);
-		struct scsi_lu_params p = { .serial = serial, .name = b->name };
-		rc = scsi_lu_create(iscsi_g.bss[i], &p, &iscsi_g.lus[i]);
-		if (rc) {
-			snprintf(err, errlen, "backstore '%s': cannot create its logical unit: %s", b->name, strerror(-rc));
-			return rc;
-		}
 	}
 	return 0;
+}
+
+struct iscsi_tpg *iscsi_tpg_get(const char *iqn, uint16_t tag)
+{
+	for (struct iscsi_tpg *g = iscsi_g.tpgs; g; g = g->next)
+		if (g->tag == tag && !strcmp(g->iqn, iqn))
+			return g;
+	struct iscsi_tpg *g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	snprintf(g->iqn, sizeof(g->iqn), "%s", iqn);
+	g->tag = tag;
+	g->next = iscsi_g.tpgs;
+	iscsi_g.tpgs = g;
+	return g;
 }
 
 static int build_targets(struct config *cfg)
 {
-	iscsi_g.targets = calloc(cfg->ntargets ? cfg->ntargets : 1, sizeof(*iscsi_g.targets));
-	if (!iscsi_g.targets)
-		return -ENOMEM;
-	iscsi_g.ntargets = cfg->ntargets;
-	for (size_t i = 0; i < cfg->ntargets; i++) {
-		struct iscsi_target *t = &iscsi_g.targets[i];
-		t->cfg = &cfg->targets[i];
-		t->ntpgs = t->cfg->ntpgs;
-		t->tpgs = calloc(t->ntpgs ? t->ntpgs : 1, sizeof(*t->tpgs));
-		if (!t->tpgs)
-			return -ENOMEM;
-		for (size_t j = 0; j < t->ntpgs; j++) {
-			struct iscsi_tpg *g = &t->tpgs[j];
-			g->target = t;
-			g->cfg = &t->cfg->tpgs[j];
-			g->nluns = g->cfg->nluns;
-			g->luns = calloc(g->nluns ? g->nluns : 1, sizeof(*g->luns));
-			if (!g->luns)
+	for (size_t i = 0; i < cfg->ntargets; i++)
+		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++) {
+			struct cfg_tpg *t = &cfg->targets[i].tpgs[j];
+			t->rt = iscsi_tpg_get(cfg->targets[i].iqn, t->tag);
+			if (!t->rt)
 				return -ENOMEM;
-			for (size_t k = 0; k < g->nluns; k++) {
-				const struct cfg_lun *l = &g->cfg->luns[k];
-				g->luns[k].lun = l->lun;
-				g->luns[k].lu = iscsi_g.lus[l->backstore_index];
-				g->luns[k].read_only = l->read_only;
-			}
+			t->rt->cfg = t;
 		}
-	}
 	return 0;
-}
-
-static bool same_portal(const struct cfg_portal *a, const struct cfg_portal *b)
-{
-	return a->port == b->port && a->iser == b->iser && !strcmp(a->host, b->host);
 }
 
 static bool wildcard_host(const char *h)
@@ -96,86 +101,105 @@ static const struct cfg_portal *tcp_clash(const struct config *cfg, const struct
 	return NULL;
 }
 
-/* Every distinct portal of the configuration, TCP first, then iSER, in turn. */
-static int each_portal(struct config *cfg, bool iser,
-		       int (*fn)(struct config *, const struct cfg_target *, const struct cfg_tpg *,
-				 const struct cfg_portal *, char *, size_t),
-		       char *err, size_t errlen)
+bool config_has_portal(const struct config *cfg, const struct iscsi_portal *ip)
 {
-	const struct cfg_portal *seen[256];
-	size_t nseen = 0;
 	for (size_t i = 0; i < cfg->ntargets; i++)
-		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++) {
-			const struct cfg_tpg *g = &cfg->targets[i].tpgs[j];
-			for (size_t k = 0; k < g->nportals; k++) {
-				const struct cfg_portal *p = &g->portals[k];
-				bool dup = p->iser != iser;
-				/* Several portal groups may share a portal: one listener serves them all. */
-				for (size_t d = 0; d < nseen && !dup; d++)
-					dup = same_portal(seen[d], p);
-				if (dup)
-					continue;
-				if (nseen < ARRAY_SIZE(seen))
-					seen[nseen++] = p;
-				int rc = fn(cfg, &cfg->targets[i], g, p, err, errlen);
-				if (rc)
-					return rc;
+		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++)
+			for (size_t k = 0; k < cfg->targets[i].tpgs[j].nportals; k++) {
+				const struct cfg_portal *p = &cfg->targets[i].tpgs[j].portals[k];
+				if (p->port == ip->port && p->iser == ip->iser && !strcmp(p->host, ip->host))
+					return true;
 			}
-		}
-	return 0;
+	return false;
 }
 
-static int open_one(struct config *cfg, const struct cfg_target *t, const struct cfg_tpg *g,
-		    const struct cfg_portal *p, char *err, size_t errlen)
+int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, struct iscsi_portal **out, char *err,
+			size_t errlen)
 {
-	const struct transport_ops *xp = p->iser ? &iser_transport : &tcp_transport;
+	struct iscsi_portal *ip = iscsi_g.portals;
+	while (ip && !(ip->port == p->port && ip->iser == p->iser && !strcmp(ip->host, p->host)))
+		ip = ip->next;
+	if (!ip) {
+		if (strlen(p->host) >= sizeof(ip->host)) {
+			snprintf(err, errlen, "portal %s: address too long", p->host);
+			return -EINVAL;
+		}
+		ip = calloc(1, sizeof(*ip));
+		if (!ip)
+			return -ENOMEM;
+		ip->ops = p->iser ? &iser_transport : &tcp_transport;
+		snprintf(ip->host, sizeof(ip->host), "%s", p->host);
+		ip->port = p->port;
+		ip->iser = p->iser;
+		snprintf(ip->name, sizeof(ip->name), "%s:%u (%s)", p->host, p->port, ip->ops->name);
+		ip->next = iscsi_g.portals;
+		iscsi_g.portals = ip;
+	}
+	*out = ip;
+	if (ip->l)
+		return 0;
 	const struct cfg_portal *clash = p->iser ? tcp_clash(cfg, p) : NULL;
 	if (clash)
 		log_warn("iSER portal %s:%u and TCP portal %s:%u share a port: fine on RoCE and InfiniBand, "
 			 "but on iWARP the RDMA listener uses the TCP port space and cannot coexist",
 			 p->host, p->port, clash->host, clash->port);
-	struct iscsi_portal *ip = &iscsi_g.portals[iscsi_g.nportals];
-	*ip = (struct iscsi_portal){ .ops = xp };
-	snprintf(ip->name, sizeof(ip->name), "%s:%u (%s)", p->host, p->port, xp->name);
 	struct xp_listen_params lp = {
 		.admit = admit_conn, .accept = conn_accept, .dropped = admit_dropped, .arg = ip,
 		.keepalive_s = cfg->tcp_keepalive_s,
 	};
-	int rc = xp->listen(p->host, p->port, iscsi_g.reactors[0], &lp, &ip->l, err, errlen);
-	if (rc && p->iser) {
-		/* No RDMA for this portal: say so once and keep serving the others. */
+	int rc = ip->ops->listen(p->host, p->port, iscsi_g.reactors[0], &lp, &ip->l, err, errlen);
+	if (rc) {
+		ip->l = NULL;
 		if (rc == -EADDRINUSE && clash)
-			log_err("iSER portal %s:%u cannot listen: TCP portal %s:%u holds the port (iWARP shares "
-				"TCP's port space); move one of them to another address or port",
-				p->host, p->port, clash->host, clash->port);
-		else
-			log_err("%s; this portal is not served, the others are", err);
-		err[0] = 0;
-		return 0;
-	}
-	if (rc)
+			snprintf(err, errlen, "iSER portal %s:%u cannot listen: TCP portal %s:%u holds the port (iWARP "
+				 "shares TCP's port space); move one of them to another address or port",
+				 p->host, p->port, clash->host, clash->port);
 		return rc;
-	iscsi_g.nportals++;
-	log_info("listening on %s:%u (%s) for %s, TPG %u", p->host, p->port, xp->name, t->iqn, g->tag);
+	}
+	log_info("listening on %s", ip->name);
+	return 0;
+}
+
+void iscsi_portal_unlisten(struct iscsi_portal *ip)
+{
+	if (!ip->l)
+		return;
+	ip->ops->unlisten(ip->l);
+	ip->l = NULL;
+	log_info("%s: no longer listening (connections it took stay)", ip->name);
+}
+
+/* Listen on every portal of cfg not listening yet: TCP first (on iWARP a TCP and an RDMA
+ * listener cannot share an address and port).  An iSER portal that cannot listen is logged
+ * and left out (a host without RDMA still serves TCP); a TCP one is an error. */
+int iscsi_listen_all(const struct config *cfg, char *err, size_t errlen)
+{
+	for (int iser = 0; iser < 2; iser++)
+		for (size_t i = 0; i < cfg->ntargets; i++)
+			for (size_t j = 0; j < cfg->targets[i].ntpgs; j++) {
+				const struct cfg_tpg *g = &cfg->targets[i].tpgs[j];
+				for (size_t k = 0; k < g->nportals; k++) {
+					const struct cfg_portal *p = &g->portals[k];
+					struct iscsi_portal *ip;
+					if (p->iser != (bool)iser)
+						continue;
+					int rc = iscsi_portal_listen(cfg, p, &ip, err, errlen);
+					if (rc && p->iser) {
+						log_err("%s; this portal is not served, the others are", err);
+						err[0] = 0;
+					} else if (rc) {
+						if (!err[0])
+							snprintf(err, errlen, "%s:%u: %s", p->host, p->port, strerror(-rc));
+						return rc;
+					}
+				}
+			}
 	return 0;
 }
 
 int iscsi_listen(char *err, size_t errlen)
 {
-	struct config *cfg = iscsi_g.cfg;
-	size_t n = 0;
-	for (size_t i = 0; i < cfg->ntargets; i++)
-		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++)
-			n += cfg->targets[i].tpgs[j].nportals;
-	iscsi_g.portals = calloc(n ? n : 1, sizeof(*iscsi_g.portals));
-	if (!iscsi_g.portals)
-		return -ENOMEM;
-	/* TCP first: on iWARP a TCP and an RDMA listener cannot share an address and port. */
-	int rc = each_portal(cfg, false, open_one, err, errlen);
-	rc = rc ? rc : each_portal(cfg, true, open_one, err, errlen);
-	if (rc && !err[0])
-		snprintf(err, errlen, "%s", strerror(-rc));
-	return rc;
+	return iscsi_listen_all(iscsi_g.cfg, err, errlen);
 }
 
 int iscsi_setup(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen)
@@ -204,9 +228,11 @@ int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactor
 void iscsi_stop(void)
 {
 	iscsi_g.stopping = true;
-	for (size_t i = 0; i < iscsi_g.nportals; i++)
-		iscsi_g.portals[i].ops->unlisten(iscsi_g.portals[i].l);
-	iscsi_g.nportals = 0;
+	for (struct iscsi_portal *ip = iscsi_g.portals; ip; ip = ip->next)
+		if (ip->l) {
+			ip->ops->unlisten(ip->l);
+			ip->l = NULL;
+		}
 	/* The portal records stay: connections still point at them until they are freed. */
 }
 
@@ -219,8 +245,8 @@ static void flush_done(struct bs_io *io, int res)
 int iscsi_flush(void)
 {
 	int failed = 0;
-	for (size_t i = 0; iscsi_g.cfg && iscsi_g.bss && i < iscsi_g.cfg->nbackstores; i++) {
-		struct backstore *bs = iscsi_g.bss[i];
+	for (size_t i = 0; iscsi_g.cfg && i < iscsi_g.cfg->nbackstores; i++) {
+		struct backstore *bs = iscsi_g.cfg->backstores[i].rt_bs;
 		if (!bs || backstore_readonly(bs))
 			continue;
 		int res = -EINPROGRESS;
@@ -237,25 +263,17 @@ int iscsi_flush(void)
 /* After the reactors stopped: nothing runs any more, free everything. */
 void iscsi_free(void)
 {
-	for (size_t i = 0; i < iscsi_g.ntargets; i++) {
-		for (size_t j = 0; j < iscsi_g.targets[i].ntpgs; j++)
-			free(iscsi_g.targets[i].tpgs[j].luns);
-		free(iscsi_g.targets[i].tpgs);
+	for (size_t i = 0; iscsi_g.cfg && i < iscsi_g.cfg->nbackstores; i++)
+		iscsi_backstore_close(&iscsi_g.cfg->backstores[i]);
+	iscsi_apply_free();
+	while (iscsi_g.tpgs) {
+		struct iscsi_tpg *g = iscsi_g.tpgs;
+		iscsi_g.tpgs = g->next;
+		free(g);
 	}
-	free(iscsi_g.targets);
-	iscsi_g.targets = NULL;
-	if (iscsi_g.cfg) {
-		for (size_t i = 0; i < iscsi_g.cfg->nbackstores; i++) {
-			if (iscsi_g.lus && iscsi_g.lus[i])
-				scsi_lu_destroy(iscsi_g.lus[i]);
-			if (iscsi_g.bss && iscsi_g.bss[i])
-				backstore_close(iscsi_g.bss[i]);
-		}
+	while (iscsi_g.portals) {
+		struct iscsi_portal *p = iscsi_g.portals;
+		iscsi_g.portals = p->next;
+		free(p);
 	}
-	free(iscsi_g.lus);
-	free(iscsi_g.bss);
-	free(iscsi_g.portals);
-	iscsi_g.lus = NULL;
-	iscsi_g.bss = NULL;
-	iscsi_g.portals = NULL;
 }

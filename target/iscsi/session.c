@@ -725,38 +725,82 @@ static int lun_cmp(const void *a, const void *b)
 	return x->lun < y->lun ? -1 : x->lun > y->lun;
 }
 
-static int build_lun_map(struct iscsi_session *s)
+/*
+ * The LUNs session s sees now (caller holds iscsi_g.cfg_lock): its ACL's
+ * mapped LUNs, or every LUN of the portal group in demo mode.  -EACCES when
+ * the initiator is no longer admitted (ACL gone, demo mode off, the TPG
+ * removed or disabled).
+ */
+int session_lun_map(const struct iscsi_session *s, struct iscsi_lun **out, size_t *count)
 {
 	const struct iscsi_tpg *tpg = s->tpg;
 	const struct cfg_acl *acl = NULL;
-	tpg_initiator_allowed(tpg, s->initiator, &acl);
-	size_t n = acl ? acl->nluns : tpg->nluns;
-	s->luns = calloc(n ? n : 1, sizeof(*s->luns));
-	s->lun_ids = calloc(n ? n : 1, sizeof(*s->lun_ids));
-	if (!s->luns || !s->lun_ids)
+	*out = NULL;
+	*count = 0;
+	if (!tpg_initiator_allowed(tpg, s->initiator, &acl) || !tpg->cfg->enable)
+		return -EACCES;
+	const struct cfg_tpg *g = tpg->cfg;
+	const struct config *cfg = iscsi_g.cfg;
+	size_t n = acl ? acl->nluns : g->nluns, k = 0;
+	struct iscsi_lun *luns = calloc(n ? n : 1, sizeof(*luns));
+	if (!luns)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
+		const struct cfg_lun *l = NULL;
+		uint64_t id;
+		bool ro;
 		if (acl) {
 			const struct cfg_mapped_lun *m = &acl->luns[i];
-			for (size_t j = 0; j < tpg->nluns; j++) {
-				if (tpg->luns[j].lun != m->tpg_lun)
-					continue;
-				s->luns[s->nluns] = tpg->luns[j];
-				s->luns[s->nluns].lun = m->mapped_lun;
-				s->luns[s->nluns].read_only = tpg->luns[j].read_only || m->write_protect;
-				s->nluns++;
-			}
+			for (size_t j = 0; j < g->nluns && !l; j++)
+				if (g->luns[j].lun == m->tpg_lun)
+					l = &g->luns[j];
+			if (!l)
+				continue;
+			id = m->mapped_lun;
+			ro = l->read_only || m->write_protect;
 		} else {
-			s->luns[s->nluns] = tpg->luns[i];
-			s->luns[s->nluns].read_only |= tpg->cfg->demo_write_protect;
-			s->nluns++;
+			l = &g->luns[i];
+			id = l->lun;
+			ro = l->read_only || g->demo_write_protect;
 		}
+		luns[k].lun = id;
+		luns[k].lu = cfg->backstores[l->backstore_index].rt_lu;
+		luns[k].read_only = ro;
+		k++;
 	}
-	qsort(s->luns, s->nluns, sizeof(*s->luns), lun_cmp);
-	for (size_t i = 0; i < s->nluns; i++)
+	qsort(luns, k, sizeof(*luns), lun_cmp);
+	*out = luns;
+	*count = k;
+	return 0;
+}
+
+/* Take luns (from session_lun_map) as the session's LUN map. */
+void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, size_t n, uint64_t *ids)
+{
+	free(s->luns);
+	free(s->lun_ids);
+	s->luns = luns;
+	s->nluns = n;
+	s->lun_ids = ids;
+	for (size_t i = 0; i < n; i++)
 		s->lun_ids[i] = s->luns[i].lun;
 	s->lun_map.count = (uint32_t)s->nluns;
 	s->lun_map.luns = s->lun_ids;
+}
+
+static int build_lun_map(struct iscsi_session *s)
+{
+	struct iscsi_lun *luns;
+	size_t n;
+	int rc = session_lun_map(s, &luns, &n);
+	if (rc)
+		return rc;
+	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+	if (!ids) {
+		free(luns);
+		return -ENOMEM;
+	}
+	session_set_lun_map(s, luns, n, ids);
 	return 0;
 }
 
@@ -789,9 +833,12 @@ void session_close_async(struct iscsi_session *o)
 
 int session_register(struct iscsi_session *s, char *why, size_t whylen)
 {
-	if (!s->discovery && build_lun_map(s)) {
-		snprintf(why, whylen, "out of memory");
-		return -ENOMEM;
+	int rc = s->discovery ? 0 : build_lun_map(s);
+	if (rc) {
+		/* The configuration may have changed since the login began. */
+		snprintf(why, whylen, rc == -EACCES ? "the initiator is no longer admitted to this portal group"
+						    : "out of memory");
+		return rc;
 	}
 	pthread_mutex_lock(&iscsi_g.lock);
 	/* Session reinstatement: same initiator port and target port replaces the old session. */
@@ -820,10 +867,9 @@ int session_register(struct iscsi_session *s, char *why, size_t whylen)
 	snprintf(nx->initiator_port, sizeof(nx->initiator_port), "%s,i,0x%02x%02x%02x%02x%02x%02x", s->initiator,
 		 s->isid[0], s->isid[1], s->isid[2], s->isid[3], s->isid[4], s->isid[5]);
 	if (s->tpg) {
-		snprintf(nx->target_name, sizeof(nx->target_name), "%s", s->tpg->target->cfg->iqn);
-		snprintf(nx->target_port, sizeof(nx->target_port), "%s,t,0x%04x", s->tpg->target->cfg->iqn,
-			 s->tpg->cfg->tag);
-		nx->rel_port_id = s->tpg->cfg->tag;
+		snprintf(nx->target_name, sizeof(nx->target_name), "%s", s->tpg->iqn);
+		snprintf(nx->target_port, sizeof(nx->target_port), "%s,t,0x%04x", s->tpg->iqn, s->tpg->tag);
+		nx->rel_port_id = s->tpg->tag;
 	}
 	return 0;
 }

@@ -115,7 +115,7 @@ static void close_target_sessions(const struct iscsi_session *s)
 {
 	pthread_mutex_lock(&iscsi_g.lock);
 	for (struct iscsi_session *o = iscsi_g.sessions; o; o = o->next)
-		if (o != s && !o->gone && o->tpg && o->tpg->target == s->tpg->target)
+		if (o != s && !o->gone && o->tpg && !strcmp(o->tpg->iqn, s->tpg->iqn))
 			session_close_async(o);
 	pthread_mutex_unlock(&iscsi_g.lock);
 }
@@ -123,9 +123,11 @@ static void close_target_sessions(const struct iscsi_session *s)
 static bool target_reset_allowed(const struct iscsi_session *s)
 {
 	const struct cfg_acl *acl = NULL;
-	if (!tpg_initiator_allowed(s->tpg, s->initiator, &acl))
-		return false;
-	return acl ? acl->allow_target_reset : s->tpg->cfg->demo_target_reset;
+	pthread_rwlock_rdlock(&iscsi_g.cfg_lock);
+	bool ok = tpg_initiator_allowed(s->tpg, s->initiator, &acl) &&
+		  (acl ? acl->allow_target_reset : s->tpg->cfg->demo_target_reset);
+	pthread_rwlock_unlock(&iscsi_g.cfg_lock);
+	return ok;
 }
 
 static void tmf_answer(struct iscsi_conn *c, struct pdu_tmf_rsp *rsp)

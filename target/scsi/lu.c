@@ -231,6 +231,15 @@ bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc)
 	return true;
 }
 
+void scsi_lu_luns_changed(struct scsi_lu *lu, const struct scsi_nexus *nx)
+{
+	pthread_mutex_lock(&lu->mu);
+	struct lu_nexus *n = lu_nexus_get(lu, nx);
+	if (n)
+		ua_add(n, ASC_REPORTED_LUNS_CHANGED);
+	pthread_mutex_unlock(&lu->mu);
+}
+
 void scsi_lu_capacity_changed(struct scsi_lu *lu)
 {
 	pthread_mutex_lock(&lu->mu);
