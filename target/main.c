@@ -99,6 +99,11 @@ static void on_signal(void *arg, uint32_t events)
 	(void)events;
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
+	if (si.ssi_signo == SIGHUP) {
+		if (!iscsi_g.stopping)
+			rpc_reload(); /* on the admin thread: an apply waits for the reactors, this is one */
+		return;
+	}
 	if (iscsi_g.stopping) {
 		log_info("signal %d again: closing every connection now", (int)si.ssi_signo);
 		force_close();
@@ -240,6 +245,7 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by the reactor threads */
 	signal(SIGPIPE, SIG_IGN);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);

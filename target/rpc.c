@@ -41,16 +41,16 @@ struct client {
 };
 
 static struct {
-	int lfd, wakefd;
+	int lfd, wakefd, reloadfd;
 	char path[108];
 	pthread_t th;
 	bool running;
 	struct client clients[RPC_MAX_CLIENTS];
 	unsigned nclients;
-} srv = { .lfd = -1, .wakefd = -1 };
+} srv = { .lfd = -1, .wakefd = -1, .reloadfd = -1 };
 
 struct rpc_state rpc_st = { .generation = 1 };
-bool rpc_no_files;
+bool rpc_plan_only;
 
 int rpc_fail(struct rpc_call *c, int code, const char *fmt, ...)
 {
@@ -153,7 +153,7 @@ static char *handle_obj(json_object *req, uid_t uid)
 	}
 	if (!rc)
 		rc = m->fn(&c);
-	if (!rc && m->change) {
+	if (!rc && m->change && !c.unchanged) {
 		rpc_st.generation++;
 		log_info("admin (uid %u): %s %.200s: done, generation %llu", (unsigned)uid, m->name,
 			 json_object_to_json_string_ext(params ? params : c.params, JSON_C_TO_STRING_PLAIN),
@@ -361,26 +361,61 @@ static bool client_io(struct client *c, short revents)
 	return !(c->close_after && !c->out);
 }
 
+/* SIGHUP: the file isertd was started with becomes the running configuration (as apply). */
+static void reload(void)
+{
+	if (!rpc_st.config_path) {
+		log_warn("SIGHUP: isertd runs the embedded default configuration, there is no file to apply");
+		return;
+	}
+	char req[4200];
+	json_object *p = json_object_new_string(rpc_st.config_path);
+	snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"apply\",\"params\":{\"path\":%s}}",
+		 json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(p);
+	char *out = rpc_handle(req, strlen(req), geteuid());
+	json_object *r = out ? json_tokener_parse(out) : NULL, *e, *m;
+	if (r && json_object_object_get_ex(r, "error", &e) && json_object_object_get_ex(e, "message", &m))
+		log_err("SIGHUP: %s not applied: %s", rpc_st.config_path, json_object_get_string(m));
+	else
+		log_info("SIGHUP: %s applied", rpc_st.config_path);
+	json_object_put(r);
+	free(out);
+}
+
+void rpc_reload(void)
+{
+	uint64_t one = 1;
+	if (srv.reloadfd < 0 || write(srv.reloadfd, &one, sizeof(one)) != sizeof(one))
+		log_warn("SIGHUP: the admin thread is not running; nothing reloaded");
+}
+
 static void *rpc_thread(void *arg)
 {
 	(void)arg;
-	struct pollfd pf[RPC_MAX_CLIENTS + 2];
+	struct pollfd pf[RPC_MAX_CLIENTS + 3];
 	for (;;) {
 		pf[0] = (struct pollfd){ .fd = srv.wakefd, .events = POLLIN };
-		pf[1] = (struct pollfd){ .fd = srv.lfd, .events = POLLIN };
+		pf[1] = (struct pollfd){ .fd = srv.lfd, .events = POLLIN }; /* -1 (ignored): no socket */
+		pf[2] = (struct pollfd){ .fd = srv.reloadfd, .events = POLLIN };
 		for (unsigned i = 0; i < srv.nclients; i++)
-			pf[i + 2] = (struct pollfd){ .fd = srv.clients[i].fd,
+			pf[i + 3] = (struct pollfd){ .fd = srv.clients[i].fd,
 						     .events = srv.clients[i].out ? POLLOUT : POLLIN };
 		unsigned n = srv.nclients;
-		int rc = poll(pf, n + 2, 1000);
+		int rc = poll(pf, n + 3, 1000);
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
 			break;
+		if (rc > 0 && pf[2].revents) {
+			uint64_t v;
+			if (read(srv.reloadfd, &v, sizeof(v)) == sizeof(v))
+				reload();
+		}
 		uint64_t now = now_ms();
 		for (unsigned i = n; i-- > 0;) {
 			struct client *c = &srv.clients[i];
-			bool keep = rc > 0 && pf[i + 2].revents ? client_io(c, pf[i + 2].revents) : true;
+			bool keep = rc > 0 && pf[i + 3].revents ? client_io(c, pf[i + 3].revents) : true;
 			if (keep && c->last_ms + RPC_IDLE_MS < now)
 				keep = false;
 			if (!keep)
@@ -427,15 +462,28 @@ static int claim_path(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+static int start_thread(char *err, size_t errlen)
+{
+	srv.wakefd = eventfd(0, EFD_CLOEXEC);
+	srv.reloadfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (srv.wakefd < 0 || srv.reloadfd < 0 || pthread_create(&srv.th, NULL, rpc_thread, NULL)) {
+		snprintf(err, errlen, "admin socket: cannot start its thread");
+		rpc_stop();
+		return -ENOMEM;
+	}
+	srv.running = true;
+	return 0;
+}
+
 int rpc_start(struct config *cfg, const char *path, const char *config_path, char *err, size_t errlen)
 {
 	bool asked = path || cfg->admin_socket;
 	if (!path)
 		path = cfg->admin_socket ? cfg->admin_socket : RPC_DEFAULT_SOCKET;
 	rpc_st.cfg = cfg;
-	rpc_st.config_path = config_path ? strdup(config_path) : NULL;
+	rpc_st.config_path = config_path ? realpath(config_path, NULL) : NULL;
 	if (!*path || !strcmp(path, "none"))
-		return 0;
+		return start_thread(err, errlen); /* SIGHUP still applies the file */
 	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		snprintf(err, errlen, "admin socket %s: longer than 107 bytes", path);
 		return -ENAMETOOLONG;
@@ -444,7 +492,7 @@ int rpc_start(struct config *cfg, const char *path, const char *config_path, cha
 	if (rc && !asked) {
 		log_warn("%s; running without an admin socket (give another with --admin-socket)", err);
 		err[0] = 0;
-		return 0;
+		return start_thread(err, errlen);
 	}
 	if (rc)
 		return rc;
@@ -467,15 +515,10 @@ int rpc_start(struct config *cfg, const char *path, const char *config_path, cha
 		return -e;
 	}
 	snprintf(srv.path, sizeof(srv.path), "%s", path);
-	srv.wakefd = eventfd(0, EFD_CLOEXEC);
-	if (srv.wakefd < 0 || pthread_create(&srv.th, NULL, rpc_thread, NULL)) {
-		snprintf(err, errlen, "admin socket: cannot start its thread");
-		rpc_stop();
-		return -ENOMEM;
-	}
-	srv.running = true;
-	log_info("admin socket %s", path);
-	return 0;
+	rc = start_thread(err, errlen);
+	if (!rc)
+		log_info("admin socket %s", path);
+	return rc;
 }
 
 void rpc_shutdown(void)
@@ -499,7 +542,9 @@ void rpc_stop(void)
 	}
 	if (srv.wakefd >= 0)
 		close(srv.wakefd);
-	srv.wakefd = -1;
+	if (srv.reloadfd >= 0)
+		close(srv.reloadfd);
+	srv.wakefd = srv.reloadfd = -1;
 	free(rpc_st.config_path);
 	rpc_st.config_path = NULL;
 }

@@ -40,6 +40,8 @@ enum {
  * config_path: the file isertd was started with (NULL: the embedded default).
  */
 int rpc_start(struct config *cfg, const char *path, const char *config_path, char *err, size_t errlen);
+/* SIGHUP (any thread): the admin thread applies the file isertd was started with. */
+void rpc_reload(void);
 /* SIGTERM: refuse further requests (the socket stays until rpc_stop). */
 void rpc_shutdown(void);
 /* Stop the thread, remove the socket. */
@@ -48,7 +50,7 @@ void rpc_stop(void);
 /* One request (a JSON text) from a peer with uid; the response text (malloc'd), or NULL for a notification. */
 char *rpc_handle(const char *req, size_t len, uid_t uid);
 
-/* For the fuzzer: methods that write files refuse instead. */
-extern bool rpc_no_files;
+/* For the fuzzer: nothing outside memory changes (save refuses, changes are planned, not carried out). */
+extern bool rpc_plan_only;
 
 #endif

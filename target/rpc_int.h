@@ -12,6 +12,7 @@ struct rpc_call {
 	json_object *params;     /* an object (empty when the request had none) */
 	json_object *result;     /* set by the method on success */
 	int code;                /* RPC_* on failure */
+	bool unchanged;          /* a change method that changed nothing (dry run, or nothing differed) */
 	char msg[768];
 };
 

@@ -82,6 +82,14 @@ static int int_param(struct rpc_call *c, const char *key, bool required, int64_t
 	return 0;
 }
 
+static bool in_list(const char *const *l, const char *k)
+{
+	for (; *l; l++)
+		if (!strcmp(*l, k))
+			return true;
+	return false;
+}
+
 /* Load doc (the running configuration with a change made) with the file's rules. */
 static struct config *check_doc(struct rpc_call *c, json_object *doc)
 {
@@ -93,25 +101,6 @@ static struct config *check_doc(struct rpc_call *c, json_object *doc)
 		return NULL;
 	}
 	return n;
-}
-
-static struct cfg_tpg *find_tpg(struct rpc_call *c, const char *iqn, int64_t tag, size_t *ti, size_t *gi)
-{
-	struct config *cfg = rpc_st.cfg;
-	for (size_t i = 0; i < cfg->ntargets; i++) {
-		if (strcmp(cfg->targets[i].iqn, iqn))
-			continue;
-		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++)
-			if (cfg->targets[i].tpgs[j].tag == tag) {
-				*ti = i;
-				*gi = j;
-				return &cfg->targets[i].tpgs[j];
-			}
-		rpc_fail(c, RPC_NOT_FOUND, "target %s has no TPG %" PRId64, iqn, tag);
-		return NULL;
-	}
-	rpc_fail(c, RPC_NOT_FOUND, "no target %s", iqn);
-	return NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -291,7 +280,7 @@ static int m_save(struct rpc_call *c)
 	if (!path)
 		return rpc_fail(c, RPC_INVALID_PARAMS,
 				"path: required: isertd runs the embedded default configuration, not a file");
-	if (rpc_no_files)
+	if (rpc_plan_only)
 		return rpc_fail(c, RPC_REFUSED, "save: writing files is disabled here");
 	char made[PATH_MAX + NAME_MAX + 64], err[512] = "";
 	if (backup_old(c, path, (unsigned)keep, made, sizeof(made)))
@@ -352,43 +341,628 @@ static int m_backstore_resize(struct rpc_call *c)
 	return 0;
 }
 
-static int tpg_set_enable(struct rpc_call *c, bool enable)
+/* ------------------------------------------------------------------------ */
+/* Changes made to the document, then applied (target/iscsi/apply.c). */
+
+static bool bool_param(struct rpc_call *c, const char *key)
 {
-	static const char *const keys[] = { "target", "tag", NULL };
-	const char *iqn;
-	int64_t tag = 0;
-	size_t ti, gi;
-	if (only_keys(c, keys) || str_param(c, "target", true, &iqn) || int_param(c, "tag", true, 1, 65535, &tag))
-		return -1;
-	struct cfg_tpg *g = find_tpg(c, iqn, tag, &ti, &gi);
-	if (!g)
-		return -1;
-	/* Logins read it on the reactors: from now on they are refused (or taken again). */
-	__atomic_store_n(&g->enable, enable, __ATOMIC_RELEASE);
-	int closed = 0;
-	if (!enable) {
-		char err[160];
-		closed = admin_close_sessions(0, iqn, (int)tag, "its TPG was disabled by the admin", err, sizeof(err));
-		if (closed < 0)
-			return rpc_fail(c, RPC_UNAVAILABLE, "TPG disabled, but its sessions may not all be closed: %s",
-					err);
+	json_object *v;
+	return json_object_object_get_ex(c->params, key, &v) && json_object_get_boolean(v);
+}
+
+/* Carry the running configuration to n; the answer is the plan and what followed. */
+static int apply_config(struct rpc_call *c, struct config *n, bool dry_run)
+{
+	struct iscsi_apply_result res = { 0 };
+	char err[768] = "";
+	dry_run |= rpc_plan_only;
+	int rc = iscsi_apply(n, dry_run, &res, err, sizeof(err));
+	if (rc) {
+		json_object_put(res.plan);
+		json_object_put(res.restart);
+		return rpc_fail(c, rc == -EBUSY || rc == -EINVAL ? RPC_REFUSED : RPC_REFUSED, "%s",
+				err[0] ? err : strerror(-rc));
 	}
+	c->unchanged = dry_run || (!json_object_array_length(res.plan) && !json_object_array_length(res.restart));
 	c->result = json_object_new_object();
-	json_object_object_add(c->result, "target", json_object_new_string(iqn));
-	json_object_object_add(c->result, "tag", json_object_new_int64(tag));
-	json_object_object_add(c->result, "enable", json_object_new_boolean(enable));
-	json_object_object_add(c->result, "sessions_closed", json_object_new_int(closed));
+	json_object_object_add(c->result, "dry_run", json_object_new_boolean(dry_run));
+	json_object_object_add(c->result, "plan", res.plan);
+	json_object_object_add(c->result, "restart_needed", res.restart);
+	if (!dry_run) {
+		json_object_object_add(c->result, "sessions_closed", json_object_new_int(res.sessions_closed));
+		json_object_object_add(c->result, "sessions_with_new_luns", json_object_new_int(res.maps_changed));
+	}
+	json_object_object_add(c->result, "generation",
+			       json_object_new_uint64(rpc_st.generation + (c->unchanged ? 0 : 1)));
 	return 0;
 }
 
-static int m_tpg_enable(struct rpc_call *c)
+typedef int (*edit_fn)(struct rpc_call *c, json_object *doc);
+
+/* The running configuration as JSON, edited, loaded with the file's rules, applied. */
+static int change(struct rpc_call *c, edit_fn edit)
 {
-	return tpg_set_enable(c, true);
+	json_object *doc = config_to_obj(rpc_st.cfg);
+	if (!doc)
+		return rpc_fail(c, RPC_INTERNAL, "out of memory");
+	if (edit(c, doc)) {
+		json_object_put(doc);
+		return -1;
+	}
+	struct config *n = check_doc(c, doc);
+	json_object_put(doc);
+	return n ? apply_config(c, n, bool_param(c, "dry_run")) : -1;
 }
 
-static int m_tpg_disable(struct rpc_call *c)
+static json_object *arr(json_object *o, const char *key)
 {
-	return tpg_set_enable(c, false);
+	json_object *a;
+	if (!json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array)) {
+		a = json_object_new_array();
+		json_object_object_add(o, key, a);
+	}
+	return a;
+}
+
+/* The element of array a whose member key equals the string (or integer) v; its index in *at. */
+static json_object *find_elem(json_object *a, const char *key, const char *sv, int64_t iv, size_t *at)
+{
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *e = json_object_array_get_idx(a, i), *k;
+		if (!json_object_object_get_ex(e, key, &k))
+			continue;
+		if (sv ? !strcmp(json_object_get_string(k), sv) : json_object_get_int64(k) == iv) {
+			if (at)
+				*at = i;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+static json_object *doc_target(struct rpc_call *c, json_object *doc, const char *iqn, size_t *at)
+{
+	json_object *t = find_elem(arr(doc, "targets"), "iqn", iqn, 0, at);
+	if (!t)
+		rpc_fail(c, RPC_NOT_FOUND, "no target %s", iqn);
+	return t;
+}
+
+/* The TPG named by params target and tag. */
+static json_object *doc_tpg(struct rpc_call *c, json_object *doc, size_t *at)
+{
+	const char *iqn;
+	int64_t tag = 0;
+	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, 1, 65535, &tag))
+		return NULL;
+	json_object *t = doc_target(c, doc, iqn, NULL);
+	if (!t)
+		return NULL;
+	json_object *g = find_elem(arr(t, "tpgs"), "tag", NULL, tag, at);
+	if (!g)
+		rpc_fail(c, RPC_NOT_FOUND, "target %s has no TPG %" PRId64, iqn, tag);
+	return g;
+}
+
+/* Copy params (but those named in skip) into o: the loader checks names and values. */
+static void merge(json_object *o, json_object *params, const char *const *skip)
+{
+	json_object_object_foreach(params, k, v)
+	{
+		if (!strcmp(k, "dry_run") || in_list(skip, k))
+			continue;
+		json_object_object_add(o, k, json_object_get(v));
+	}
+}
+
+static const char *const skip_tpg[] = { "target", "tag", NULL };
+static const char *const skip_none[] = { NULL };
+
+static int e_backstore_create(struct rpc_call *c, json_object *doc)
+{
+	const char *name;
+	if (str_param(c, "name", true, &name))
+		return -1;
+	json_object *a = arr(doc, "backstores");
+	if (find_elem(a, "name", name, 0, NULL))
+		return rpc_fail(c, RPC_REFUSED, "backstore '%s' exists", name);
+	json_object *b = json_object_new_object();
+	merge(b, c->params, skip_none);
+	json_object_array_add(a, b);
+	return 0;
+}
+
+/* Where backstore index bi is used, as a path for a message (or NULL). */
+static bool backstore_user(json_object *doc, const char *name, char *out, size_t n)
+{
+	json_object *ts = arr(doc, "targets");
+	for (size_t i = 0; i < json_object_array_length(ts); i++) {
+		json_object *t = json_object_array_get_idx(ts, i), *iqn, *tags = arr(t, "tpgs");
+		json_object_object_get_ex(t, "iqn", &iqn);
+		for (size_t j = 0; j < json_object_array_length(tags); j++) {
+			json_object *g = json_object_array_get_idx(tags, j), *tag, *luns = arr(g, "luns");
+			json_object_object_get_ex(g, "tag", &tag);
+			for (size_t k = 0; k < json_object_array_length(luns); k++) {
+				json_object *l = json_object_array_get_idx(luns, k), *b, *id;
+				if (json_object_object_get_ex(l, "backstore", &b) && !strcmp(json_object_get_string(b), name)) {
+					json_object_object_get_ex(l, "lun", &id);
+					snprintf(out, n, "/iscsi/%s/tpg%s/lun%s", json_object_get_string(iqn),
+						 json_object_get_string(tag), json_object_get_string(id));
+					return true;
+				}
+			}
+		}
+	}
+	return false;
+}
+
+static int e_backstore_delete(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "name", "dry_run", NULL };
+	const char *name;
+	size_t at;
+	char user[512];
+	if (only_keys(c, keys) || str_param(c, "name", true, &name))
+		return -1;
+	if (!find_elem(arr(doc, "backstores"), "name", name, 0, &at))
+		return rpc_fail(c, RPC_NOT_FOUND, "no backstore '%s'", name);
+	if (backstore_user(doc, name, user, sizeof(user)))
+		return rpc_fail(c, RPC_REFUSED, "backstore '%s' is used by %s: remove that LUN first", name, user);
+	json_object_array_del_idx(arr(doc, "backstores"), at, 1);
+	return 0;
+}
+
+static int e_target_create(struct rpc_call *c, json_object *doc)
+{
+	const char *iqn;
+	if (str_param(c, "iqn", true, &iqn))
+		return -1;
+	json_object *a = arr(doc, "targets");
+	if (find_elem(a, "iqn", iqn, 0, NULL))
+		return rpc_fail(c, RPC_REFUSED, "target %s exists", iqn);
+	json_object *t = json_object_new_object();
+	merge(t, c->params, skip_none);
+	if (!json_object_object_get_ex(t, "tpgs", NULL)) {
+		/* As targetcli does: a target comes with TPG 1, enabled, to which portals and LUNs are added. */
+		json_object *tpgs = json_object_new_array(), *g = json_object_new_object();
+		json_object_object_add(g, "tag", json_object_new_int(1));
+		json_object_object_add(g, "enable", json_object_new_boolean(true));
+		json_object_array_add(tpgs, g);
+		json_object_object_add(t, "tpgs", tpgs);
+	}
+	json_object_array_add(a, t);
+	return 0;
+}
+
+static int e_target_delete(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "iqn", "dry_run", NULL };
+	const char *iqn;
+	size_t at;
+	if (only_keys(c, keys) || str_param(c, "iqn", true, &iqn) || !doc_target(c, doc, iqn, &at))
+		return -1;
+	json_object_array_del_idx(arr(doc, "targets"), at, 1);
+	return 0;
+}
+
+static int e_tpg_create(struct rpc_call *c, json_object *doc)
+{
+	const char *iqn;
+	int64_t tag = 0;
+	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, 1, 65535, &tag))
+		return -1;
+	json_object *t = doc_target(c, doc, iqn, NULL);
+	if (!t)
+		return -1;
+	if (find_elem(arr(t, "tpgs"), "tag", NULL, tag, NULL))
+		return rpc_fail(c, RPC_REFUSED, "target %s has a TPG %" PRId64 " already", iqn, tag);
+	json_object *g = json_object_new_object();
+	json_object_object_add(g, "tag", json_object_new_int64(tag));
+	merge(g, c->params, skip_tpg);
+	json_object_array_add(arr(t, "tpgs"), g);
+	return 0;
+}
+
+static int e_tpg_delete(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "target", "tag", "dry_run", NULL };
+	size_t at;
+	if (only_keys(c, keys) || !doc_tpg(c, doc, &at))
+		return -1;
+	const char *iqn;
+	str_param(c, "target", true, &iqn);
+	json_object_array_del_idx(arr(doc_target(c, doc, iqn, NULL), "tpgs"), at, 1);
+	return 0;
+}
+
+static int e_tpg_set(struct rpc_call *c, json_object *doc)
+{
+	json_object *g = doc_tpg(c, doc, NULL);
+	if (!g)
+		return -1;
+	for (const char *const *k = (const char *const[]){ "portals", "luns", "acls", NULL }; *k; k++)
+		if (json_object_object_get_ex(c->params, *k, NULL))
+			return rpc_fail(c, RPC_INVALID_PARAMS, "%s: changed with the portal.*, lun.* and acl.* methods", *k);
+	json_object *np;
+	if (json_object_object_get_ex(c->params, "params", &np) && json_object_is_type(np, json_type_object)) {
+		/* Negotiation parameters are merged one by one: the others keep their values. */
+		json_object *cur;
+		if (!json_object_object_get_ex(g, "params", &cur)) {
+			cur = json_object_new_object();
+			json_object_object_add(g, "params", cur);
+		}
+		merge(cur, np, skip_none);
+	}
+	static const char *const skip[] = { "target", "tag", "params", NULL };
+	merge(g, c->params, skip);
+	return 0;
+}
+
+static int e_tpg_enable(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "target", "tag", "dry_run", NULL };
+	json_object *g;
+	if (only_keys(c, keys) || !(g = doc_tpg(c, doc, NULL)))
+		return -1;
+	json_object_object_add(g, "enable", json_object_new_boolean(true));
+	return 0;
+}
+
+static int e_tpg_disable(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "target", "tag", "dry_run", NULL };
+	json_object *g;
+	if (only_keys(c, keys) || !(g = doc_tpg(c, doc, NULL)))
+		return -1;
+	json_object_object_add(g, "enable", json_object_new_boolean(false));
+	return 0;
+}
+
+/* The portal named by ip, port (default 3260) and iser (default false) in TPG g's portals. */
+static json_object *find_portal(struct rpc_call *c, json_object *g, size_t *at, json_object **made)
+{
+	static const char *const keys[] = { "target", "tag", "ip", "port", "iser", "dry_run", NULL };
+	const char *ip;
+	int64_t port = 3260;
+	if (only_keys(c, keys) || str_param(c, "ip", true, &ip) || int_param(c, "port", false, 1, 65535, &port))
+		return NULL;
+	bool iser = bool_param(c, "iser");
+	json_object *ps = arr(g, "portals");
+	for (size_t i = 0; i < json_object_array_length(ps); i++) {
+		json_object *p = json_object_array_get_idx(ps, i), *v;
+		int64_t pp = json_object_object_get_ex(p, "port", &v) ? json_object_get_int64(v) : 3260;
+		bool pi = json_object_object_get_ex(p, "iser", &v) && json_object_get_boolean(v);
+		if (json_object_object_get_ex(p, "ip", &v) && !strcmp(json_object_get_string(v), ip) && pp == port &&
+		    pi == iser) {
+			*at = i;
+			return p;
+		}
+	}
+	*made = json_object_new_object();
+	json_object_object_add(*made, "ip", json_object_new_string(ip));
+	json_object_object_add(*made, "port", json_object_new_int64(port));
+	json_object_object_add(*made, "iser", json_object_new_boolean(iser));
+	return NULL;
+}
+
+static int e_portal_add(struct rpc_call *c, json_object *doc)
+{
+	json_object *g = doc_tpg(c, doc, NULL), *made = NULL;
+	size_t at;
+	if (!g)
+		return -1;
+	if (find_portal(c, g, &at, &made))
+		return rpc_fail(c, RPC_REFUSED, "the TPG has that portal already");
+	if (!made)
+		return -1;
+	json_object_array_add(arr(g, "portals"), made);
+	return 0;
+}
+
+static int e_portal_remove(struct rpc_call *c, json_object *doc)
+{
+	json_object *g = doc_tpg(c, doc, NULL), *made = NULL;
+	size_t at;
+	if (!g)
+		return -1;
+	if (!find_portal(c, g, &at, &made)) {
+		if (!made)
+			return -1;
+		json_object_put(made);
+		return rpc_fail(c, RPC_NOT_FOUND, "the TPG has no such portal");
+	}
+	json_object_array_del_idx(arr(g, "portals"), at, 1);
+	return 0;
+}
+
+static int e_lun_add(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "target", "tag", "lun", "backstore", "read_only", "dry_run", NULL };
+	json_object *g;
+	const char *bs;
+	int64_t lun = -1;
+	if (only_keys(c, keys) || !(g = doc_tpg(c, doc, NULL)) || str_param(c, "backstore", true, &bs) ||
+	    int_param(c, "lun", false, 0, 16383, &lun))
+		return -1;
+	json_object *luns = arr(g, "luns");
+	if (lun < 0) /* the lowest free number, as targetcli picks */
+		for (lun = 0; find_elem(luns, "lun", NULL, lun, NULL); lun++)
+			;
+	else if (find_elem(luns, "lun", NULL, lun, NULL))
+		return rpc_fail(c, RPC_REFUSED, "LUN %" PRId64 " exists in this TPG", lun);
+	json_object *l = json_object_new_object();
+	json_object_object_add(l, "lun", json_object_new_int64(lun));
+	json_object_object_add(l, "backstore", json_object_new_string(bs));
+	if (json_object_object_get_ex(c->params, "read_only", NULL))
+		json_object_object_add(l, "read_only", json_object_new_boolean(bool_param(c, "read_only")));
+	json_object_array_add(luns, l);
+	return 0;
+}
+
+/* Mapped LUNs of every ACL pointing at tpg_lun (removing a LUN removes its mappings, as in LIO). */
+static void unmap_everywhere(json_object *g, int64_t tpg_lun)
+{
+	json_object *acls = arr(g, "acls");
+	for (size_t i = 0; i < json_object_array_length(acls); i++) {
+		json_object *ml = arr(json_object_array_get_idx(acls, i), "mapped_luns");
+		size_t at;
+		while (find_elem(ml, "tpg_lun", NULL, tpg_lun, &at))
+			json_object_array_del_idx(ml, at, 1);
+	}
+}
+
+static int e_lun_remove(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "target", "tag", "lun", "dry_run", NULL };
+	json_object *g;
+	int64_t lun = 0;
+	size_t at;
+	if (only_keys(c, keys) || !(g = doc_tpg(c, doc, NULL)) || int_param(c, "lun", true, 0, 16383, &lun))
+		return -1;
+	if (!find_elem(arr(g, "luns"), "lun", NULL, lun, &at))
+		return rpc_fail(c, RPC_NOT_FOUND, "no LUN %" PRId64 " in this TPG", lun);
+	json_object_array_del_idx(arr(g, "luns"), at, 1);
+	unmap_everywhere(g, lun);
+	return 0;
+}
+
+static int e_acl_add(struct rpc_call *c, json_object *doc)
+{
+	json_object *g = doc_tpg(c, doc, NULL);
+	const char *ini;
+	if (!g || str_param(c, "initiator", true, &ini))
+		return -1;
+	json_object *acls = arr(g, "acls");
+	if (find_elem(acls, "initiator", ini, 0, NULL))
+		return rpc_fail(c, RPC_REFUSED, "the TPG has an ACL for %s already", ini);
+	json_object *a = json_object_new_object();
+	merge(a, c->params, skip_tpg);
+	if (!json_object_object_get_ex(a, "mapped_luns", NULL)) {
+		/* Every LUN of the TPG, at its own number (targetcli's auto_add_mapped_luns). */
+		json_object *ml = json_object_new_array(), *luns = arr(g, "luns");
+		for (size_t i = 0; i < json_object_array_length(luns); i++) {
+			json_object *l = json_object_array_get_idx(luns, i), *id, *m = json_object_new_object();
+			json_object_object_get_ex(l, "lun", &id);
+			json_object_object_add(m, "mapped_lun", json_object_get(id));
+			json_object_object_add(m, "tpg_lun", json_object_get(id));
+			json_object_array_add(ml, m);
+		}
+		json_object_object_add(a, "mapped_luns", ml);
+	}
+	json_object_array_add(acls, a);
+	return 0;
+}
+
+static json_object *doc_acl(struct rpc_call *c, json_object *doc, size_t *at)
+{
+	json_object *g = doc_tpg(c, doc, NULL);
+	const char *ini;
+	if (!g || str_param(c, "initiator", true, &ini))
+		return NULL;
+	json_object *a = find_elem(arr(g, "acls"), "initiator", ini, 0, at);
+	if (!a)
+		rpc_fail(c, RPC_NOT_FOUND, "the TPG has no ACL for %s", ini);
+	return a;
+}
+
+static int e_acl_remove(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "target", "tag", "initiator", "dry_run", NULL };
+	size_t at;
+	if (only_keys(c, keys) || !doc_acl(c, doc, &at))
+		return -1;
+	json_object_array_del_idx(arr(doc_tpg(c, doc, NULL), "acls"), at, 1);
+	return 0;
+}
+
+static int e_acl_set(struct rpc_call *c, json_object *doc)
+{
+	json_object *a = doc_acl(c, doc, NULL);
+	if (!a)
+		return -1;
+	if (json_object_object_get_ex(c->params, "mapped_luns", NULL))
+		return rpc_fail(c, RPC_INVALID_PARAMS, "mapped_luns: changed with mapped_lun.add and mapped_lun.remove");
+	static const char *const skip[] = { "target", "tag", "initiator", NULL };
+	merge(a, c->params, skip);
+	json_object *chap;
+	if (json_object_object_get_ex(a, "chap", &chap) && json_object_is_type(chap, json_type_null))
+		json_object_object_del(a, "chap"); /* "chap": null turns CHAP off */
+	return 0;
+}
+
+static int e_mapped_lun_add(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "target", "tag", "initiator", "mapped_lun", "tpg_lun", "write_protect",
+					    "dry_run", NULL };
+	json_object *a;
+	int64_t m = 0, t = 0;
+	if (only_keys(c, keys) || !(a = doc_acl(c, doc, NULL)) || int_param(c, "mapped_lun", true, 0, 16383, &m) ||
+	    int_param(c, "tpg_lun", true, 0, 16383, &t))
+		return -1;
+	json_object *ml = arr(a, "mapped_luns");
+	if (find_elem(ml, "mapped_lun", NULL, m, NULL))
+		return rpc_fail(c, RPC_REFUSED, "mapped LUN %" PRId64 " exists in this ACL", m);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "mapped_lun", json_object_new_int64(m));
+	json_object_object_add(o, "tpg_lun", json_object_new_int64(t));
+	if (json_object_object_get_ex(c->params, "write_protect", NULL))
+		json_object_object_add(o, "write_protect", json_object_new_boolean(bool_param(c, "write_protect")));
+	json_object_array_add(ml, o);
+	return 0;
+}
+
+static int e_mapped_lun_remove(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "target", "tag", "initiator", "mapped_lun", "dry_run", NULL };
+	json_object *a;
+	int64_t m = 0;
+	size_t at;
+	if (only_keys(c, keys) || !(a = doc_acl(c, doc, NULL)) || int_param(c, "mapped_lun", true, 0, 16383, &m))
+		return -1;
+	if (!find_elem(arr(a, "mapped_luns"), "mapped_lun", NULL, m, &at))
+		return rpc_fail(c, RPC_NOT_FOUND, "no mapped LUN %" PRId64 " in this ACL", m);
+	json_object_array_del_idx(arr(a, "mapped_luns"), at, 1);
+	return 0;
+}
+
+static int e_discovery_set(struct rpc_call *c, json_object *doc)
+{
+	json_object *d;
+	if (!json_object_object_get_ex(doc, "discovery", &d)) {
+		d = json_object_new_object();
+		json_object_object_add(doc, "discovery", d);
+	}
+	merge(d, c->params, skip_none);
+	json_object *chap;
+	if (json_object_object_get_ex(d, "chap", &chap) && json_object_is_type(chap, json_type_null))
+		json_object_object_del(d, "chap");
+	return 0;
+}
+
+#define CHANGE_METHOD(name)                                  \
+	static int m_##name(struct rpc_call *c)              \
+	{                                                    \
+		return change(c, e_##name);                  \
+	}
+CHANGE_METHOD(backstore_create)
+CHANGE_METHOD(backstore_delete)
+CHANGE_METHOD(target_create)
+CHANGE_METHOD(target_delete)
+CHANGE_METHOD(tpg_create)
+CHANGE_METHOD(tpg_delete)
+CHANGE_METHOD(tpg_set)
+CHANGE_METHOD(tpg_enable)
+CHANGE_METHOD(tpg_disable)
+CHANGE_METHOD(portal_add)
+CHANGE_METHOD(portal_remove)
+CHANGE_METHOD(lun_add)
+CHANGE_METHOD(lun_remove)
+CHANGE_METHOD(acl_add)
+CHANGE_METHOD(acl_remove)
+CHANGE_METHOD(acl_set)
+CHANGE_METHOD(mapped_lun_add)
+CHANGE_METHOD(mapped_lun_remove)
+CHANGE_METHOD(discovery_set)
+
+/* apply: a whole document (a file, or given inline) becomes the running configuration. */
+static int m_apply(struct rpc_call *c)
+{
+	static const char *const keys[] = { "path", "config", "dry_run", NULL };
+	const char *path;
+	json_object *inline_cfg = NULL;
+	char err[768] = "";
+	struct config *n = NULL;
+	if (only_keys(c, keys) || str_param(c, "path", false, &path))
+		return -1;
+	json_object_object_get_ex(c->params, "config", &inline_cfg);
+	if (!path == !inline_cfg)
+		return rpc_fail(c, RPC_INVALID_PARAMS, "give path (a file isertd reads) or config (the document)");
+	if (inline_cfg && !json_object_is_type(inline_cfg, json_type_object))
+		return rpc_fail(c, RPC_INVALID_PARAMS, "config: must be an object");
+	int rc = path ? config_load_file(path, &n, err, sizeof(err))
+		      : config_load_string(json_object_to_json_string_ext(inline_cfg, JSON_C_TO_STRING_PLAIN), "config",
+					   &n, err, sizeof(err));
+	if (rc)
+		return rpc_fail(c, RPC_REFUSED, "%s", err);
+	return apply_config(c, n, bool_param(c, "dry_run"));
+}
+
+/* restore: the file, or only one target or one backstore of it, into the running configuration. */
+static int m_restore(struct rpc_call *c)
+{
+	static const char *const keys[] = { "path", "target", "backstore", "dry_run", NULL };
+	const char *path, *iqn, *bsname;
+	char err[768] = "";
+	struct config *f = NULL;
+	if (only_keys(c, keys) || str_param(c, "path", true, &path) || str_param(c, "target", false, &iqn) ||
+	    str_param(c, "backstore", false, &bsname))
+		return -1;
+	if (iqn && bsname)
+		return rpc_fail(c, RPC_INVALID_PARAMS, "target or backstore, not both");
+	if (config_load_file(path, &f, err, sizeof(err)))
+		return rpc_fail(c, RPC_REFUSED, "%s", err);
+	if (!iqn && !bsname)
+		return apply_config(c, f, bool_param(c, "dry_run"));
+	json_object *from = config_to_obj(f), *doc = config_to_obj(rpc_st.cfg);
+	config_free(f);
+	int rc = -1;
+	if (!from || !doc) {
+		rpc_fail(c, RPC_INTERNAL, "out of memory");
+		goto out;
+	}
+	json_object *fb = arr(from, "backstores"), *db = arr(doc, "backstores");
+	/* The backstores to take from the file: the one named, or those the target's LUNs use. */
+	json_object *want = json_object_new_array();
+	if (bsname) {
+		json_object *b = find_elem(fb, "name", bsname, 0, NULL);
+		if (!b) {
+			json_object_put(want);
+			rpc_fail(c, RPC_NOT_FOUND, "%s has no backstore '%s'", path, bsname);
+			goto out;
+		}
+		json_object_array_add(want, json_object_get(b));
+	} else {
+		size_t at;
+		json_object *t = find_elem(arr(from, "targets"), "iqn", iqn, 0, NULL);
+		if (!t) {
+			json_object_put(want);
+			rpc_fail(c, RPC_NOT_FOUND, "%s has no target %s", path, iqn);
+			goto out;
+		}
+		json_object *dt = arr(doc, "targets");
+		if (find_elem(dt, "iqn", iqn, 0, &at))
+			json_object_array_put_idx(dt, at, json_object_get(t));
+		else
+			json_object_array_add(dt, json_object_get(t));
+		json_object *tpgs = arr(t, "tpgs");
+		for (size_t j = 0; j < json_object_array_length(tpgs); j++) {
+			json_object *luns = arr(json_object_array_get_idx(tpgs, j), "luns");
+			for (size_t k = 0; k < json_object_array_length(luns); k++) {
+				json_object *bn;
+				if (!json_object_object_get_ex(json_object_array_get_idx(luns, k), "backstore", &bn))
+					continue;
+				json_object *b = find_elem(fb, "name", json_object_get_string(bn), 0, NULL);
+				if (b && !find_elem(want, "name", json_object_get_string(bn), 0, NULL))
+					json_object_array_add(want, json_object_get(b));
+			}
+		}
+	}
+	for (size_t i = 0; i < json_object_array_length(want); i++) {
+		json_object *b = json_object_array_get_idx(want, i), *bn;
+		size_t at;
+		json_object_object_get_ex(b, "name", &bn);
+		if (find_elem(db, "name", json_object_get_string(bn), 0, &at))
+			json_object_array_put_idx(db, at, json_object_get(b));
+		else
+			json_object_array_add(db, json_object_get(b));
+	}
+	json_object_put(want);
+	struct config *n = check_doc(c, doc);
+	rc = n ? apply_config(c, n, bool_param(c, "dry_run")) : -1;
+out:
+	json_object_put(from);
+	json_object_put(doc);
+	return rc;
 }
 
 /* Global settings a running isertd takes at once; the others need a restart. */
@@ -397,13 +971,6 @@ static const char *const live_globals[] = { "login_timeout", "max_connections", 
 static const char *const restart_globals[] = { "reactors", "poll_mode", "admin_socket", "tcp_keepalive",
 					       "buffer_pool_mb", NULL };
 
-static bool in_list(const char *const *l, const char *k)
-{
-	for (; *l; l++)
-		if (!strcmp(*l, k))
-			return true;
-	return false;
-}
 
 static int m_global_set(struct rpc_call *c)
 {
@@ -429,18 +996,7 @@ static int m_global_set(struct rpc_call *c)
 		json_object_object_add(glob, k2, json_object_get(v2));
 	struct config *n = check_doc(c, doc);
 	json_object_put(doc);
-	if (!n)
-		return -1;
-	struct config *cfg = rpc_st.cfg;
-	admit_set_limits(n->max_connections, n->max_connections_per_portal, n->max_connections_per_host,
-			 n->max_sessions);
-	__atomic_store_n(&cfg->login_timeout_s, n->login_timeout_s, __ATOMIC_RELAXED);
-	__atomic_store_n(&cfg->shutdown_timeout_s, n->shutdown_timeout_s, __ATOMIC_RELAXED);
-	config_free(n);
-	c->result = json_object_new_object();
-	json_object_object_foreach(c->params, k3, v3)
-		json_object_object_add(c->result, k3, json_object_get(v3));
-	return 0;
+	return n ? apply_config(c, n, false) : -1;
 }
 
 const struct rpc_method rpc_methods[] = {
@@ -450,9 +1006,32 @@ const struct rpc_method rpc_methods[] = {
 	{ "session.close", m_session_close, false, "close the connection of session tsih (the initiator may log in again)" },
 	{ "save", m_save, false, "write the running configuration to path (default: the file isertd started with), "
 				 "keeping backups (default 10) in backup/ beside it" },
+	{ "apply", m_apply, true, "make a whole configuration (path, or config inline) the running one, changing only "
+				  "what differs; dry_run: the plan only" },
+	{ "restore", m_restore, true, "the configuration in path, or only its target (iqn) or backstore (name), into "
+				      "the running one; dry_run" },
+	{ "backstore.create", m_backstore_create, true, "a backstore (name, type, path, size, ... as in the file)" },
+	{ "backstore.delete", m_backstore_delete, true, "a backstore no LUN uses (name)" },
 	{ "backstore.resize", m_backstore_resize, true, "grow backstore name to size (file; block: follow the device)" },
+	{ "target.create", m_target_create, true, "a target (iqn, alias; with TPG 1 enabled unless tpgs are given)" },
+	{ "target.delete", m_target_delete, true, "a target and its TPGs (iqn); their sessions are closed" },
+	{ "tpg.create", m_tpg_create, true, "a TPG (target, tag, and its settings as in the file)" },
+	{ "tpg.delete", m_tpg_delete, true, "a TPG (target, tag); its sessions are closed" },
+	{ "tpg.set", m_tpg_set, true, "settings of a TPG (enable, demo_mode, demo_write_protect, demo_target_reset, "
+				      "demo_chap, params)" },
 	{ "tpg.enable", m_tpg_enable, true, "accept logins to TPG tag of target" },
 	{ "tpg.disable", m_tpg_disable, true, "refuse logins to TPG tag of target and close its sessions" },
+	{ "portal.add", m_portal_add, true, "a portal (target, tag, ip, port, iser): listening at once" },
+	{ "portal.remove", m_portal_remove, true, "a portal; its listener stops when no TPG has it (sessions stay)" },
+	{ "lun.add", m_lun_add, true, "a LUN (target, tag, backstore, lun: default the lowest free, read_only)" },
+	{ "lun.remove", m_lun_remove, true, "a LUN (target, tag, lun) and the ACL mappings to it" },
+	{ "acl.add", m_acl_add, true, "an ACL (target, tag, initiator, chap, allow_target_reset; mapped_luns: default "
+				      "every LUN of the TPG)" },
+	{ "acl.remove", m_acl_remove, true, "an ACL (target, tag, initiator); its sessions are closed" },
+	{ "acl.set", m_acl_set, true, "chap (null: off) or allow_target_reset of an ACL" },
+	{ "mapped_lun.add", m_mapped_lun_add, true, "map tpg_lun as mapped_lun for an ACL (write_protect)" },
+	{ "mapped_lun.remove", m_mapped_lun_remove, true, "a mapped LUN of an ACL" },
+	{ "discovery.set", m_discovery_set, true, "discovery auth_required and chap (null: off)" },
 	{ "global.set", m_global_set, true, "change global limits that apply at once (login_timeout, max_*, "
 					    "shutdown_timeout)" },
 	{ NULL, NULL, false, NULL },

@@ -60,7 +60,7 @@ static bool elem_name(const char *key, json_object *e, char *out, size_t n)
 		snprintf(out, n, "tpg%s", json_object_get_string(v));
 	else if (!strcmp(key, "luns") && json_object_object_get_ex(e, "lun", &v))
 		snprintf(out, n, "lun%s", json_object_get_string(v));
-	else if (!strcmp(key, "luns") && json_object_object_get_ex(e, "mapped_lun", &v))
+	else if (!strcmp(key, "mapped_luns") && json_object_object_get_ex(e, "mapped_lun", &v))
 		snprintf(out, n, "mapped_lun%s", json_object_get_string(v));
 	else if (!strcmp(key, "acls") && json_object_object_get_ex(e, "initiator", &v))
 		snprintf(out, n, "%s", json_object_get_string(v));
@@ -135,7 +135,11 @@ static void diff(json_object *plan, const char *path, const char *key, json_obje
 		json_object_object_foreach(a, k, va)
 		{
 			json_object *vb;
-			snprintf(p, sizeof(p), "%s/%s", path, !strcmp(k, "targets") && !*path ? "iscsi" : k);
+			/* Paths as iserctl names objects: /iscsi/IQN/tpg1/acls/INI/mapped_lun0. */
+			if (!strcmp(k, "tpgs") || !strcmp(k, "mapped_luns"))
+				snprintf(p, sizeof(p), "%s", path);
+			else
+				snprintf(p, sizeof(p), "%s/%s", path, !strcmp(k, "targets") && !*path ? "iscsi" : k);
 			if (!json_object_object_get_ex(b, k, &vb))
 				step(plan, "delete", p, NULL);
 			else

@@ -4,7 +4,8 @@
  * either a result or an error with a code and a message, and a request that
  * is refused leaves the running configuration as it was.  The target is
  * the real one without reactors: backstores and targets set up from a small
- * configuration, no connection, no file written (rpc_no_files).
+ * configuration, no connection; changes are planned (the loader, the
+ * document edits and the diff run), not carried out (rpc_plan_only).
  */
 #include <json-c/json.h>
 #include <string.h>
@@ -29,7 +30,7 @@ static void setup(void)
 	FUZZ_CHECK(!config_load_string(fuzz_cfg, "fuzz", &cfg, err, sizeof(err)), "%s", err);
 	FUZZ_CHECK(!iscsi_setup(cfg, NULL, 0, err, sizeof(err)), "%s", err);
 	rpc_st.cfg = cfg;
-	rpc_no_files = true;
+	rpc_plan_only = true;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

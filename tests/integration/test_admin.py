@@ -300,6 +300,122 @@ def main():
         check('enabled again, it takes logins', rc == 0 and o3.login('iqn.2026-11.org.test:other', T2) == 0)
         o3.close()
 
+        # Objects added and removed while the verifier works on T1.
+        r = rpc.call('backstore.create', {'name': 'f1', 'type': 'file', 'path': os.path.join(work, 'f1.img'),
+                                          'size': '16M'})
+        check('backstore.create f1', 'result' in r, json.dumps(r))
+        ver.uas.clear()
+        r = rpc.call('lun.add', {'target': T1, 'tag': 1, 'backstore': 'f1'})
+        plan = [(st['op'], st['path']) for st in r.get('result', {}).get('plan', [])]
+        check('lun.add picks the lowest free LUN (2) and says so in its plan',
+              plan == [('create', f'/iscsi/{T1}/tpg1/luns/lun2')], json.dumps(r))
+        check('lun.add: the sessions of T1 are told', r.get('result', {}).get('sessions_with_new_luns', 0) >= 2,
+              json.dumps(r))
+        time.sleep(0.3)
+        probe = ic.Conn(PORT)
+        probe.login('iqn.2026-11.org.test:probe', T1)
+        st_, data, _ = probe.command(bytes([0xA0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0]), 4096, read=True)
+        luns = sorted(int.from_bytes(data[8 + 8 * i:10 + 8 * i], 'big') & 0x3FFF
+                      for i in range(int.from_bytes(data[:4], 'big') // 8))
+        check('REPORT LUNS from a new session lists LUNs 0, 1, 2', st_ == 0 and luns == [0, 1, 2], repr(luns))
+        check('the verifier (logged in before) saw REPORTED LUNS DATA HAS CHANGED (3F/0E)', (0x3F, 0x0E) in ver.uas,
+              repr(ver.uas))
+        # Writes to the new LUN, then it goes while a command may be in flight: it finishes or fails cleanly.
+        blk = os.urandom(4096)
+        s2, _, _ = probe.command(bytes([0x2A, 0, 0, 0, 0, 0, 0, 0, 8, 0]), 4096, write_data=blk, lun=2)
+        check('the new LUN takes writes', s2 == 0, repr(s2))
+        r = rpc.call('backstore.delete', {'name': 'f1'})
+        check('backstore.delete of a backstore in use is refused, naming the LUN',
+              r.get('error', {}).get('code') == -32000 and '/lun2' in r['error']['message'], json.dumps(r))
+        r = rpc.call('lun.remove', {'target': T1, 'tag': 1, 'lun': 2})
+        check('lun.remove', 'result' in r, json.dumps(r))
+        s3, _, sense3 = probe.command(bytes([0x28, 0, 0, 0, 0, 0, 0, 0, 8, 0]), 4096, read=True, lun=2)
+        while s3 == 2 and len(sense3) > 13 and sense3[2] & 0xF == 6:
+            s3, _, sense3 = probe.command(bytes([0x28, 0, 0, 0, 0, 0, 0, 0, 8, 0]), 4096, read=True, lun=2)
+        check('a command to the removed LUN: LOGICAL UNIT NOT SUPPORTED',
+              s3 == 2 and len(sense3) > 13 and sense3[12] == 0x25, f'{s3} {sense3.hex()}')
+        r = rpc.call('backstore.delete', {'name': 'f1'})
+        check('then backstore.delete closes it', 'result' in r, json.dumps(r))
+        probe.close()
+        # A portal added live takes logins; removed, it stops listening, its session stays.
+        r = rpc.call('portal.add', {'target': T1, 'tag': 1, 'ip': '127.0.0.1', 'port': PORT + 1})
+        check('portal.add', 'result' in r, json.dumps(r))
+        p2 = ic.Conn(PORT + 1)
+        check('a login through the new portal', p2.login('iqn.2026-11.org.test:p2', T1) == 0)
+        r = rpc.call('portal.remove', {'target': T1, 'tag': 1, 'ip': '127.0.0.1', 'port': PORT + 1})
+        check('portal.remove', 'result' in r, json.dumps(r))
+        try:
+            ic.Conn(PORT + 1).close()
+            refused_conn = False
+        except OSError:
+            refused_conn = True
+        check('the removed portal no longer listens', refused_conn)
+        check('the session that came through it stays', p2.nop(b'ping') == b'ping')
+        p2.close()
+        # An ACL-only target built from nothing; removing the ACL ends its session.
+        T3 = 'iqn.2026-11.org.isert:admin3'
+        for m, prm in (('target.create', {'iqn': T3}),
+                       ('portal.add', {'target': T3, 'tag': 1, 'ip': '127.0.0.1', 'port': PORT}),
+                       ('lun.add', {'target': T3, 'tag': 1, 'backstore': 'r1', 'read_only': True}),
+                       ('acl.add', {'target': T3, 'tag': 1, 'initiator': 'iqn.2026-11.org.test:acl'})):
+            r = rpc.call(m, prm)
+            check(f'{m} on a new target', 'result' in r, json.dumps(r))
+        c3 = ic.Conn(PORT)
+        check('the ACL initiator logs in to the new target', c3.login('iqn.2026-11.org.test:acl', T3) == 0)
+        c4 = ic.Conn(PORT)
+        check('another initiator is refused there', c4.login('iqn.2026-11.org.test:nope', T3) != 0)
+        c4.close()
+        r = rpc.call('acl.remove', {'target': T3, 'tag': 1, 'initiator': 'iqn.2026-11.org.test:acl'})
+        check('acl.remove closes its session', r.get('result', {}).get('sessions_closed') == 1, json.dumps(r))
+        check('its connection is closed', closed(c3))
+
+        # apply: a file that changes one target (T2 gets a second LUN); dry run first.
+        doc = running()['config']
+        for t in doc['targets']:
+            if t['iqn'] == T2:
+                t['tpgs'][0]['luns'].append({'lun': 1, 'backstore': 'r0', 'read_only': True})
+        newfile = os.path.join(work, 'new.json')
+        with open(newfile, 'w') as f:
+            json.dump(doc, f)
+        before = running()
+        rc, out, _ = iserctl(sock, 'apply', '--dry-run', newfile)
+        check('iserctl apply --dry-run prints the plan and changes nothing',
+              rc == 0 and f'create  /iscsi/{T2}/tpg1/luns/lun1' in out and running() == before, out)
+        rc, out, err = iserctl(sock, 'apply', newfile)
+        check('iserctl apply makes the file the running configuration', rc == 0 and running()['config'] == doc,
+              out + err)
+        check('only T2 changed: generation one more', running()['generation'] == before['generation'] + 1)
+        rc, out, _ = iserctl(sock, 'apply', newfile)
+        check('applying it again changes nothing', rc == 0 and 'nothing to change' in out, out)
+        # A file that cannot be carried out leaves everything as it was.
+        busy = socket.socket()
+        busy.bind(('127.0.0.1', 0))
+        busy.listen()
+        bad = json.loads(json.dumps(doc))
+        bad['backstores'].append({'name': 'f9', 'type': 'file', 'path': os.path.join(work, 'f9.img'), 'size': '1M'})
+        bad['targets'][0]['tpgs'][0]['portals'].append({'ip': '127.0.0.1', 'port': busy.getsockname()[1]})
+        bad['targets'][0]['tpgs'][0]['luns'].append({'lun': 9, 'backstore': 'f9'})
+        before = running()
+        r = rpc.call('apply', {'config': bad})
+        check('apply with a portal whose port is taken: refused, naming it',
+              r.get('error', {}).get('code') == -32000 and str(busy.getsockname()[1]) in r['error']['message'],
+              json.dumps(r))
+        check('nothing of it half-applied', running() == before)
+        busy.close()
+        # SIGHUP applies the file isertd was started with.
+        with open(cfgfile, 'w') as f:
+            json.dump(doc, f)
+        proc.send_signal(1)
+        time.sleep(1)
+        check('SIGHUP with the file as it runs changes nothing',
+              running()['generation'] == before['generation'] and running()['config'] == doc)
+        doc['global']['login_timeout'] = 33
+        with open(cfgfile, 'w') as f:
+            json.dump(doc, f)
+        proc.send_signal(1)
+        time.sleep(1)
+        check('SIGHUP with a changed login_timeout takes it', running()['config']['global']['login_timeout'] == 33)
+
         # save, with rotating backups
         for _ in range(4):
             r = rpc.call('save', {'backups': 2})

@@ -41,15 +41,30 @@ static void usage(FILE *f)
 		"  config                      the running configuration (as isertd --print-config)\n"
 		"  save [FILE] [--backups N]   write the running configuration (default: the file isertd\n"
 		"                              started with), keeping N backups (default 10) in backup/\n"
-		"  set /backstores/NAME size=SIZE     grow a file backstore (block: size=0 follows the device)\n"
-		"  set /iscsi/IQN/tpgTAG enable=true|false   accept or refuse logins (false closes its sessions)\n"
-		"  set /global KEY=VALUE...    login_timeout, max_connections, max_connections_per_portal,\n"
-		"                              max_connections_per_host, max_sessions, shutdown_timeout\n"
+		"  create PATH [KEY=VALUE...]  make an object:\n"
+		"      /backstores/NAME type=file|block|ram path=P size=S [block_size= thin= write_cache= readonly= serial=]\n"
+		"      /iscsi/IQN [alias=A]          (comes with tpg1, enabled)\n"
+		"      /iscsi/IQN/tpgN [enable= demo_mode= ...]\n"
+		"      /iscsi/IQN/tpgN/portals/IP[:PORT] [iser=true]\n"
+		"      /iscsi/IQN/tpgN/luns[/lunM] backstore=NAME [read_only=true]\n"
+		"      /iscsi/IQN/tpgN/acls/INITIATOR [chap.userid=U chap.password=P ...]  (maps every LUN)\n"
+		"      /iscsi/IQN/tpgN/acls/INITIATOR/mapped_lunM tpg_lun=K [write_protect=true]\n"
+		"  delete PATH                 remove an object (sessions it admitted are closed)\n"
+		"  set PATH KEY=VALUE...       change settings:\n"
+		"      /backstores/NAME size=SIZE   grow a LUN (block: size=0 follows the device)\n"
+		"      /iscsi/IQN/tpgN enable=false demo_mode=true params.MaxBurstLength=262144 ...\n"
+		"      /iscsi/IQN/tpgN/acls/INITIATOR chap.userid=U chap.password=P (chap=null: off)\n"
+		"      /discovery auth_required=true chap.userid=U chap.password=P\n"
+		"      /global login_timeout=N max_connections=N max_sessions=N ...\n"
+		"  apply FILE [--dry-run]      make FILE the running configuration, changing only what differs\n"
+		"  restore FILE [--target IQN | --backstore NAME] [--dry-run]\n"
+		"                              FILE, or one target or backstore of it, into the running one\n"
 		"  call METHOD [JSON-PARAMS]   any method of the socket (iserctl call rpc.methods)\n\n"
 		"Options:\n"
 		"  -s, --socket PATH     the admin socket (default " DEFAULT_SOCKET ")\n"
 		"  -j, --json            print the answer as JSON\n"
 		"  -g, --generation N    refuse the change unless the configuration is still at generation N\n"
+		"  -n, --dry-run         show what a change would do, do nothing\n"
 		"  -h, --help            this help\n\n"
 		"Exit status: 0 done, 1 refused, 2 usage, 3 isertd not reachable, 4 no such object,\n"
 		"5 stale generation.\n");
@@ -335,11 +350,13 @@ static int cmd_sessions(int argc, char **argv)
 	return 0;
 }
 
-/* KEY=VALUE: numbers and true/false become JSON numbers and booleans, the rest strings. */
+/* KEY=VALUE: numbers, true/false and null become JSON numbers, booleans and null, the rest strings. */
 static json_object *value_of(const char *v)
 {
 	if (!strcmp(v, "true") || !strcmp(v, "false"))
 		return json_object_new_boolean(!strcmp(v, "true"));
+	if (!strcmp(v, "null"))
+		return NULL;
 	char *end;
 	errno = 0;
 	long long n = strtoll(v, &end, 10);
@@ -348,68 +365,240 @@ static json_object *value_of(const char *v)
 	return json_object_new_string(v);
 }
 
-static int cmd_set(int argc, char **argv)
+/* KEY=VALUE arguments into o; a dotted key (chap.userid, params.MaxBurstLength) makes nested objects. */
+static int add_kv(json_object *o, int argc, char **argv)
 {
-	if (argc < 2)
-		return die_usage("set: expected a path and KEY=VALUE%s", "");
-	const char *path = argv[0];
-	json_object *kv = json_object_new_object();
-	for (int i = 1; i < argc; i++) {
+	for (int i = 0; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');
-		if (!eq || eq == argv[i]) {
-			json_object_put(kv);
-			return die_usage("set: '%s' is not KEY=VALUE", argv[i]);
-		}
+		if (!eq || eq == argv[i])
+			return die_usage("'%s' is not KEY=VALUE", argv[i]);
 		*eq = 0;
-		json_object_object_add(kv, argv[i], value_of(eq + 1));
-	}
-	const char *method = NULL;
-	json_object *params = json_object_new_object();
-	if (!strncmp(path, "/backstores/", 12) && path[12] && !strchr(path + 12, '/')) {
-		json_object_object_foreach(kv, k, v)
-		{
-			if (strcmp(k, "size")) {
-				json_object_put(kv);
-				json_object_put(params);
-				return die_usage("set /backstores/NAME: '%s' cannot be set (size can)", k);
+		json_object *at = o;
+		char *key = argv[i], *dot;
+		while ((dot = strchr(key, '.'))) {
+			*dot = 0;
+			json_object *sub;
+			if (!json_object_object_get_ex(at, key, &sub) || !json_object_is_type(sub, json_type_object)) {
+				sub = json_object_new_object();
+				json_object_object_add(at, key, sub);
 			}
-			json_object_object_add(params, "size", json_object_get(v));
+			at = sub;
+			key = dot + 1;
 		}
-		json_object_object_add(params, "name", json_object_new_string(path + 12));
-		method = "backstore.resize";
-	} else if (!strncmp(path, "/iscsi/", 7)) {
-		const char *iqn = path + 7, *slash = strrchr(iqn, '/');
-		char *end;
-		long tag = slash && !strncmp(slash, "/tpg", 4) ? strtol(slash + 4, &end, 10) : 0;
-		json_object *en = get(kv, "enable");
-		if (!slash || tag < 1 || *end || json_object_object_length(kv) != 1 || !en ||
-		    !json_object_is_type(en, json_type_boolean)) {
-			json_object_put(kv);
-			json_object_put(params);
-			return die_usage("set %s: expected /iscsi/IQN/tpgTAG enable=true|false", path);
-		}
-		json_object_object_add(params, "target", json_object_new_string_len(iqn, (int)(slash - iqn)));
-		json_object_object_add(params, "tag", json_object_new_int((int)tag));
-		method = json_object_get_boolean(en) ? "tpg.enable" : "tpg.disable";
-	} else if (!strcmp(path, "/global")) {
-		json_object_object_foreach(kv, k, v) json_object_object_add(params, k, json_object_get(v));
-		method = "global.set";
-	} else {
-		json_object_put(kv);
-		json_object_put(params);
-		return die_usage("set: '%s' is not /backstores/NAME, /iscsi/IQN/tpgTAG or /global", path);
+		json_object_object_add(at, key, value_of(eq + 1));
 	}
-	json_object_put(kv);
+	return 0;
+}
+
+/* An object path, split: /backstores/NAME, /iscsi/IQN[/tpgN[/portals/IP[:PORT]|/luns[/lunN]|/acls/INI[/mapped_lunN]]],
+ * /discovery, /global. */
+struct opath {
+	const char *kind;        /* "backstore", "target", "tpg", "portal", "lun", "acl", "mapped_lun", "discovery", "global" */
+	char name[256], iqn[256], initiator[256], portal[128];
+	long tag, lun;           /* -1 absent */
+};
+
+static int parse_path(const char *path, struct opath *o)
+{
+	char buf[1024], *part[8];
+	int n = 0;
+	memset(o, 0, sizeof(*o));
+	o->tag = o->lun = -1;
+	if (strlen(path) >= sizeof(buf) || path[0] != '/')
+		return -1;
+	strcpy(buf, path);
+	for (char *save = NULL, *t = strtok_r(buf, "/", &save); t && n < 8; t = strtok_r(NULL, "/", &save))
+		part[n++] = t;
+	char *end;
+	if (n == 1 && (!strcmp(part[0], "discovery") || !strcmp(part[0], "global"))) {
+		o->kind = !strcmp(part[0], "global") ? "global" : "discovery";
+		return 0;
+	}
+	if (n == 2 && !strcmp(part[0], "backstores")) {
+		o->kind = "backstore";
+		snprintf(o->name, sizeof(o->name), "%s", part[1]);
+		return 0;
+	}
+	if (n < 2 || strcmp(part[0], "iscsi"))
+		return -1;
+	snprintf(o->iqn, sizeof(o->iqn), "%s", part[1]);
+	o->kind = "target";
+	if (n == 2)
+		return 0;
+	if (strncmp(part[2], "tpg", 3) || (o->tag = strtol(part[2] + 3, &end, 10)) < 1 || *end)
+		return -1;
+	o->kind = "tpg";
+	if (n == 3)
+		return 0;
+	if (!strcmp(part[3], "portals") && n == 5) {
+		o->kind = "portal";
+		snprintf(o->portal, sizeof(o->portal), "%s", part[4]);
+		return 0;
+	}
+	if (!strcmp(part[3], "luns") && (n == 4 || n == 5)) {
+		o->kind = "lun";
+		if (n == 5 && (strncmp(part[4], "lun", 3) || (o->lun = strtol(part[4] + 3, &end, 10)) < 0 || *end))
+			return -1;
+		return 0;
+	}
+	if (!strcmp(part[3], "acls") && (n == 5 || n == 6)) {
+		o->kind = "acl";
+		snprintf(o->initiator, sizeof(o->initiator), "%s", part[4]);
+		if (n == 6) {
+			o->kind = "mapped_lun";
+			if (strncmp(part[5], "mapped_lun", 10) || (o->lun = strtol(part[5] + 10, &end, 10)) < 0 || *end)
+				return -1;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+static bool dry_run;
+
+/* The answer of a change: its plan, what needs a restart, and what happened to sessions. */
+static void print_change(const char *what, json_object *res)
+{
+	if (as_json) {
+		print_json(res);
+		return;
+	}
+	json_object *plan = get(res, "plan"), *restart = get(res, "restart_needed");
+	size_t n = plan ? json_object_array_length(plan) : 0;
+	for (size_t i = 0; i < n; i++) {
+		json_object *st = json_object_array_get_idx(plan, i), *v = get(st, "value");
+		printf("  %-7s %s%s%s\n", gets(st, "op", "?"), gets(st, "path", "?"), v ? " = " : "",
+		       v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "");
+	}
+	for (size_t i = 0; restart && i < json_object_array_length(restart); i++)
+		printf("  not applied: global.%s needs a restart\n", json_object_get_string(json_object_array_get_idx(restart, i)));
+	if (dry_run || json_object_get_boolean(get(res, "dry_run"))) {
+		printf("%s: %zu change%s planned, nothing done (dry run)\n", what, n, n == 1 ? "" : "s");
+		return;
+	}
+	printf("%s: %s", what, n ? "done" : "nothing to change");
+	json_object *closed = get(res, "sessions_closed"), *maps = get(res, "sessions_with_new_luns");
+	if (closed && json_object_get_int(closed))
+		printf(", %d session%s closed", json_object_get_int(closed), json_object_get_int(closed) == 1 ? "" : "s");
+	if (maps && json_object_get_int(maps))
+		printf(", %d session%s told their LUNs changed", json_object_get_int(maps),
+		       json_object_get_int(maps) == 1 ? "" : "s");
+	printf(" (generation %s)\n", gets(res, "generation", "?"));
+}
+
+static int run_change(const char *what, const char *method, json_object *params)
+{
+	if (dry_run)
+		json_object_object_add(params, "dry_run", json_object_new_boolean(true));
 	json_object *res;
 	int rc = call(method, params, &res);
-	if (!rc) {
-		if (as_json)
-			print_json(res);
-		else
-			printf("%s: done\n", path);
-	}
+	if (!rc && res && json_object_object_get_ex(res, "plan", NULL))
+		print_change(what, res);
+	else if (!rc)
+		as_json ? print_json(res) : (void)printf("%s: done\n", what);
 	json_object_put(res);
 	return rc;
+}
+
+static void put_tpg(json_object *p, const struct opath *o)
+{
+	json_object_object_add(p, "target", json_object_new_string(o->iqn));
+	json_object_object_add(p, "tag", json_object_new_int((int)o->tag));
+}
+
+/* create|delete|set PATH [KEY=VALUE...] */
+static int cmd_object(const char *verb, int argc, char **argv)
+{
+	struct opath o;
+	if (argc < 1 || parse_path(argv[0], &o))
+		return die_usage("%s: expected an object path such as /backstores/NAME, /iscsi/IQN/tpg1/luns/lun0, "
+				 "/iscsi/IQN/tpg1/portals/IP:PORT, /iscsi/IQN/tpg1/acls/INITIATOR, /global",
+				 verb);
+	json_object *p = json_object_new_object();
+	if (add_kv(p, argc - 1, argv + 1)) {
+		json_object_put(p);
+		return EX_USAGE;
+	}
+	bool create = !strcmp(verb, "create"), del = !strcmp(verb, "delete"), set = !strcmp(verb, "set");
+	const char *method = NULL;
+	if (!strcmp(o.kind, "backstore")) {
+		json_object_object_add(p, "name", json_object_new_string(o.name));
+		method = create ? "backstore.create" : del ? "backstore.delete" : NULL;
+		if (set && json_object_object_get_ex(p, "size", NULL) && json_object_object_length(p) == 2)
+			method = "backstore.resize";
+	} else if (!strcmp(o.kind, "target")) {
+		json_object_object_add(p, "iqn", json_object_new_string(o.iqn));
+		method = create ? "target.create" : del ? "target.delete" : NULL;
+	} else if (!strcmp(o.kind, "tpg")) {
+		put_tpg(p, &o);
+		method = create ? "tpg.create" : del ? "tpg.delete" : "tpg.set";
+	} else if (!strcmp(o.kind, "portal")) {
+		put_tpg(p, &o);
+		char host[128];
+		snprintf(host, sizeof(host), "%s", o.portal);
+		char *colon = strrchr(host, ':'), *rb = strrchr(host, ']');
+		if (colon && (!rb || colon > rb) && (host[0] == '[' || strchr(host, ':') == colon)) {
+			*colon = 0;
+			json_object_object_add(p, "port", json_object_new_int(atoi(colon + 1)));
+		}
+		if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+			host[strlen(host) - 1] = 0;
+			memmove(host, host + 1, strlen(host));
+		}
+		json_object_object_add(p, "ip", json_object_new_string(host));
+		method = create ? "portal.add" : del ? "portal.remove" : NULL;
+	} else if (!strcmp(o.kind, "lun")) {
+		put_tpg(p, &o);
+		if (o.lun >= 0)
+			json_object_object_add(p, "lun", json_object_new_int64(o.lun));
+		method = create ? "lun.add" : del && o.lun >= 0 ? "lun.remove" : NULL;
+	} else if (!strcmp(o.kind, "acl")) {
+		put_tpg(p, &o);
+		json_object_object_add(p, "initiator", json_object_new_string(o.initiator));
+		method = create ? "acl.add" : del ? "acl.remove" : "acl.set";
+	} else if (!strcmp(o.kind, "mapped_lun")) {
+		put_tpg(p, &o);
+		json_object_object_add(p, "initiator", json_object_new_string(o.initiator));
+		json_object_object_add(p, "mapped_lun", json_object_new_int64(o.lun));
+		method = create ? "mapped_lun.add" : del ? "mapped_lun.remove" : NULL;
+	} else if (!strcmp(o.kind, "discovery")) {
+		method = set ? "discovery.set" : NULL;
+	} else if (!strcmp(o.kind, "global")) {
+		method = set ? "global.set" : NULL;
+	}
+	if (!method) {
+		json_object_put(p);
+		return die_usage("%s: this verb does not apply to that path (see iserctl --help)", verb);
+	}
+	return run_change(argv[0], method, p);
+}
+
+/* apply FILE / restore FILE [--target IQN | --backstore NAME] */
+static int cmd_apply(const char *verb, int argc, char **argv)
+{
+	json_object *p = json_object_new_object();
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--dry-run")) {
+			dry_run = true;
+		} else if (!strcmp(verb, "restore") && (!strcmp(argv[i], "--target") || !strcmp(argv[i], "--backstore")) &&
+			   i + 1 < argc) {
+			json_object_object_add(p, argv[i][2] == 't' ? "target" : "backstore", json_object_new_string(argv[i + 1]));
+			i++;
+		} else if (argv[i][0] != '-' && !get(p, "path")) {
+			/* isertd opens the file itself: give it a path that means the same there. */
+			char *abs = realpath(argv[i], NULL);
+			json_object_object_add(p, "path", json_object_new_string(abs ? abs : argv[i]));
+			free(abs);
+		} else {
+			json_object_put(p);
+			return die_usage("unexpected '%s'", argv[i]);
+		}
+	}
+	if (!get(p, "path")) {
+		json_object_put(p);
+		return die_usage("%s: expected a configuration file", verb);
+	}
+	return run_change(verb, verb, p);
 }
 
 static int cmd_save(int argc, char **argv)
@@ -447,10 +636,11 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },     { "json", no_argument, NULL, 'j' },
 		{ "generation", required_argument, NULL, 'g' }, { "help", no_argument, NULL, 'h' },
+		{ "dry-run", no_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
-	while ((o = getopt_long(argc, argv, "+s:jg:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "+s:jg:nh", opts, NULL)) != -1) {
 		switch (o) {
 		case 's':
 			sock_path = optarg;
@@ -465,6 +655,9 @@ int main(int argc, char **argv)
 				return die_usage("--generation: '%s' is not a positive integer", optarg);
 			break;
 		}
+		case 'n':
+			dry_run = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -486,8 +679,10 @@ int main(int argc, char **argv)
 		return cmd_ls();
 	if (!strcmp(cmd, "sessions"))
 		return cmd_sessions(n, args);
-	if (!strcmp(cmd, "set"))
-		return cmd_set(n, args);
+	if (!strcmp(cmd, "set") || !strcmp(cmd, "create") || !strcmp(cmd, "delete"))
+		return cmd_object(cmd, n, args);
+	if (!strcmp(cmd, "apply") || !strcmp(cmd, "restore"))
+		return cmd_apply(cmd, n, args);
 	if (!strcmp(cmd, "save"))
 		return cmd_save(n, args);
 	if (!strcmp(cmd, "config") && !n) {
