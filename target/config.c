@@ -72,12 +72,20 @@ const char config_default_json[] =
 /* ------------------------------------------------------------------------ */
 /* Parse context: where we are, for messages that name the JSON path. */
 
+/* A backstore's name (or path) and its index: sorted, for lookups in thousands of LUNs. */
+struct bs_key {
+	const char *key;
+	size_t idx;
+};
+
 struct pctx {
 	const char *origin;
 	char *err;
 	size_t errlen;
 	char path[512];
 	size_t plen;
+	struct bs_key *bs_names;  /* sorted by name once the backstores are read */
+	size_t nbs_names;
 };
 
 static int __attribute__((format(printf, 2, 3))) perr(struct pctx *p, const char *fmt, ...)
@@ -837,6 +845,74 @@ static bool lunmap_test_set(struct lunmap *m, uint64_t lun)
 	return was;
 }
 
+static int cmp_bs_key(const void *a, const void *b)
+{
+	const struct bs_key *x = a, *y = b;
+	int r = strcmp(x->key, y->key);
+	return r ? r : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int cmp_bs_name(const void *a, const void *b)
+{
+	return strcmp(((const struct bs_key *)a)->key, ((const struct bs_key *)b)->key);
+}
+
+/*
+ * Backstore names and paths must be unique.  Sorted, so that a
+ * configuration of thousands stays fast; the error names the first
+ * backstore (in document order) that repeats an earlier one, as a check
+ * element by element would.
+ */
+static int check_backstore_dups(struct pctx *p, struct config *c)
+{
+	size_t n = c->nbackstores, np = 0, bad = SIZE_MAX, first = 0;
+	bool by_path = false;
+	struct bs_key *names = calloc(n ? n : 1, sizeof(*names)), *paths = calloc(n ? n : 1, sizeof(*paths));
+	if (!names || !paths) {
+		free(names);
+		free(paths);
+		return enomem(p);
+	}
+	for (size_t i = 0; i < n; i++) {
+		names[i] = (struct bs_key){ c->backstores[i].name, i };
+		if (c->backstores[i].path)
+			paths[np++] = (struct bs_key){ c->backstores[i].path, i };
+	}
+	qsort(names, n, sizeof(*names), cmp_bs_key);
+	qsort(paths, np, sizeof(*paths), cmp_bs_key);
+	for (size_t i = 1; i < n; i++)
+		if (!strcmp(names[i].key, names[i - 1].key) && (i < 2 || strcmp(names[i - 1].key, names[i - 2].key)) &&
+		    names[i].idx < bad) {
+			bad = names[i].idx;
+			first = names[i - 1].idx;
+		}
+	for (size_t i = 1; i < np; i++)
+		if (!strcmp(paths[i].key, paths[i - 1].key) && paths[i].idx < bad) {
+			bad = paths[i].idx;
+			first = paths[i - 1].idx;
+			by_path = true;
+		}
+	free(paths);
+	p->bs_names = names;
+	p->nbs_names = n;
+	if (bad == SIZE_MAX)
+		return 0;
+	/* A name repeated at the same index beats a path (the element check looked at the name first). */
+	for (size_t j = 0; by_path && j < bad; j++)
+		if (!strcmp(c->backstores[j].name, c->backstores[bad].name)) {
+			by_path = false;
+			first = j;
+		}
+	size_t mark = push_key(p, "backstores");
+	push_idx(p, bad);
+	push_key(p, by_path ? "path" : "name");
+	int r = by_path ? perr(p, "\"%s\" is already used by backstores[%zu]", c->backstores[bad].path, first)
+			: perr(p, "duplicate backstore name \"%s\", also in backstores[%zu]", c->backstores[bad].name,
+			       first);
+	pop(p, mark);
+	return r;
+}
+
 static int parse_lun(struct pctx *p, json_object *v, const struct config *c, struct cfg_lun *l)
 {
 	static const char *const keys[] = { "lun", "backstore", "read_only", NULL };
@@ -849,9 +925,10 @@ static int parse_lun(struct pctx *p, json_object *v, const struct config *c, str
 	    (r = get_str(p, v, "backstore", true, 64, &l->backstore)) < 0 ||
 	    (r = get_bool(p, v, "read_only", &l->read_only)) < 0)
 		return r;
-	for (i = 0; i < c->nbackstores; i++)
-		if (!strcmp(c->backstores[i].name, l->backstore))
-			break;
+	struct bs_key k = { .key = l->backstore }, *f = NULL;
+	if (p->bs_names)
+		f = bsearch(&k, p->bs_names, p->nbs_names, sizeof(k), cmp_bs_name);
+	i = f ? f->idx : c->nbackstores;
 	if (i == c->nbackstores) {
 		push_key(p, "backstore");
 		return perr(p, "no backstore named \"%s\"", l->backstore);
@@ -1108,21 +1185,8 @@ static int parse_one_backstore(struct pctx *p, json_object *el, struct config *c
 	struct cfg_backstore *b = &c->backstores[i];
 	int r = parse_backstore(p, el, b);
 
-	if (r)
-		return r;
-	for (size_t j = 0; j < i; j++) {
-		if (!strcmp(c->backstores[j].name, b->name)) {
-			push_key(p, "name");
-			return perr(p, "duplicate backstore name \"%s\", also in backstores[%zu]",
-				    b->name, j);
-		}
-		/* Two backstores over one file would corrupt each other. */
-		if (b->path && c->backstores[j].path && !strcmp(c->backstores[j].path, b->path)) {
-			push_key(p, "path");
-			return perr(p, "\"%s\" is already used by backstores[%zu]", b->path, j);
-		}
-	}
-	return 0;
+	(void)i; /* names and paths are checked together afterwards (check_backstore_dups) */
+	return r;
 }
 
 static int parse_discovery(struct pctx *p, json_object *v, struct config *c)
@@ -1241,6 +1305,9 @@ static int parse_root(struct pctx *p, json_object *root, struct config *c)
 		return r;
 	PARSE_ARRAY(p, root, "backstores", CFG_MAX_BACKSTORES, c->backstores, c->nbackstores,
 		    parse_one_backstore(p, el, c, i));
+	/* Two backstores over one file would corrupt each other; names must be unique for LUNs. */
+	if ((r = check_backstore_dups(p, c)))
+		return r;
 	PARSE_ARRAY(p, root, "targets", CFG_MAX_TARGETS, c->targets, c->ntargets,
 		    parse_one_target(p, el, c, i));
 	if ((r = parse_section(p, root, "discovery", c, parse_discovery)) ||
@@ -1314,6 +1381,7 @@ static int load_buf(const char *json, size_t len, const char *origin, struct con
 	limits_default(c);
 	c->origin = strdup(p.origin);
 	r = c->origin ? parse_root(&p, root, c) : enomem(&p);
+	free(p.bs_names);
 	json_object_put(root);
 	if (r) {
 		config_free(c);
@@ -1808,6 +1876,110 @@ void config_free(struct config *c)
 	free(c->admin_socket);
 	free(c->origin);
 	free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* One object added to a loaded configuration, checked by the same code as the file. */
+
+void config_backstore_clear(struct cfg_backstore *b)
+{
+	free(b->name);
+	free(b->path);
+	free(b->serial);
+	memset(b, 0, sizeof(*b));
+}
+
+int config_check_backstore(const struct config *c, json_object *obj, const char *origin, struct cfg_backstore *out,
+			   char *err, size_t errlen)
+{
+	struct pctx p = { .origin = origin, .err = err, .errlen = errlen };
+	size_t n = c->nbackstores;
+	memset(out, 0, sizeof(*out));
+	if (n >= CFG_MAX_BACKSTORES) {
+		push_key(&p, "backstores");
+		return perr(&p, "at most %u entries", CFG_MAX_BACKSTORES);
+	}
+	/* As element n of the array: the names and paths of all are checked together, as in a file. */
+	struct config view = *c;
+	view.backstores = malloc((n + 1) * sizeof(*view.backstores));
+	if (!view.backstores)
+		return enomem(&p);
+	memcpy(view.backstores, c->backstores, n * sizeof(*view.backstores));
+	memset(&view.backstores[n], 0, sizeof(view.backstores[n]));
+	size_t mark = push_key(&p, "backstores");
+	push_idx(&p, n);
+	int r = parse_backstore(&p, obj, &view.backstores[n]);
+	pop(&p, mark);
+	if (!r) {
+		view.nbackstores = n + 1;
+		r = check_backstore_dups(&p, &view);
+		free(p.bs_names);
+	}
+	if (r)
+		config_backstore_clear(&view.backstores[n]);
+	else
+		*out = view.backstores[n];
+	free(view.backstores);
+	return r;
+}
+
+int config_append_backstore(struct config *c, struct cfg_backstore *b)
+{
+	struct cfg_backstore *v = realloc(c->backstores, (c->nbackstores + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	c->backstores = v;
+	v[c->nbackstores++] = *b;
+	memset(b, 0, sizeof(*b));
+	return 0;
+}
+
+int config_check_lun(const struct config *c, size_t ti, size_t gi, json_object *obj, const char *origin,
+		     struct cfg_lun *out, char *err, size_t errlen)
+{
+	struct pctx p = { .origin = origin, .err = err, .errlen = errlen };
+	const struct cfg_tpg *g = &c->targets[ti].tpgs[gi];
+	struct lunmap *seen = calloc(1, sizeof(*seen));
+	struct cfg_tpg view = *g;
+	memset(out, 0, sizeof(*out));
+	view.luns = calloc(g->nluns + 1, sizeof(*view.luns));
+	int r = seen && view.luns ? 0 : enomem(&p);
+	for (size_t i = 0; !r && i < g->nluns; i++)
+		lunmap_test_set(seen, g->luns[i].lun);
+	/* The backstore names, sorted as when a file is read (parse_lun looks them up there). */
+	struct config names = *c;
+	if (!r)
+		r = check_backstore_dups(&p, &names);
+	if (!r) {
+		size_t m = push_key(&p, "targets");
+		push_idx(&p, ti);
+		push_key(&p, "tpgs");
+		push_idx(&p, gi);
+		push_key(&p, "luns");
+		push_idx(&p, g->nluns);
+		r = parse_one_lun(&p, obj, c, &view, g->nluns, seen);
+		pop(&p, m);
+	}
+	if (!r)
+		*out = view.luns[g->nluns];
+	else if (view.luns)
+		free(view.luns[g->nluns].backstore);
+	free(p.bs_names);
+	free(view.luns);
+	free(seen);
+	return r;
+}
+
+int config_append_lun(struct config *c, size_t ti, size_t gi, struct cfg_lun *l)
+{
+	struct cfg_tpg *g = &c->targets[ti].tpgs[gi];
+	struct cfg_lun *v = realloc(g->luns, (g->nluns + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	g->luns = v;
+	v[g->nluns++] = *l;
+	memset(l, 0, sizeof(*l));
+	return 0;
 }
 
 int config_set_portals(struct config *c, const char *const *hostports, size_t n, bool iser, char *err,

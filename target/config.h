@@ -141,6 +141,19 @@ struct json_object;
 struct json_object *config_to_obj(const struct config *c);
 void config_free(struct config *c);
 
+/*
+ * One object added to a loaded configuration (the admin socket's fast path:
+ * no whole-document round trip).  obj is checked as the next element of its
+ * array by the loader's own code, so the rules and the messages are the
+ * file's; origin starts the message.  The append takes the checked object.
+ */
+int config_check_backstore(const struct config *c, struct json_object *obj, const char *origin,
+			   struct cfg_backstore *out, char *err, size_t errlen);
+int config_append_backstore(struct config *c, struct cfg_backstore *b);
+void config_backstore_clear(struct cfg_backstore *b);
+int config_check_lun(const struct config *c, size_t ti, size_t gi, struct json_object *obj, const char *origin,
+		     struct cfg_lun *out, char *err, size_t errlen);
+int config_append_lun(struct config *c, size_t ti, size_t gi, struct cfg_lun *l);
 /* Replace every TPG's portals by the n HOST:PORT portals given (all TCP, or all iSER). */
 int config_set_portals(struct config *c, const char *const *hostports, size_t n, bool iser, char *err,
 		       size_t errlen);

@@ -83,49 +83,70 @@ static json_object *shown(const char *key, json_object *v)
 
 static void diff(json_object *plan, const char *path, const char *key, json_object *a, json_object *b);
 
-static json_object *find_named(json_object *arr, const char *key, const char *name)
+struct named {
+	char name[300];
+	json_object *e;
+};
+
+static int cmp_named(const void *x, const void *y)
 {
-	char n[300];
-	for (size_t i = 0; i < json_object_array_length(arr); i++) {
-		json_object *e = json_object_array_get_idx(arr, i);
-		if (elem_name(key, e, n, sizeof(n)) && !strcmp(n, name))
-			return e;
-	}
-	return NULL;
+	return strcmp(((const struct named *)x)->name, ((const struct named *)y)->name);
 }
 
+/* The elements of arr by name, sorted (NULL: an element without a name, or out of memory). */
+static struct named *index_named(const char *key, json_object *arr, size_t *n)
+{
+	*n = json_object_array_length(arr);
+	struct named *v = calloc(*n ? *n : 1, sizeof(*v));
+	for (size_t i = 0; v && i < *n; i++) {
+		v[i].e = json_object_array_get_idx(arr, i);
+		if (!elem_name(key, v[i].e, v[i].name, sizeof(v[i].name))) {
+			free(v);
+			return NULL;
+		}
+	}
+	if (v)
+		qsort(v, *n, sizeof(*v), cmp_named);
+	return v;
+}
+
+static json_object *find_named(const struct named *v, size_t n, const char *name)
+{
+	struct named k;
+	snprintf(k.name, sizeof(k.name), "%s", name);
+	const struct named *f = bsearch(&k, v, n, sizeof(*v), cmp_named);
+	return f ? f->e : NULL;
+}
+
+/* Arrays of named objects (backstores, targets, LUNs, ...) are compared element by element,
+ * matched by name (sorted: a configuration of thousands of LUNs diffs in milliseconds). */
 static void diff_array(json_object *plan, const char *path, const char *key, json_object *a, json_object *b)
 {
-	char n[300], p[1024];
-	size_t na = json_object_array_length(a), nb = json_object_array_length(b);
-	bool named = true;
-	for (size_t i = 0; i < na && named; i++)
-		named = elem_name(key, json_object_array_get_idx(a, i), n, sizeof(n));
-	for (size_t i = 0; i < nb && named; i++)
-		named = elem_name(key, json_object_array_get_idx(b, i), n, sizeof(n));
-	if (!named) {
+	char p[1024];
+	size_t na, nb;
+	struct named *va = index_named(key, a, &na), *vb = va ? index_named(key, b, &nb) : NULL;
+	if (!va || !vb) {
 		if (!json_object_equal(a, b))
 			step(plan, "set", path, json_object_get(b));
+		free(va);
+		free(vb);
 		return;
 	}
 	for (size_t i = 0; i < na; i++) {
-		json_object *e = json_object_array_get_idx(a, i);
-		elem_name(key, e, n, sizeof(n));
-		snprintf(p, sizeof(p), "%s/%s", path, n);
-		json_object *f = find_named(b, key, n);
+		snprintf(p, sizeof(p), "%s/%s", path, va[i].name);
+		json_object *f = find_named(vb, nb, va[i].name);
 		if (!f)
 			step(plan, "delete", p, NULL);
 		else
-			diff(plan, p, key, e, f);
+			diff(plan, p, key, va[i].e, f);
 	}
-	for (size_t i = 0; i < nb; i++) {
-		json_object *e = json_object_array_get_idx(b, i);
-		elem_name(key, e, n, sizeof(n));
-		if (!find_named(a, key, n)) {
-			snprintf(p, sizeof(p), "%s/%s", path, n);
+	for (size_t i = 0; i < nb; i++)
+		if (!find_named(va, na, vb[i].name)) {
+			snprintf(p, sizeof(p), "%s/%s", path, vb[i].name);
 			step(plan, "create", p, NULL);
 		}
-	}
+	free(va);
+	free(vb);
 }
 
 static void diff(json_object *plan, const char *path, const char *key, json_object *a, json_object *b)
@@ -165,14 +186,36 @@ static void diff(json_object *plan, const char *path, const char *key, json_obje
 
 /* ------------------------------------------------------------------------ */
 
-static struct cfg_backstore *find_bs(const struct config *c, const char *name, size_t *idx)
+struct bs_name {
+	const char *name;
+	size_t idx;
+};
+
+static int cmp_bs_name(const void *a, const void *b)
 {
-	for (size_t i = 0; i < c->nbackstores; i++)
-		if (!strcmp(c->backstores[i].name, name)) {
-			*idx = i;
-			return &c->backstores[i];
-		}
-	return NULL;
+	return strcmp(((const struct bs_name *)a)->name, ((const struct bs_name *)b)->name);
+}
+
+/* c's backstores sorted by name (NULL: out of memory). */
+static struct bs_name *index_bs(const struct config *c)
+{
+	struct bs_name *v = calloc(c->nbackstores ? c->nbackstores : 1, sizeof(*v));
+	for (size_t i = 0; v && i < c->nbackstores; i++)
+		v[i] = (struct bs_name){ c->backstores[i].name, i };
+	if (v)
+		qsort(v, c->nbackstores, sizeof(*v), cmp_bs_name);
+	return v;
+}
+
+static struct cfg_backstore *find_bs(const struct config *c, const struct bs_name *v, const char *name,
+				     size_t *idx)
+{
+	struct bs_name k = { name, 0 };
+	const struct bs_name *f = bsearch(&k, v, c->nbackstores, sizeof(k), cmp_bs_name);
+	if (!f)
+		return NULL;
+	*idx = f->idx;
+	return &c->backstores[f->idx];
 }
 
 static bool same_str(const char *a, const char *b)
@@ -304,9 +347,10 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	/* Backstores: carried over (same name and identity), grown, or opened anew. */
 	long *from = calloc(nb ? nb : 1, sizeof(*from)); /* index in r, or -1: opened here */
 	bool *kept = calloc(r->nbackstores ? r->nbackstores : 1, sizeof(*kept));
+	struct bs_name *rnames = index_bs(r);
 	struct iscsi_portal **started = NULL;
 	size_t nstarted = 0;
-	if (!from || !kept) {
+	if (!from || !kept || !rnames) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto undo;
@@ -314,7 +358,7 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	for (size_t i = 0; i < nb; i++) {
 		struct cfg_backstore *b = &n->backstores[i];
 		size_t j;
-		struct cfg_backstore *o = find_bs(r, b->name, &j);
+		struct cfg_backstore *o = find_bs(r, rnames, b->name, &j);
 		from[i] = -1;
 		if (o && same_identity(o, b)) {
 			uint64_t have = backstore_size(o->rt_bs);
@@ -445,6 +489,7 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	config_free(n);
 	free(from);
 	free(kept);
+	free(rnames);
 	free(started);
 	return 0;
 
@@ -458,6 +503,7 @@ undo:
 	config_free(n);
 	free(from);
 	free(kept);
+	free(rnames);
 	free(started);
 	return rc;
 }
