@@ -38,7 +38,7 @@ static void usage(FILE *f)
 		"                              ACLs with mapped LUNs, and sessions\n"
 		"  sessions [TSIH]             sessions (with TSIH: one, with its negotiated parameters)\n"
 		"  sessions close TSIH         close a session's connection\n"
-		"  config                      the running configuration (as isertd --print-config)\n"
+		"  config                      the running configuration, as JSON\n"
 		"  save [FILE] [--backups N]   write the running configuration (default: the file isertd\n"
 		"                              started with), keeping N backups (default 10) in backup/\n"
 		"  create PATH [KEY=VALUE...]  make an object:\n"
