@@ -288,10 +288,10 @@ static void drain_and_close(struct config *o)
 	}
 	char err[160] = "";
 	int users = -1;
-	for (uint64_t t0 = ms_now(); ms_now() - t0 < DRAIN_TIMEOUT_MS;) {
+	for (uint64_t t0 = ms_now(); ms_now() - t0 < DRAIN_TIMEOUT_MS && !iscsi_g.stopping;) {
 		users = admin_lu_users(lus, n, err, sizeof(err));
 		if (users <= 0)
-			break;
+			break; /* none left, or the reactors could not be asked: then they stay open */
 		struct timespec d = { 0, 20 * 1000000 };
 		nanosleep(&d, NULL);
 	}

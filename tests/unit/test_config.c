@@ -590,6 +590,83 @@ static void test_override_portals(void)
 	config_free(c);
 }
 
+/* ------------------------------------------------- one object added */
+
+/* What the loader says of a whole document, config_check_* must say of the one object. */
+static void check_one_backstore(struct config *c, const char *obj, const char *doc)
+{
+	char err2[1024] = "";
+	struct cfg_backstore b;
+	json_object *o = json_tokener_parse(obj);
+	int r = config_check_backstore(c, o, "t.json", &b, err2, sizeof(err2));
+	json_object_put(o);
+	load_bad(doc, "backstores[1]");
+	CU_ASSERT_EQUAL(r, -EINVAL);
+	if (strcmp(err2, errbuf))
+		fprintf(stderr, "\nfile: %s\none:  %s\n", errbuf, err2);
+	CU_ASSERT_STRING_EQUAL(err2, errbuf);
+}
+
+static void test_one_object(void)
+{
+	struct config *c = load_ok("{\"backstores\":[{\"name\":\"r\",\"type\":\"ram\",\"size\":1048576},"
+				   "{\"name\":\"f\",\"type\":\"file\",\"path\":\"/tmp/x.img\"}],"
+				   "\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:a\",\"tpgs\":[{\"tag\":1,"
+				   "\"luns\":[{\"lun\":0,\"backstore\":\"r\"}]}]}]}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	/* the same words as the file: a repeated name, a repeated path, a bad size, an unknown key */
+#define DOC1(x) "{\"backstores\":[{\"name\":\"r\",\"type\":\"ram\",\"size\":1048576}," x "]}"
+	struct config *c1 = load_ok("{\"backstores\":[{\"name\":\"r\",\"type\":\"ram\",\"size\":1048576}]}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c1);
+	check_one_backstore(c1, "{\"name\":\"r\",\"type\":\"ram\",\"size\":4096}",
+			    DOC1("{\"name\":\"r\",\"type\":\"ram\",\"size\":4096}"));
+	check_one_backstore(c1, "{\"name\":\"s\",\"type\":\"ram\",\"size\":1000}",
+			    DOC1("{\"name\":\"s\",\"type\":\"ram\",\"size\":1000}"));
+	check_one_backstore(c1, "{\"name\":\"s\",\"type\":\"ram\",\"size\":4096,\"colour\":1}",
+			    DOC1("{\"name\":\"s\",\"type\":\"ram\",\"size\":4096,\"colour\":1}"));
+#undef DOC1
+	config_free(c1);
+	char err2[512] = "";
+	struct cfg_backstore b;
+	json_object *o = json_tokener_parse("{\"name\":\"g\",\"type\":\"file\",\"path\":\"/tmp/x.img\"}");
+	CU_ASSERT_EQUAL(config_check_backstore(c, o, "t.json", &b, err2, sizeof(err2)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err2, "backstores[2].path: \"/tmp/x.img\" is already used by backstores[1]"));
+	json_object_put(o);
+	/* a good one appends */
+	o = json_tokener_parse("{\"name\":\"g\",\"type\":\"ram\",\"size\":\"8M\"}");
+	CU_ASSERT_EQUAL_FATAL(config_check_backstore(c, o, "t.json", &b, err2, sizeof(err2)), 0);
+	json_object_put(o);
+	CU_ASSERT_EQUAL(b.bs.size, 8u << 20);
+	CU_ASSERT_EQUAL(config_append_backstore(c, &b), 0);
+	CU_ASSERT_EQUAL(c->nbackstores, 3);
+	CU_ASSERT_STRING_EQUAL(c->backstores[2].name, "g");
+	/* LUNs: a repeated number, a backstore that does not exist, then one that does */
+	struct cfg_lun l;
+	o = json_tokener_parse("{\"lun\":0,\"backstore\":\"g\"}");
+	CU_ASSERT_EQUAL(config_check_lun(c, 0, 0, o, "t.json", &l, err2, sizeof(err2)), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(err2, "t.json: targets[0].tpgs[0].luns[1].lun: duplicate LUN 0");
+	json_object_put(o);
+	o = json_tokener_parse("{\"lun\":1,\"backstore\":\"nope\"}");
+	CU_ASSERT_EQUAL(config_check_lun(c, 0, 0, o, "t.json", &l, err2, sizeof(err2)), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(err2, "t.json: targets[0].tpgs[0].luns[1].backstore: no backstore named \"nope\"");
+	json_object_put(o);
+	o = json_tokener_parse("{\"lun\":7,\"backstore\":\"g\",\"read_only\":true}");
+	CU_ASSERT_EQUAL_FATAL(config_check_lun(c, 0, 0, o, "t.json", &l, err2, sizeof(err2)), 0);
+	json_object_put(o);
+	CU_ASSERT_EQUAL(l.backstore_index, 2);
+	CU_ASSERT_EQUAL(config_append_lun(c, 0, 0, &l), 0);
+	CU_ASSERT_EQUAL(c->targets[0].tpgs[0].nluns, 2);
+	/* what was appended serialises and loads again */
+	char *j = config_to_json(c);
+	struct config *d = load_ok(j);
+	CU_ASSERT_PTR_NOT_NULL(d);
+	if (d)
+		CU_ASSERT_TRUE(d->targets[0].tpgs[0].luns[1].read_only && d->targets[0].tpgs[0].luns[1].lun == 7);
+	free(j);
+	config_free(d);
+	config_free(c);
+}
+
 /* ------------------------------------------------------------ round trip */
 
 static bool str_eq(const char *a, const char *b)
@@ -899,6 +976,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("config", NULL, NULL);
 	CU_add_test(s, "default config", test_default);
+	CU_add_test(s, "one object added (admin socket)", test_one_object);
 	CU_add_test(s, "configs/default.json matches", test_default_file_matches);
 	CU_add_test(s, "example configs", test_examples);
 	CU_add_test(s, "error paths and types", test_errors_paths);
