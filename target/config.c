@@ -643,11 +643,6 @@ static int parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore 
 
 	if ((r = get_u32(p, v, "block_size", false, 0, 4096, &b->bs.block_size)) < 0)
 		return r;
-	if (r == 1 && b->bs.block_size != 512 && b->bs.block_size != 4096) {
-		push_key(p, "block_size");
-		return perr(p, "must be 512 or 4096, got %" PRIu32, b->bs.block_size);
-	}
-
 	r = lookup(p, v, "size", b->bs.type == BACKSTORE_RAM, &sv);
 	if (r < 0)
 		return r;
@@ -663,13 +658,14 @@ static int parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore 
 		} else if ((r = json_to_u64(p, sv, 0, INT64_MAX, &b->bs.size))) {
 			return r;
 		}
-		uint32_t bsz = b->bs.block_size ? b->bs.block_size : 512;
-		if (b->bs.type == BACKSTORE_RAM && b->bs.size == 0)
-			return perr(p, "must be greater than 0 for a ram backstore");
-		if (b->bs.size % bsz)
-			return perr(p, "must be a multiple of the block size %" PRIu32 ", got %" PRIu64,
-				    bsz, b->bs.size);
 		pop(p, mark);
+	}
+	/* The block size and size rules are the backstore's own, in one place. */
+	char why[96];
+	const char *field = backstore_check_geometry(b->bs.type, b->bs.size, b->bs.block_size, why, sizeof(why));
+	if (field) {
+		push_key(p, field);
+		return perr(p, "%s", why);
 	}
 	if ((r = get_bool(p, v, "thin", &b->bs.thin)) < 0 ||
 	    (r = get_bool(p, v, "write_cache", &b->bs.write_cache)) < 0 ||

@@ -38,10 +38,6 @@ static const struct bs_ops *bs_ops_for(enum backstore_type t)
 	return NULL;
 }
 
-static bool bs_valid_block_size(uint32_t b)
-{
-	return b >= 512 && b <= 4096 && (b & (b - 1)) == 0;
-}
 
 int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char *err, size_t errlen)
 {
@@ -59,8 +55,10 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 		bs_errf(&tmp, err, errlen, "type: unknown type %d", (int)cfg->type);
 		return -EINVAL;
 	}
-	if (cfg->block_size && !bs_valid_block_size(cfg->block_size)) {
-		bs_errf(&tmp, err, errlen, "block_size: %u is not 512, 1024, 2048 or 4096", cfg->block_size);
+	char why[96];
+	const char *field = backstore_check_geometry(cfg->type, cfg->size, cfg->block_size, why, sizeof(why));
+	if (field) {
+		bs_errf(&tmp, err, errlen, "%s: %s", field, why);
 		return -EINVAL;
 	}
 	if (cfg->type != BACKSTORE_RAM && (!cfg->path || !cfg->path[0])) {

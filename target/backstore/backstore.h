@@ -59,6 +59,13 @@ struct bs_io {
 	int stage;
 };
 
+/*
+ * The rules on block_size and size that hold before anything is opened (the
+ * configuration loader and backstore_open both ask here): NULL, or the
+ * field that breaks one, with why filled ("must be ..., got ...").
+ */
+const char *backstore_check_geometry(enum backstore_type type, uint64_t size, uint32_t block_size, char *why,
+				     size_t whylen);
 /* Open per cfg; on failure returns -errno and writes a message naming the field/path to err. */
 int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char *err, size_t errlen);
 void backstore_close(struct backstore *bs);

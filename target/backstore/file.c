@@ -386,12 +386,7 @@ static int file_open(struct backstore *bs, const struct backstore_cfg *cfg, char
 	}
 	uint64_t have = (uint64_t)st.st_size;
 	if (cfg->size) {
-		if (cfg->size % bs->block_size) {
-			bs_errf(bs, err, errlen, "size: %llu is not a multiple of the block size %u",
-				(unsigned long long)cfg->size, bs->block_size);
-			close(fd);
-			return -EINVAL;
-		}
+		/* a multiple of the block size: backstore_check_geometry() */
 		if (have < cfg->size) {
 			if (cfg->readonly) {
 				bs_errf(bs, err, errlen, "size: %llu is larger than the readonly file '%s' (%llu bytes)",

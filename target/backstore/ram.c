@@ -27,15 +27,7 @@ static size_t ram_page(void)
 
 static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char *err, size_t errlen)
 {
-	if (cfg->size == 0) {
-		bs_errf(bs, err, errlen, "size: required for a ram backstore");
-		return -EINVAL;
-	}
-	if (cfg->size % bs->block_size) {
-		bs_errf(bs, err, errlen, "size: %llu is not a multiple of the block size %u",
-			(unsigned long long)cfg->size, bs->block_size);
-		return -EINVAL;
-	}
+	/* size > 0 and a multiple of the block size: backstore_check_geometry() */
 	if (cfg->size > SIZE_MAX / 2) {
 		bs_errf(bs, err, errlen, "size: %llu is too large", (unsigned long long)cfg->size);
 		return -EINVAL;

@@ -229,8 +229,12 @@ static void test_errors_paths(void)
 
 static void test_errors_backstores(void)
 {
-	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"block_size\":1024}]}",
-		 "backstores[0].block_size: must be 512 or 4096, got 1024");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"block_size\":1000}]}",
+		 "backstores[0].block_size: must be 512, 1024, 2048 or 4096, got 1000");
+	/* 1024 and 2048 are block sizes the backstores serve (one rule: backstore_check_geometry) */
+	struct config *k = load_ok("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"block_size\":2048}]}");
+	CU_ASSERT_PTR_NOT_NULL(k);
+	config_free(k);
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":1000}]}",
 		 "backstores[0].size: must be a multiple of the block size 512, got 1000");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4608,\"block_size\":4096}]}",
