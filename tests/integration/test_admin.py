@@ -237,6 +237,16 @@ def main():
               and 'MaxBurstLength' in v.get('params', {}) and [lun['lun'] for lun in v.get('luns', [])] == [0, 1],
               json.dumps(v))
         tsih = {k: s['tsih'] for k, s in by_ini.items()}
+        rc, out, _ = iserctl(sock, 'paths')
+        check('iserctl paths lists the objects', rc == 0 and '/backstores/f0' in out.split('\n') and
+              f'/iscsi/{T1}/tpg1/luns/lun1' in out.split('\n') and f'/iscsi/{T1}/tpg1/portals/127.0.0.1:{PORT}' in out,
+              out)
+        comp = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools', 'iserctl', 'iserctl.bash')
+        bash = subprocess.run(['bash', '-c', f'PATH={os.path.dirname(ISERCTL)}:$PATH; source {comp}; '
+                               f'COMP_WORDS=(iserctl -s {sock} set /iscsi/{T1}/tpg1/luns/); COMP_CWORD=4; _iserctl; '
+                               'printf "%s\\n" "${COMPREPLY[@]}"'], capture_output=True, text=True)
+        check('bash completion offers the LUN paths', f'/iscsi/{T1}/tpg1/luns/lun0' in bash.stdout.split('\n'),
+              bash.stdout + bash.stderr)
         rc, out, _ = iserctl(sock, 'ls')
         check('iserctl ls shows backstores, TPGs, LUNs and sessions', rc == 0 and '64.0 MiB' in out and
               'lun0 -> /backstores/f0' in out and 'iqn.2026-11.org.test:verifier' in out, out)

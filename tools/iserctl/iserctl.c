@@ -36,6 +36,7 @@ static void usage(FILE *f)
 		"Commands:\n"
 		"  ls                          the object tree: backstores, targets, TPGs, portals, LUNs,\n"
 		"                              ACLs with mapped LUNs, and sessions\n"
+		"  paths                       every object path, one per line (scripts, completion)\n"
 		"  sessions [TSIH]             sessions (with TSIH: one, with its negotiated parameters)\n"
 		"  sessions close TSIH         close a session's connection\n"
 		"  config                      the running configuration, as JSON\n"
@@ -298,6 +299,49 @@ static int cmd_ls(void)
 	}
 	json_object_put(cfgres);
 	json_object_put(sres);
+	return 0;
+}
+
+/* paths: every object path, one per line (for scripts and shell completion). */
+static int cmd_paths(void)
+{
+	json_object *res;
+	int rc = call("config.get", NULL, &res);
+	if (rc)
+		return rc;
+	json_object *cfg = get(res, "config"), *bss = get(cfg, "backstores"), *ts = get(cfg, "targets");
+	printf("/backstores\n/iscsi\n/discovery\n/global\n");
+	for (size_t i = 0; bss && i < json_object_array_length(bss); i++)
+		printf("/backstores/%s\n", gets(json_object_array_get_idx(bss, i), "name", "?"));
+	for (size_t i = 0; ts && i < json_object_array_length(ts); i++) {
+		json_object *t = json_object_array_get_idx(ts, i), *tpgs = get(t, "tpgs");
+		const char *iqn = gets(t, "iqn", "?");
+		printf("/iscsi/%s\n", iqn);
+		for (size_t j = 0; tpgs && j < json_object_array_length(tpgs); j++) {
+			json_object *g = json_object_array_get_idx(tpgs, j), *ps = get(g, "portals"), *ls = get(g, "luns"),
+				    *as = get(g, "acls");
+			const char *tag = gets(g, "tag", "?");
+			printf("/iscsi/%s/tpg%s\n/iscsi/%s/tpg%s/luns\n", iqn, tag, iqn, tag);
+			for (size_t k = 0; ps && k < json_object_array_length(ps); k++) {
+				json_object *p = json_object_array_get_idx(ps, k);
+				const char *ip = gets(p, "ip", "?");
+				bool v6 = strchr(ip, ':') != NULL;
+				printf("/iscsi/%s/tpg%s/portals/%s%s%s:%s\n", iqn, tag, v6 ? "[" : "", ip, v6 ? "]" : "",
+				       gets(p, "port", "3260"));
+			}
+			for (size_t k = 0; ls && k < json_object_array_length(ls); k++)
+				printf("/iscsi/%s/tpg%s/luns/lun%s\n", iqn, tag, gets(json_object_array_get_idx(ls, k), "lun", "?"));
+			for (size_t k = 0; as && k < json_object_array_length(as); k++) {
+				json_object *a = json_object_array_get_idx(as, k), *ml = get(a, "mapped_luns");
+				const char *ini = gets(a, "initiator", "?");
+				printf("/iscsi/%s/tpg%s/acls/%s\n", iqn, tag, ini);
+				for (size_t m = 0; ml && m < json_object_array_length(ml); m++)
+					printf("/iscsi/%s/tpg%s/acls/%s/mapped_lun%s\n", iqn, tag, ini,
+					       gets(json_object_array_get_idx(ml, m), "mapped_lun", "?"));
+			}
+		}
+	}
+	json_object_put(res);
 	return 0;
 }
 
@@ -677,6 +721,8 @@ int main(int argc, char **argv)
 	int rc;
 	if (!strcmp(cmd, "ls") && !n)
 		return cmd_ls();
+	if (!strcmp(cmd, "paths") && !n)
+		return cmd_paths();
 	if (!strcmp(cmd, "sessions"))
 		return cmd_sessions(n, args);
 	if (!strcmp(cmd, "set") || !strcmp(cmd, "create") || !strcmp(cmd, "delete"))
