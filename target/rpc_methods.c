@@ -473,6 +473,18 @@ static int e_backstore_create(struct rpc_call *c, json_object *doc)
 	return 0;
 }
 
+static int e_backstore_set(struct rpc_call *c, json_object *doc)
+{
+	const char *name;
+	if (str_param(c, "name", true, &name))
+		return -1;
+	json_object *b = find_elem(arr(doc, "backstores"), "name", name, 0, NULL);
+	if (!b)
+		return rpc_fail(c, RPC_NOT_FOUND, "no backstore '%s'", name);
+	merge(b, c->params, skip_none);
+	return 0;
+}
+
 /* Where backstore index bi is used, as a path for a message (or NULL). */
 static bool backstore_user(json_object *doc, const char *name, char *out, size_t n)
 {
@@ -846,6 +858,7 @@ static int e_discovery_set(struct rpc_call *c, json_object *doc)
 		return change(c, e_##name);                  \
 	}
 CHANGE_METHOD(backstore_delete)
+CHANGE_METHOD(backstore_set)
 CHANGE_METHOD(target_create)
 CHANGE_METHOD(target_delete)
 CHANGE_METHOD(tpg_create)
@@ -1121,6 +1134,8 @@ const struct rpc_method rpc_methods[] = {
 				      "the running one; dry_run" },
 	{ "backstore.create", m_backstore_create, true, "a backstore (name, type, path, size, ... as in the file)" },
 	{ "backstore.delete", m_backstore_delete, true, "a backstore no LUN uses (name)" },
+	{ "backstore.set", m_backstore_set, true, "attributes of a backstore (write_cache and size live; the others "
+						  "only while no LUN uses it)" },
 	{ "backstore.resize", m_backstore_resize, true, "grow backstore name to size (file; block: follow the device)" },
 	{ "target.create", m_target_create, true, "a target (iqn, alias; with TPG 1 enabled unless tpgs are given)" },
 	{ "target.delete", m_target_delete, true, "a target and its TPGs (iqn); their sessions are closed" },

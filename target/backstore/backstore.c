@@ -112,7 +112,8 @@ enum backstore_type backstore_type(const struct backstore *bs) { return bs->type
 uint64_t backstore_size(const struct backstore *bs) { return bs->size; }
 uint32_t backstore_block_size(const struct backstore *bs) { return bs->block_size; }
 bool backstore_readonly(const struct backstore *bs) { return bs->readonly; }
-bool backstore_write_cache(const struct backstore *bs) { return bs->write_cache; }
+bool backstore_write_cache(const struct backstore *bs) { return __atomic_load_n(&bs->write_cache, __ATOMIC_RELAXED); }
+void backstore_set_write_cache(struct backstore *bs, bool on) { __atomic_store_n(&bs->write_cache, on, __ATOMIC_RELAXED); }
 bool backstore_thin(const struct backstore *bs) { return bs->thin; }
 bool backstore_unmap_zeroes(const struct backstore *bs) { return !bs->discard; }
 uint32_t backstore_optimal_io(const struct backstore *bs) { return bs->optimal_io; }

@@ -78,6 +78,8 @@ uint64_t backstore_size(const struct backstore *bs);        /* bytes, multiple o
 uint32_t backstore_block_size(const struct backstore *bs);
 bool backstore_readonly(const struct backstore *bs);
 bool backstore_write_cache(const struct backstore *bs);
+/* Live change by the admin (the LU's WCE follows: scsi_lu_set_write_cache). */
+void backstore_set_write_cache(struct backstore *bs, bool on);
 bool backstore_thin(const struct backstore *bs);            /* UNMAP deallocates */
 /* After BS_UNMAP, do reads return zeroes?  (LBPRZ; false for a block device's discard.) */
 bool backstore_unmap_zeroes(const struct backstore *bs);

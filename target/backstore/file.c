@@ -42,7 +42,7 @@ struct fd_req {
 
 static bool fd_fua(const struct backstore *bs, const struct bs_io *io)
 {
-	return io->fua || !bs->write_cache;
+	return io->fua || !backstore_write_cache(bs);
 }
 
 static bool fd_aligned(const struct backstore *bs, const void *p)

@@ -223,12 +223,11 @@ static bool same_str(const char *a, const char *b)
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-/* Can the running backstore a serve as b (size aside, which grows in place)? */
+/* Can the running backstore a serve as b (size and write_cache aside, which change in place)? */
 static bool same_identity(const struct cfg_backstore *a, const struct cfg_backstore *b)
 {
 	return a->bs.type == b->bs.type && same_str(a->path, b->path) && a->bs.block_size == b->bs.block_size &&
-	       a->bs.readonly == b->bs.readonly && a->bs.thin == b->bs.thin && a->bs.write_cache == b->bs.write_cache &&
-	       same_str(a->serial, b->serial);
+	       a->bs.readonly == b->bs.readonly && a->bs.thin == b->bs.thin && same_str(a->serial, b->serial);
 }
 
 static bool bs_in_use(const struct config *c, size_t idx)
@@ -380,8 +379,8 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 			continue;
 		}
 		if (o && bs_in_use(r, j) && bs_in_use(n, i)) {
-			snprintf(err, errlen, "backstore '%s': its type, path, block_size, readonly, thin, write_cache or "
-				 "serial cannot change while LUNs use it: remove its LUNs first", b->name);
+			snprintf(err, errlen, "backstore '%s': its type, path, block_size, readonly, thin or serial cannot "
+				 "change while LUNs use it: remove its LUNs first", b->name);
 			rc = -EBUSY;
 			goto undo;
 		}
@@ -434,6 +433,10 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 		if (from[i] < 0)
 			continue;
 		struct cfg_backstore *b = &n->backstores[i], *o = &r->backstores[from[i]];
+		if (b->bs.write_cache != o->bs.write_cache) {
+			backstore_set_write_cache(o->rt_bs, b->bs.write_cache);
+			scsi_lu_set_write_cache(o->rt_lu, b->bs.write_cache);
+		}
 		uint64_t have = backstore_size(o->rt_bs);
 		bool follow = b->bs.type == BACKSTORE_BLOCK && b->bs.size != o->bs.size;
 		if (!follow && (b->bs.type != BACKSTORE_FILE || !b->bs.size || b->bs.size == have))

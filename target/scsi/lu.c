@@ -240,6 +240,16 @@ void scsi_lu_luns_changed(struct scsi_lu *lu, const struct scsi_nexus *nx)
 	pthread_mutex_unlock(&lu->mu);
 }
 
+void scsi_lu_set_write_cache(struct scsi_lu *lu, bool on)
+{
+	pthread_mutex_lock(&lu->mu);
+	if (lu_flag(&lu->wce) != on) {
+		lu_flag_set(&lu->wce, on);
+		lu_ua_all(lu, NULL, ASC_MODE_PARAMS_CHANGED);
+	}
+	pthread_mutex_unlock(&lu->mu);
+}
+
 void scsi_lu_capacity_changed(struct scsi_lu *lu)
 {
 	pthread_mutex_lock(&lu->mu);

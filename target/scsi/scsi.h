@@ -101,6 +101,8 @@ void scsi_lu_destroy(struct scsi_lu *lu);
 struct backstore *scsi_lu_backstore(const struct scsi_lu *lu);
 /* The backstore's size changed: CAPACITY DATA HAS CHANGED to every nexus. */
 void scsi_lu_capacity_changed(struct scsi_lu *lu);
+/* The admin turned the volatile write cache on or off: WCE follows, MODE PARAMETERS CHANGED to all. */
+void scsi_lu_set_write_cache(struct scsi_lu *lu, bool on);
 /* REPORTED LUNS DATA HAS CHANGED for nexus nx (its LUN inventory changed). */
 void scsi_lu_luns_changed(struct scsi_lu *lu, const struct scsi_nexus *nx);
 

@@ -310,6 +310,17 @@ def main():
         check('enabled again, it takes logins', rc == 0 and o3.login('iqn.2026-11.org.test:other', T2) == 0)
         o3.close()
 
+        # The write cache turned on live: WCE follows, the sessions are told (2A/01).
+        ver.uas.clear()
+        rc, out, err = iserctl(sock, 'set', '/backstores/f0', 'write_cache=true')
+        check('iserctl set write_cache=true on a LUN in use', rc == 0, out + err)
+        time.sleep(0.3)
+        check('the verifier saw MODE PARAMETERS CHANGED (2A/01)', (0x2A, 0x01) in ver.uas, repr(ver.uas))
+        r = rpc.call('backstore.set', {'name': 'f0', 'thin': True})
+        check('backstore.set thin on a LUN in use: refused, saying why',
+              r.get('error', {}).get('code') == -32000 and 'remove its LUNs first' in r['error']['message'],
+              json.dumps(r))
+
         # Objects added and removed while the verifier works on T1.
         r = rpc.call('backstore.create', {'name': 'f1', 'type': 'file', 'path': os.path.join(work, 'f1.img'),
                                           'size': '16M'})

@@ -53,6 +53,7 @@ static void usage(FILE *f)
 		"  delete PATH                 remove an object (sessions it admitted are closed)\n"
 		"  set PATH KEY=VALUE...       change settings:\n"
 		"      /backstores/NAME size=SIZE   grow a LUN (block: size=0 follows the device)\n"
+		"      /backstores/NAME write_cache=true|false\n"
 		"      /iscsi/IQN/tpgN enable=false demo_mode=true params.MaxBurstLength=262144 ...\n"
 		"      /iscsi/IQN/tpgN/acls/INITIATOR chap.userid=U chap.password=P (chap=null: off)\n"
 		"      /discovery auth_required=true chap.userid=U chap.password=P\n"
@@ -567,9 +568,9 @@ static int cmd_object(const char *verb, int argc, char **argv)
 	const char *method = NULL;
 	if (!strcmp(o.kind, "backstore")) {
 		json_object_object_add(p, "name", json_object_new_string(o.name));
-		method = create ? "backstore.create" : del ? "backstore.delete" : NULL;
+		method = create ? "backstore.create" : del ? "backstore.delete" : "backstore.set";
 		if (set && json_object_object_get_ex(p, "size", NULL) && json_object_object_length(p) == 2)
-			method = "backstore.resize";
+			method = "backstore.resize"; /* size=0 of a block backstore: follow the device */
 	} else if (!strcmp(o.kind, "target")) {
 		json_object_object_add(p, "iqn", json_object_new_string(o.iqn));
 		method = create ? "target.create" : del ? "target.delete" : NULL;
