@@ -287,7 +287,7 @@ static void test_vpd_pages(void)
 
 /*
  * --- identities and lists at their configured maxima ---
- * target/config.c allows iSCSI names of 223 bytes, serials of 64 and LUNs
+ * target/config_load.c allows iSCSI names of 223 bytes, serials of 64 and LUNs
  * 0..16383; the session builds "<name>,t,0x<TPGT>" and "<name>,i,0x<ISID>".
  */
 

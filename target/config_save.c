@@ -1,0 +1,398 @@
+/*
+ * Target configuration: saving, struct config -> JSON.  The document written
+ * loads again to the same configuration (the unit and fuzz tests check the
+ * round trip); config_save_file replaces the file atomically.  Apart from the
+ * limits table (config_load.c), nothing here shares code with the loader.
+ */
+#include "target/config_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* Serialising: every field written explicitly, so a saved file documents the
+ * effective values; optional strings only when set. */
+
+static bool put(json_object *o, const char *key, json_object *v)
+{
+	if (!v)
+		return false;
+	if (json_object_object_add(o, key, v)) {
+		json_object_put(v);
+		return false;
+	}
+	return true;
+}
+
+static bool put_str(json_object *o, const char *key, const char *s)
+{
+	return !s || put(o, key, json_object_new_string(s));
+}
+
+static bool arr_add(json_object *a, json_object *v)
+{
+	if (!v)
+		return false;
+	if (json_object_array_add(a, v)) {
+		json_object_put(v);
+		return false;
+	}
+	return true;
+}
+
+static json_object *chap_to_json(const struct cfg_chap *c)
+{
+	json_object *o = json_object_new_object();
+	bool ok = o && put_str(o, "userid", c->userid) && put_str(o, "password", c->password) &&
+		  put_str(o, "mutual_userid", c->mutual_userid) &&
+		  put_str(o, "mutual_password", c->mutual_password);
+
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static const char *bs_type_name(enum backstore_type t)
+{
+	switch (t) {
+	case BACKSTORE_RAM: return "ram";
+	case BACKSTORE_FILE: return "file";
+	case BACKSTORE_BLOCK: return "block";
+	}
+	return "?";
+}
+
+static json_object *backstore_to_json(const struct cfg_backstore *b)
+{
+	json_object *o = json_object_new_object();
+	bool ok = o && put_str(o, "name", b->name) &&
+		  put(o, "type", json_object_new_string(bs_type_name(b->bs.type))) &&
+		  put_str(o, "path", b->path) &&
+		  put(o, "size", json_object_new_uint64(b->bs.size)) &&
+		  (!b->bs.block_size || put(o, "block_size", json_object_new_int64(b->bs.block_size))) &&
+		  put(o, "thin", json_object_new_boolean(b->bs.thin)) &&
+		  put(o, "write_cache", json_object_new_boolean(b->bs.write_cache)) &&
+		  put(o, "readonly", json_object_new_boolean(b->bs.readonly)) &&
+		  put_str(o, "serial", b->serial);
+
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_object *params_to_json(const struct cfg_params *pr)
+{
+	json_object *o = json_object_new_object();
+	bool ok = o &&
+		put(o, "MaxRecvDataSegmentLength", json_object_new_int64(pr->max_recv_dsl)) &&
+		put(o, "MaxBurstLength", json_object_new_int64(pr->max_burst)) &&
+		put(o, "FirstBurstLength", json_object_new_int64(pr->first_burst)) &&
+		put(o, "MaxOutstandingR2T", json_object_new_int64(pr->max_outstanding_r2t)) &&
+		put(o, "InitialR2T", json_object_new_boolean(pr->initial_r2t)) &&
+		put(o, "ImmediateData", json_object_new_boolean(pr->immediate_data)) &&
+		put(o, "HeaderDigest", json_object_new_string(pr->header_digest ? "CRC32C,None" : "None")) &&
+		put(o, "DataDigest", json_object_new_string(pr->data_digest ? "CRC32C,None" : "None")) &&
+		put(o, "DefaultTime2Wait", json_object_new_int64(pr->default_time2wait)) &&
+		put(o, "DefaultTime2Retain", json_object_new_int64(pr->default_time2retain)) &&
+		put(o, "MaxConnections", json_object_new_int64(pr->max_connections)) &&
+		put(o, "QueueDepth", json_object_new_int64(pr->queue_depth)) &&
+		put(o, "NopInInterval", json_object_new_int64(pr->nop_in_interval)) &&
+		put(o, "MaxImmediateCommands", json_object_new_int64(pr->max_immediate)) &&
+		put(o, "SessionBufferMB", json_object_new_int64(pr->session_buffer_mb));
+
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_object *acl_to_json(const struct cfg_acl *a)
+{
+	json_object *o = json_object_new_object();
+	json_object *ml = json_object_new_array();
+	bool ok = o && ml;
+
+	for (size_t i = 0; ok && i < a->nluns; i++) {
+		json_object *m = json_object_new_object();
+		ok = m && put(m, "mapped_lun", json_object_new_uint64(a->luns[i].mapped_lun)) &&
+		     put(m, "tpg_lun", json_object_new_uint64(a->luns[i].tpg_lun)) &&
+		     put(m, "write_protect", json_object_new_boolean(a->luns[i].write_protect));
+		if (!ok)
+			json_object_put(m);
+		else
+			ok = arr_add(ml, m);
+	}
+	ok = ok && put_str(o, "initiator", a->initiator) &&
+	     (!a->chap.userid || put(o, "chap", chap_to_json(&a->chap))) &&
+	     put(o, "allow_target_reset", json_object_new_boolean(a->allow_target_reset));
+	if (ok) {
+		ok = put(o, "mapped_luns", ml);
+		ml = NULL;
+	}
+	json_object_put(ml);
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_object *tpg_to_json(const struct cfg_tpg *t)
+{
+	json_object *o = json_object_new_object();
+	json_object *ps = json_object_new_array(), *ls = json_object_new_array(),
+		    *as = json_object_new_array();
+	bool ok = o && ps && ls && as;
+
+	for (size_t i = 0; ok && i < t->nportals; i++) {
+		json_object *e = json_object_new_object();
+		ok = e && put(e, "ip", json_object_new_string(t->portals[i].host)) &&
+		     put(e, "port", json_object_new_int64(t->portals[i].port)) &&
+		     put(e, "iser", json_object_new_boolean(t->portals[i].iser));
+		ok = ok ? arr_add(ps, e) : (json_object_put(e), false);
+	}
+	for (size_t i = 0; ok && i < t->nluns; i++) {
+		json_object *e = json_object_new_object();
+		ok = e && put(e, "lun", json_object_new_uint64(t->luns[i].lun)) &&
+		     put(e, "backstore", json_object_new_string(t->luns[i].backstore)) &&
+		     put(e, "read_only", json_object_new_boolean(t->luns[i].read_only));
+		ok = ok ? arr_add(ls, e) : (json_object_put(e), false);
+	}
+	for (size_t i = 0; ok && i < t->nacls; i++)
+		ok = arr_add(as, acl_to_json(&t->acls[i]));
+	ok = ok && put(o, "tag", json_object_new_int64(t->tag)) &&
+	     put(o, "enable", json_object_new_boolean(t->enable)) &&
+	     put(o, "demo_mode", json_object_new_boolean(t->demo_mode)) &&
+	     put(o, "demo_write_protect", json_object_new_boolean(t->demo_write_protect)) &&
+	     put(o, "demo_target_reset", json_object_new_boolean(t->demo_target_reset)) &&
+	     (!t->demo_chap.userid || put(o, "demo_chap", chap_to_json(&t->demo_chap)));
+	if (ok) {
+		ok = put(o, "portals", ps);
+		ps = NULL;
+	}
+	if (ok) {
+		ok = put(o, "luns", ls);
+		ls = NULL;
+	}
+	if (ok) {
+		ok = put(o, "acls", as);
+		as = NULL;
+	}
+	ok = ok && put(o, "params", params_to_json(&t->params));
+	json_object_put(ps);
+	json_object_put(ls);
+	json_object_put(as);
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_object *target_to_json(const struct cfg_target *tg)
+{
+	json_object *o = json_object_new_object();
+	json_object *ts = json_object_new_array();
+	bool ok = o && ts;
+
+	for (size_t i = 0; ok && i < tg->ntpgs; i++)
+		ok = arr_add(ts, tpg_to_json(&tg->tpgs[i]));
+	ok = ok && put_str(o, "iqn", tg->iqn) && put_str(o, "alias", tg->alias);
+	if (ok) {
+		ok = put(o, "tpgs", ts);
+		ts = NULL;
+	}
+	json_object_put(ts);
+	if (!ok) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+static const char *poll_mode_name(enum reactor_poll_mode m)
+{
+	switch (m) {
+	case REACTOR_EVENT: return "event";
+	case REACTOR_BUSY_POLL: return "busy";
+	case REACTOR_ADAPTIVE: return "adaptive";
+	}
+	return "event";
+}
+
+json_object *config_to_obj(const struct config *c)
+{
+	json_object *root = json_object_new_object();
+	json_object *bs = json_object_new_array(), *ts = json_object_new_array();
+	json_object *disc = json_object_new_object(), *glob = json_object_new_object();
+	bool ok = root && bs && ts && disc && glob;
+
+	for (size_t i = 0; ok && i < c->nbackstores; i++)
+		ok = arr_add(bs, backstore_to_json(&c->backstores[i]));
+	for (size_t i = 0; ok && i < c->ntargets; i++)
+		ok = arr_add(ts, target_to_json(&c->targets[i]));
+	ok = ok && put(disc, "auth_required", json_object_new_boolean(c->discovery_auth_required)) &&
+	     (!c->discovery_chap.userid || put(disc, "chap", chap_to_json(&c->discovery_chap))) &&
+	     put(glob, "reactors", json_object_new_int64(c->reactors)) &&
+	     put(glob, "poll_mode", json_object_new_string(poll_mode_name(c->poll_mode))) &&
+	     put_str(glob, "admin_socket", c->admin_socket);
+	for (size_t i = 0; ok && i < cfg_nlimit_keys; i++)
+		ok = put(glob, cfg_limit_keys[i].key,
+			 json_object_new_int64(*cfg_limit_field((struct config *)c, &cfg_limit_keys[i])));
+	json_object *parts[] = { bs, ts, disc, glob };
+	const char *names[] = { "backstores", "targets", "discovery", "global" };
+	for (size_t i = 0; i < 4; i++) {
+		if (ok)
+			ok = put(root, names[i], parts[i]);
+		else
+			json_object_put(parts[i]);
+	}
+	if (!ok) {
+		json_object_put(root);
+		return NULL;
+	}
+	return root;
+}
+
+char *config_to_json(const struct config *c)
+{
+	json_object *o;
+	const char *s;
+	char *out = NULL;
+
+	if (!c)
+		return NULL;
+	o = config_to_obj(c);
+	if (!o)
+		return NULL;
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+					   JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (s) {
+		size_t n = strlen(s);
+		out = malloc(n + 2);
+		if (out) {
+			memcpy(out, s, n);
+			out[n] = '\n';
+			out[n + 1] = '\0';
+		}
+	}
+	json_object_put(o);
+	return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Atomic save: a crash leaves either the old file or the new one. */
+
+static int write_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int config_save_file(const struct config *c, const char *path, char *err, size_t errlen)
+{
+	char *json, *tmp = NULL, *dir = NULL;
+	const char *slash;
+	int fd = -1, dfd, r;
+
+	if (!c || !path || !*path)
+		return -EINVAL;
+	json = config_to_json(c);
+	if (!json) {
+		cfg_seterr(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	slash = strrchr(path, '/');
+	if (slash)
+		dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+	else
+		dir = strdup(".");
+	if (!dir || asprintf(&tmp, "%s/.%s.tmpXXXXXX", dir, slash ? slash + 1 : path) < 0) {
+		tmp = NULL;
+		r = -ENOMEM;
+		cfg_seterr(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	/* mkstemp creates 0600: the file holds CHAP secrets. */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		cfg_seterr(err, errlen, "%s: cannot create temporary file in %s: %s", path, dir, strerror(-r));
+		free(tmp);
+		tmp = NULL;
+		goto out;
+	}
+	if ((r = write_all(fd, json, strlen(json))) ||
+	    (fsync(fd) < 0 && (r = -errno))) {
+		cfg_seterr(err, errlen, "%s: write %s: %s", path, tmp, strerror(-r));
+		goto out;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		r = -errno;
+		cfg_seterr(err, errlen, "%s: close %s: %s", path, tmp, strerror(-r));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		cfg_seterr(err, errlen, "%s: rename from %s: %s", path, tmp, strerror(-r));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	/* The rename is durable only once the directory is. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0) {
+		r = -errno;
+		cfg_seterr(err, errlen, "%s: fsync directory %s: %s", path, dir, strerror(-r));
+		if (dfd >= 0)
+			close(dfd);
+		goto out;
+	}
+	close(dfd);
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	free(dir);
+	free(json);
+	return r;
+}
+
+bool config_has_secrets(const struct config *c)
+{
+	if (c->discovery_chap.userid)
+		return true;
+	for (size_t i = 0; i < c->ntargets; i++)
+		for (size_t j = 0; j < c->targets[i].ntpgs; j++) {
+			const struct cfg_tpg *t = &c->targets[i].tpgs[j];
+			if (t->demo_chap.userid)
+				return true;
+			for (size_t k = 0; k < t->nacls; k++)
+				if (t->acls[k].chap.userid)
+					return true;
+		}
+	return false;
+}
