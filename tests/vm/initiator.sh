@@ -143,3 +143,109 @@ suite_nvme() {
 	must "$t: logout" logout_gone $t "$p"
 	ok "the file system is on the namespace itself (fsck -n on $NVME_DEV)" e2fsck -f -n $NVME_DEV
 }
+
+# ---- live changes through isertd's admin socket (iserctl) --------------------
+# PREFIX:live: ACL for $ISCSI_INITIATOR, LUN 0 a 64 MiB RAM backstore (ext4
+# here), LUN 1 the 64 MiB file backstore "vol"; isertd runs with
+# --admin-socket $ISERTD_SOCK.
+LIVE_HOT=33554432 LIVE_GROWN=134217728
+kmsg_mark() { echo "isertvm: $1" > /dev/kmsg; }
+dmesg_since() { dmesg | sed -n "/isertvm: $1\$/,\$p"; }   # dmesg_since MARK
+dmesg_has() { dmesg_since "$1" | grep -q -- "$2"; }        # dmesg_has MARK PATTERN
+live_login() {   # live_login IQN PORTAL IFACE: log in, 2 LUNs appear
+	iscsi_node "$1" "$2" "$3" && iscsi_login "$1" "$2" "$3" >/dev/null && iscsi_wait_disks "$1" 2
+}
+lun_dev() { iscsi_disks "$1" | awk -v l="$2" '$1 == l {print $2}'; }   # lun_dev IQN LUN
+hctl_of() { basename "$(readlink -f /sys/block/$1/device)"; }          # hctl_of DEV
+size_is() { [ "$(blockdev --getsize64 "$1" 2>/dev/null)" = "$2" ]; }    # size_is DEV BYTES
+lun_size_is() {  # lun_size_is IQN LUN BYTES: the LUN is a block device of BYTES
+	local d; d=$(lun_dev "$1" "$2") && [ -n "$d" ] && [ -b /dev/$d ] && size_is /dev/$d "$3"
+}
+# isertd's view of the session: "TSIH PEER" (a relogin would change both).
+isertd_session() { iserctl sessions | awk -v t="$1" '$4 == t {print $1, $5}'; }
+# rw_at DEV OFFSET_MB: 1 MiB written there with O_DIRECT and read back.
+rw_at() {
+	head -c 1048576 /dev/urandom > /tmp/live-1m &&
+	dd if=/tmp/live-1m of="$1" bs=1M seek="$2" oflag=direct status=none &&
+	dd if="$1" bs=1M skip="$2" count=1 iflag=direct status=none | cmp - /tmp/live-1m
+}
+live_fs_start() {   # live_fs_start DEV MNT SUMS: ext4, mounted, a file written and synced
+	mkfs.ext4 -q -F -E nodiscard "$1" && mkdir -p "$2" && mount "$1" "$2" || return 1
+	head -c $((4 << 20)) /dev/urandom > "$2/before" && sync -f "$2/before" &&
+		(cd "$2" && sha256sum before) > "$3"
+}
+live_fs_check() {   # live_fs_check DEV MNT SUMS: the file reads back from the LUN, a new one writes, fsck -n clean
+	drop_caches
+	(cd "$2" && sha256sum --quiet -c "$3") || return 1
+	head -c $((1 << 20)) /dev/urandom > "$2/after" && sync -f "$2/after" || return 1
+	umount "$2" && e2fsck -f -n "$1" > "$VM_WORK/live.fsck" 2>&1 || { cat "$VM_WORK/live.fsck"; return 1; }
+}
+live_no_errors() {  # live_no_errors MARK: no I/O, ext4 or connection error in dmesg since MARK
+	local bad
+	bad=$(dmesg_since "$1" | grep -E "I/O error|EXT4-fs error|EXT4-fs warning|Aborting journal|detected conn error|session recovery")
+	[ -z "$bad" ] || { echo "$bad" | sed 's/^/    /'; return 1; }
+}
+live_hot_add() {   # live_hot_add IQN: backstore hot, LUN 2 on it, mapped_lun2 for $ISCSI_INITIATOR
+	local out rc
+	out=$(iserctl create /backstores/hot type=ram size=32M 2>&1 &&
+		iserctl create /iscsi/$1/tpg1/luns backstore=hot 2>&1 &&
+		iserctl create /iscsi/$1/tpg1/acls/$ISCSI_INITIATOR/mapped_lun2 tpg_lun=2 2>&1); rc=$?
+	echo "$out" | sed 's/^/    /'
+	[ $rc -eq 0 ] && grep -q "/luns/lun2\$" <<< "$out" && grep -q "1 session told" <<< "$out"
+}
+session_same() {   # session_same IQN SID "TSIH PEER": the same kernel and isertd session, logged in
+	[ "$(iscsi_sid "$1")" = "$2" ] && [ "$(isertd_session "$1")" = "$3" ] &&
+		iscsiadm -m session -r "$2" -P 1 | grep -q "iSCSI Session State: LOGGED_IN"
+}
+
+# live_changes LABEL IQN PORTAL IFACE: in one session of the kernel initiator
+# with ext4 mounted on LUN 0, iserctl hot-adds a 32 MiB RAM LUN (backstore,
+# LUN, then the ACL's mapped LUN: REPORTED LUNS DATA HAS CHANGED reaches the
+# kernel on its next command) and iscsiadm --rescan makes it a disk; then it
+# grows LUN 1's file backstore to 128 MiB (CAPACITY DATA HAS CHANGED) and a
+# rescan of the device shows the size.  The ext4 file reads back, no I/O
+# error, and the session is the one from before.  Leaves the session logged in.
+live_changes() {
+	local l="$1: live" t=$2 portal=$3 iface=$4 mark="live $1" mnt=/mnt/live sums=$VM_WORK/live-$1.sum
+	local sid who dev0 dev1 hctl1 dev2
+	ok "$l: login to $t, LUN 0 (RAM) and LUN 1 (64 MiB file) appear" live_login $t $portal $iface || return 1
+	sid=$(iscsi_sid $t) who=$(isertd_session $t) dev0=$(lun_dev $t 0) dev1=$(lun_dev $t 1)
+	hctl1=$(hctl_of $dev1)
+	echo "    session $sid (isertd TSIH and peer: $who); LUN 0 $dev0, LUN 1 $dev1 ($hctl1)"
+	ok "$l: isertd sees the session (iserctl sessions)" test -n "$who"
+	ok "$l: LUN 1 ($dev1) is 64 MiB" size_is /dev/$dev1 67108864
+	ok "$l: ext4 on LUN 0 ($dev0): mkfs, mount, a 4 MiB file written and synced" live_fs_start /dev/$dev0 $mnt $sums ||
+		return 1
+	kmsg_mark "$mark"
+
+	ok "$l: iserctl creates a 32 MiB RAM backstore, LUN 2 on it and the ACL's mapped_lun2 (1 session told)" \
+		live_hot_add $t
+	# The next command of each LUN gets the unit attention: an ext4 write on
+	# LUN 0 (the kernel retries it), a TEST UNIT READY on LUN 1.
+	head -c 65536 /dev/urandom > $mnt/during && sync -f $mnt/during
+	sg_turs /dev/$dev1 >/dev/null 2>&1
+	ok "$l: the kernel got REPORTED LUNS DATA HAS CHANGED" \
+		wait_for 10 dmesg_has "$mark" "LUN assignments on this target have changed"
+	iscsiadm -m session -r $sid --rescan >/dev/null
+	ok "$l: after iscsiadm --rescan LUN 2 is a new disk of 32 MiB" wait_for 30 lun_size_is $t 2 $LIVE_HOT
+	dev2=$(lun_dev $t 2)
+	echo "    LUN 2 $dev2 ($(hctl_of $dev2))"
+	ok "$l: 1 MiB written and read back on the hot-added LUN 2 ($dev2)" rw_at /dev/$dev2 31
+
+	ok "$l: iserctl set /backstores/vol size=128M" iserctl set /backstores/vol size=128M
+	sg_turs /dev/$dev1 >/dev/null 2>&1
+	ok "$l: the kernel got CAPACITY DATA HAS CHANGED on LUN 1 ($hctl1)" \
+		wait_for 10 dmesg_has "$mark" "$hctl1: Capacity data has changed"
+	echo 1 > /sys/block/$dev1/device/rescan
+	ok "$l: after a rescan blockdev --getsize64 $dev1 is 128 MiB" wait_for 10 size_is /dev/$dev1 $LIVE_GROWN
+	ok "$l: 1 MiB written and read back at 127 MiB of LUN 1 (the grown part)" rw_at /dev/$dev1 127
+
+	ok "$l: the ext4 file on LUN 0 reads back unchanged, a new one writes, fsck -n clean" \
+		live_fs_check /dev/$dev0 $mnt $sums
+	ok "$l: dmesg shows no I/O, ext4 or connection error since the changes" live_no_errors "$mark"
+	ok "$l: the same session (SID $sid, isertd TSIH and peer $who), logged in, no relogin" session_same $t $sid "$who"
+}
+live_end() {   # live_end IQN PORTAL IFACE: unmount (if a check stopped early), log out
+	umount /mnt/live 2>/dev/null
+	iscsi_logout "$1" "$2" "$3" >/dev/null && iscsi_no_session "$1"
+}

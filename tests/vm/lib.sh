@@ -137,11 +137,14 @@ for_each_rdma() {
 # ---- isertd -------------------------------------------------------------------
 ISERTD_PID=
 port_listening() { [ -n "$(ss -Hltn "sport = :$1")" ]; }
+# ISERTD_SOCK: when set, isertd serves its admin socket there (iserctl -s).
+ISERTD_SOCK=${ISERTD_SOCK:-}
 # isertd_start CONFIG [PORT]: start the build tree's isertd, wait for its
 # listener; log in $VM_WORK/isertd.log.
 isertd_start() {
 	local cfg=$1 port=${2:-3260}
-	"$ISERT_BUILD/target/isertd" --config "$cfg" >> "$VM_WORK/isertd.log" 2>&1 &
+	"$ISERT_BUILD/target/isertd" --config "$cfg" ${ISERTD_SOCK:+--admin-socket "$ISERTD_SOCK"} \
+		>> "$VM_WORK/isertd.log" 2>&1 &
 	ISERTD_PID=$!
 	wait_for 20 port_listening "$port" || { vm_log "isertd did not listen on $port"; tail -20 "$VM_WORK/isertd.log"; return 1; }
 	kill -0 $ISERTD_PID
@@ -154,6 +157,8 @@ isertd_stop() {
 	[ $rc -eq 0 ] || vm_log "isertd exited with status $rc"
 	return $rc
 }
+# iserctl ARGS...: the build tree's iserctl on $ISERTD_SOCK.
+iserctl() { "$ISERT_BUILD/tools/iserctl/iserctl" -s "$ISERTD_SOCK" "$@"; }
 # tgtd_stop PID: delete tgtd's targets and stop it.  tgtd 1.0.85 sometimes
 # ignores SIGTERM after an iSER session, and a bare wait hangs on it: after 5 s
 # it gets SIGKILL.

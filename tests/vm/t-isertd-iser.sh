@@ -5,7 +5,9 @@
 # (large transfers included), ext4, fio with crc32c verification, faults,
 # login/logout cycles with every connection freed and isertd's memory flat;
 # raw iSER clients that break the rules (iser-hostile: commands without STags,
-# connections dropped while isertd sends).
+# connections dropped while isertd sends); live changes through the admin
+# socket (iserctl) in one session with ext4 mounted: a hot-added LUN after a
+# rescan, a grown file LUN's new size (isertd-iser-live.json).
 # Completion handling: Soft-RoCE runs in "adaptive" poll mode, Soft-iWARP in
 # "event", and each provider ends with a data check in "busy" mode.
 # FIO_SECS (default 60) sets the fio run length.
@@ -13,6 +15,7 @@ source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
 VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
 FIO_SECS=${FIO_SECS:-60}
+ISERTD_SOCK=/run/isertd-vm.sock
 vm_cleanup_hook() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; isertd_stop >/dev/null 2>&1; }
 
 rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$ISERTD_PID/status; }
@@ -128,7 +131,21 @@ one_provider() {
 	ok "$p: CHAP session's LUN appears" iscsi_wait_disks $t 1
 	ok "$p: CHAP session logout" logout_gone $t $portal
 	ok "$p: isertd survived and stops cleanly" isertd_stop
+	live_iser $p $ip $mode
 	busy_mode $p $ip
+}
+
+# live_iser P IP POLL_MODE: live_changes (initiator.sh) over iSER, on an isertd
+# with the live target only (isertd-iser-live.json) and a fresh file LUN.
+live_iser() {
+	local p=$1 portal=$2:3260 cfg=/tmp/isertd-iser-live-$1.json img=/tmp/isertd-iser-live-$1.img
+	rm -f $img
+	sed "s/@IP@/$2/; s/@POLL@/$3/; s|@FILE@|$img|" "$(dirname "$VM_LIB")/isertd-iser-live.json" > $cfg
+	ok "$p: live: isertd starts with the live target and an admin socket" isertd_start $cfg 3262 || return 1
+	live_changes $p $VM_PREFIX:live $portal iser
+	ok "$p: live: logout" live_end $VM_PREFIX:live $portal iser
+	ok "$p: live: isertd stops cleanly after the changes" isertd_stop
+	rm -f $img
 }
 
 # hostile_run NAME ARGS...: iser-hostile's own ok/not ok lines, its output in $VM_WORK/NAME.txt.
