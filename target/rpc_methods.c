@@ -361,7 +361,7 @@ static int apply_config(struct rpc_call *c, struct config *n, bool dry_run)
 	if (rc) {
 		json_object_put(res.plan);
 		json_object_put(res.restart);
-		return rpc_fail(c, rc == -EBUSY || rc == -EINVAL ? RPC_REFUSED : RPC_REFUSED, "%s",
+		return rpc_fail(c, RPC_REFUSED, "%s",
 				err[0] ? err : strerror(-rc));
 	}
 	c->unchanged = dry_run || (!json_object_array_length(res.plan) && !json_object_array_length(res.restart));

@@ -35,6 +35,7 @@ struct fanout {
 	/* what the reactors found (under mu) */
 	json_object *out;
 	int count;
+	int changed;                   /* refresh_session: LUN maps that changed */
 };
 
 static void fanout_put(struct fanout *f)
@@ -312,7 +313,7 @@ static void refresh_session(struct iscsi_conn *c, void *arg)
 	log_info("%s: session TSIH %u of %s: LUN map changed (%zu LUN%s)", c->xp->peer, s->tsih, s->initiator, n,
 		 n == 1 ? "" : "s");
 	pthread_mutex_lock(&f->mu);
-	f->tag++; /* maps changed (tag is otherwise unused here) */
+	f->changed++;
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -321,11 +322,10 @@ int admin_refresh_sessions(int *closed, int *changed, char *err, size_t errlen)
 	struct fanout *f = fanout_new(refresh_session);
 	if (!f)
 		return -ENOMEM;
-	f->tag = 0;
 	int rc = fanout_run(f, err, errlen);
 	pthread_mutex_lock(&f->mu);
 	*closed = f->count;
-	*changed = f->tag;
+	*changed = f->changed;
 	pthread_mutex_unlock(&f->mu);
 	fanout_put(f);
 	return rc;

@@ -345,11 +345,10 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 
 	/* Backstores: carried over (same name and identity), grown, or opened anew. */
 	long *from = calloc(nb ? nb : 1, sizeof(*from)); /* index in r, or -1: opened here */
-	bool *kept = calloc(r->nbackstores ? r->nbackstores : 1, sizeof(*kept));
 	struct bs_name *rnames = index_bs(r);
 	struct iscsi_portal **started = NULL;
 	size_t nstarted = 0;
-	if (!from || !kept || !rnames) {
+	if (!from || !rnames) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto undo;
@@ -375,7 +374,6 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 				goto undo;
 			}
 			from[i] = (long)j;
-			kept[j] = true;
 			continue;
 		}
 		if (o && bs_in_use(r, j) && bs_in_use(n, i)) {
@@ -491,7 +489,6 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	drain_and_close(n);
 	config_free(n);
 	free(from);
-	free(kept);
 	free(rnames);
 	free(started);
 	return 0;
@@ -505,7 +502,6 @@ undo:
 			iscsi_portal_unlisten(started[i]);
 	config_free(n);
 	free(from);
-	free(kept);
 	free(rnames);
 	free(started);
 	return rc;
