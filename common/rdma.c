@@ -277,6 +277,17 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 		}
 		c->sq_free--;
 		c->wrs_out += signaled;
+		if (w->kind == WR_READ) {
+			XP_STAT_ADD(&c->xc, rdma_reads, 1);
+			XP_STAT_ADD(&c->xc, rdma_read_bytes, w->sge.length);
+		} else if (w->kind == WR_WRITE) {
+			XP_STAT_ADD(&c->xc, rdma_writes, 1);
+			XP_STAT_ADD(&c->xc, rdma_write_bytes, w->sge.length);
+		} else {
+			XP_STAT_ADD(&c->xc, sends, 1);
+			XP_STAT_ADD(&c->xc, pdus_out, w->pdu != NULL); /* not the Hello reply */
+			XP_STAT_ADD(&c->xc, bytes_out, w->sge.length);
+		}
 		if (signaled)
 			c->unsignaled = 0;
 		else
@@ -428,6 +439,8 @@ static void on_recv(struct rdma_conn *c, struct wr_ctx *w, uint32_t byte_len)
 {
 	uint8_t *m = c->rx_mem + (size_t)w->slot * RDMA_RX_SLOT;
 	const struct iser_hdr *ih = (const void *)m;
+	XP_STAT_ADD(&c->xc, recvs, 1);
+	XP_STAT_ADD(&c->xc, bytes_in, byte_len);
 	if (byte_len < ISER_HDR_LEN) {
 		log_info("%s: iSER message of %u bytes, closing", c->xc.peer, byte_len);
 		conn_fail(c, -EPROTO);
@@ -446,6 +459,7 @@ static void on_recv(struct rdma_conn *c, struct wr_ctx *w, uint32_t byte_len)
 		return;
 	}
 	struct xp_rx rx = { 0 };
+	XP_STAT_ADD(&c->xc, pdus_in, 1);
 	memcpy(rx.bhs, m + ISER_HDR_LEN, PDU_BHS_LEN);
 	rx.ahs_len = pdu_ahs_bytes(rx.bhs);
 	rx.data_len = pdu_dlen(rx.bhs);
@@ -549,12 +563,15 @@ static int poll_cq(struct rdma_conn *c)
 	if (c->forced)
 		return 0;
 	c->in_poll = true;
+	XP_STAT_ADD(&c->xc, cq_polls, 1);
 	while ((n = ibv_poll_cq(c->cq, 32, wc)) > 0) {
 		total += n;
 		for (int i = 0; i < n; i++)
 			complete(c, &wc[i]);
 	}
 	c->in_poll = false;
+	XP_STAT_ADD(&c->xc, completions, (uint64_t)total);
+	XP_STAT_ADD(&c->xc, cq_empty_polls, total == 0);
 	if (!c->closing) {
 		post_wr(c, NULL);
 		pump_tx(c);

@@ -231,6 +231,7 @@ static int rx_fill(struct tcp_conn *c, uint8_t *p, uint32_t n)
 			return -ECONNRESET;
 		if (r < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : (errno == EINTR ? 0 : -errno);
+		XP_STAT_ADD(&c->xc, bytes_in, (uint64_t)r);
 		if (direct) {
 			c->got += (uint32_t)r;
 		} else {
@@ -273,6 +274,7 @@ static void deliver(struct tcp_conn *c)
 	c->got = 0;
 	if (c->dest == XP_DISCARD)
 		c->rx.data_len = 0;
+	XP_STAT_ADD(&c->xc, pdus_in, 1);
 	c->xc.up->rx_pdu(&c->xc, &c->rx);
 }
 
@@ -309,6 +311,7 @@ static int rx_step(struct tcp_conn *c)
 			if (got != crc) {
 				/* Lengths cannot be trusted after a bad header: drop the connection. */
 				log_warn("%s: header digest error, closing the connection", c->xc.peer);
+				XP_STAT_ADD(&c->xc, digest_errors, 1);
 				return -EBADMSG;
 			}
 		}
@@ -342,6 +345,7 @@ static int rx_step(struct tcp_conn *c)
 			uint32_t got;
 			memcpy(&got, c->dig, 4);
 			c->rx.data_digest_error = got != crc;
+			XP_STAT_ADD(&c->xc, digest_errors, got != crc);
 		}
 		deliver(c);
 		return 1;
@@ -448,6 +452,7 @@ static void flush_now(struct tcp_conn *c)
 			return;
 		}
 		size_t left = (size_t)w;
+		XP_STAT_ADD(&c->xc, bytes_out, (uint64_t)w);
 		while (c->txh && left) {
 			struct xp_pdu *p = c->txh;
 			uint32_t total = PDU_BHS_LEN + p->ahs_len + (p->hd_on ? 4 : 0) + p->data_len +
@@ -462,6 +467,7 @@ static void flush_now(struct tcp_conn *c)
 			c->txh = p->next;
 			if (!c->txh)
 				c->txt = NULL;
+			XP_STAT_ADD(&c->xc, pdus_out, 1);
 			if (p->done)
 				p->done(p, 0);
 		}

@@ -158,6 +158,29 @@ struct transport_ops {
 	void (*mem_dereg)(void *handle);
 };
 
+/*
+ * What a connection moved, counted by its transport on the connection's
+ * reactor (read there too: docs/stats.md).  PDUs and bytes are iSCSI PDUs
+ * as carried (TCP: header, data, padding and digests; iSER: the messages);
+ * RDMA data moves are counted apart.
+ */
+struct xp_stats {
+	uint64_t pdus_in, pdus_out, bytes_in, bytes_out;
+	uint64_t digest_errors;            /* TCP: header and data digests that did not match */
+	uint64_t rdma_reads, rdma_read_bytes, rdma_writes, rdma_write_bytes; /* iSER: posted */
+	uint64_t sends, recvs;             /* iSER: Sends posted, receives completed */
+	uint64_t cq_polls, cq_empty_polls, completions; /* iSER: CQ polls, those that found nothing */
+};
+
+#ifndef ISERT_STATS
+#define ISERT_STATS 1
+#endif
+#if ISERT_STATS
+#define XP_STAT_ADD(xc, field, n) ((xc)->stats.field += (n))
+#else
+#define XP_STAT_ADD(xc, field, n) ((void)0)
+#endif
+
 /* The transport-independent part of a connection, first in every transport's struct. */
 struct xp_conn {
 	const struct transport_ops *ops;
@@ -175,6 +198,7 @@ struct xp_conn {
 	 * initiator's 128-byte receive buffers after login); 0: no limit. */
 	uint32_t max_ctrl_data;
 	char why[256];           /* why an active connection failed to come up */
+	struct xp_stats stats;
 };
 
 /* For transports: end every PDU of a list with err (done() may queue more elsewhere). */

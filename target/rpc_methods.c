@@ -161,6 +161,61 @@ static int m_sessions(struct rpc_call *c)
 	return 0;
 }
 
+static int m_stats(struct rpc_call *c)
+{
+	static const char *const keys[] = { "target", "initiator", "lun", "tsih", "sections", NULL };
+	static const char *const sections[] = { "luns", "connections", "portals", "rdma_devices", NULL };
+	struct stats_filter f = { .lun = -1, .luns = true, .connections = true, .portals = true, .rdma_devices = true };
+	int64_t lun = -1, tsih = 0;
+	json_object *sec;
+	if (only_keys(c, keys) || str_param(c, "target", false, &f.target) ||
+	    str_param(c, "initiator", false, &f.initiator) || int_param(c, "lun", false, 0, INT64_MAX, &lun) ||
+	    int_param(c, "tsih", false, 1, 65535, &tsih))
+		return -1;
+	f.lun = lun;
+	f.tsih = (int)tsih;
+	if (json_object_object_get_ex(c->params, "sections", &sec)) {
+		if (!json_object_is_type(sec, json_type_array))
+			return rpc_fail(c, RPC_INVALID_PARAMS, "sections: must be an array of luns, connections, portals, "
+							       "rdma_devices");
+		f.luns = f.connections = f.portals = f.rdma_devices = false;
+		for (size_t i = 0; i < json_object_array_length(sec); i++) {
+			const char *s = json_object_get_string(json_object_array_get_idx(sec, i));
+			if (!json_object_is_type(json_object_array_get_idx(sec, i), json_type_string) ||
+			    !in_list(sections, s))
+				return rpc_fail(c, RPC_INVALID_PARAMS, "sections[%zu]: must be one of luns, connections, "
+								       "portals, rdma_devices", i);
+			f.luns |= !strcmp(s, "luns");
+			f.connections |= !strcmp(s, "connections");
+			f.portals |= !strcmp(s, "portals");
+			f.rdma_devices |= !strcmp(s, "rdma_devices");
+		}
+	}
+	char err[160];
+	json_object *out = json_object_new_object();
+	int rc = stats_collect(out, &f, err, sizeof(err));
+	if (rc) {
+		json_object_put(out);
+		return rpc_fail(c, rc == -ETIMEDOUT ? RPC_UNAVAILABLE : rc == -ENOTSUP ? RPC_REFUSED : RPC_INTERNAL, "%s",
+				err);
+	}
+	c->result = out;
+	return 0;
+}
+
+static int m_stats_reset(struct rpc_call *c)
+{
+	static const char *const keys[] = { NULL };
+	char err[160];
+	if (only_keys(c, keys))
+		return -1;
+	int rc = stats_reset(err, sizeof(err));
+	if (rc)
+		return rpc_fail(c, rc == -ETIMEDOUT ? RPC_UNAVAILABLE : RPC_INTERNAL, "%s", err);
+	c->result = json_object_new_object();
+	return 0;
+}
+
 static int m_session_close(struct rpc_call *c)
 {
 	static const char *const keys[] = { "tsih", NULL };
@@ -1091,7 +1146,7 @@ out:
 static const char *const live_globals[] = { "login_timeout", "max_connections", "max_connections_per_portal",
 					    "max_connections_per_host", "max_sessions", "shutdown_timeout", NULL };
 static const char *const restart_globals[] = { "reactors", "poll_mode", "admin_socket", "tcp_keepalive",
-					       "buffer_pool_mb", NULL };
+					       "buffer_pool_mb", "metrics", NULL };
 
 
 static int m_global_set(struct rpc_call *c)
@@ -1125,6 +1180,9 @@ const struct rpc_method rpc_methods[] = {
 	{ "rpc.methods", m_methods, false, "the methods of this socket" },
 	{ "config.get", m_config_get, false, "the running configuration (as --print-config) and its generation" },
 	{ "sessions", m_sessions, false, "sessions with their negotiated parameters; filter by tsih, initiator, target" },
+	{ "stats", m_stats, false, "statistics (docs/stats.md): luns, connections, portals, rdma_devices; filter by "
+				   "target, initiator, lun, tsih; sections: which of them" },
+	{ "stats.reset", m_stats_reset, false, "zero every statistics counter (gauges stay)" },
 	{ "session.close", m_session_close, false, "close the connection of session tsih (the initiator may log in again)" },
 	{ "save", m_save, false, "write the running configuration to path (default: the file isertd started with), "
 				 "keeping backups (default 10) in backup/ beside it" },

@@ -36,6 +36,10 @@ struct fanout {
 	json_object *out;
 	int count;
 	int changed;                   /* refresh_session: LUN maps that changed */
+	/* admin_on_reactors: fn(ctx) once on each reactor; ctx_free(ctx) with the last reference */
+	void (*fn)(void *ctx);
+	void *ctx;
+	void (*ctx_free)(void *ctx);
 };
 
 static void fanout_put(struct fanout *f)
@@ -47,6 +51,8 @@ static void fanout_put(struct fanout *f)
 		return;
 	json_object_put(f->out);
 	free(f->lus);
+	if (f->ctx_free)
+		f->ctx_free(f->ctx);
 	pthread_cond_destroy(&f->cv);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
@@ -55,7 +61,10 @@ static void fanout_put(struct fanout *f)
 static void fanout_on_reactor(void *arg)
 {
 	struct fanout *f = arg;
-	conn_foreach(f->each, f);
+	if (f->each)
+		conn_foreach(f->each, f);
+	if (f->fn)
+		f->fn(f->ctx);
 	pthread_mutex_lock(&f->mu);
 	f->pending--;
 	pthread_cond_signal(&f->cv);
@@ -106,6 +115,24 @@ static int fanout_run(struct fanout *f, char *err, size_t errlen)
 		return -ETIMEDOUT;
 	}
 	return 0;
+}
+
+int admin_on_reactors(void (*fn)(void *ctx), void *ctx, void (*ctx_free)(void *ctx), char *err, size_t errlen)
+{
+	struct fanout *f = fanout_new(NULL);
+	if (!f) {
+		ctx_free(ctx);
+		return -ENOMEM;
+	}
+	f->fn = fn;
+	f->ctx = ctx;
+	f->ctx_free = ctx_free;
+	int rc = fanout_run(f, err, errlen);
+	/* Every reactor answered: none touches ctx again, the caller keeps it. */
+	if (!rc)
+		f->ctx_free = NULL;
+	fanout_put(f);
+	return rc;
 }
 
 static bool session_matches(const struct fanout *f, const struct iscsi_session *s)

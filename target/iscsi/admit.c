@@ -64,8 +64,10 @@ bool admit_conn(void *arg, const struct xp_conn *xp)
 			p->nconns++;
 	}
 	pthread_mutex_unlock(&admit_lock);
-	if (why[0])
+	if (why[0]) {
 		log_limited(LOG_WARN, "connection from %s to %s refused: %s", xp->peer, p ? p->name : xp->local, why);
+		stats_conn_refused(p);
+	}
 	return !why[0];
 }
 

@@ -247,6 +247,7 @@ static void conn_free(struct iscsi_conn *c)
 		free(p);
 	}
 	session_free(c->sess);
+	stats_conn_closed(c);
 	admit_conn_gone(c);
 	if (c->rprev)
 		c->rprev->rnext = c->rnext;
@@ -290,6 +291,7 @@ static void nop_tick(void *arg)
 	if (c->nop_outstanding) {
 		log_limited(LOG_INFO, "%s: no answer to NOP-In within %u ms, closing the connection", c->xp->peer,
 			    c->nop_interval_ms);
+		STATS_INC(c->st.nop_timeouts);
 		conn_close(c);
 		return;
 	}

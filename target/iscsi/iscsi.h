@@ -16,6 +16,7 @@
 #include "common/text.h"
 #include "common/transport.h"
 #include "target/config.h"
+#include "target/iscsi/stats.h"
 #include "target/scsi/scsi.h"
 
 struct reactor;
@@ -27,6 +28,7 @@ struct iscsi_lun {
 	uint64_t lun;
 	struct scsi_lu *lu;
 	bool read_only;
+	struct stats_lun *st;          /* made at the first command (stats.c) */
 };
 
 /*
@@ -53,6 +55,7 @@ struct iscsi_portal {
 	bool iser;
 	char name[72];                 /* host:port (tcp|iser), for log lines */
 	unsigned nconns;               /* under admit's lock */
+	struct stats_portal *st;       /* one per reactor, each written by its reactor only */
 };
 
 /* Process-wide state, built from the configuration at start. */
@@ -147,6 +150,8 @@ struct iscsi_task {
 	/* Data-In */
 	uint32_t datasn;
 	struct xp_pdu rsp;              /* the SCSI Response */
+	uint64_t t_arrive;              /* ns: its PDU was received (statistics) */
+	struct stats_lun *st;           /* where it counts, or NULL */
 	uint8_t rspbuf[2 + SCSI_SENSE_LEN];
 };
 
@@ -189,6 +194,7 @@ struct iscsi_conn {
 	uint32_t nop_interval_ms;
 	struct tmf_pending *tmf_head, *tmf_tail; /* answers held until the tasks they aborted left */
 	unsigned ntmf;
+	struct stats_conn st;
 };
 
 struct iscsi_session {
@@ -319,6 +325,12 @@ int admin_close_sessions(uint16_t tsih, const char *target, int tag, const char 
 /* After a change: each session takes its LUN map again (REPORTED LUNS DATA HAS CHANGED where it
  * changed), sessions no longer admitted are closed. */
 int admin_refresh_sessions(int *closed, int *changed, char *err, size_t errlen);
+/*
+ * Run fn(ctx) on every reactor and wait (5 s at most).  0: all ran, ctx is
+ * the caller's again.  Otherwise -errno with err filled, and ctx belongs to
+ * the request: ctx_free(ctx) runs once the last reactor let go of it.
+ */
+int admin_on_reactors(void (*fn)(void *ctx), void *ctx, void (*ctx_free)(void *ctx), char *err, size_t errlen);
 /* How many tasks and LUN maps still point at one of lus (a negative errno when reactors did not answer). */
 int admin_lu_users(struct scsi_lu *const *lus, size_t n, char *err, size_t errlen);
 

@@ -108,6 +108,7 @@ static void login_fail(struct iscsi_conn *c, uint16_t status, const char *why)
 		    ls->target[0] ? log_escape(ls->target, what, sizeof(what)) : (ls->discovery ? "discovery" : "?"),
 		    status, log_escape(why, reason, sizeof(reason)));
 	login_reply(c, 0, status, NULL);
+	stats_login(c, status);
 	c->state = CONN_LOGOUT; /* ignore anything more until the close */
 }
 
@@ -580,6 +581,7 @@ static void login_rx_locked(struct iscsi_conn *c, struct xp_rx *rx)
 		c->sess = s;
 		ls->tsih = s->tsih;
 		login_reply(c, flags, 0, &rsp);
+		stats_login(c, 0);
 		enter_full_feature(c);
 	} else {
 		if (transit)

@@ -132,8 +132,13 @@ int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, st
 		ip->port = p->port;
 		ip->iser = p->iser;
 		snprintf(ip->name, sizeof(ip->name), "%s:%u (%s)", p->host, p->port, ip->ops->name);
+		if (stats_portal_init(ip, iscsi_g.nreactors)) {
+			free(ip);
+			return -ENOMEM;
+		}
 		ip->next = iscsi_g.portals;
-		iscsi_g.portals = ip;
+		/* Published whole: statistics readers walk the list from other threads. */
+		__atomic_store_n(&iscsi_g.portals, ip, __ATOMIC_RELEASE);
 	}
 	*out = ip;
 	if (ip->l)
@@ -266,6 +271,7 @@ void iscsi_free(void)
 	for (size_t i = 0; iscsi_g.cfg && i < iscsi_g.cfg->nbackstores; i++)
 		iscsi_backstore_close(&iscsi_g.cfg->backstores[i]);
 	iscsi_apply_free();
+	stats_free();
 	while (iscsi_g.tpgs) {
 		struct iscsi_tpg *g = iscsi_g.tpgs;
 		iscsi_g.tpgs = g->next;
@@ -274,6 +280,7 @@ void iscsi_free(void)
 	while (iscsi_g.portals) {
 		struct iscsi_portal *p = iscsi_g.portals;
 		iscsi_g.portals = p->next;
+		free(p->st);
 		free(p);
 	}
 }

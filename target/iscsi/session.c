@@ -219,6 +219,7 @@ static void send_response(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
 	struct pdu_scsi_rsp *r = (void *)t->rsp.bhs;
+	stats_cmd_status(t);
 	memset(&t->rsp, 0, sizeof(t->rsp));
 	r->opcode = PDU_OP_SCSI_RSP;
 	r->flags = PDU_FLAG_FINAL;
@@ -301,6 +302,7 @@ static void send_data_in(struct iscsi_task *t)
 		d->datasn = htobe32(t->datasn++);
 		d->offset = htobe32(off);
 		if (last && status_in_data) {
+			stats_cmd_status(t);
 			d->flags |= PDU_DATAIN_STATUS | PDU_FLAG_FINAL;
 			d->status = t->cmd.status;
 			d->resid = fill_resid(t, &d->flags);
@@ -419,6 +421,7 @@ static void send_r2ts(struct iscsi_task *t)
 	t->seq_datasn = 0;
 	t->r2t_next_offset += len;
 	t->r2t_outstanding = 1;
+	STATS_INC(c->st.r2ts);
 	conn_send_simple(c, &r, NULL, 0);
 }
 
@@ -545,6 +548,7 @@ void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
 	}
 	cmd->lun = pdu_lun_decode(pdu_lun(h));
 	const struct iscsi_lun *l = session_lun(s, cmd->lun);
+	stats_cmd_arrived(t, s, (struct iscsi_lun *)l);
 	cmd->lu = l ? l->lu : NULL;
 	cmd->read_only = l ? l->read_only : false;
 	cmd->nexus = &s->nexus;
@@ -777,6 +781,7 @@ int session_lun_map(const struct iscsi_session *s, struct iscsi_lun **out, size_
 /* Take luns (from session_lun_map) as the session's LUN map. */
 void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, size_t n, uint64_t *ids)
 {
+	stats_map_dropped(s->luns, s->nluns);
 	free(s->luns);
 	free(s->lun_ids);
 	s->luns = luns;
@@ -894,6 +899,7 @@ void session_free(struct iscsi_session *s)
 	if (!s)
 		return;
 	session_unregister(s);
+	stats_map_dropped(s->luns, s->nluns);
 	free(s->luns);
 	free(s->lun_ids);
 	free(s);

@@ -198,6 +198,7 @@ void task_put(struct iscsi_task *t)
 		s->immediate--;
 	scsi_cmd_release(&t->cmd);
 	task_bufs_account(t);
+	stats_cmd_freed(t);
 	free(t);
 	c->ntasks--;
 	if (s)

@@ -78,6 +78,16 @@ static bool get_buf(struct scsi_cmd *cmd, struct buf **b, size_t len)
 	return true;
 }
 
+#if ISERT_STATS
+/* The backstore's share of a command's latency (statistics): every request it makes, summed. */
+static void timed_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+	cmd->bs_ns += reactor_now_ns() - cmd->bs_t0;
+	cmd->bs_cb(io, res);
+}
+#endif
+
 static void submit(struct scsi_cmd *cmd, enum backstore_op op, uint64_t lba, uint64_t nblocks,
 		   void *data, void (*cb)(struct bs_io *, int))
 {
@@ -94,6 +104,11 @@ static void submit(struct scsi_cmd *cmd, enum backstore_op op, uint64_t lba, uin
 	io->reactor = cmd->reactor;
 	io->cb = cb;
 	io->priv = cmd;
+#if ISERT_STATS
+	cmd->bs_cb = cb;
+	io->cb = timed_done;
+	cmd->bs_t0 = reactor_now_ns();
+#endif
 	backstore_submit(cmd->lu->bs, io);
 }
 

@@ -20,6 +20,7 @@
 struct backstore;
 struct reactor;
 struct buf;
+struct bs_io;
 struct scsi_lu;
 
 #define SCSI_MAX_CDB 260
@@ -84,6 +85,7 @@ struct scsi_cmd {
 	uint8_t status;
 	uint8_t sense[SCSI_SENSE_LEN];
 	uint32_t sense_len;
+	uint64_t bs_ns;        /* time spent in the backstore (statistics) */
 
 	/* Private to target/scsi. */
 	uint64_t lba;
@@ -92,6 +94,8 @@ struct scsi_cmd {
 	uint32_t state;
 	void *scratch;
 	struct buf *buf2;
+	uint64_t bs_t0;                     /* statistics: the backstore request in flight began */
+	void (*bs_cb)(struct bs_io *io, int res); /* ... and completes here */
 	uint8_t io[256] __attribute__((aligned(8))); /* room for struct bs_io */
 };
 
