@@ -115,6 +115,7 @@ struct config {
 	unsigned reactors;               /* 0 = one per core */
 	enum reactor_poll_mode poll_mode;
 	char *admin_socket;              /* may be NULL */
+	char *metrics;                   /* Prometheus endpoint HOST:PORT or PORT (target/metrics.h); NULL: off */
 	/* What peers may hold (docs/security.md). */
 	unsigned login_timeout_s;
 	unsigned max_connections, max_connections_per_portal, max_connections_per_host;
@@ -164,6 +165,8 @@ int config_override_portals_iser(struct config *c, const char *hostport, bool is
 				 char *err, size_t errlen);
 /* Parse "HOST[:PORT]" / "[V6]:PORT"; default port 3260. */
 int config_parse_hostport(const char *s, char **host, uint16_t *port);
+/* global.metrics: "HOST:PORT" (port required) or "PORT" (then 127.0.0.1); 0 or -EINVAL. */
+int config_parse_metrics(const char *s, char **host, uint16_t *port);
 /* Check an iSCSI name (iqn., eui., naa. formats of RFC 7143 sec. 4.2.7). */
 bool config_valid_iscsi_name(const char *name);
 

@@ -189,6 +189,22 @@ int config_parse_hostport(const char *s, char **host, uint16_t *port)
 	return 0;
 }
 
+int config_parse_metrics(const char *s, char **host, uint16_t *port)
+{
+	size_t n = s ? strspn(s, "0123456789") : 0;
+	if (s && n && !s[n]) {
+		/* a bare port: loopback, so turning it on exposes nothing beyond this host */
+		char buf[32];
+		snprintf(buf, sizeof(buf), "127.0.0.1:%s", s);
+		return config_parse_hostport(buf, host, port);
+	}
+	/* HOST:PORT with the port spelled out (config_parse_hostport would default a bare host to 3260) */
+	const char *colon = s ? strrchr(s, ':') : NULL;
+	if (!colon || (s[0] != '[' && strchr(s, ':') != colon) || (s[0] == '[' && colon[-1] != ']'))
+		return -EINVAL;
+	return config_parse_hostport(s, host, port);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Sections. */
 
@@ -890,12 +906,33 @@ static void limits_default(struct config *c)
 		*cfg_limit_field(c, &cfg_limit_keys[i]) = cfg_limit_keys[i].def;
 }
 
+/* global.metrics: "HOST:PORT" or "PORT" (loopback); "" is off, as if absent. */
+static int parse_metrics(struct pctx *p, json_object *v, struct config *c)
+{
+	json_object *m;
+	char *host = NULL;
+	uint16_t port;
+	if (json_object_object_get_ex(v, "metrics", &m) && json_object_is_type(m, json_type_string) &&
+	    !json_object_get_string_len(m))
+		return 0; /* cfg_get_str refuses "" */
+	int r = cfg_get_str(p, v, "metrics", false, 64, &c->metrics);
+	if (r <= 0)
+		return r;
+	if (config_parse_metrics(c->metrics, &host, &port)) {
+		cfg_push_key(p, "metrics");
+		return cfg_perr(p, "must be \"HOST:PORT\" ([v6addr]:PORT for IPv6) or \"PORT\" (on 127.0.0.1), "
+				"got \"%s\"", c->metrics);
+	}
+	free(host);
+	return 0;
+}
+
 static int parse_global(struct pctx *p, json_object *v, struct config *c)
 {
 	static const char *const keys[] = { "reactors", "poll_mode", "admin_socket", "login_timeout",
 					    "max_connections", "max_connections_per_portal",
 					    "max_connections_per_host", "max_sessions", "tcp_keepalive",
-					    "buffer_pool_mb", "shutdown_timeout", NULL };
+					    "buffer_pool_mb", "shutdown_timeout", "metrics", NULL };
 	char *mode = NULL;
 	uint32_t n = 0;
 	int r;
@@ -932,7 +969,7 @@ static int parse_global(struct pctx *p, json_object *v, struct config *c)
 	/* sun_path holds 108 bytes with the terminator */
 	if ((r = cfg_get_str(p, v, "admin_socket", false, 107, &c->admin_socket)) < 0)
 		return r;
-	return 0;
+	return parse_metrics(p, v, c);
 }
 
 static int parse_section(struct pctx *p, json_object *root, const char *key, struct config *c,
@@ -1163,6 +1200,7 @@ void config_free(struct config *c)
 	free(c->targets);
 	chap_free(&c->discovery_chap);
 	free(c->admin_socket);
+	free(c->metrics);
 	free(c->origin);
 	free(c);
 }

@@ -22,6 +22,7 @@
 #include "common/reactor.h"
 #include "target/config.h"
 #include "target/iscsi/iscsi.h"
+#include "target/metrics.h"
 #include "target/notify.h"
 #include "target/rpc.h"
 
@@ -47,6 +48,8 @@ static void usage(FILE *f)
 		"  -r, --reactors N       worker threads (default: from the config, else one per core)\n"
 		"  -a, --admin-socket PATH  serve the JSON-RPC admin socket (iserctl) at PATH\n"
 		"                         (default: global.admin_socket, else " RPC_DEFAULT_SOCKET "; none: off)\n"
+		"      --metrics HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
+		"                         (PORT alone: 127.0.0.1; default: global.metrics, else off)\n"
 		"      --check            validate the configuration and exit\n"
 		"      --print-config     print the configuration in effect as JSON and exit\n"
 		"  -d, --debug            verbose logging\n"
@@ -114,6 +117,7 @@ static void on_signal(void *arg, uint32_t events)
 	notify_stopping();
 	iscsi_stop();
 	rpc_shutdown();
+	metrics_shutdown();
 	stop_deadline_ns = reactor_now_ns() + (uint64_t)cfg->shutdown_timeout_s * 1000000000ull;
 	for (unsigned i = 0; i < nreactors; i++)
 		reactor_send(reactors[i], conn_drain_all, reactors[i]);
@@ -151,11 +155,11 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' }, { "portal", required_argument, NULL, 'p' },
 		{ "reactors", required_argument, NULL, 'r' }, { "check", no_argument, NULL, 'C' },
-		{ "admin-socket", required_argument, NULL, 'a' },
+		{ "admin-socket", required_argument, NULL, 'a' }, { "metrics", required_argument, NULL, 'M' },
 		{ "print-config", no_argument, NULL, 'P' },   { "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 	};
-	const char *config_path = NULL, *admin_socket = NULL;
+	const char *config_path = NULL, *admin_socket = NULL, *metrics = NULL;
 	const char *portals[64];
 	unsigned nportals = 0, nr = 0;
 	bool check = false, print = false;
@@ -184,6 +188,9 @@ int main(int argc, char **argv)
 		}
 		case 'a':
 			admin_socket = optarg;
+			break;
+		case 'M':
+			metrics = optarg;
 			break;
 		case 'C':
 			check = true;
@@ -220,6 +227,19 @@ int main(int argc, char **argv)
 			config_free(cfg);
 			return 2;
 		}
+	}
+	if (metrics) {
+		/* as global.metrics, so --check and --print-config show it and a reload keeps it */
+		char *host = NULL;
+		uint16_t port;
+		if (*metrics && config_parse_metrics(metrics, &host, &port)) {
+			fprintf(stderr, "isertd: --metrics: expected HOST:PORT or PORT, got '%s'\n", metrics);
+			config_free(cfg);
+			return 2;
+		}
+		free(host);
+		free(cfg->metrics);
+		cfg->metrics = *metrics ? strdup(metrics) : NULL;
 	}
 	if (check || print) {
 		if (print) {
@@ -268,6 +288,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rc = rpc_start(cfg, admin_socket, config_path, err, sizeof(err));
+	if (!rc)
+		rc = metrics_start(cfg->metrics, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "isertd: %s\n", err);
 		return 1;
@@ -284,6 +306,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 1; i < nr; i++)
 		pthread_join(th[i], NULL);
 	free(th);
+	metrics_stop(); /* before iscsi_free: a scrape may still be inside stats_collect() */
 	rpc_stop();
 	/* Nothing runs any more: what a write cache holds goes to stable storage now. */
 	if (iscsi_flush())

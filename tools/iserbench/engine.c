@@ -107,6 +107,8 @@ struct eng {
 	struct eng_sd **pfd_sd;
 	unsigned npfd;
 	unsigned lines;               /* interval lines since the last header */
+	struct ib_tgt_snap tgt_run0, tgt_iv0; /* --target-stats: at the run's and the interval's start */
+	bool tgt_warned;
 };
 
 /* ---------------- small helpers ---------------- */
@@ -589,6 +591,8 @@ static void io_done(struct ib_io *io, int err, const char *why)
 			ib_val_forget(&s->val, io->off, io->len);
 		ib_val_release(&s->val, io->off, io->len);
 	}
+	if (!err && e->res)
+		*(io->write ? &e->res->writes_done : &e->res->reads_done) += 1;
 	if (err) {
 		io_error(s, io, err, why);
 	} else if (io->counted && e->counting) {
@@ -789,6 +793,18 @@ static void hhmmss(char *buf, size_t len, double t)
 	strftime(buf, len, "%H:%M:%S", &tm);
 }
 
+/* --target-stats: the target's counters now; a failure is told once per run and leaves figures out. */
+static void tgt_sample(struct eng *e, struct ib_tgt_snap *s)
+{
+	char err[600];
+	if (!e->o->target_stats)
+		return;
+	if (ib_tgt_sample(e->o->target_stats, s, err, sizeof(err)) && !e->tgt_warned) {
+		fprintf(stderr, "iserbench: --target-stats: %s; target-side figures left out\n", err);
+		e->tgt_warned = true;
+	}
+}
+
 /* Close the interval that started at t0 (monotonic) / w0 (wall clock) and print its line. */
 static int interval_close(struct eng *e, struct ib_result *r, uint64_t t0, uint64_t t1, double w0,
 			  const struct cpu *c0, const struct cpu *c1)
@@ -800,6 +816,12 @@ static int interval_close(struct eng *e, struct ib_result *r, uint64_t t0, uint6
 	e->cur.start = w0;
 	e->cur.seconds = (double)(t1 - t0) / 1e9;
 	cpu_pct(c0, c1, &e->cur.cpu_total, &e->cur.cpu_sys);
+	if (e->o->target_stats) {
+		struct ib_tgt_snap now;
+		tgt_sample(e, &now);
+		ib_tgt_interval(&e->cur, &now, &e->tgt_iv0);
+		e->tgt_iv0 = now;
+	}
 	r->iv[r->niv++] = e->cur;
 	if (e->lines && e->lines % 30 == 0)
 		ib_report_header(stdout);
@@ -851,6 +873,9 @@ static int run_one(struct eng *e, const struct ib_run *run, double target, struc
 	ib_report_header(stdout);
 	e->lines = 0;
 	memset(&e->cur, 0, sizeof(e->cur));
+	e->tgt_warned = false;
+	tgt_sample(e, &e->tgt_run0);
+	e->tgt_iv0 = e->tgt_run0;
 
 	uint64_t t0 = now_ns(), tiv = t0;
 	double wiv = wall();
@@ -938,6 +963,17 @@ static int run_one(struct eng *e, const struct ib_run *run, double target, struc
 			e->run_errors++;
 		}
 	}
+	if (e->tgt_run0.ok) {
+		/* After the drain: every command of the run has had its status. */
+		struct ib_tgt_snap end;
+		tgt_sample(e, &end);
+		if (end.ok) {
+			r->tgt = true;
+			/* Less than at the start: stats.reset during the run, count from it. */
+			r->tgt_reads = end.reads - (end.reads >= e->tgt_run0.reads ? e->tgt_run0.reads : 0);
+			r->tgt_writes = end.writes - (end.writes >= e->tgt_run0.writes ? e->tgt_run0.writes : 0);
+		}
+	}
 	run_teardown(e);
 
 	if (r->niv) {
@@ -957,6 +993,7 @@ static int run_one(struct eng *e, const struct ib_run *run, double target, struc
 		printf("\n");
 		ib_report_histogram(stdout, &r->avg.hist);
 	}
+	ib_report_run_counts(stdout, r);
 	if (r->interrupted)
 		printf("Run interrupted (Ctrl-C).\n");
 	if (eof)

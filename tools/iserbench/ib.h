@@ -7,6 +7,7 @@
  *   engine.c    drives the runs against the storage definitions (lun.c:
  *               iscsi:// and iser:// through the initiator library, files
  *               and block devices through io_uring; validate.c: -v)
+ *   target.c    --target-stats: isertd's own view of the run (its `stats`)
  *   main.c      the command line: iserbench -f PARMFILE [-o OUTDIR] [-v]
  *               [var=value ...]
  * Prefix ib_.  Sizes are bytes, times seconds unless a name says _us/_ms.
@@ -18,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "adminrpc.h"
 
 #define IB_NAME 64
 #define IB_LIST 64            /* longest list or distribution a keyword takes */
@@ -153,6 +156,10 @@ struct ib_stats {                   /* one interval, or a sum of them */
 	double cpu_total, cpu_sys;  /* host CPU busy percent (all CPUs) */
 	uint64_t errors;            /* I/O errors and validation errors */
 	struct ib_hist hist;
+	/* --target-stats: the target's latency of the same interval (its reads
+	 * and writes of this initiator, summed over LUNs); tgt false: none. */
+	bool tgt;
+	struct lat_hist tgt_r, tgt_w;
 };
 void ib_stats_add(struct ib_stats *into, const struct ib_stats *s);
 
@@ -166,15 +173,25 @@ struct ib_result {                  /* one run's outcome */
 	struct ib_stats avg;
 	bool interrupted;           /* Ctrl-C ended it */
 	uint64_t validation_errors;
+	/* Every read and write that completed without error, those drained
+	 * after the last interval included; with --target-stats (tgt), what the
+	 * target counted from before the first I/O to after the drain. */
+	uint64_t reads_done, writes_done;
+	bool tgt;
+	uint64_t tgt_reads, tgt_writes;
 };
 
 /* ---------------- report ---------------- */
 
+/* Add the target-side columns (--target-stats) to what follows. */
+void ib_report_target(bool on);
 /* The two heading lines of vdbench's interval report. */
 void ib_report_header(FILE *f);
 /* One interval line; label is the interval number or "avg_2-N". */
 void ib_report_line(FILE *f, const char *label, const struct ib_stats *s);
 void ib_report_histogram(FILE *f, const struct ib_hist *h);
+/* With --target-stats: the target's read and write counts of the run beside iserbench's. */
+void ib_report_run_counts(FILE *f, const struct ib_result *r);
 /*
  * The output folder: summary.txt (what the terminal showed, per run, with
  * histograms), flatfile.txt (a row per interval with a header), results.json
@@ -190,6 +207,7 @@ int ib_report_write(const char *outdir, const struct ib_parm *p,
 struct ib_opts {
 	bool validate;
 	volatile int *stop;         /* set by SIGINT: end the current run, skip the rest */
+	const char *target_stats;   /* isertd's admin socket, or NULL */
 };
 /* Run everything; fills *res (malloc'd, one per run that ran: curve runs
  * skipped by stopcurve= and runs after Ctrl-C are left out).  Returns 0, -1
@@ -199,5 +217,18 @@ struct ib_opts {
 int ib_engine_run(const struct ib_parm *p, const struct ib_run *runs, unsigned nruns,
 		  const struct ib_opts *o, struct ib_result **res, unsigned *nres,
 		  char *err, size_t errlen);
+
+/* ---------------- target statistics (--target-stats) ---------------- */
+
+/* The target's counters of our initiator at one moment, summed over LUNs. */
+struct ib_tgt_snap {
+	bool ok;
+	uint64_t reads, writes;
+	struct lat_hist r, w;
+};
+/* Ask isertd at sock; 0, or -1 with err set (and s->ok false). */
+int ib_tgt_sample(const char *sock, struct ib_tgt_snap *s, char *err, size_t errlen);
+/* The interval between two good samples into st (st->tgt set), else nothing. */
+void ib_tgt_interval(struct ib_stats *st, const struct ib_tgt_snap *now, const struct ib_tgt_snap *before);
 
 #endif

@@ -30,6 +30,15 @@ void ib_lun_set_initiator(const char *iqn)
 	initiator = iqn;
 }
 
+const char *ib_lun_initiator(void)
+{
+	if (initiator)
+		return initiator;
+	struct isc_options o;
+	isc_options_default(&o);
+	return o.initiator_name;
+}
+
 static int open_isc(struct ib_lun *l, const char *spec, char *err, size_t errlen)
 {
 	struct isc_url u;

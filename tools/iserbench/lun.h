@@ -55,6 +55,8 @@ struct ib_lun {
 
 /* The initiator name of the iscsi:// and iser:// sessions opened after this. */
 void ib_lun_set_initiator(const char *iqn);
+/* The initiator name iscsi:// and iser:// sessions log in with (-i, or the library's default). */
+const char *ib_lun_initiator(void);
 /*
  * Open spec (URL, file or block device) for up to qd outstanding I/Os.  A
  * file that does not exist is created with create_size bytes (sd size=), as

@@ -1,6 +1,6 @@
 /*
  * iserbench: the command line, as vdbench's so habits and scripts carry over:
- *   iserbench -f PARMFILE [-o OUTDIR] [-v] [var=value ...]
+ *   iserbench -f PARMFILE [-o OUTDIR] [-v] [--target-stats SOCKET] [var=value ...]
  * Exit codes: 0 ok, 1 usage or parameter error, 2 data validation error,
  * 3 I/O error or an SD cannot be opened, 130 interrupted (Ctrl-C).
  */
@@ -27,13 +27,17 @@ static void on_sigint(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: iserbench -f PARMFILE [-o OUTDIR] [-v] [-i INITIATOR-IQN] [var=value ...]\n"
+		"usage: iserbench -f PARMFILE [-o OUTDIR] [-v] [-i INITIATOR-IQN] [--target-stats SOCKET]\n"
+		"                 [var=value ...]\n"
 		"  -f PARMFILE  vdbench parameter file (sd=, wd=, rd=)\n"
 		"  -o OUTDIR    output folder (default ./output): summary.txt, flatfile.txt,\n"
 		"               results.json, report.html, parmfile.txt\n"
 		"  -v           data validation: writes carry a self-describing pattern and\n"
 		"               every read of a unit written in this session is checked\n"
 		"  -i IQN       initiator name for iscsi:// and iser:// LUNs (as iscsi-perf -i)\n"
+		"  --target-stats SOCKET  isertd's admin socket: sample the target's statistics\n"
+		"               each interval and report its read/write latency (avg, p99)\n"
+		"               beside iserbench's own\n"
 		"  var=value    replaces $var in the parameter file\n"
 		"  -h           this help\n"
 		"SD lun= takes iscsi://host[:port]/target-iqn/LUN, iser://..., a file or a block device.\n"
@@ -50,7 +54,7 @@ static double run_seconds(const struct ib_run *r)
 /* vars: room for argc pointers, owned by main() so every return frees it. */
 static int run(int argc, char **argv, char **vars)
 {
-	const char *parm = NULL, *outdir = "output";
+	const char *parm = NULL, *outdir = "output", *target_stats = NULL;
 	bool validate = false;
 	unsigned nvars = 0;
 	for (int i = 1; i < argc; i++) {
@@ -60,6 +64,13 @@ static int run(int argc, char **argv, char **vars)
 			return 0;
 		} else if (!strcmp(a, "-v")) {
 			validate = true;
+		} else if (!strcmp(a, "--target-stats") || !strncmp(a, "--target-stats=", 15)) {
+			if (!a[14] && i + 1 >= argc) {
+				fprintf(stderr, "iserbench: %s needs isertd's admin socket\n", a);
+				usage(stderr);
+				return 1;
+			}
+			target_stats = a[14] ? a + 15 : argv[++i];
 		} else if (!strcmp(a, "-f") || !strcmp(a, "-o") || !strcmp(a, "-i")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "iserbench: %s needs a value\n", a);
@@ -116,7 +127,8 @@ static int run(int argc, char **argv, char **vars)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	struct ib_opts o = { .validate = validate, .stop = &stop };
+	struct ib_opts o = { .validate = validate, .stop = &stop, .target_stats = target_stats };
+	ib_report_target(target_stats != NULL);
 	struct ib_result *res = NULL;
 	unsigned nres = 0;
 	int rc = ib_engine_run(&p, runs, nruns, &o, &res, &nres, err, sizeof(err));

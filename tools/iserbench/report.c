@@ -65,6 +65,11 @@ void ib_stats_add(struct ib_stats *into, const struct ib_stats *s)
 	into->errors += s->errors;
 	for (i = 0; i < IB_HIST_BUCKETS; i++)
 		into->hist.count[i] += s->hist.count[i];
+	if (s->tgt) {
+		into->tgt = true;
+		lat_hist_add(&into->tgt_r, &s->tgt_r);
+		lat_hist_add(&into->tgt_w, &s->tgt_w);
+	}
 }
 
 /* ---------------- derived figures ---------------- */
@@ -129,6 +134,54 @@ static void tod(char *buf, size_t len, const struct ib_stats *s)
 	snprintf(buf, len, "%02d:%02d:%02d.%03lld", tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
 }
 
+/* ---------------- target-side figures (--target-stats) ---------------- */
+
+static bool tgt_cols;
+
+void ib_report_target(bool on)
+{
+	tgt_cols = on;
+}
+
+/* The target's read and write latency, average and p99 (upper bound of a log2 bucket), in ms. */
+struct tgt_ms {
+	double r, w, rp99, wp99;        /* p99: INFINITY beyond the last bucket */
+};
+
+static double p99_ms(const struct lat_hist *h)
+{
+	double us = lat_hist_pct_us(h, 99);
+	return us < 0 ? INFINITY : us / 1000;
+}
+
+static struct tgt_ms tgt_ms(const struct ib_stats *s)
+{
+	struct tgt_ms t = { lat_hist_avg_us(&s->tgt_r) / 1000, lat_hist_avg_us(&s->tgt_w) / 1000,
+			    p99_ms(&s->tgt_r), p99_ms(&s->tgt_w) };
+	return t;
+}
+
+/* The target columns of a line: blanks-separated numbers, "-" when this interval has none. */
+static void tgt_fields(FILE *f, const struct ib_stats *s, const char *fmt)
+{
+	if (!tgt_cols)
+		return;
+	if (!s->tgt) {
+		fprintf(f, " %8s %8s %8s %8s", "-", "-", "-", "-");
+		return;
+	}
+	struct tgt_ms t = tgt_ms(s);
+	fprintf(f, fmt, t.r, t.w, t.rp99, t.wp99);
+}
+
+void ib_report_run_counts(FILE *f, const struct ib_result *r)
+{
+	if (r->tgt)
+		fprintf(f, "target: %llu reads, %llu writes in this run; iserbench completed %llu reads, %llu writes\n",
+			(unsigned long long)r->tgt_reads, (unsigned long long)r->tgt_writes,
+			(unsigned long long)r->reads_done, (unsigned long long)r->writes_done);
+}
+
 /* ---------------- terminal / summary.txt ---------------- */
 
 /* vdbench 5.04's column widths; each field keeps a leading blank so huge
@@ -142,9 +195,9 @@ void ib_report_header(FILE *f)
 	if (!localtime_r(&now, &tm) || !strftime(date, sizeof(date), "%b %d, %Y", &tm))
 		snprintf(date, sizeof(date), "%12s", "");
 	fprintf(f, "%-12s  interval        i/o   MB/sec   bytes   read     resp     read    write"
-		"     resp     resp queue  cpu%%  cpu%%\n", date);
+		"     resp     resp queue  cpu%%  cpu%%%s\n", date, tgt_cols ? "   tgt rd   tgt wr   tgt rd   tgt wr" : "");
 	fprintf(f, "%22s       rate  1024**2     i/o    pct     time     resp     resp"
-		"      max   stddev depth sys+u   sys\n", "");
+		"      max   stddev depth sys+u   sys%s\n", "", tgt_cols ? "     resp     resp      p99      p99" : "");
 }
 
 void ib_report_line(FILE *f, const char *label, const struct ib_stats *s)
@@ -153,9 +206,11 @@ void ib_report_line(FILE *f, const char *label, const struct ib_stats *s)
 	char t[32];
 
 	tod(t, sizeof(t), s);
-	fprintf(f, "%s %9s %10.2f %8.2f %7.0f %6.2f %8.3f %8.3f %8.3f %8.3f %8.3f %5.1f %5.1f %5.1f\n",
+	fprintf(f, "%s %9s %10.2f %8.2f %7.0f %6.2f %8.3f %8.3f %8.3f %8.3f %8.3f %5.1f %5.1f %5.1f",
 		t, label, d.rate, d.mbs, d.bytes, d.readpct, d.resp, d.rresp, d.wresp,
 		d.max, d.std, d.qdepth, d.cpu, d.sys);
+	tgt_fields(f, s, " %8.3f %8.3f %8.3f %8.3f");
+	fputc('\n', f);
 }
 
 /* "20us", "1ms", "2s": a bucket bound as vdbench names it. */
@@ -408,6 +463,7 @@ static void write_summary(FILE *f, const struct ib_result *r, unsigned n)
 		if (r[i].validation_errors)
 			fprintf(f, "validation errors: %llu\n",
 				(unsigned long long)r[i].validation_errors);
+		ib_report_run_counts(f, &r[i]);
 		fprintf(f, "\nResponse time histogram (%s):\n", label);
 		ib_report_histogram(f, &r[i].avg.hist);
 	}
@@ -425,10 +481,12 @@ static void flat_row(FILE *f, const struct ib_parm *p, const struct ib_result *r
 	run_param(rdpct, sizeof(rdpct), p, r, P_RDPCT);
 	run_param(seek, sizeof(seek), p, r, P_SEEK);
 	target_rate(rate, sizeof(rate), r);
-	fprintf(f, "%s %u %s %.2f %.3f %.0f %.2f %.3f %.3f %.3f %.3f %.3f %.2f %.1f %.1f %llu %s %s %s %s %s\n",
+	fprintf(f, "%s %u %s %.2f %.3f %.0f %.2f %.3f %.3f %.3f %.3f %.3f %.2f %.1f %.1f %llu %s %s %s %s %s",
 		t, run, label, d.rate, d.mbs, d.bytes, d.readpct, d.resp, d.rresp, d.wresp,
 		d.max, d.std, d.qdepth, d.cpu, d.sys, (unsigned long long)s->errors,
 		thr, xfer, rdpct, seek, rate);
+	tgt_fields(f, s, " %.3f %.3f %.3f %.3f");
+	fputc('\n', f);
 }
 
 /* The run column is the run number: labels hold blanks. */
@@ -438,7 +496,7 @@ static void write_flatfile(FILE *f, const struct ib_parm *p, const struct ib_res
 
 	fprintf(f, "tod run interval rate MB/sec bytes/io readpct resp read_resp write_resp"
 		" resp_max resp_std qdepth cpu_used cpu_sys errors threads xfersize rdpct"
-		" seekpct target_rate\n");
+		" seekpct target_rate%s\n", tgt_cols ? " tgt_read_resp tgt_write_resp tgt_read_p99 tgt_write_p99" : "");
 	for (unsigned i = 0; i < n; i++) {
 		for (unsigned k = 0; k < r[i].niv; k++) {
 			snprintf(label, sizeof(label), "%u", k + 1);
@@ -508,6 +566,18 @@ static json_object *jstats(const struct ib_stats *s)
 	jset(o, "cpu_sys", jnum(d.sys));
 	jset(o, "errors", json_object_new_int64((int64_t)s->errors));
 	jset(o, "histogram", jhist(&s->hist));
+	if (s->tgt) {
+		/* The target's view: its log2 histograms' p99 is a bucket's upper bound (null: beyond the last). */
+		json_object *t = json_object_new_object();
+		struct tgt_ms m = tgt_ms(s);
+		jset(t, "reads", json_object_new_int64((int64_t)s->tgt_r.count));
+		jset(t, "writes", json_object_new_int64((int64_t)s->tgt_w.count));
+		jset(t, "read_resp_ms", jnum(m.r));
+		jset(t, "write_resp_ms", jnum(m.w));
+		jset(t, "read_p99_ms", isfinite(m.rp99) ? jnum(m.rp99) : NULL);
+		jset(t, "write_p99_ms", isfinite(m.wp99) ? jnum(m.wp99) : NULL);
+		jset(o, "target", t);
+	}
 	return o;
 }
 
@@ -540,6 +610,12 @@ static json_object *jrun(const struct ib_parm *p, const struct ib_result *r)
 	jset(o, "seekpct", json_object_new_string(buf));
 	jset(o, "interrupted", json_object_new_boolean(r->interrupted));
 	jset(o, "validation_errors", json_object_new_int64((int64_t)r->validation_errors));
+	jset(o, "reads_done", json_object_new_int64((int64_t)r->reads_done));
+	jset(o, "writes_done", json_object_new_int64((int64_t)r->writes_done));
+	if (r->tgt) {
+		jset(o, "target_reads", json_object_new_int64((int64_t)r->tgt_reads));
+		jset(o, "target_writes", json_object_new_int64((int64_t)r->tgt_writes));
+	}
 	for (unsigned k = 0; k < r->niv; k++)
 		json_object_array_add(iv, jstats(&r->iv[k]));
 	jset(o, "intervals", iv);

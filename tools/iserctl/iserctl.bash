@@ -15,10 +15,11 @@ _iserctl()
 	case $prev in
 	-s|--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-g|--generation|--backups) return ;;
-	--target|--backstore) return ;;
+	--target|--backstore|--initiator|--lun|--tsih|-d) return ;;
+	--by) COMPREPLY=($(compgen -W "lun initiator" -- "$cur")); return ;;
 	esac
 	if [ -z "$cmd" ]; then
-		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call
+		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top
 			-s --socket -j --json -g --generation -n --dry-run -h --help" -- "$cur"))
 		return
 	fi
@@ -32,6 +33,10 @@ _iserctl()
 		COMPREPLY=($(compgen -f -- "$cur") $(compgen -W "--dry-run --target --backstore --backups" -- "$cur")) ;;
 	sessions)
 		COMPREPLY=($(compgen -W "close" -- "$cur")) ;;
+	stats)
+		COMPREPLY=($(compgen -W "reset --target --initiator --lun --tsih --json" -- "$cur")) ;;
+	top)
+		COMPREPLY=($(compgen -W "-d -n -b --by" -- "$cur")) ;;
 	call)
 		[ "$prev" = call ] && COMPREPLY=($(compgen -W "$(iserctl "${sock[@]}" call rpc.methods 2>/dev/null |
 			sed -n 's/.*"name": "\([^"]*\)".*/\1/p')" -- "$cur")) ;;

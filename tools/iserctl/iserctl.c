@@ -9,23 +9,20 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <json-c/json.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "adminrpc.h"
+#include "iserctl.h"
+
 #define DEFAULT_SOCKET "/run/isertd.sock"
-#define REPLY_MAX      (256u << 20)
 #define TIMEOUT_MS     30000
 
-enum { EX_OK, EX_REFUSED, EX_USAGE, EX_UNREACHABLE, EX_NOTFOUND, EX_STALE };
-
-static const char *sock_path = DEFAULT_SOCKET;
-static bool as_json;
+const char *sock_path = DEFAULT_SOCKET;
+bool as_json;
 static int64_t generation;   /* 0: not given */
 
 static void usage(FILE *f)
@@ -61,7 +58,15 @@ static void usage(FILE *f)
 		"  apply FILE [--dry-run]      make FILE the running configuration, changing only what differs\n"
 		"  restore FILE [--target IQN | --backstore NAME] [--dry-run]\n"
 		"                              FILE, or one target or backstore of it, into the running one\n"
-		"  call METHOD [JSON-PARAMS]   any method of the socket (iserctl call rpc.methods)\n\n"
+		"  call METHOD [JSON-PARAMS]   any method of the socket (iserctl call rpc.methods)\n"
+		"  stats [--target IQN] [--initiator IQN] [--lun N] [--tsih N] [--json]\n"
+		"                              counters: per LUN and initiator (commands, MB, latency avg\n"
+		"                              and p99), per connection, per portal, RDMA devices\n"
+		"  stats reset                 zero every counter\n"
+		"  top [-d SECONDS] [-n ITERATIONS] [-b] [--by lun|initiator]\n"
+		"                              live per-LUN (or per-initiator) IOPS, MB/s, latency, queue\n"
+		"                              depth every -d seconds (default 2), -n frames, -b plain text\n"
+		"                              frames (batch); q or Ctrl-C quits\n\n"
 		"Options:\n"
 		"  -s, --socket PATH     the admin socket (default " DEFAULT_SOCKET ")\n"
 		"  -j, --json            print the answer as JSON\n"
@@ -72,7 +77,7 @@ static void usage(FILE *f)
 		"5 stale generation.\n");
 }
 
-static int die_usage(const char *fmt, const char *arg)
+int die_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "iserctl: ");
 	fprintf(stderr, fmt, arg);
@@ -81,76 +86,22 @@ static int die_usage(const char *fmt, const char *arg)
 }
 
 /* Send one request, read one answer; result (owned by the caller) or exit status with the message printed. */
-static int call(const char *method, json_object *params, json_object **result)
+int call(const char *method, json_object *params, json_object **result)
 {
 	*result = NULL;
-	json_object *req = json_object_new_object();
-	json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
-	json_object_object_add(req, "id", json_object_new_int(1));
-	json_object_object_add(req, "method", json_object_new_string(method));
 	if (params && generation)
 		json_object_object_add(params, "generation", json_object_new_int64(generation));
-	if (params)
-		json_object_object_add(req, "params", params);
-	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(sock_path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "iserctl: %s: socket path too long\n", sock_path);
-		json_object_put(req);
-		return EX_USAGE;
+	json_object *rsp;
+	char why[512];
+	int e = admin_rpc(sock_path, method, params, TIMEOUT_MS, &rsp, why, sizeof(why));
+	if (e) {
+		fprintf(stderr, "iserctl: %s%s\n", why,
+			e == -ENOENT || e == -ECONNREFUSED ? " (is isertd running with an admin socket, --admin-socket? "
+							     "see --socket)"
+			: e == -EACCES			   ? " (the socket is for root and isertd's user)"
+							   : "");
+		return e == -ENAMETOOLONG ? EX_USAGE : EX_UNREACHABLE;
 	}
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		int e = errno;
-		fprintf(stderr, "iserctl: cannot reach isertd at %s: %s%s\n", sock_path, strerror(e),
-			e == ENOENT || e == ECONNREFUSED ? " (is isertd running? its --admin-socket?)"
-			: e == EACCES			 ? " (the socket is for root and isertd's user)"
-							 : "");
-		json_object_put(req);
-		if (fd >= 0)
-			close(fd);
-		return EX_UNREACHABLE;
-	}
-	size_t len = strlen(text), off = 0;
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n <= 0) {
-			fprintf(stderr, "iserctl: writing to %s: %s\n", sock_path, strerror(errno));
-			close(fd);
-			json_object_put(req);
-			return EX_UNREACHABLE;
-		}
-		off += (size_t)n;
-	}
-	json_object_put(req);
-	json_tokener *tok = json_tokener_new();
-	json_object *rsp = NULL;
-	size_t got = 0;
-	char buf[65536];
-	while (!rsp) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		if (poll(&pf, 1, TIMEOUT_MS) <= 0) {
-			fprintf(stderr, "iserctl: isertd did not answer within %d s\n", TIMEOUT_MS / 1000);
-			break;
-		}
-		ssize_t n = read(fd, buf, sizeof(buf));
-		if (n <= 0) {
-			fprintf(stderr, "iserctl: isertd closed the connection without an answer\n");
-			break;
-		}
-		got += (size_t)n;
-		rsp = json_tokener_parse_ex(tok, buf, (int)n);
-		enum json_tokener_error e = json_tokener_get_error(tok);
-		if (!rsp && (e != json_tokener_continue || got > REPLY_MAX)) {
-			fprintf(stderr, "iserctl: the answer is not JSON: %s\n", json_tokener_error_desc(e));
-			break;
-		}
-	}
-	json_tokener_free(tok);
-	close(fd);
-	if (!rsp)
-		return EX_UNREACHABLE;
 	json_object *err, *res;
 	if (json_object_object_get_ex(rsp, "error", &err) && err) {
 		json_object *code = NULL, *msg = NULL;
@@ -173,19 +124,19 @@ static int call(const char *method, json_object *params, json_object **result)
 	return EX_OK;
 }
 
-static void print_json(json_object *o)
+void print_json(json_object *o)
 {
 	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
 								 JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
-static json_object *get(json_object *o, const char *k)
+json_object *get(json_object *o, const char *k)
 {
 	json_object *v = NULL;
 	return json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
-static const char *gets(json_object *o, const char *k, const char *dflt)
+const char *gets(json_object *o, const char *k, const char *dflt)
 {
 	json_object *v = get(o, k);
 	return v ? json_object_get_string(v) : dflt;
@@ -732,6 +683,10 @@ int main(int argc, char **argv)
 		return cmd_apply(cmd, n, args);
 	if (!strcmp(cmd, "save"))
 		return cmd_save(n, args);
+	if (!strcmp(cmd, "stats"))
+		return cmd_stats(n, args);
+	if (!strcmp(cmd, "top"))
+		return cmd_top(n, args);
 	if (!strcmp(cmd, "config") && !n) {
 		rc = call("config.get", NULL, &res);
 		if (!rc)

@@ -1,0 +1,166 @@
+/*
+ * GET /metrics over HTTP, on libmicrohttpd's own thread.  A scrape costs
+ * one stats_collect() (a message to every reactor, at most 5 s) and a
+ * render; the reactors never wait on this thread.  Bounded like every
+ * other peer-facing door (docs/security.md): 16 connections, 10 s idle.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <microhttpd.h>
+
+#include "common/log.h"
+#include "target/config.h"
+#include "target/iscsi/stats.h"
+#include "target/metrics.h"
+
+#define METRICS_CONN_LIMIT 16
+#define METRICS_TIMEOUT_S 10
+
+static struct MHD_Daemon *daemon_;
+static int listen_fd = -1;     /* ours: MHD is given it, and hands it back at quiesce */
+static bool quiesced;
+static char shown[INET6_ADDRSTRLEN + 8]; /* HOST:PORT as it listens, for the log and errors */
+
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, char *body, size_t len,
+			      const char *type)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	enum MHD_Result ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned code, const char *msg)
+{
+	char *s = strdup(msg);
+	return s ? answer(c, code, s, strlen(s), "text/plain; charset=utf-8") : MHD_NO;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_len, void **state)
+{
+	(void)cls, (void)version, (void)upload, (void)upload_len, (void)state;
+	if (strcmp(url, "/metrics"))
+		return answer_text(c, MHD_HTTP_NOT_FOUND, "not found: the metrics are at /metrics\n");
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return answer_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+
+	/* Every section but the connections: per-connection series would churn; the portals sum them. */
+	const struct stats_filter f = { .lun = -1, .luns = true, .portals = true, .rdma_devices = true };
+	json_object *st = json_object_new_object();
+	char err[256] = "", msg[300];
+	int rc = st ? stats_collect(st, &f, err, sizeof(err)) : -ENOMEM;
+	if (rc) {
+		json_object_put(st);
+		snprintf(msg, sizeof(msg), "statistics unavailable: %s\n", err[0] ? err : strerror(-rc));
+		log_limited(LOG_WARN, "metrics: %.*s", (int)strlen(msg) - 1, msg);
+		return answer_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, msg);
+	}
+	struct metrics_buf b = { 0 };
+	metrics_render(st, &b);
+	json_object_put(st);
+	if (b.oom) {
+		metrics_buf_free(&b);
+		return answer_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "statistics unavailable: out of memory\n");
+	}
+	return answer(c, MHD_HTTP_OK, b.p, b.len, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+/* Our own listener, so a bind failure says why (MHD_start_daemon only says NULL). */
+static int open_listener(const char *addr, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss = { 0 };
+	char *host = NULL;
+	uint16_t port;
+	socklen_t sl;
+	if (config_parse_metrics(addr, &host, &port)) {
+		snprintf(err, errlen, "global.metrics: '%s' is not HOST:PORT or PORT", addr);
+		return -EINVAL;
+	}
+	struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons(port);
+		sl = sizeof(*v4);
+	} else {
+		inet_pton(AF_INET6, host, &v6->sin6_addr); /* config_parse_metrics checked it is one */
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons(port);
+		sl = sizeof(*v6);
+	}
+	snprintf(shown, sizeof(shown), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+	free(host);
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 64)) {
+		int e = errno;
+		snprintf(err, errlen, "global.metrics: cannot listen on %s: %s", shown, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int metrics_start(const char *addr, char *err, size_t errlen)
+{
+	if (!addr || !*addr)
+		return 0;
+	int fd = open_listener(addr, err, errlen);
+	if (fd < 0)
+		return fd;
+	/*
+	 * MHD_USE_AUTO picks epoll: select() would fail on a descriptor past
+	 * 1024, and isertd holds one per connection.  MHD_USE_ITC lets
+	 * metrics_shutdown() quiesce it from another thread.
+	 */
+	daemon_ = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC, 0, NULL, NULL,
+				   on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+				   (unsigned)METRICS_CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+				   (unsigned)METRICS_TIMEOUT_S, MHD_OPTION_END);
+	if (!daemon_) {
+		close(fd);
+		snprintf(err, errlen, "global.metrics: cannot start the HTTP server on %s", shown);
+		return -EIO;
+	}
+	listen_fd = fd;
+	quiesced = false;
+	log_info("metrics: Prometheus endpoint at http://%s/metrics", shown);
+	return 0;
+}
+
+void metrics_shutdown(void)
+{
+	if (!daemon_ || quiesced)
+		return;
+	quiesced = true;
+	/* MHD gives the listener back: closing it refuses new scrapes while the reactors drain. */
+	if (MHD_quiesce_daemon(daemon_) >= 0)
+		close(listen_fd);
+}
+
+void metrics_stop(void)
+{
+	if (!daemon_)
+		return;
+	metrics_shutdown();
+	MHD_stop_daemon(daemon_);
+	daemon_ = NULL;
+	listen_fd = -1;
+}

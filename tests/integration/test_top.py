@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""iserctl stats and top, and iserbench --target-stats, against a running
+isertd with libiscsi's iscsi-perf reading one LUN: the JSON and the text name
+the loaded LUN, top's batch frames show it reading, the interactive view is
+on screen in a tmux pane and quits on q and on Ctrl-C with the terminal mode
+back, stats reset zeroes the counters, and iserbench's target-side figures are
+there with the target's command counts equal to what iserbench completed.
+No timing is asserted beyond "reads happened while the load ran".
+
+usage: test_top.py ISERTD ISERCTL ISERBENCH [PORT]"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
+ISERTD, ISERCTL, ISERBENCH = sys.argv[1:4]
+PORT = int(sys.argv[4]) if len(sys.argv) > 4 else 3485
+T = 'iqn.2026-11.org.isert:top'
+PERF, BENCH = 'iqn.2026-11.org.test:perf', 'iqn.2026-11.org.test:bench'
+LUN0, LUN1 = f'{T}/tpg1/lun0', f'{T}/tpg1/lun1'
+
+
+def iserctl(sock, *args):
+    p = subprocess.run([ISERCTL, '-s', sock, *args], capture_output=True, text=True, timeout=30)
+    return p.returncode, p.stdout, p.stderr
+
+
+def lun_rows(frame_text, name):
+    """The numbers of name's line in top frames: one list per frame."""
+    rows = []
+    for line in frame_text.splitlines():
+        f = line.split()
+        if f and f[-1] == name:
+            rows.append(f)
+    return rows
+
+
+def wait_for(cond, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.2)
+    return cond()
+
+
+class Tmux:
+    """A private tmux server (its own socket) holding one pane of a fixed size."""
+
+    def __init__(self, name):
+        self.base = ['tmux', '-L', name]
+
+    def run(self, *args):
+        return subprocess.run(self.base + list(args), capture_output=True, text=True, timeout=10)
+
+    def screen(self):
+        return self.run('capture-pane', '-p', '-t', 'top').stdout
+
+    def kill(self):
+        self.run('kill-server')
+
+
+def interactive(sock, work, key):
+    """iserctl top in a 150x40 pane; key quits it. Exit status, stty after, and the screen before the key."""
+    rcfile, sttyfile = os.path.join(work, f'rc.{key}'), os.path.join(work, f'stty.{key}')
+    # The shell records iserctl's status and then the pane's terminal mode as iserctl left it.
+    cmd = f"{ISERCTL} -s {sock} top -d 1; echo $? > {rcfile}; stty -a > {sttyfile}; sleep 60"
+    tm = Tmux(f'isert-top-{PORT}')
+    tm.kill()
+    started = tm.run('new-session', '-d', '-s', 'top', '-x', '150', '-y', '40', cmd)
+    if started.returncode:
+        return None, '', started.stderr
+    try:
+        def lun_on_screen():
+            s = tm.screen()
+            return s if 'iserctl top -' in s and LUN0 in s else None
+        shown = wait_for(lun_on_screen, 10) or tm.screen()
+        tm.run('send-keys', '-t', 'top', key)
+        wait_for(lambda: os.path.exists(sttyfile) and os.path.getsize(sttyfile) > 0, 10)
+        rc = open(rcfile).read().strip() if os.path.exists(rcfile) else None
+        mode = open(sttyfile).read() if os.path.exists(sttyfile) else ''
+        return rc, mode, shown
+    finally:
+        tm.kill()
+
+
+def main():
+    work = tempfile.mkdtemp(prefix='isert-top-')
+    sock = os.path.join(work, 'admin.sock')
+    cfgfile = os.path.join(work, 'isertd.json')
+    with open(cfgfile, 'w') as f:
+        json.dump({'backstores': [{'name': 'r0', 'type': 'ram', 'size': '32M'},
+                                  {'name': 'r1', 'type': 'ram', 'size': '16M'}],
+                   'targets': [{'iqn': T, 'tpgs': [{'tag': 1, 'enable': True, 'demo_mode': True,
+                                                    'portals': [{'ip': '127.0.0.1', 'port': PORT}],
+                                                    'luns': [{'lun': 0, 'backstore': 'r0'},
+                                                             {'lun': 1, 'backstore': 'r1'}]}]}]}, f)
+    log = open(os.path.join(work, 'isertd.log'), 'w')
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', '2'], stdout=log,
+                            stderr=subprocess.STDOUT)
+    perf = None
+    try:
+        wait_for(lambda: os.path.exists(sock), 5)
+        rc, _, err = iserctl(os.path.join(work, 'nothing.sock'), 'stats')
+        check('no socket: exit 3 and what to do', rc == 3 and 'see --socket' in err, f'{rc} {err}')
+
+        # Load: iscsi-perf reads LUN 0 (its default is reads) until stopped.
+        perf = subprocess.Popen(['iscsi-perf', '-i', PERF, '-x', '0', f'iscsi://127.0.0.1:{PORT}/{T}/0'],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        time.sleep(1.5)
+
+        rc, out, err = iserctl(sock, 'stats', '--json')
+        try:
+            st = json.loads(out)
+        except ValueError:
+            st = {}
+        check('stats --json: exit 0 and JSON', rc == 0 and 'luns' in st, f'{rc} {err} {out[:200]}')
+        mine = [x for x in st.get('luns', []) if x['target'] == T and x['lun'] == 0 and x['initiator'] == PERF]
+        check('stats --json: the loaded LUN with reads', len(mine) == 1 and mine[0]['commands']['read'] > 0,
+              json.dumps(mine)[:300])
+        rc, out, _ = iserctl(sock, 'stats', '--initiator', PERF, '--json')
+        got = json.loads(out).get('luns', []) if rc == 0 else []
+        check('stats --initiator: only that initiator', got and all(x['initiator'] == PERF for x in got), out[:300])
+
+        rc, out, err = iserctl(sock, 'stats')
+        check('stats: the text names the LUN and its initiator', rc == 0 and f'{LUN0} (r0) from {PERF}' in out and
+              'latency us' in out and 'Portals [1]' in out, f'{rc} {err} {out[:500]}')
+
+        rc, out, err = iserctl(sock, 'top', '-b', '-n', '2', '-d', '1')
+        frames = out.count('iserctl top - ')
+        rows = lun_rows(out, LUN0)
+        check('top -b -n 2 -d 1: two frames, exit 0', rc == 0 and frames == 2, f'{rc} {err} {out}')
+        check('top -b: the loaded LUN reads in each frame', len(rows) == 2 and all(float(r[0]) > 0 for r in rows),
+              out)
+        check('top -b: columns as documented', 'r/s' in out and 'r_p99_us' in out and 'TARGET/tpgN/lunM' in out, out)
+        rc, out, _ = iserctl(sock, 'top', '-b', '-n', '1', '-d', '0.5', '--by', 'initiator')
+        check('top --by initiator: the reading initiator', rc == 0 and lun_rows(out, PERF) and
+              float(lun_rows(out, PERF)[0][0]) > 0, out)
+        rc, _, err = iserctl(sock, 'top', '-d', '0')
+        check('top -d 0: a usage error', rc == 2 and '-d' in err, err)
+
+        if not shutil.which('tmux'):
+            check('tmux is installed (tools/deps.sh) for the interactive view', False)
+        for key, what in (('q', 'q'), ('C-c', 'Ctrl-C')):
+            rc, mode, shown = interactive(sock, work, key)
+            check(f'top in tmux: the header and the LUN line on screen ({what})',
+                  'iserctl top -' in shown and 'r/s' in shown and LUN0 in shown, shown)
+            check(f'top in tmux: {what} ends it with status 0', rc == '0', f'status {rc}')
+            check(f'top in tmux: after {what} the terminal is back in canonical mode with echo',
+                  ' icanon' in f' {mode}' and ' echo ' in f' {mode} ' and '-icanon' not in mode and
+                  '-echo ' not in mode, mode[:300])
+
+        perf.send_signal(2)
+        perf.wait(10)
+        perf = None
+        time.sleep(0.5)
+        rc, out, err = iserctl(sock, 'stats', 'reset')
+        check('stats reset: exit 0', rc == 0 and 'reset' in out, f'{rc} {err}')
+        st = json.loads(iserctl(sock, 'stats', '--json')[1])
+        counts = [(x['lun'], x['initiator'], x['commands']) for x in st['luns']]
+        check('after reset, idle: every command counter is 0',
+              all(c == {'read': 0, 'write': 0, 'other': 0} for _, _, c in counts), json.dumps(counts))
+
+        # iserbench with the target's view: 70 % reads on LUN 1 for 3 s.
+        parm = os.path.join(work, 'b.parm')
+        with open(parm, 'w') as f:
+            f.write(f'sd=sd1,lun=iscsi://127.0.0.1:{PORT}/{T}/1,threads=4\n'
+                    'wd=w1,sd=sd1,xfersize=4k,rdpct=70\nrd=r1,wd=w1,iorate=max,elapsed=3,interval=1\n')
+        outdir = os.path.join(work, 'bench')
+        p = subprocess.run([ISERBENCH, '-f', parm, '-o', outdir, '-i', BENCH, '--target-stats', sock],
+                           capture_output=True, text=True, timeout=60)
+        check('iserbench --target-stats: exit 0', p.returncode == 0, p.stdout[-1000:] + p.stderr)
+        check('iserbench: target columns in the header', 'tgt rd' in p.stdout and 'p99' in p.stdout, p.stdout[:600])
+        lines = [ln.split() for ln in p.stdout.splitlines()
+                 if len(ln.split()) == 18 and (ln.split()[1].isdigit() or ln.split()[1].startswith('avg_'))]
+        check('iserbench: 3 interval lines and the average, each with 4 numeric target columns',
+              len(lines) == 4 and all(all(float(v) >= 0 for v in ln[-4:]) for ln in lines), p.stdout)
+        flat = open(os.path.join(outdir, 'flatfile.txt')).read().splitlines()
+        head = flat[0].split()
+        check('flatfile: target columns', head[-4:] == ['tgt_read_resp', 'tgt_write_resp', 'tgt_read_p99',
+                                                        'tgt_write_p99'] and
+              all(len(r.split()) == len(head) for r in flat[1:]), '\n'.join(flat[:3]))
+        res = json.load(open(os.path.join(outdir, 'results.json')))['runs'][0]
+        check('results.json: each interval has the target view', all('target' in iv for iv in res['intervals']),
+              json.dumps(res['intervals'][0])[:300])
+        check('the target counted exactly the reads and writes iserbench completed',
+              res.get('target_reads') == res['reads_done'] > 0 and res.get('target_writes') == res['writes_done'] > 0,
+              f"target {res.get('target_reads')}/{res.get('target_writes')}, "
+              f"iserbench {res['reads_done']}/{res['writes_done']}")
+        summary = open(os.path.join(outdir, 'summary.txt')).read()
+        check('summary.txt: the run counts line', f"target: {res.get('target_reads')} reads" in summary, summary[-800:])
+    finally:
+        if perf:
+            perf.kill()
+            perf.wait()
+        proc.terminate()
+        try:
+            rc = proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = -9
+        log.close()
+        check('isertd exits 0', rc == 0, f'exit {rc}')
+        if checks.failed:
+            print(open(os.path.join(work, 'isertd.log')).read()[-3000:])
+        shutil.rmtree(work, ignore_errors=True)
+    checks.finish()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,24 @@
+/* What iserctl.c shares with the commands kept in their own files (stats.c). */
+#ifndef ISERCTL_H
+#define ISERCTL_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+enum { EX_OK, EX_REFUSED, EX_USAGE, EX_UNREACHABLE, EX_NOTFOUND, EX_STALE };
+
+extern const char *sock_path;
+extern bool as_json;
+
+/* One method call; result (owned by the caller) or an exit status with the message printed. */
+int call(const char *method, json_object *params, json_object **result);
+void print_json(json_object *o);
+json_object *get(json_object *o, const char *k);
+const char *gets(json_object *o, const char *k, const char *dflt);
+int die_usage(const char *fmt, const char *arg);
+
+/* stats.c */
+int cmd_stats(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+
+#endif
