@@ -362,9 +362,9 @@ static void frame(const struct sample *a, const struct sample *b, double d_s, in
 	char tod[16];
 	time_t t = time(NULL);
 	strftime(tod, sizeof(tod), "%H:%M:%S", localtime(&t));
-	printf("iserctl top - %s, every %.1f s, %zu %s; total %.1f r/s, %.1f w/s, %.2f rMB/s, %.2f wMB/s, "
+	printf("iserctl top - %s, every %.1f s, %zu %s%s; total %.1f r/s, %.1f w/s, %.2f rMB/s, %.2f wMB/s, "
 	       "%" PRIu64 " in flight\n\n",
-	       tod, d_s, b->n, by_initiator ? "initiators" : "LUNs", tot.rs, tot.ws, tot.rmb, tot.wmb, qd);
+	       tod, d_s, b->n, by_initiator ? "initiator" : "LUN", b->n == 1 ? "" : "s", tot.rs, tot.ws, tot.rmb, tot.wmb, qd);
 	char head[160];
 	snprintf(head, sizeof(head), "%s  %s",
 		 "     r/s      w/s    rMB/s    wMB/s  r_avg_us r_p99_us  w_avg_us w_p99_us    qd",
