@@ -33,6 +33,7 @@ static __thread struct stats_table *tab;
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct stats_table *tables;
 
+#if ISERT_STATS
 static uint32_t key_hash(const struct iscsi_tpg *tpg, uint64_t lun, const char *ini)
 {
 	uint32_t h = 2166136261u ^ (uint32_t)(uintptr_t)tpg ^ (uint32_t)lun * 0x9e3779b1u;
@@ -96,16 +97,6 @@ static struct stats_lun *lun_entry(const struct iscsi_session *s, const struct i
 	return e;
 }
 
-void stats_map_dropped(struct iscsi_lun *luns, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (luns[i].st) {
-			luns[i].st->users--;
-			luns[i].st = NULL;
-		}
-}
-
-#if ISERT_STATS
 static enum stats_kind cmd_kind(uint8_t op)
 {
 	switch (op) {
@@ -197,6 +188,15 @@ void stats_tmf(struct iscsi_session *s, uint64_t lun)
 
 /* ------------------------------------------------------------------------ */
 /* Portals and connections */
+
+void stats_map_dropped(struct iscsi_lun *luns, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (luns[i].st) {
+			luns[i].st->users--;
+			luns[i].st = NULL;
+		}
+}
 
 int stats_portal_init(struct iscsi_portal *p, unsigned nreactors)
 {

@@ -72,6 +72,8 @@ class Rpc:
             if not chunk:
                 raise ConnectionError('admin socket closed')
             buf += chunk.decode()
+            if not buf.rstrip().endswith('}'):
+                continue  # not whole yet (a large answer comes in many pieces: parse once)
             try:
                 obj, _ = dec.raw_decode(buf.lstrip())
                 s.close()
@@ -134,6 +136,70 @@ def one(stats, **match):
 
 def hist_ok(h):
     return sum(h['buckets']) == h['count'] and len(h['buckets']) == 28
+
+
+def overflow(port):
+    """The per-reactor cap on LUN x initiator entries (STATS_MAX_LUNS, docs/security.md): one reactor,
+    15 initiators x 1100 LUNs = 16500 pairs; the 116 past 16384 count in the overflow entry; once their
+    sessions ended, a new initiator reuses an entry."""
+    cap, nluns, nini = 16384, 1100, 15
+    work = tempfile.mkdtemp(prefix='isert-stats-cap-')
+    sock = os.path.join(work, 'admin.sock')
+    cfgfile = os.path.join(work, 'isertd.json')
+    cfg = {'backstores': [{'name': 'b%d' % i, 'type': 'ram', 'size': '64K'} for i in range(nluns)],
+           'targets': [{'iqn': T1, 'tpgs': [{'tag': 1, 'demo_mode': True,
+                                             'portals': [{'ip': '127.0.0.1', 'port': port}],
+                                             'luns': [{'lun': i, 'backstore': 'b%d' % i} for i in range(nluns)]}]}]}
+    with open(cfgfile, 'w') as f:
+        json.dump(cfg, f)
+    log = open(os.path.join(work, 'isertd.log'), 'w')
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', '1'], stdout=log,
+                            stderr=subprocess.STDOUT)
+    try:
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        rpc = Rpc(sock)
+        conns = []
+        for k in range(nini):
+            c = ic.Conn(port, timeout=30)
+            assert c.login('iqn.2026-11.org.isert:cap%02d' % k, T1) == 0
+            for first in range(0, nluns, 64):  # TEST UNIT READY to each LUN, 64 at a time (the CmdSN window)
+                batch = range(first, min(first + 64, nluns))
+                for lun in batch:  # LUNs past 255 in flat space addressing (SAM-5 4.7.7)
+                    c.send(c.scsi_bhs(b'\0' * 6, 0, lun=lun if lun < 256 else 0x4000 | lun))
+                for lun in batch:
+                    op, _, _ = c.recv()
+                    assert op == ic.OP_SCSI_RSP, op
+            conns.append(c)
+        s = rpc.call('stats', {'sections': ['luns']})['result']['luns']
+        named = [e for e in s if e['initiator'] != '*']
+        over = [e for e in s if e['initiator'] == '*']
+        total = sum(e['commands']['other'] for e in s)
+        check('cap: %d entries made, no more' % cap, len(named) == cap, len(named))
+        check('cap: the %d pairs past it count in the overflow entry' % (nluns * nini - cap),
+              len(over) == 1 and over[0]['commands']['other'] == nluns * nini - cap, over[:1])
+        check('cap: every command counted once', total == nluns * nini, total)
+        for c in conns:
+            c.close()
+        time.sleep(0.5)
+        c = ic.Conn(port)
+        check('cap: a new initiator logs in', c.login('iqn.2026-11.org.isert:late', T1) == 0)
+        c.command(b'\0' * 6, lun=7)
+        s = rpc.call('stats', {'initiator': 'iqn.2026-11.org.isert:late', 'sections': ['luns']})['result']['luns']
+        check('cap: once sessions ended, a new pair reuses an entry', len(s) == 1 and s[0]['lun'] == 7 and
+              s[0]['commands']['other'] == 1, s)
+        c.close()
+        check('cap: isertd still runs', proc.poll() is None)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main():
@@ -330,6 +396,7 @@ def main():
         if checks.failed:
             print(open(os.path.join(work, 'isertd.log')).read()[-3000:])
         shutil.rmtree(work, ignore_errors=True)
+    overflow(PORT + 1)
     checks.finish()
 
 

@@ -57,6 +57,17 @@ cycles() {   # cycles IQN PORTAL N: N login/logout cycles
 		iscsi_login "$1" "$2" iser >/dev/null 2>&1 && iscsi_wait_disks "$1" 2 && logout_gone "$1" "$2" || return 1
 	done
 }
+# rdma_stats P DEV TARGET: isertd's statistics against a known workload (stats-check.py).
+rdma_stats() {
+	local chk="python3 $(dirname "$VM_LIB")/stats-check.py $ISERTD_SOCK" rc
+	$chk snap /tmp/stats0.json &&
+		dd if=$2 of=/dev/null bs=64k count=64 skip=1024 iflag=direct status=none &&
+		head -c 4M /dev/urandom | dd of=$2 bs=1M seek=128 iflag=fullblock oflag=direct status=none || return 1
+	$chk check /tmp/stats0.json $3 $ISCSI_INITIATOR 0 ${1}0 $((4 << 20)) $((4 << 20)) > /tmp/stats-check.txt
+	rc=$?
+	sed 's/^/    /' /tmp/stats-check.txt
+	return $rc
+}
 logout_gone() { iscsi_logout "$1" "$2" iser >/dev/null && iscsi_no_session "$1"; }
 
 one_provider() {
@@ -79,6 +90,8 @@ one_provider() {
 	ok "$p: sg_unmap over iSER, the blocks read back as zeroes" sg_unmap_zero /dev/$dev
 	ok "$p: LOGICAL UNIT RESET task management over iSER (sg_reset -d), I/O works after" \
 		bash -c "sg_reset -d /dev/$dev && dd if=/dev/$dev of=/dev/null bs=64k count=16 iflag=direct status=none"
+	ok "$p: statistics: RDMA operations and bytes agree with 4 MiB of reads and 4 MiB of writes, ${p}0's counters as sysfs has them" \
+		rdma_stats $p /dev/$dev $t
 	ok "$p: libiscsi iscsi-inq over iser:// answers" bash -c "timeout 60 iscsi-inq -i $ISCSI_INITIATOR iser://$ip/$t/0 | grep -q 'Vendor:ISERT'"
 	ok "$p: libiscsi iscsi-readcapacity16 over iser:// answers" bash -c "timeout 60 iscsi-readcapacity16 -i $ISCSI_INITIATOR iser://$ip/$t/0 | grep -q 'LOGICAL BLOCK LENGTH IN BYTES:512'"
 	# A libiscsi initiator killed mid-I/O (no logout): the target survives, the kernel session keeps working.
