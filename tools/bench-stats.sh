@@ -2,7 +2,8 @@
 # What statistics cost: isertd as built (statistics on) and isertd built with
 # -Dstats=false (hooks compiled out), side by side on loopback, each serving
 # a RAM LUN to iscsi-perf (libiscsi) doing 4 KiB random reads at queue depth
-# 32, as in tools/bench-tcp.sh.  The two run in turns (ROUNDS rounds, the
+# 32, as in tools/bench-tcp.sh (target and client pinned to different cores
+# when there are two).  The two run in turns (ROUNDS rounds, the
 # order swapped each round) so drift hits both alike; prints IOPS and IOPS
 # per target CPU-second for each, and the ratio on/off.
 #
@@ -29,13 +30,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Each on a core of its own where there are two: the client's load does not land on the target's core.
+pin_target= pin_client=
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then pin_target="taskset -c 1" pin_client="taskset -c 0"; fi
+
 start() { # NAME BINARY PORT
 	cat >"$work/$1.json" <<JSON
 { "backstores": [ { "name": "ram", "type": "ram", "size": "1G" } ],
   "targets": [ { "iqn": "iqn.2026-11.org.isert:$1", "tpgs": [ { "tag": 1, "demo_mode": true,
     "portals": [ { "ip": "127.0.0.1", "port": $3 } ], "luns": [ { "lun": 0, "backstore": "ram" } ] } ] } ] }
 JSON
-	"$2" --config "$work/$1.json" -r 1 2>"$work/$1.log" &
+	$pin_target "$2" --config "$work/$1.json" -r 1 2>"$work/$1.log" &
 	pids+=($!)
 }
 start on "$on" 3362
@@ -51,7 +56,7 @@ declare -A ios=([on]=0 [off]=0) ticks=([on]=0 [off]=0)
 run() { # NAME PID PORT
 	local t0 t1 iops
 	t0=$(cpu_ticks "$2")
-	iops=$(timeout -s INT "$secs" iscsi-perf -m 32 -b 8 -r "iscsi://127.0.0.1:$3/iqn.2026-11.org.isert:$1/0" 2>&1 |
+	iops=$(timeout -s INT "$secs" $pin_client iscsi-perf -m 32 -b 8 -r "iscsi://127.0.0.1:$3/iqn.2026-11.org.isert:$1/0" 2>&1 |
 		tr '\r' '\n' | grep -o 'iops average [0-9]*' | tail -1 | awk '{print $3}' || true)
 	t1=$(cpu_ticks "$2")
 	ios[$1]=$(( ${ios[$1]} + ${iops:-0} * secs ))
