@@ -23,6 +23,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
+from admin_rpc import Rpc, stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD, ISERCTL = sys.argv[1], sys.argv[2]
@@ -47,43 +48,6 @@ def config(work):
                                   'luns': [{'lun': 0, 'backstore': 'r1'}]}]},
         ],
     }
-
-
-class Rpc:
-    """A raw JSON-RPC client of the socket (iserctl is tested separately)."""
-
-    def __init__(self, path):
-        self.path = path
-        self.id = 0
-
-    def raw(self, data, read=True):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        s.connect(self.path)
-        try:
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-        except BrokenPipeError:
-            pass  # isertd answered (a request too large) and closed: the answer is there to read
-        out = b''
-        if read:
-            while not out.endswith(b'\n'):
-                try:
-                    b = s.recv(65536)
-                except ConnectionResetError:
-                    break
-                if not b:
-                    break
-                out += b
-        s.close()
-        return json.loads(out) if out.strip() else None
-
-    def call(self, method, params=None):
-        self.id += 1
-        req = {'jsonrpc': '2.0', 'id': self.id, 'method': method}
-        if params is not None:
-            req['params'] = params
-        return self.raw(json.dumps(req).encode())
 
 
 def iserctl(sock, *args, user=None):
@@ -469,12 +433,7 @@ def main():
                 perf.wait(5)
             except subprocess.TimeoutExpired:
                 perf.kill()
-        proc.terminate()
-        try:
-            rc = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = -9
+        rc = stop_isertd(proc)
         log.close()
         check('isertd exits 0', rc == 0, f'exit {rc}')
         check('the socket is removed at exit', not os.path.exists(sock))

@@ -24,6 +24,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
+from admin_rpc import stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD = sys.argv[1]
@@ -55,12 +56,7 @@ def start(work, name, cfg, *extra):
 
 
 def stop(proc, log):
-    proc.terminate()
-    try:
-        rc = proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        rc = -9
+    rc = stop_isertd(proc)
     log.seek(0)
     return rc, log.read()
 

@@ -13,7 +13,6 @@ usage: test_stats.py ISERTD [PORT]"""
 import json
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
+from admin_rpc import Rpc, stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD = sys.argv[1]
@@ -50,36 +50,6 @@ def config(work):
                                             'chap': {'userid': 'u', 'password': 'secret-secret'}}]}]},
         ],
     }
-
-
-class Rpc:
-    def __init__(self, path):
-        self.path = path
-        self.id = 0
-
-    def call(self, method, params=None):
-        self.id += 1
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        s.connect(self.path)
-        req = {'jsonrpc': '2.0', 'id': self.id, 'method': method}
-        if params is not None:
-            req['params'] = params
-        s.sendall(json.dumps(req).encode())
-        dec, buf = json.JSONDecoder(), ''
-        while True:
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError('admin socket closed')
-            buf += chunk.decode()
-            if not buf.rstrip().endswith('}'):
-                continue  # not whole yet (a large answer comes in many pieces: parse once)
-            try:
-                obj, _ = dec.raw_decode(buf.lstrip())
-                s.close()
-                return obj
-            except ValueError:
-                continue
 
 
 class Counting:
@@ -193,11 +163,7 @@ def overflow(port):
         c.close()
         check('cap: isertd still runs', proc.poll() is None)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_isertd(proc)
         log.close()
         shutil.rmtree(work, ignore_errors=True)
 
@@ -387,11 +353,7 @@ def main():
         check('stats.reset takes no parameters', 'error' in r, r)
         check('isertd still runs', proc.poll() is None)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_isertd(proc)
         log.close()
         if checks.failed:
             print(open(os.path.join(work, 'isertd.log')).read()[-3000:])

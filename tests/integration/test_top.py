@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402
+from admin_rpc import stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD, ISERCTL, ISERBENCH = sys.argv[1:4]
@@ -201,12 +202,7 @@ def main():
         if perf:
             perf.kill()
             perf.wait()
-        proc.terminate()
-        try:
-            rc = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = -9
+        rc = stop_isertd(proc)
         log.close()
         check('isertd exits 0', rc == 0, f'exit {rc}')
         if checks.failed:

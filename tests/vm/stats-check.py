@@ -16,31 +16,17 @@
 Prints one line per check ("ok"/"not ok") and exits 1 if one failed."""
 import json
 import os
-import socket
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'integration'))
+from admin_rpc import Rpc  # noqa: E402
 
 
 def call(path, method, params=None):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(20)
-    s.connect(path)
-    req = {'jsonrpc': '2.0', 'id': 1, 'method': method}
-    if params:
-        req['params'] = params
-    s.sendall(json.dumps(req).encode())
-    dec, buf = json.JSONDecoder(), ''
-    while True:
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            raise ConnectionError('admin socket closed')
-        buf += chunk.decode()
-        if not buf.rstrip().endswith('}'):
-            continue  # not whole yet (a large answer comes in many pieces: parse once)
-        try:
-            obj, _ = dec.raw_decode(buf.lstrip())
-            return obj['result']
-        except ValueError:
-            continue
+    r = Rpc(path).call(method, params)
+    if 'result' not in r:
+        raise RuntimeError('%s: %s' % (method, r))
+    return r['result']
 
 
 failed = 0

@@ -1,0 +1,53 @@
+"""What the tests that drive isertd's admin socket share: a raw JSON-RPC
+client, and stopping isertd."""
+import json
+import socket
+import subprocess
+
+
+class Rpc:
+    """A raw JSON-RPC client of the socket (iserctl is tested separately)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.id = 0
+
+    def raw(self, data, read=True):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(self.path)
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+        except BrokenPipeError:
+            pass  # isertd answered (a request too large) and closed: the answer is there to read
+        out = bytearray()  # answers of many MiB (stats of thousands of LUNs) come in many pieces
+        if read:
+            while not out.endswith(b'\n'):
+                try:
+                    b = s.recv(65536)
+                except ConnectionResetError:
+                    break
+                if not b:
+                    break
+                out += b
+        s.close()
+        return json.loads(out) if out.strip() else None
+
+    def call(self, method, params=None):
+        self.id += 1
+        req = {'jsonrpc': '2.0', 'id': self.id, 'method': method}
+        if params is not None:
+            req['params'] = params
+        return self.raw(json.dumps(req).encode())
+
+
+def stop_isertd(proc, timeout=15):
+    """SIGTERM, then SIGKILL after timeout seconds; returns the exit status (-9 when killed)."""
+    proc.terminate()
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return -9
