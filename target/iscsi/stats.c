@@ -735,7 +735,8 @@ int stats_collect(json_object *out, const struct stats_filter *f, char *err, siz
 	json_object_object_add(out, "latency_bounds_us", a);
 	if (f->luns) {
 		/* The same LUN x initiator from several reactors: one entry. */
-		qsort(k->luns, k->nluns, sizeof(*k->luns), lun_cmp);
+		if (k->nluns) /* qsort may not be given NULL, even for nothing */
+			qsort(k->luns, k->nluns, sizeof(*k->luns), lun_cmp);
 		a = json_object_new_array();
 		for (size_t i = 0; i < k->nluns;) {
 			size_t j = i + 1;
