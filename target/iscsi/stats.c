@@ -237,18 +237,18 @@ void stats_conn_refused(struct iscsi_portal *p)
 		ps->connections_refused++;
 }
 
-static void xp_stats_add(struct xp_stats *to, const struct xp_stats *s)
-{
-	uint64_t *d = (uint64_t *)to;
-	const uint64_t *v = (const uint64_t *)s;
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		d[i] += v[i];
-}
+/* Every field of these counter structs is a uint64_t: one loop sums any of them. */
+_Static_assert(sizeof(struct xp_stats) % sizeof(uint64_t) == 0, "xp_stats: uint64_t fields only");
+_Static_assert(sizeof(struct stats_conn) % sizeof(uint64_t) == 0, "stats_conn: uint64_t fields only");
+_Static_assert(sizeof(struct stats_portal) % sizeof(uint64_t) == 0, "stats_portal: uint64_t fields only");
+_Static_assert(sizeof(struct stats_lun_counters) % sizeof(uint64_t) == 0, "counters: uint64_t fields only");
 
-static void conn_stats_add(struct stats_conn *to, const struct stats_conn *s)
+static void add_counters(void *to, const void *from, size_t size)
 {
-	to->r2ts += s->r2ts;
-	to->nop_timeouts += s->nop_timeouts;
+	uint64_t *d = to;
+	const uint64_t *v = from;
+	for (size_t i = 0; i < size / sizeof(uint64_t); i++)
+		d[i] += v[i];
 }
 
 void stats_conn_closed(struct iscsi_conn *c)
@@ -257,8 +257,8 @@ void stats_conn_closed(struct iscsi_conn *c)
 	if (!ps)
 		return;
 	ps->connections_closed++;
-	xp_stats_add(&ps->closed, &c->xp->stats);
-	conn_stats_add(&ps->closed_conn, &c->st);
+	add_counters(&ps->closed, &c->xp->stats, sizeof(c->xp->stats));
+	add_counters(&ps->closed_conn, &c->st, sizeof(c->st));
 }
 
 void stats_free(void)
@@ -367,8 +367,8 @@ static void conn_visit(struct iscsi_conn *c, void *arg)
 	for (size_t i = 0; i < k->nportals; i++)
 		if (w->p[i].p == c->portal) {
 			w->p[i].live++;
-			xp_stats_add(&w->p[i].sum.closed, &c->xp->stats);
-			conn_stats_add(&w->p[i].sum.closed_conn, &c->st);
+			add_counters(&w->p[i].sum.closed, &c->xp->stats, sizeof(c->xp->stats));
+			add_counters(&w->p[i].sum.closed_conn, &c->st, sizeof(c->st));
 		}
 	if (k->reset) {
 		memset(&c->xp->stats, 0, sizeof(c->xp->stats));
@@ -427,13 +427,7 @@ static void collect_on_reactor(void *arg)
 	for (size_t i = 0; i < k->nportals; i++) {
 		struct portal_copy *d = &k->portals[i], *s = &w.p[i];
 		d->live += s->live;
-		d->sum.logins_accepted += s->sum.logins_accepted;
-		for (int j = 0; j < REFUSED_KINDS; j++)
-			d->sum.logins_refused[j] += s->sum.logins_refused[j];
-		d->sum.connections_refused += s->sum.connections_refused;
-		d->sum.connections_closed += s->sum.connections_closed;
-		xp_stats_add(&d->sum.closed, &s->sum.closed);
-		conn_stats_add(&d->sum.closed_conn, &s->sum.closed_conn);
+		add_counters(&d->sum, &s->sum, sizeof(s->sum));
 	}
 	if (w.n && grow((void **)&k->conns, &k->capconn, k->nconns + w.n, sizeof(*k->conns))) {
 		memcpy(k->conns + k->nconns, w.c, w.n * sizeof(*w.c));
@@ -498,15 +492,6 @@ static int lun_cmp(const void *a, const void *b)
 	return r;
 }
 
-static void lun_sum(struct stats_lun *to, const struct stats_lun *e)
-{
-	/* Every field of the counters is a uint64_t. */
-	uint64_t *d = (uint64_t *)&to->c;
-	const uint64_t *v = (const uint64_t *)&e->c;
-	for (size_t i = 0; i < sizeof(e->c) / sizeof(uint64_t); i++)
-		d[i] += v[i];
-	to->in_flight += e->in_flight;
-}
 
 static json_object *hist_json(const struct stats_hist *h)
 {
@@ -740,8 +725,10 @@ int stats_collect(json_object *out, const struct stats_filter *f, char *err, siz
 		a = json_object_new_array();
 		for (size_t i = 0; i < k->nluns;) {
 			size_t j = i + 1;
-			for (; j < k->nluns && !lun_cmp(&k->luns[i], &k->luns[j]); j++)
-				lun_sum(&k->luns[i], &k->luns[j]);
+			for (; j < k->nluns && !lun_cmp(&k->luns[i], &k->luns[j]); j++) {
+				add_counters(&k->luns[i].c, &k->luns[j].c, sizeof(k->luns[j].c));
+				k->luns[i].in_flight += k->luns[j].in_flight;
+			}
 			json_object_array_add(a, lun_json(&k->luns[i]));
 			i = j;
 		}

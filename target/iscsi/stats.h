@@ -38,6 +38,8 @@ struct stats_hist {
 enum stats_kind { STATS_READ, STATS_WRITE, STATS_OTHER, STATS_KINDS };
 enum stats_lat { LAT_READ, LAT_WRITE, LAT_READ_BACKSTORE, LAT_WRITE_BACKSTORE, LAT_KINDS };
 
+/* The counter structs below hold uint64_t fields only: stats.c sums them as arrays. */
+
 /* What a LUN x initiator pair did (reset by stats.reset). */
 struct stats_lun_counters {
 	uint64_t commands[STATS_KINDS];
