@@ -491,6 +491,8 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	char ferr[160] = "";
 	if (admin_refresh_sessions(&res->sessions_closed, &res->maps_changed, ferr, sizeof(ferr)))
 		log_warn("after the change: %s; sessions there keep their LUN maps until they log in again", ferr);
+	if (iscsi_alua_apply(n, r))
+		log_err("after the change: out of memory setting the ALUA target port groups");
 	drain_and_close(n);
 	config_free(n);
 	free(from);
