@@ -264,13 +264,16 @@ static bool add(json_object *o, const char *key, json_object *v)
 	return true;
 }
 
-bool cfg_alua_to_json(json_object *target, const struct cfg_target *tg)
+const char *config_alua_mode_name(uint8_t modes)
 {
-	if (!tg->alua_given)
-		return true;
-	static const char *const modes[] = { "implicit", "implicit", "explicit", "both" };
+	static const char *const names[] = { "implicit", "implicit", "explicit", "both" };
+	return names[modes & 3];
+}
+
+json_object *config_alua_obj(const struct cfg_target *tg)
+{
 	json_object *o = json_object_new_object(), *gs = json_object_new_array();
-	bool ok = o && gs && add(o, "mode", json_object_new_string(modes[tg->alua_modes & 3])) &&
+	bool ok = o && gs && add(o, "mode", json_object_new_string(config_alua_mode_name(tg->alua_modes))) &&
 		  add(o, "transition_time", json_object_new_int(tg->alua_transition_time));
 	for (size_t i = 0; ok && i < tg->nalua_groups; i++) {
 		const struct cfg_alua_group *g = &tg->alua_groups[i];
@@ -291,7 +294,12 @@ bool cfg_alua_to_json(json_object *target, const struct cfg_target *tg)
 	}
 	json_object_put(gs);
 	if (ok)
-		return add(target, "alua", o);
+		return o;
 	json_object_put(o);
-	return false;
+	return NULL;
+}
+
+bool cfg_alua_to_json(json_object *target, const struct cfg_target *tg)
+{
+	return !tg->alua_given || add(target, "alua", config_alua_obj(tg));
 }

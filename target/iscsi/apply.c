@@ -62,6 +62,8 @@ static bool elem_name(const char *key, json_object *e, char *out, size_t n)
 		snprintf(out, n, "lun%s", json_object_get_string(v));
 	else if (!strcmp(key, "mapped_luns") && json_object_object_get_ex(e, "mapped_lun", &v))
 		snprintf(out, n, "mapped_lun%s", json_object_get_string(v));
+	else if (!strcmp(key, "groups") && json_object_object_get_ex(e, "id", &v))
+		snprintf(out, n, "group%s", json_object_get_string(v));
 	else if (!strcmp(key, "acls") && json_object_object_get_ex(e, "initiator", &v))
 		snprintf(out, n, "%s", json_object_get_string(v));
 	else if (!strcmp(key, "portals") && json_object_object_get_ex(e, "ip", &v) &&
