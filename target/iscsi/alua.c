@@ -46,8 +46,10 @@ int iscsi_alua_apply(const struct config *old, const struct config *n)
 		for (size_t j = 0; j < t->nalua_groups; j++) {
 			const struct cfg_alua_group *c = &t->alua_groups[j], *oc = find_group(o, c->id);
 			uint16_t *p = ports + 256 * j;
-			memcpy(p, c->tpgs, c->ntpgs * sizeof(*p));
-			memcpy(p + c->ntpgs, c->remote_ports, c->nremote * sizeof(*p));
+			if (c->ntpgs)
+				memcpy(p, c->tpgs, c->ntpgs * sizeof(*p));
+			if (c->nremote)
+				memcpy(p + c->ntpgs, c->remote_ports, c->nremote * sizeof(*p));
 			g[j] = (struct scsi_alua_group){ .id = c->id, .state = c->state, .preferred = c->preferred,
 							 .ports = p, .nports = c->ntpgs + c->nremote };
 			/* A state the document did not change stays as it runs (SET TARGET PORT GROUPS may have set it). */

@@ -145,7 +145,8 @@ int scsi_alua_configure(struct scsi_alua *a, uint8_t modes, uint8_t transition_t
 			groups_free(ng, n);
 			return groups[i].nports > 255 ? -EINVAL : -ENOMEM;
 		}
-		memcpy(ng[i].ports, groups[i].ports, groups[i].nports * sizeof(uint16_t));
+		if (groups[i].nports)
+			memcpy(ng[i].ports, groups[i].ports, groups[i].nports * sizeof(uint16_t));
 		ng[i].nports = (uint16_t)groups[i].nports;
 		ng[i].id = groups[i].id;
 		ng[i].pref = groups[i].preferred;
