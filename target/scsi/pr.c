@@ -20,6 +20,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -666,32 +667,75 @@ static int pr_persist(struct scsi_pr *pr)
 	return 0;
 }
 
-/* No state file for this identity: say so if one of this backstore was saved under another serial. */
-static void pr_find_moved(const struct scsi_pr *pr, const char *dir)
+/*
+ * What the state folder held when the first LU looked (backstore name,
+ * serial, file), so that an LU without a file of its own can say whether its
+ * backstore was saved under another serial.  Read once per process and
+ * folder: every LU of a large configuration reading every file would make
+ * the start quadratic.  Files written later are for identities in use, not
+ * old ones.
+ */
+#define PR_SCAN_MAX 4096
+struct pr_seen {
+	char name[64], serial[65], file[48];
+};
+static pthread_mutex_t pr_scan_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pr_seen *pr_scan;
+static unsigned pr_nscan;
+static char *pr_scan_dir;
+
+static void pr_scan_folder(const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	unsigned seen = 0;
 
+	free(pr_scan);
+	pr_scan = NULL;
+	pr_nscan = 0;
 	if (!d)
 		return;
-	/* A bounded look: the folder holds one file per LU that ever had APTPL on. */
-	while ((e = readdir(d)) && seen++ < 4096) {
+	while ((e = readdir(d)) && seen++ < PR_SCAN_MAX) {
 		struct pr_state st;
 		char path[PATH_MAX], err[160];
 		size_t n = strlen(e->d_name);
 
-		if (strncmp(e->d_name, "pr-", 3) || n < 8 || strcmp(e->d_name + n - 5, ".json") ||
+		if (strncmp(e->d_name, "pr-", 3) || n < 8 || n >= sizeof(pr_scan->file) ||
+		    strcmp(e->d_name + n - 5, ".json") ||
 		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path))
 			continue;
-		if (pr_state_read(path, &st, err, sizeof(err)) == 0 && !strcmp(st.backstore, pr->name) &&
-		    strcmp(st.serial, pr->serial))
-			log_warn("reservations of %s: APTPL state %s was saved for serial \"%s\"; this LU's serial "
-				 "is now \"%s\" (a new identity): not applied, the LU starts without persistent "
-				 "reservations", pr->name, path, st.serial, pr->serial);
+		if (pr_state_read(path, &st, err, sizeof(err)) == 0 && st.backstore[0]) {
+			struct pr_seen *p = realloc(pr_scan, (pr_nscan + 1) * sizeof(*p));
+
+			if (p) {
+				pr_scan = p;
+				p += pr_nscan++;
+				snprintf(p->name, sizeof(p->name), "%s", st.backstore);
+				snprintf(p->serial, sizeof(p->serial), "%s", st.serial);
+				snprintf(p->file, sizeof(p->file), "%s", e->d_name);
+			}
+		}
 		pr_state_clear(&st);
 	}
 	closedir(d);
+}
+
+/* No state file for this identity: say so if one of this backstore was saved under another serial. */
+static void pr_find_moved(const struct scsi_pr *pr, const char *dir)
+{
+	pthread_mutex_lock(&pr_scan_mu);
+	if (!pr_scan_dir || strcmp(pr_scan_dir, dir)) {
+		free(pr_scan_dir);
+		pr_scan_dir = strdup(dir);
+		pr_scan_folder(dir);
+	}
+	for (unsigned i = 0; i < pr_nscan; i++)
+		if (!strcmp(pr_scan[i].name, pr->name) && strcmp(pr_scan[i].serial, pr->serial))
+			log_warn("reservations of %s: APTPL state %s/%s was saved for serial \"%s\"; this LU's "
+				 "serial is now \"%s\" (a new identity): not applied, the LU starts without "
+				 "persistent reservations", pr->name, dir, pr_scan[i].file, pr_scan[i].serial,
+				 pr->serial);
+	pthread_mutex_unlock(&pr_scan_mu);
 }
 
 int pr_persist_init(struct scsi_pr *pr, const char *dir, const char *serial, const char *naa, const char *name)
