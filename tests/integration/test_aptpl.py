@@ -84,8 +84,12 @@ class Target:
             rc = self.proc.wait()
         else:
             rc = stop_isertd(self.proc)
+            check('run %d: isertd exits 0 on SIGTERM' % self.runs, rc == 0, rc)
         self.log.close()
         self.proc = None
+        log = self.logtext()
+        check('run %d: no sanitizer report in the log' % self.runs,
+              'AddressSanitizer' not in log and 'runtime error' not in log, log[-2000:])
         return rc
 
     def logtext(self):
