@@ -652,6 +652,13 @@ static int pr_persist(struct scsi_pr *pr)
 	pr_state_clear(&st);
 	if (!text)
 		return -ENOMEM;
+	if (strlen(text) > PR_STATE_MAX_BYTES) {
+		/* Never write what the next start would refuse to read. */
+		log_err("reservations of %s: APTPL state %s would be %zu bytes, more than %u", pr->name,
+			pr->state_path, strlen(text), PR_STATE_MAX_BYTES);
+		free(text);
+		return -EFBIG;
+	}
 	if (pr->saved && !strcmp(pr->saved, text)) {
 		free(text);
 		return 0;
@@ -1175,7 +1182,7 @@ void pr_out(struct scsi_pr *pr, struct scsi_cmd *cmd)
 		pr_conflict_status(cmd);
 		return;
 	}
-	/* The APTPL bit counts only in the register service actions (SPC-4 6.16.3). */
+	/* The APTPL bit counts only in the register service actions; the others ignore it (SPC-4). */
 	int aptpl = a.sa == SCSI_PROUT_REGISTER_MOVE ? (a.p[17] & PR_APTPL)
 		    : (a.sa == SCSI_PROUT_REGISTER || a.sa == SCSI_PROUT_REGISTER_IGNORE) ? (a.p[20] & PR_APTPL)
 		    : -1;
@@ -1203,7 +1210,8 @@ void pr_out(struct scsi_pr *pr, struct scsi_cmd *cmd)
 			pr->aptpl = aptpl > 0;
 		if (cmd->status == SCSI_GOOD && pr_persist(pr) < 0) {
 			/* Not durable: the command did nothing, its unit attentions go too. */
-			pr_import(pr, &before);
+			if (pr_import(pr, &before) < 0)
+				log_err("reservations of %s: out of memory undoing a PERSISTENT RESERVE OUT", pr->name);
 			pr->aptpl = old;
 			pr->nnotes = 0;
 			sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_INSUFFICIENT_REG_RESOURCES);

@@ -45,12 +45,16 @@ static bool all_hex(const char *s, size_t n)
 	return strlen(s) == n && strspn(s, "0123456789abcdefABCDEF") == n;
 }
 
+/*
+ * Names are whatever the initiator sent at login (isertd does not restrict
+ * iSCSI names to RFC 3722's characters), so any byte but NUL is kept.
+ */
 bool pr_state_valid_iport(const char *iport, bool *has_isid, size_t *name_len)
 {
 	size_t n = strlen(iport);
 	const char *sep = strcasestr(iport, ",i,0x");
 
-	if (n == 0 || n > 255 || !printable(iport))
+	if (n == 0 || n > 255)
 		return false;
 	if (!sep) {
 		*has_isid = false;
@@ -160,9 +164,9 @@ static json_object *field(json_object *o, const char *k, json_type t, bool requi
 	return v;
 }
 
-/* A string field of at most max bytes, printable ASCII; copied into out (max + 1 bytes). */
-static bool str_field(json_object *o, const char *k, size_t max, bool required, const char *where, char *out,
-		      char *err, size_t errlen)
+/* A string field of at most max bytes, printable ASCII unless any_byte (then no NUL); into out (max + 1 bytes). */
+static bool str_field_ex(json_object *o, const char *k, size_t max, bool required, bool any_byte,
+			 const char *where, char *out, char *err, size_t errlen)
 {
 	bool bad = false;
 	json_object *v = field(o, k, json_type_string, required, where, err, errlen, &bad);
@@ -173,12 +177,19 @@ static bool str_field(json_object *o, const char *k, size_t max, bool required, 
 		return !bad;
 	s = json_object_get_string(v);
 	n = (size_t)json_object_get_string_len(v);
-	if (n > max || strlen(s) != n || !printable(s)) {
-		seterr(err, errlen, "%s%s must be at most %zu printable ASCII characters", where, k, max);
+	if (n > max || strlen(s) != n || (!any_byte && !printable(s))) {
+		seterr(err, errlen, "%s%s must be at most %zu %s", where, k, max,
+		       any_byte ? "bytes, none of them NUL" : "printable ASCII characters");
 		return false;
 	}
 	memcpy(out, s, n + 1);
 	return true;
+}
+
+static bool str_field(json_object *o, const char *k, size_t max, bool required, const char *where, char *out,
+		      char *err, size_t errlen)
+{
+	return str_field_ex(o, k, max, required, false, where, out, err, errlen);
 }
 
 static bool int_field(json_object *o, const char *k, int64_t min, int64_t max, const char *where, int64_t *out,
@@ -234,8 +245,8 @@ static bool parse_reg(json_object *o, unsigned i, struct pr_state_reg *r, char *
 		seterr(err, errlen, "%skey must be \"0x\" and 1-16 hex digits, not zero", where);
 		return false;
 	}
-	if (!str_field(o, "initiator", 255, true, where, r->iport, err, errlen) ||
-	    !str_field(o, "target_port", 255, true, where, r->tport, err, errlen) ||
+	if (!str_field_ex(o, "initiator", 255, true, true, where, r->iport, err, errlen) ||
+	    !str_field_ex(o, "target_port", 255, true, true, where, r->tport, err, errlen) ||
 	    !int_field(o, "relative_port", 0, 65535, where, &rtpi, err, errlen))
 		return false;
 	if (!pr_state_valid_iport(r->iport, &has_isid, &nl)) {
@@ -437,15 +448,17 @@ int pr_state_read(const char *path, struct pr_state *st, char *err, size_t errle
 		close(fd);
 		return -EINVAL;
 	}
-	/* One byte more than allowed, so a file that grew since fstat is still caught. */
-	text = malloc(PR_STATE_MAX_BYTES + 1);
+	/* One byte more than fstat said, so a file that grew since is caught. */
+	size_t cap = (size_t)sb.st_size + 1;
+
+	text = malloc(cap);
 	if (!text) {
 		close(fd);
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (;;) {
-		ssize_t n = read(fd, text + got, PR_STATE_MAX_BYTES + 1 - got);
+		ssize_t n = read(fd, text + got, cap - got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -456,8 +469,14 @@ int pr_state_read(const char *path, struct pr_state *st, char *err, size_t errle
 			close(fd);
 			return rc;
 		}
-		if (n == 0 || (got += (size_t)n) > PR_STATE_MAX_BYTES)
+		if (n == 0)
 			break;
+		if ((got += (size_t)n) == cap) {
+			seterr(err, errlen, "the file grew while it was read");
+			free(text);
+			close(fd);
+			return -EIO;
+		}
 	}
 	close(fd);
 	rc = pr_state_parse(text, got, st, err, errlen);

@@ -15,13 +15,17 @@
 #define PR_STATE_VERSION 1
 /* Registrations an LU holds at most (pr.c refuses more); a file with more is refused too. */
 #define PR_STATE_MAX_REGS 1024
-/* 1024 registrations of two 255-byte names each stay well below this. */
-#define PR_STATE_MAX_BYTES (1u << 20)
+/*
+ * 1024 registrations of two 255-byte names stay below this even when every
+ * byte of the names is written as a \u00XX escape (names come from the wire
+ * as any bytes but NUL); pr.c never writes a file longer than this.
+ */
+#define PR_STATE_MAX_BYTES (4u << 20)
 
 struct pr_state_reg {
 	uint64_t key;             /* never 0 */
-	char iport[256];          /* "<name>,i,0x<ISID>", or the bare name for every port of it */
-	char tport[256];          /* "<target name>,t,0x<TPGT>" */
+	char iport[256];          /* "<name>,i,0x<ISID>", or the bare name for every port of it; any bytes but NUL */
+	char tport[256];          /* "<target name>,t,0x<TPGT>"; any bytes but NUL */
 	uint16_t rtpi;
 	bool all_tg_pt;
 };

@@ -1214,10 +1214,13 @@ static void test_state_parser(void)
 		       "\"relative_port\":65536,\"all_target_ports\":false}", "null"), "relative_port must be");
 	expect_bad(DOC("{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:a\",\"target_port\":\"t\","
 		       "\"relative_port\":1}", "null"), "all_target_ports is missing");
-	expect_bad(DOC("{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:\\u0001\",\"target_port\":\"t\","
-		       "\"relative_port\":1,\"all_target_ports\":false}", "null"), "printable");
+	/* Names are the initiator's bytes (any but NUL): escaped control characters come back. */
+	CU_ASSERT_EQUAL(parse(DOC("{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:\\u0001\\\"\",\"target_port\":\"t\","
+				  "\"relative_port\":1,\"all_target_ports\":false}", "null"), err, sizeof(err)), 0);
 	expect_bad(DOC("{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:\\u0000x\",\"target_port\":\"t\","
-		       "\"relative_port\":1,\"all_target_ports\":false}", "null"), "printable");
+		       "\"relative_port\":1,\"all_target_ports\":false}", "null"), "none of them NUL");
+	expect_bad("{\"format\":\"isert-pr\",\"version\":1,\"serial\":\"S\\u0001\",\"naa\":\"" NAA_HEX "\","
+		   "\"generation\":1,\"aptpl\":true,\"registrations\":[]}", "serial must be at most 64 printable");
 	expect_bad(DOC("7", "null"), "registrations[0] must be an object");
 	expect_bad("{\"format\":\"isert-pr\",\"version\":1,\"serial\":\"S\",\"naa\":\"xyz\",\"generation\":1,"
 		   "\"aptpl\":true,\"registrations\":[]}", "naa must be");
@@ -1263,7 +1266,7 @@ static void test_state_parser(void)
 	memset(big, ' ', PR_STATE_MAX_BYTES + 1);
 	big[PR_STATE_MAX_BYTES + 1] = 0;
 	memcpy(big, DOC("", "null"), strlen(DOC("", "null")));
-	expect_bad(big, "at most 1048576");
+	expect_bad(big, "at most 4194304");
 	/* The same through the file reader. */
 	{
 		char path[128];
@@ -1275,7 +1278,7 @@ static void test_state_parser(void)
 		fwrite(big, 1, PR_STATE_MAX_BYTES + 1, f);
 		fclose(f);
 		CU_ASSERT_EQUAL(pr_state_read(path, &st, err, sizeof(err)), -EINVAL);
-		CU_ASSERT_PTR_NOT_NULL(strstr(err, "at most 1048576"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "at most 4194304"));
 		CU_ASSERT_EQUAL(st.regs, NULL);
 		unlink(path);
 		CU_ASSERT_EQUAL(pr_state_read(path, &st, err, sizeof(err)), -ENOENT);
@@ -1284,6 +1287,51 @@ static void test_state_parser(void)
 	/* A NUL byte inside. */
 	CU_ASSERT_EQUAL(pr_state_parse("{\"a\":\0}", 7, &st, err, sizeof(err)), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "NUL"));
+}
+
+/*
+ * The registration maximum with initiator names as long as allowed and
+ * made of bytes JSON must escape: the file stays under its cap and the
+ * whole state comes back.
+ */
+static void test_aptpl_at_maximum(void)
+{
+	static struct scsi_nexus big[REGS_MAX];
+	struct scsi_pr *pr = new_pr_at(state_dir, "SER1"), *pr2;
+	char iname[224], isid[13], path[128];
+	uint8_t *fs1 = malloc(65536), *fs2 = malloc(65536);
+	struct stat sb;
+
+	CU_ASSERT_FATAL(fs1 && fs2);
+	for (unsigned i = 0; i < REGS_MAX; i++) {
+		memset(iname, 0x01, 223);
+		iname[223] = 0;
+		memcpy(iname, "iqn.2026-11.\"\\\xff:", 16);
+		snprintf(iname + 223 - 4, 5, "%04x", i);
+		snprintf(isid, sizeof(isid), "%012x", 0x400000u + i);
+		mk_nexus(&big[i], iname, isid, 1, 1000 + i);
+		CU_ASSERT_EQUAL_FATAL(prout(pr, &big[i], REG, 0, 0, 0x1000 + i, 0x01), SCSI_GOOD);
+	}
+	CU_ASSERT_EQUAL(prout(pr, &big[7], RES, EA_RO, 0x1007, 0, 0), SCSI_GOOD);
+	state_path(path, sizeof(path));
+	CU_ASSERT_EQUAL(stat(path, &sb), 0);
+	CU_ASSERT(sb.st_size > REGS_MAX * 200 * 6 && sb.st_size <= PR_STATE_MAX_BYTES); /* 202 escaped bytes a name */
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RFULL, 0xffff), SCSI_GOOD);
+	memcpy(fs1, last.data + 4, last.len - 4);
+	pr2 = new_pr_at(state_dir, "SER1");
+	CU_ASSERT_EQUAL(nkeys(pr2), REGS_MAX);
+	CU_ASSERT_EQUAL(prin(pr2, &nx[0], RFULL, 0xffff), SCSI_GOOD);
+	memcpy(fs2, last.data + 4, last.len - 4);
+	CU_ASSERT_EQUAL(memcmp(fs1, fs2, last.len - 4), 0);
+	CU_ASSERT_FALSE(conflicts(pr2, &big[REGS_MAX - 1], 0x28));
+	CU_ASSERT_TRUE(conflicts(pr2, &nx[0], 0x28));
+	CU_ASSERT_EQUAL(prout(pr2, &big[7], CLR, 0, 0x1007, 0, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr2, &big[7], REG, 0, 0, 0, 0), SCSI_GOOD); /* APTPL off: the file goes */
+	CU_ASSERT_FALSE(state_exists());
+	pr_destroy(pr2);
+	pr_destroy(pr);
+	free(fs1);
+	free(fs2);
 }
 
 static void test_aptpl_without_folder(void)
@@ -1337,6 +1385,7 @@ int main(void)
 	CU_add_test(s, "aptpl_damaged", test_aptpl_damaged);
 	CU_add_test(s, "aptpl_write_fails", test_aptpl_write_fails);
 	CU_add_test(s, "aptpl_without_folder", test_aptpl_without_folder);
+	CU_add_test(s, "aptpl_at_maximum", test_aptpl_at_maximum);
 	CU_add_test(s, "state_parser", test_state_parser);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
