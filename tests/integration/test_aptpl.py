@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
-from admin_rpc import stop_isertd  # noqa: E402
+from admin_rpc import Rpc, stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD = sys.argv[1]
@@ -39,7 +39,7 @@ ISID = {INI_A: bytes.fromhex('400001370001'), INI_B: bytes.fromhex('400001370002
 KEY_A, KEY_B = 0xA1A1A1A1A1A1A1A1, 0xB2
 WE, EA, WE_RO, EA_RO = 1, 3, 5, 6
 GOOD, CHECK, CONFLICT = 0x00, 0x02, 0x18
-REG, RES, REL, CLR, PRE = 0, 1, 2, 3, 4
+REG, RES, REL, CLR, PRE, REG_IGN = 0, 1, 2, 3, 4, 6
 
 
 class Target:
@@ -66,7 +66,8 @@ class Target:
         self.runs += 1
         self.logname = os.path.join(self.work, 'isertd-%d.log' % self.runs)
         self.log = open(self.logname, 'w')
-        self.proc = subprocess.Popen([ISERTD, '-c', self.cfgfile, '--admin-socket', 'none', '-r', '2'],
+        self.sock = os.path.join(self.work, 'admin.sock')
+        self.proc = subprocess.Popen([ISERTD, '-c', self.cfgfile, '--admin-socket', self.sock, '-r', '2'],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         for _ in range(200):
             try:
@@ -253,8 +254,20 @@ def main():
         check('APTPL cleared: no reservation after restart', read_reservation(a) is None)
         check('APTPL cleared: outsider writes', rw(c, True) == GOOD)
 
+        # apply of a document with another state_dir: reported as needing a restart, the state stays put.
+        with open(t.cfgfile) as f:
+            doc = json.load(f)
+        doc['global']['state_dir'] = os.path.join(work, 'elsewhere')
+        r = Rpc(t.sock).call('apply', {'config': doc})
+        check('apply: state_dir needs a restart', 'state_dir' in r.get('result', {}).get('restart_needed', []), r)
+        check('apply: APTPL still writes to the folder it started with',
+              prout(a, REG_IGN, sark=KEY_A, aptpl=True)[0] == GOOD and
+              len(glob.glob(os.path.join(t.state, 'pr-*.json'))) == 1 and
+              not os.path.exists(os.path.join(work, 'elsewhere')))
+
         # A damaged file: logged by name, moved to .bad, the LU starts without reservations.
-        check('A registers with APTPL again', prout(a, REG, sark=KEY_A, aptpl=True)[0] == GOOD)
+        check('A registers again (REGISTER AND IGNORE EXISTING KEY, APTPL)',
+              prout(a, REG_IGN, sark=KEY_A, aptpl=True)[0] == GOOD)
         check('A reserves WRITE EXCLUSIVE', prout(a, RES, WE, rk=KEY_A)[0] == GOOD)
         a.close()
         c.close()
