@@ -126,7 +126,8 @@ bool lu_cmd_aborted(struct scsi_lu *lu, const struct scsi_cmd *cmd)
 
 /*
  * The NAA 6 designator of VPD 0x83 in hex: it names the LU's APTPL state
- * file.  Must give vpd_devid's bytes (tests/unit/test_pr.c compares them).
+ * file.  Must give vpd_devid's bytes (test_scsi's aptpl_file_named_by_vpd83
+ * and integration test_aptpl compare them).
  */
 static const char *lu_naa_hex(const struct scsi_lu *lu, char out[33])
 {
