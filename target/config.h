@@ -156,6 +156,7 @@ struct config {
 	enum reactor_poll_mode poll_mode;
 	char *admin_socket;              /* may be NULL */
 	char *metrics;                   /* Prometheus endpoint HOST:PORT or PORT (target/metrics.h); NULL: off */
+	char *state_dir;                 /* APTPL state folder as configured; NULL: the default (config_state_dir) */
 	/* What peers may hold (docs/security.md). */
 	unsigned login_timeout_s;
 	unsigned max_connections, max_connections_per_portal, max_connections_per_host;
@@ -168,6 +169,12 @@ struct config {
 
 /* The embedded default: one 1 GiB RAM LUN, portal 127.0.0.1:3260, demo mode. */
 extern const char config_default_json[];
+
+#define CONFIG_DEFAULT_STATE_DIR "/var/lib/isert"
+/* The folder of APTPL state files in effect; NULL when global.state_dir is "none". */
+const char *config_state_dir(const struct config *c);
+/* Is s a valid global.state_dir ("none" or an absolute path of 1-1024 bytes)? */
+bool config_valid_state_dir(const char *s);
 
 int config_load_file(const char *path, struct config **out, char *err, size_t errlen);
 /* Does the configuration hold CHAP secrets (any chap object)? */

@@ -927,12 +927,41 @@ static int parse_metrics(struct pctx *p, json_object *v, struct config *c)
 	return 0;
 }
 
+const char *config_state_dir(const struct config *c)
+{
+	if (!c->state_dir)
+		return CONFIG_DEFAULT_STATE_DIR;
+	return strcmp(c->state_dir, "none") ? c->state_dir : NULL;
+}
+
+bool config_valid_state_dir(const char *s)
+{
+	size_t n = strlen(s);
+
+	return !strcmp(s, "none") || (s[0] == '/' && n <= 1024);
+}
+
+/* global.state_dir: where APTPL reservations live (docs/reservations.md). */
+static int parse_state_dir(struct pctx *p, json_object *v, struct config *c)
+{
+	int r = cfg_get_str(p, v, "state_dir", false, 1024, &c->state_dir);
+
+	if (r <= 0)
+		return r;
+	if (!config_valid_state_dir(c->state_dir)) {
+		cfg_push_key(p, "state_dir");
+		return cfg_perr(p, "must be an absolute path (at most 1024 bytes) or \"none\", got \"%s\"",
+				c->state_dir);
+	}
+	return 0;
+}
+
 static int parse_global(struct pctx *p, json_object *v, struct config *c)
 {
 	static const char *const keys[] = { "reactors", "poll_mode", "admin_socket", "login_timeout",
 					    "max_connections", "max_connections_per_portal",
 					    "max_connections_per_host", "max_sessions", "tcp_keepalive",
-					    "buffer_pool_mb", "shutdown_timeout", "metrics", NULL };
+					    "buffer_pool_mb", "shutdown_timeout", "metrics", "state_dir", NULL };
 	char *mode = NULL;
 	uint32_t n = 0;
 	int r;
@@ -968,6 +997,8 @@ static int parse_global(struct pctx *p, json_object *v, struct config *c)
 	}
 	/* sun_path holds 108 bytes with the terminator */
 	if ((r = cfg_get_str(p, v, "admin_socket", false, 107, &c->admin_socket)) < 0)
+		return r;
+	if ((r = parse_state_dir(p, v, c)))
 		return r;
 	return parse_metrics(p, v, c);
 }
@@ -1202,6 +1233,7 @@ void config_free(struct config *c)
 	chap_free(&c->discovery_chap);
 	free(c->admin_socket);
 	free(c->metrics);
+	free(c->state_dir);
 	free(c->origin);
 	free(c);
 }

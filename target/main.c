@@ -50,6 +50,8 @@ static void usage(FILE *f)
 		"                         (default: global.admin_socket, else " RPC_DEFAULT_SOCKET "; none: off)\n"
 		"      --metrics HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
 		"                         (PORT alone: 127.0.0.1; default: global.metrics, else off)\n"
+		"      --state-dir DIR    keep persistent reservations (APTPL) in DIR\n"
+		"                         (default: global.state_dir, else " CONFIG_DEFAULT_STATE_DIR "; none: off)\n"
 		"      --check            validate the configuration and exit\n"
 		"      --print-config     print the configuration in effect as JSON and exit\n"
 		"  -d, --debug            verbose logging\n"
@@ -156,10 +158,11 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' }, { "portal", required_argument, NULL, 'p' },
 		{ "reactors", required_argument, NULL, 'r' }, { "check", no_argument, NULL, 'C' },
 		{ "admin-socket", required_argument, NULL, 'a' }, { "metrics", required_argument, NULL, 'M' },
+		{ "state-dir", required_argument, NULL, 'S' },
 		{ "print-config", no_argument, NULL, 'P' },   { "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 	};
-	const char *config_path = NULL, *admin_socket = NULL, *metrics = NULL;
+	const char *config_path = NULL, *admin_socket = NULL, *metrics = NULL, *state_dir = NULL;
 	const char *portals[64];
 	unsigned nportals = 0, nr = 0;
 	bool check = false, print = false;
@@ -191,6 +194,14 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			metrics = optarg;
+			break;
+		case 'S':
+			if (!config_valid_state_dir(optarg)) {
+				fprintf(stderr, "isertd: --state-dir: expected an absolute path (at most 1024 bytes) "
+						"or none, got '%s'\n", optarg);
+				return 2;
+			}
+			state_dir = optarg;
 			break;
 		case 'C':
 			check = true;
@@ -240,6 +251,16 @@ int main(int argc, char **argv)
 		free(host);
 		free(cfg->metrics);
 		cfg->metrics = *metrics ? strdup(metrics) : NULL;
+	}
+	if (state_dir) {
+		/* as global.state_dir, so --print-config shows it */
+		free(cfg->state_dir);
+		cfg->state_dir = strdup(state_dir);
+		if (!cfg->state_dir) {
+			fprintf(stderr, "isertd: out of memory\n");
+			config_free(cfg);
+			return 1;
+		}
 	}
 	if (check || print) {
 		if (print) {

@@ -1273,7 +1273,7 @@ out:
 static const char *const live_globals[] = { "login_timeout", "max_connections", "max_connections_per_portal",
 					    "max_connections_per_host", "max_sessions", "shutdown_timeout", NULL };
 static const char *const restart_globals[] = { "reactors", "poll_mode", "admin_socket", "tcp_keepalive",
-					       "buffer_pool_mb", "metrics", NULL };
+					       "buffer_pool_mb", "metrics", "state_dir", NULL };
 
 
 static int m_global_set(struct rpc_call *c)

@@ -266,6 +266,11 @@ static void keep_restart_keys(struct config *r, struct config *n, json_object *r
 		free(n->admin_socket);
 		n->admin_socket = r->admin_socket ? strdup(r->admin_socket) : NULL;
 	}
+	if (!same_str(n->state_dir, r->state_dir)) {
+		json_object_array_add(restart, json_object_new_string("state_dir"));
+		free(n->state_dir);
+		n->state_dir = r->state_dir ? strdup(r->state_dir) : NULL;
+	}
 	if (!same_str(n->metrics, r->metrics)) {
 		json_object_array_add(restart, json_object_new_string("metrics"));
 		free(n->metrics);

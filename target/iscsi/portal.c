@@ -25,7 +25,8 @@ int iscsi_backstore_open(struct cfg_backstore *b, char *err, size_t errlen)
 		return rc;
 	char serial[64];
 	snprintf(serial, sizeof(serial), "%s", b->serial ? b->serial : b->name);
-	struct scsi_lu_params p = { .serial = serial, .name = b->name };
+	/* iscsi_setup sets iscsi_g.cfg before the first backstore opens; state_dir never changes after. */
+	struct scsi_lu_params p = { .serial = serial, .name = b->name, .state_dir = config_state_dir(iscsi_g.cfg) };
 	rc = scsi_lu_create(b->rt_bs, &p, &b->rt_lu);
 	if (rc) {
 		snprintf(err, errlen, "backstore '%s': cannot create its logical unit: %s", b->name, strerror(-rc));

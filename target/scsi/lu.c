@@ -129,6 +129,26 @@ bool lu_cmd_aborted(struct scsi_lu *lu, const struct scsi_cmd *cmd)
 	return false;
 }
 
+/*
+ * The NAA 6 designator of VPD 0x83 in hex: it names the LU's APTPL state
+ * file.  Must give vpd_devid's bytes (test_scsi's aptpl_file_named_by_vpd83
+ * and integration test_aptpl compare them).
+ */
+static const char *lu_naa_hex(const struct scsi_lu *lu, char out[33])
+{
+	uint8_t id[16];
+
+	id[0] = 0x60 | 0x0a;
+	id[1] = 0x00;
+	id[2] = 0x00;
+	id[3] = (uint8_t)((lu->naa_hi >> 32) & 0x0f);
+	put_be32(id + 4, (uint32_t)lu->naa_hi);
+	put_be64(id + 8, lu->naa_lo);
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", id[i]);
+	return out;
+}
+
 int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct scsi_lu **out)
 {
 	static const char *const types[] = { "RAM", "FILE", "BLOCK" };
@@ -173,6 +193,16 @@ int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct 
 	}
 	lu->naa_hi = fnv1a(lu->serial, 0xcbf29ce484222325ull);
 	lu->naa_lo = fnv1a(lu->serial, 0x84222325cbf29ce4ull);
+	if (p->state_dir) {
+		char naa[33];
+		int rc = pr_persist_init(lu->pr, p->state_dir, lu->serial, lu_naa_hex(lu, naa),
+					 p->name ? p->name : backstore_name(bs));
+
+		if (rc) {
+			scsi_lu_destroy(lu);
+			return rc;
+		}
+	}
 	*out = lu;
 	return 0;
 }

@@ -5,28 +5,37 @@
  * session that made them (iSCSI keeps the I_T nexus across reconnects).
  *
  * Choices a reader should know:
- * - APTPL is rejected (PTPL_C=0): nothing here survives a restart, and
- *   claiming otherwise would mislead cluster software.
+ * - APTPL (PTPL_C=1) when the LU has a state file (pr_persist_init): while
+ *   the last APTPL bit received is 1, every PR OUT that succeeds rewrites the
+ *   file before it completes, under the LU mutex, so no initiator ever sees a
+ *   state that is not on disk; a failed write undoes the command.  Without a
+ *   state file APTPL=1 is refused (INVALID FIELD IN PARAMETER LIST).
+ *   The generation restarts at 0 (SPC-4: set to zero by a power on).
  * - CRH=1: RESERVE/RELEASE from a PR holder (or a registrant under a
  *   registrants-only / all-registrants reservation) succeed without effect.
  * - SIP_C and ATP_C are supported.
  */
 #include "target/scsi/pr.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/bufpool.h"
+#include "common/log.h"
 #include "common/scsi_proto.h"
 #include "common/util.h"
 #include "target/scsi/din.h"
+#include "target/scsi/pr_state.h"
 #include "target/scsi/scsi.h"
 #include "target/scsi/sense.h"
 
-#define PR_MAX_REGS 1024
+#define PR_MAX_REGS PR_STATE_MAX_REGS
 #define PR_ASC_INVALID_RELEASE 0x2604 /* INVALID RELEASE OF PERSISTENT RESERVATION */
 #define PR_BASIC_LEN 24
 #define PR_TID_ISCSI 0x5
@@ -84,6 +93,12 @@ struct scsi_pr {
 	/* Unit attentions collected during one command, sent once the state is final. */
 	struct pr_note *notes;
 	unsigned nnotes, notes_cap;
+
+	/* APTPL: the state file (NULL: APTPL not offered), the LU's identity it records. */
+	char *state_path;
+	char serial[65], naa[33], name[64];
+	bool aptpl;            /* the last APTPL bit of a REGISTER / REGISTER AND MOVE that succeeded */
+	char *saved;           /* the text last written, to skip rewriting an unchanged state */
 };
 
 struct scsi_pr *pr_create(pr_ua_fn ua, void *ua_ctx)
@@ -115,6 +130,8 @@ void pr_destroy(struct scsi_pr *pr)
 		return;
 	pr_free_regs(pr);
 	free(pr->notes);
+	free(pr->state_path);
+	free(pr->saved);
 	free(pr);
 }
 
@@ -480,11 +497,12 @@ static void pr_in_read_reservation(const struct scsi_pr *pr, struct din *d)
 	din_zero(d, 2);
 }
 
-static void pr_in_report_caps(struct din *d)
+static void pr_in_report_caps(const struct scsi_pr *pr, struct din *d)
 {
 	din_be16(d, 8);
-	din_u8(d, 0x10 | 0x08 | 0x04);  /* CRH, SIP_C, ATP_C; PTPL_C=0 */
-	din_u8(d, 0x80 | (1 << 4));     /* TMV; ALLOW COMMANDS 001b: TEST UNIT READY passes */
+	din_u8(d, (uint8_t)(0x10 | 0x08 | 0x04 | (pr->state_path ? 0x01 : 0))); /* CRH, SIP_C, ATP_C, PTPL_C */
+	/* TMV; ALLOW COMMANDS 001b: TEST UNIT READY passes; PTPL_A */
+	din_u8(d, (uint8_t)(0x80 | (1 << 4) | (pr->aptpl ? 0x01 : 0)));
 	din_u8(d, 0x80 | 0x40 | 0x20 | 0x08 | 0x02); /* WR_EX_AR EX_AC_RO WR_EX_RO EX_AC WR_EX */
 	din_u8(d, 0x01);                             /* EX_AC_AR */
 	din_zero(d, 2);
@@ -517,7 +535,7 @@ static void pr_in_build(struct scsi_cmd *cmd, struct din *d, const void *arg)
 	switch (cmd->cdb[1] & 0x1f) {
 	case SCSI_PRIN_READ_KEYS: pr_in_read_keys(pr, d); break;
 	case SCSI_PRIN_READ_RESERVATION: pr_in_read_reservation(pr, d); break;
-	case SCSI_PRIN_REPORT_CAPABILITIES: pr_in_report_caps(d); break;
+	case SCSI_PRIN_REPORT_CAPABILITIES: pr_in_report_caps(pr, d); break;
 	default: pr_in_full_status(pr, d); break;
 	}
 }
@@ -536,6 +554,247 @@ void pr_in(struct scsi_pr *pr, struct scsi_cmd *cmd)
 	}
 	cmd->status = SCSI_GOOD;
 	din_build(cmd, get_be16(cmd->cdb + 7), pr_in_build, pr);
+}
+
+/* ---- APTPL: the state as a file ---- */
+
+static int pr_export(const struct scsi_pr *pr, struct pr_state *st)
+{
+	unsigned i = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->holder = -1;
+	st->regs = pr->nregs ? calloc(pr->nregs, sizeof(*st->regs)) : NULL;
+	if (pr->nregs && !st->regs)
+		return -ENOMEM;
+	snprintf(st->serial, sizeof(st->serial), "%s", pr->serial);
+	snprintf(st->naa, sizeof(st->naa), "%s", pr->naa);
+	snprintf(st->backstore, sizeof(st->backstore), "%s", pr->name);
+	st->generation = pr->generation;
+	st->aptpl = pr->aptpl;
+	st->reserved = pr->reserved;
+	st->type = pr->type;
+	for (const struct pr_reg *r = pr->regs; r; r = r->next, i++) {
+		struct pr_state_reg *o = &st->regs[i];
+
+		o->key = r->key;
+		snprintf(o->iport, sizeof(o->iport), "%s", r->has_isid ? r->iport : r->iname);
+		snprintf(o->tport, sizeof(o->tport), "%s", r->tport);
+		o->rtpi = r->rtpi;
+		o->all_tg_pt = r->all_tg_pt;
+		if (r == pr->holder)
+			st->holder = (int)i;
+	}
+	st->nregs = i;
+	return 0;
+}
+
+/* Replace registrations and reservation by st's (checked by pr_state_parse); all or nothing. */
+static int pr_import(struct scsi_pr *pr, const struct pr_state *st)
+{
+	struct pr_reg *head = NULL, **tail = &head, *holder = NULL;
+
+	for (unsigned i = 0; i < st->nregs; i++) {
+		const struct pr_state_reg *o = &st->regs[i];
+		struct pr_reg *r = calloc(1, sizeof(*r));
+		size_t nl;
+
+		if (!r || !pr_state_valid_iport(o->iport, &r->has_isid, &nl)) {
+			free(r);
+			while (head) {
+				r = head;
+				head = r->next;
+				free(r);
+			}
+			return -ENOMEM;
+		}
+		r->key = o->key;
+		snprintf(r->iport, sizeof(r->iport), "%s", o->iport);
+		snprintf(r->iname, sizeof(r->iname), "%.*s", (int)nl, o->iport);
+		snprintf(r->tport, sizeof(r->tport), "%s", o->tport);
+		r->rtpi = o->rtpi;
+		r->all_tg_pt = o->all_tg_pt;
+		if ((int)i == st->holder)
+			holder = r;
+		*tail = r;
+		tail = &r->next;
+	}
+	pr_free_regs(pr);
+	pr->regs = head;
+	pr->nregs = st->nregs;
+	pr->generation = st->generation;
+	pr_clear_reservation(pr);
+	if (st->reserved)
+		pr_set_reservation(pr, holder, st->type);
+	return 0;
+}
+
+/* After a PR OUT that succeeded with APTPL on (or just turned off): the file follows. */
+static int pr_persist(struct scsi_pr *pr)
+{
+	struct pr_state st;
+	char err[PATH_MAX + 160] = "", *text;
+	int rc;
+
+	if (!pr->aptpl) {
+		rc = pr_state_remove(pr->state_path, err, sizeof(err));
+		if (rc)
+			log_err("reservations of %s: APTPL state %s: %s", pr->name, pr->state_path, err);
+		else {
+			free(pr->saved);
+			pr->saved = NULL;
+		}
+		return rc;
+	}
+	if (pr_export(pr, &st) < 0)
+		return -ENOMEM;
+	text = pr_state_format(&st);
+	pr_state_clear(&st);
+	if (!text)
+		return -ENOMEM;
+	if (strlen(text) > PR_STATE_MAX_BYTES) {
+		/* Never write what the next start would refuse to read. */
+		log_err("reservations of %s: APTPL state %s would be %zu bytes, more than %u", pr->name,
+			pr->state_path, strlen(text), PR_STATE_MAX_BYTES);
+		free(text);
+		return -EFBIG;
+	}
+	if (pr->saved && !strcmp(pr->saved, text)) {
+		free(text);
+		return 0;
+	}
+	rc = pr_state_write(pr->state_path, text, err, sizeof(err));
+	if (rc) {
+		log_err("reservations of %s: APTPL state %s: %s", pr->name, pr->state_path, err);
+		free(text);
+		return rc;
+	}
+	free(pr->saved);
+	pr->saved = text;
+	return 0;
+}
+
+/*
+ * What the state folder held when the first LU looked (backstore name,
+ * serial, file), so that an LU without a file of its own can say whether its
+ * backstore was saved under another serial.  Read once per process and
+ * folder: every LU of a large configuration reading every file would make
+ * the start quadratic.  Files written later are for identities in use, not
+ * old ones.
+ */
+#define PR_SCAN_MAX 4096
+struct pr_seen {
+	char name[64], serial[65], file[48];
+};
+static pthread_mutex_t pr_scan_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pr_seen *pr_scan;
+static unsigned pr_nscan;
+static char *pr_scan_dir;
+
+static void pr_scan_folder(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned seen = 0;
+
+	free(pr_scan);
+	pr_scan = NULL;
+	pr_nscan = 0;
+	if (!d)
+		return;
+	while ((e = readdir(d)) && seen++ < PR_SCAN_MAX) {
+		struct pr_state st;
+		char path[PATH_MAX], err[160];
+		size_t n = strlen(e->d_name);
+
+		if (strncmp(e->d_name, "pr-", 3) || n < 8 || n >= sizeof(pr_scan->file) ||
+		    strcmp(e->d_name + n - 5, ".json") ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path))
+			continue;
+		if (pr_state_read(path, &st, err, sizeof(err)) == 0 && st.backstore[0]) {
+			struct pr_seen *p = realloc(pr_scan, (pr_nscan + 1) * sizeof(*p));
+
+			if (p) {
+				pr_scan = p;
+				p += pr_nscan++;
+				snprintf(p->name, sizeof(p->name), "%s", st.backstore);
+				snprintf(p->serial, sizeof(p->serial), "%s", st.serial);
+				snprintf(p->file, sizeof(p->file), "%s", e->d_name);
+			}
+		}
+		pr_state_clear(&st);
+	}
+	closedir(d);
+}
+
+/* No state file for this identity: say so if one of this backstore was saved under another serial. */
+static void pr_find_moved(const struct scsi_pr *pr, const char *dir)
+{
+	pthread_mutex_lock(&pr_scan_mu);
+	if (!pr_scan_dir || strcmp(pr_scan_dir, dir)) {
+		free(pr_scan_dir);
+		pr_scan_dir = strdup(dir);
+		pr_scan_folder(dir);
+	}
+	for (unsigned i = 0; i < pr_nscan; i++)
+		if (!strcmp(pr_scan[i].name, pr->name) && strcmp(pr_scan[i].serial, pr->serial))
+			log_warn("reservations of %s: APTPL state %s/%s was saved for serial \"%s\"; this LU's "
+				 "serial is now \"%s\" (a new identity): not applied, the LU starts without "
+				 "persistent reservations", pr->name, dir, pr_scan[i].file, pr_scan[i].serial,
+				 pr->serial);
+	pthread_mutex_unlock(&pr_scan_mu);
+}
+
+int pr_persist_init(struct scsi_pr *pr, const char *dir, const char *serial, const char *naa, const char *name)
+{
+	struct pr_state st;
+	char path[PATH_MAX], err[PATH_MAX + 160] = "";
+	int rc;
+
+	snprintf(pr->serial, sizeof(pr->serial), "%s", serial);
+	snprintf(pr->naa, sizeof(pr->naa), "%s", naa);
+	snprintf(pr->name, sizeof(pr->name), "%s", name ? name : serial);
+	if ((size_t)snprintf(path, sizeof(path), "%s/pr-%s.json", dir, naa) >= sizeof(path) - 8)
+		return -ENAMETOOLONG;
+	pr->state_path = strdup(path);
+	if (!pr->state_path)
+		return -ENOMEM;
+	rc = pr_state_read(path, &st, err, sizeof(err));
+	if (rc == -ENOENT) {
+		pr_find_moved(pr, dir);
+		return 0;
+	}
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == -EINVAL) {
+		char bad[PATH_MAX + 8];
+
+		snprintf(bad, sizeof(bad), "%s.bad", path);
+		log_err("reservations of %s: APTPL state %s is damaged (%s): moved to %s%s; the LU starts "
+			"without persistent reservations", pr->name, path, err, bad,
+			rename(path, bad) ? " (failed: it stays)" : "");
+		return 0;
+	}
+	if (rc) {
+		log_err("reservations of %s: APTPL state %s: %s; the LU starts without persistent reservations",
+			pr->name, path, err);
+		return 0;
+	}
+	if (strcmp(st.serial, serial) || strcasecmp(st.naa, naa)) {
+		log_warn("reservations of %s: APTPL state %s was saved for serial \"%s\" (NAA %s), this LU is "
+			 "serial \"%s\" (NAA %s): not applied, the LU starts without persistent reservations",
+			 pr->name, path, st.serial, st.naa, serial, naa);
+	} else if (!st.aptpl) {
+		log_warn("reservations of %s: APTPL state %s says APTPL is off: not applied", pr->name, path);
+	} else if ((rc = pr_import(pr, &st)) == 0) {
+		/* SPC-4: a power on sets the generation to zero, whatever APTPL says. */
+		pr->generation = 0;
+		pr->aptpl = true;
+		log_info("reservations of %s: restored %u registration%s%s from %s", pr->name, st.nregs,
+			 st.nregs == 1 ? "" : "s", st.reserved ? " and the reservation" : "", path);
+	}
+	pr_state_clear(&st);
+	return rc;
 }
 
 /* ---- PERSISTENT RESERVE OUT ---- */
@@ -660,7 +919,7 @@ static void pr_do_register(struct scsi_pr *pr, struct pr_out_args *a)
 {
 	bool ignore = a->sa == SCSI_PROUT_REGISTER_IGNORE;
 
-	if (a->p[20] & PR_APTPL) {
+	if ((a->p[20] & PR_APTPL) && !pr->state_path) {
 		sense_invalid_param(a->cmd, 20, 0);
 		return;
 	}
@@ -808,7 +1067,7 @@ static void pr_do_move(struct scsi_pr *pr, struct pr_out_args *a)
 	struct pr_reg *dest;
 	int used;
 
-	if (p[17] & PR_APTPL) {
+	if ((p[17] & PR_APTPL) && !pr->state_path) {
 		sense_invalid_param(a->cmd, 17, 0);
 		return;
 	}
@@ -923,6 +1182,17 @@ void pr_out(struct scsi_pr *pr, struct scsi_cmd *cmd)
 		pr_conflict_status(cmd);
 		return;
 	}
+	/* The APTPL bit counts only in the register service actions; the others ignore it (SPC-4). */
+	int aptpl = a.sa == SCSI_PROUT_REGISTER_MOVE ? (a.p[17] & PR_APTPL)
+		    : (a.sa == SCSI_PROUT_REGISTER || a.sa == SCSI_PROUT_REGISTER_IGNORE) ? (a.p[20] & PR_APTPL)
+		    : -1;
+	bool persist = pr->state_path && (pr->aptpl || aptpl > 0);
+	struct pr_state before;
+
+	if (persist && pr_export(pr, &before) < 0) {
+		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return;
+	}
 	switch (a.sa) {
 	case SCSI_PROUT_REGISTER:
 	case SCSI_PROUT_REGISTER_IGNORE: pr_do_register(pr, &a); break;
@@ -932,6 +1202,21 @@ void pr_out(struct scsi_pr *pr, struct scsi_cmd *cmd)
 	case SCSI_PROUT_PREEMPT:
 	case SCSI_PROUT_PREEMPT_ABORT: pr_do_preempt(pr, &a); break;
 	default: pr_do_move(pr, &a); break;
+	}
+	if (persist) {
+		bool old = pr->aptpl;
+
+		if (cmd->status == SCSI_GOOD && aptpl >= 0)
+			pr->aptpl = aptpl > 0;
+		if (cmd->status == SCSI_GOOD && pr_persist(pr) < 0) {
+			/* Not durable: the command did nothing, its unit attentions go too. */
+			if (pr_import(pr, &before) < 0)
+				log_err("reservations of %s: out of memory undoing a PERSISTENT RESERVE OUT", pr->name);
+			pr->aptpl = old;
+			pr->nnotes = 0;
+			sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_INSUFFICIENT_REG_RESOURCES);
+		}
+		pr_state_clear(&before);
 	}
 	/* Only paths that changed state queued notes. */
 	pr_flush_notes(pr);

@@ -1,7 +1,8 @@
 /*
  * Reservations of one LU: SPC-2 RESERVE/RELEASE and SPC-4 persistent
  * reservations (all PERSISTENT RESERVE IN/OUT service actions and types).
- * Called by the LU with its mutex held; never blocks.
+ * Called by the LU with its mutex held; never blocks, except that a PR OUT
+ * with APTPL on waits for its state file to reach the disk (pr_persist_init).
  */
 #ifndef SCSI_PR_H
 #define SCSI_PR_H
@@ -27,6 +28,16 @@ struct scsi_pr *pr_create(pr_ua_fn ua, void *ua_ctx);
 void pr_destroy(struct scsi_pr *pr);
 /* Optional: without it PREEMPT AND ABORT acts as PREEMPT. */
 void pr_set_abort(struct scsi_pr *pr, pr_abort_fn abort, void *ctx);
+
+/*
+ * Offer APTPL: the state lives in <dir>/pr-<naa>.json (naa: the LU's NAA
+ * designator in hex, as VPD 0x83 reports it).  Restores what the file holds
+ * when it was written for this serial; a damaged file is logged and moved
+ * to <file>.bad, an unreadable one logged: the LU then starts without
+ * persistent reservations.  name: the backstore's, for logs.  Call before
+ * the LU serves commands.  0, or -ENOMEM / -ENAMETOOLONG.
+ */
+int pr_persist_init(struct scsi_pr *pr, const char *dir, const char *serial, const char *naa, const char *name);
 
 /*
  * Would the reservation state conflict with this CDB from nexus?  (SPC-4

@@ -61,6 +61,11 @@ struct scsi_lu_params {
 	const char *revision;   /* 4 max */
 	const char *serial;     /* unit serial (VPD 80) and source of the NAA id (VPD 83) */
 	const char *name;       /* backstore name, for logs */
+	/*
+	 * Folder of the APTPL state files (docs/reservations.md); NULL: APTPL is
+	 * not offered.  The LU's saved reservations are restored at creation.
+	 */
+	const char *state_dir;
 };
 
 struct scsi_cmd {

@@ -14,7 +14,8 @@ trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
 
 command -v iscsi-test-cu >/dev/null || { echo "iscsi-test-cu not found: apt-get install libiscsi-bin"; exit 1; }
 
-"$isertd" --config "$here/conformance.json" --portal "127.0.0.1:$port" >"$work/isertd.log" 2>&1 &
+# APTPL state in the work folder, never in the host's /var/lib/isert.
+"$isertd" --config "$here/conformance.json" --portal "127.0.0.1:$port" --state-dir "$work/state" >"$work/isertd.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do
 	iscsi-ls "iscsi://127.0.0.1:$port" >/dev/null 2>&1 && break

@@ -138,6 +138,25 @@ put('config', 'bad-syntax.json', b'{"backstores":[{"name":"r",}]')
 put('config', 'global.json', b'{"global":{"reactors":2,"poll_mode":"event","admin_socket":"/run/isertd.sock"},'
     b'"discovery":{"auth_required":false},"backstores":[],"targets":[]}')
 
+# -- prstate: APTPL state files (docs/reservations.md) ----------------------
+def prstate_doc(regs, res, version=1, aptpl='true'):
+    r = ','.join('{"key":"%s","initiator":"%s","target_port":"iqn.2024-01.test:t,t,0x0001",'
+                 '"relative_port":1,"all_target_ports":%s}' % (k, i, a) for k, i, a in regs)
+    return ('{"format":"isert-pr","version":%d,"serial":"s1","naa":"6a000004bb4a9ec2f3a2f2d1e66d0b3c",'
+            '"backstore":"r0","generation":7,"aptpl":%s,"registrations":[%s],"reservation":%s}'
+            % (version, aptpl, r, res)).encode()
+
+
+TWO = [('0x1', 'iqn.2024-01.test:a,i,0x400001370000', 'false'),
+       ('0xffffffffffffffff', 'iqn.2024-01.test:b', 'true')]
+put('prstate', 'two-we-ro.json', prstate_doc(TWO, '{"type":5,"holder":0}'))
+put('prstate', 'all-registrants.json', prstate_doc(TWO, '{"type":8}'))
+put('prstate', 'none.json', prstate_doc([], 'null'))
+put('prstate', 'bad-holder.json', prstate_doc(TWO, '{"type":1,"holder":2}'))
+put('prstate', 'bad-version.json', prstate_doc(TWO, 'null', version=2))
+put('prstate', 'duplicate.json', prstate_doc([TWO[0], TWO[0]], 'null'))
+put('prstate', 'truncated.json', prstate_doc(TWO, '{"type":5,"holder":0}')[:90])
+
 # -- scsi: [setup 12][commands...] (layout at the top of fuzz_scsi.c) ------
 LU_THIN, LU_4K, LU_RO_BACKSTORE, LU_WCE, LU_SERIAL_FROM_NAME = 1, 2, 4, 8, 16
 

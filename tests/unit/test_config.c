@@ -838,7 +838,8 @@ static bool config_eq(const struct config *a, const struct config *b)
 	if (a->nbackstores != b->nbackstores || a->ntargets != b->ntargets ||
 	    !chap_eq(&a->discovery_chap, &b->discovery_chap) ||
 	    a->discovery_auth_required != b->discovery_auth_required || a->reactors != b->reactors ||
-	    a->poll_mode != b->poll_mode || !str_eq(a->admin_socket, b->admin_socket))
+	    a->poll_mode != b->poll_mode || !str_eq(a->admin_socket, b->admin_socket) ||
+	    !str_eq(a->state_dir, b->state_dir))
 		return false;
 	for (size_t i = 0; i < a->nbackstores; i++) {
 		const struct cfg_backstore *x = &a->backstores[i], *y = &b->backstores[i];
@@ -1102,6 +1103,44 @@ static void test_fuzz(void)
 	(void)oks;
 }
 
+/* global.state_dir: where APTPL state lives (docs/reservations.md). */
+static void test_state_dir(void)
+{
+	struct config *c, *c2;
+	char *json, *big;
+
+	c = load_ok("{}");
+	CU_ASSERT_PTR_NULL(c->state_dir);
+	CU_ASSERT_STRING_EQUAL(config_state_dir(c), CONFIG_DEFAULT_STATE_DIR);
+	config_free(c);
+	c = load_ok("{\"global\":{\"state_dir\":\"none\"}}");
+	CU_ASSERT_PTR_NULL(config_state_dir(c));
+	config_free(c);
+	c = load_ok("{\"global\":{\"state_dir\":\"/srv/isert/state\"}}");
+	CU_ASSERT_STRING_EQUAL(config_state_dir(c), "/srv/isert/state");
+	json = config_to_json(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+	c2 = load_ok(json);
+	CU_ASSERT_STRING_EQUAL(c2->state_dir, "/srv/isert/state");
+	config_free(c2);
+	free(json);
+	config_free(c);
+	load_bad("{\"global\":{\"state_dir\":\"var/lib/isert\"}}",
+		 "global.state_dir: must be an absolute path (at most 1024 bytes) or \"none\", got \"var/lib/isert\"");
+	load_bad("{\"global\":{\"state_dir\":\"\"}}", "global.state_dir: must not be empty");
+	load_bad("{\"global\":{\"state_dir\":7}}", "global.state_dir: must be a string");
+	load_bad("{\"global\":{\"state_dir\":\"/a\\nb\"}}", "global.state_dir: must not contain control characters");
+	big = malloc(1100);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+	snprintf(big, 1100, "{\"global\":{\"state_dir\":\"/%01024d\"}}", 0);
+	load_bad(big, "global.state_dir: must be at most 1024 characters, got 1025");
+	free(big);
+	CU_ASSERT_TRUE(config_valid_state_dir("/"));
+	CU_ASSERT_TRUE(config_valid_state_dir("none"));
+	CU_ASSERT_FALSE(config_valid_state_dir("None"));
+	CU_ASSERT_FALSE(config_valid_state_dir(""));
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1126,6 +1165,7 @@ int main(void)
 	CU_add_test(s, "host:port", test_hostport);
 	CU_add_test(s, "override portals", test_override_portals);
 	CU_add_test(s, "round trip", test_roundtrip);
+	CU_add_test(s, "global.state_dir", test_state_dir);
 	CU_add_test(s, "save file", test_save_file);
 	CU_add_test(s, "load file errors", test_load_file_errors);
 	CU_add_test(s, "fuzz", test_fuzz);

@@ -1,12 +1,16 @@
 /* Reservations: SPC-2 RESERVE/RELEASE and SPC-4 persistent reservations. */
 #include <CUnit/Basic.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/bufpool.h"
 #include "common/util.h"
 #include "target/scsi/pr.h"
+#include "target/scsi/pr_state.h"
 #include "target/scsi/scsi.h"
 #include "target/scsi/sense.h"
 
@@ -16,7 +20,7 @@ enum { RKEYS, RRES, RCAPS, RFULL };
 static const uint8_t all_types[] = { WE, EA, WE_RO, EA_RO, WE_AR, EA_AR };
 
 /* Three initiator ports (two of them on one initiator) behind target port 1. */
-static struct scsi_nexus nx[4];
+static struct scsi_nexus nx[5];
 
 static void mk_nexus(struct scsi_nexus *n, const char *iname, const char *isid, uint16_t tpgt, uint64_t id)
 {
@@ -886,6 +890,465 @@ static void test_spc2_with_pr(void)
 	pr_destroy(pr);
 }
 
+/* ---- APTPL: the state file (pr_state.c) and its restore ---- */
+
+#define NAA_HEX "6a000004bb4a9ec2f3a2f2d1e66d0b3c"
+static char state_dir[64];
+
+static void state_path(char *out, size_t n)
+{
+	snprintf(out, n, "%s/pr-%s.json", state_dir, NAA_HEX);
+}
+
+static bool state_exists(void)
+{
+	char path[128];
+
+	state_path(path, sizeof(path));
+	return access(path, F_OK) == 0;
+}
+
+static struct scsi_pr *new_pr_at(const char *dir, const char *serial)
+{
+	struct scsi_pr *pr = new_pr();
+
+	CU_ASSERT_EQUAL_FATAL(pr_persist_init(pr, dir, serial, NAA_HEX, "bs0"), 0);
+	return pr;
+}
+
+static void write_state(const char *text)
+{
+	char path[128];
+	FILE *f;
+
+	state_path(path, sizeof(path));
+	f = fopen(path, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void ptpl_bits(struct scsi_pr *pr, bool *c, bool *a)
+{
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RCAPS, 8), SCSI_GOOD);
+	*c = last.data[2] & 0x01;
+	*a = last.data[3] & 0x01;
+}
+
+/* READ FULL STATUS without the generation: what a restart must give back. */
+static uint32_t full_status(struct scsi_pr *pr, uint8_t *out)
+{
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RFULL, 8192), SCSI_GOOD);
+	memcpy(out, last.data + 4, last.len - 4);
+	return last.len - 4;
+}
+
+static void test_aptpl_save_restore(void)
+{
+	struct scsi_pr *pr = new_pr_at(state_dir, "SER1"), *pr2;
+	uint8_t p[512] = { 0 }, fs1[8192], fs2[8192];
+	uint32_t tl = 0, n1, n2;
+	uint64_t key;
+	uint8_t rt;
+	bool c, a;
+
+	ptpl_bits(pr, &c, &a);
+	CU_ASSERT_TRUE(c);
+	CU_ASSERT_FALSE(a);
+	/* Without APTPL nothing is written. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 0xa, 0), SCSI_GOOD);
+	CU_ASSERT_FALSE(state_exists());
+	/* APTPL=1: nx[0] changes its key, and registers nx[2] by bare name (SPEC_I_PT) on all ports. */
+	put_be64(p, 0xa);
+	put_be64(p + 8, 0xaa);
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG, 0, p, 24), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0xaa, 0xa, 0x01), SCSI_GOOD);
+	CU_ASSERT_TRUE(state_exists());
+	memset(p, 0, sizeof(p));
+	put_be64(p + 8, 0xc);
+	p[20] = 0x08 | 0x04 | 0x01; /* SPEC_I_PT, ALL_TG_PT, APTPL */
+	tl += put_tid(p + 28 + tl, nx[2].initiator_name, false);
+	put_be32(p + 24, tl);
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[1], REG, 0, p, 28 + tl), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, WE_RO, 0xa, 0, 0), SCSI_GOOD);
+	ptpl_bits(pr, &c, &a);
+	CU_ASSERT_TRUE(a);
+	CU_ASSERT_EQUAL(nkeys(pr), 3);
+	CU_ASSERT(generation(pr) > 0);
+	n1 = full_status(pr, fs1);
+
+	/* "Restart": a new LU object reads the file. */
+	pr2 = new_pr_at(state_dir, "SER1");
+	CU_ASSERT_EQUAL(generation(pr2), 0); /* SPC-4: a power on sets it to zero */
+	n2 = full_status(pr2, fs2);
+	CU_ASSERT_EQUAL(n1, n2);
+	CU_ASSERT_EQUAL(memcmp(fs1, fs2, n1), 0);
+	CU_ASSERT(reservation(pr2, &key, &rt));
+	CU_ASSERT_EQUAL(key, 0xa);
+	CU_ASSERT_EQUAL(rt, WE_RO);
+	ptpl_bits(pr2, &c, &a);
+	CU_ASSERT_TRUE(c && a);
+	/* The reservation is enforced at once: registrants write, others only read. */
+	CU_ASSERT_FALSE(conflicts(pr2, &nx[0], 0x2a));
+	CU_ASSERT_FALSE(conflicts(pr2, &nx[1], 0x2a));
+	CU_ASSERT_FALSE(conflicts(pr2, &nx[2], 0x2a)); /* registered by name, on every port */
+	mk_nexus(&nx[4], "iqn.2024-01.test:d", "000000000004", 1, 5);
+	CU_ASSERT_TRUE(conflicts(pr2, &nx[4], 0x2a));
+	CU_ASSERT_FALSE(conflicts(pr2, &nx[4], 0x28));
+	/* The restored registrations work: the holder's key releases, a wrong key conflicts. */
+	CU_ASSERT_EQUAL(prout(pr2, &nx[1], RES, WE_RO, 0xa, 0, 0), SCSI_RESERVATION_CONFLICT);
+	CU_ASSERT_EQUAL(prout(pr2, &nx[0], REL, WE_RO, 0xa, 0, 0), SCSI_GOOD);
+	CU_ASSERT_FALSE(reservation(pr2, &key, &rt));
+	pr_destroy(pr2);
+	/* ... and that change was written too. */
+	pr2 = new_pr_at(state_dir, "SER1");
+	CU_ASSERT_FALSE(reservation(pr2, &key, &rt));
+	CU_ASSERT_EQUAL(nkeys(pr2), 3);
+	/* The LU's serial changed (same file name here): the old state is not applied. */
+	pr_destroy(pr);
+	pr = new_pr_at(state_dir, "SER2");
+	CU_ASSERT_EQUAL(nkeys(pr), 0);
+	pr_destroy(pr);
+	/* APTPL=0 in a later registration: the file goes, a restart restores nothing. */
+	CU_ASSERT_EQUAL(prout(pr2, &nx[1], REG, 0, 0xc, 0xd, 0), SCSI_GOOD);
+	CU_ASSERT_FALSE(state_exists());
+	ptpl_bits(pr2, &c, &a);
+	CU_ASSERT_TRUE(c && !a);
+	/* Other service actions do not touch APTPL, nor write while it is off. */
+	CU_ASSERT_EQUAL(prout(pr2, &nx[0], RES, WE, 0xa, 0, 0x01), SCSI_GOOD);
+	CU_ASSERT_FALSE(state_exists());
+	pr_destroy(pr2);
+	pr = new_pr_at(state_dir, "SER1");
+	CU_ASSERT_EQUAL(nkeys(pr), 0);
+	/* REGISTER AND MOVE carries APTPL in byte 17. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 0x1, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, WE, 0x1, 0, 0), SCSI_GOOD);
+	memset(p, 0, sizeof(p));
+	put_be64(p, 0x1);
+	put_be64(p + 8, 0x2);
+	p[17] = 0x01;
+	put_be16(p + 18, 1);
+	tl = put_tid(p + 24, nx[1].initiator_port, true);
+	put_be32(p + 20, tl);
+	CU_ASSERT_EQUAL(prout_raw(pr, &nx[0], REG_MOVE, WE, p, 24 + tl), SCSI_GOOD);
+	CU_ASSERT_TRUE(state_exists());
+	pr2 = new_pr_at(state_dir, "SER1");
+	CU_ASSERT(reservation(pr2, &key, &rt));
+	CU_ASSERT_EQUAL(key, 0x2);
+	CU_ASSERT_FALSE(conflicts(pr2, &nx[1], 0x2a));
+	CU_ASSERT_TRUE(conflicts(pr2, &nx[0], 0x2a));
+	/* CLEAR with APTPL on leaves an empty state on disk. */
+	CU_ASSERT_EQUAL(prout(pr2, &nx[1], CLR, 0, 0x2, 0, 0), SCSI_GOOD);
+	pr_destroy(pr2);
+	pr_destroy(pr);
+	pr = new_pr_at(state_dir, "SER1");
+	CU_ASSERT_EQUAL(nkeys(pr), 0);
+	ptpl_bits(pr, &c, &a);
+	CU_ASSERT_TRUE(a);
+	pr_destroy(pr);
+}
+
+/* A damaged file: logged, moved aside to .bad, the LU starts without reservations; never a crash. */
+static void test_aptpl_damaged(void)
+{
+	char path[128], bad[140];
+	struct scsi_pr *pr;
+
+	state_path(path, sizeof(path));
+	snprintf(bad, sizeof(bad), "%s.bad", path);
+	write_state("{\"format\":\"isert-pr\",\"version\":1,\"serial\":\"SER1\",\"naa\":\"" NAA_HEX "\","
+		    "\"generation\":1,\"aptpl\":true,\"registrations\":[{\"key\":\"0x1\"");
+	pr = new_pr_at(state_dir, "SER1");
+	CU_ASSERT_EQUAL(nkeys(pr), 0);
+	CU_ASSERT_FALSE(state_exists());
+	CU_ASSERT_EQUAL(access(bad, F_OK), 0);
+	/* It keeps working: the next APTPL registration writes a good file. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 0x5, 0x01), SCSI_GOOD);
+	pr_destroy(pr);
+	pr = new_pr_at(state_dir, "SER1");
+	CU_ASSERT(has_key(pr, 0x5));
+	pr_destroy(pr);
+	unlink(bad);
+	/* A folder in the file's place cannot be read: logged, left alone, no reservations. */
+	CU_ASSERT_EQUAL(prout(pr = new_pr_at(state_dir, "SER1"), &nx[0], REG, 0, 0x5, 0, 0), SCSI_GOOD);
+	pr_destroy(pr);
+	CU_ASSERT_EQUAL(mkdir(path, 0700), 0);
+	pr = new_pr_at(state_dir, "SER1");
+	CU_ASSERT_EQUAL(nkeys(pr), 0);
+	pr_destroy(pr);
+	CU_ASSERT_EQUAL(rmdir(path), 0);
+	/* A FIFO there must not hang the start. */
+	CU_ASSERT_EQUAL(mkfifo(path, 0600), 0);
+	pr = new_pr_at(state_dir, "SER1");
+	CU_ASSERT_EQUAL(nkeys(pr), 0);
+	pr_destroy(pr);
+	CU_ASSERT_EQUAL(unlink(path), 0);
+}
+
+/* The write fails: the command fails and changes nothing, not even APTPL or a unit attention. */
+static void test_aptpl_write_fails(void)
+{
+	char blocker[96], path[128], tmp[140];
+	struct scsi_pr *pr;
+	uint64_t key;
+	uint8_t rt;
+	FILE *f;
+	bool c, a;
+
+	/* The folder is a file. */
+	snprintf(blocker, sizeof(blocker), "%s/not-a-folder", state_dir);
+	f = fopen(blocker, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fclose(f);
+	pr = new_pr_at(blocker, "SER1");
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 0x7, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], REG, 0, 0, 0x8, 0x01), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.key, SK_ILLEGAL_REQUEST);
+	CU_ASSERT_EQUAL(last.asc, ASC_INSUFFICIENT_REG_RESOURCES);
+	CU_ASSERT_EQUAL(nkeys(pr), 1);
+	CU_ASSERT_EQUAL(generation(pr), 1);
+	ptpl_bits(pr, &c, &a);
+	CU_ASSERT_FALSE(a);
+	pr_destroy(pr);
+	unlink(blocker);
+
+	/* APTPL is on, then the temp file cannot be created (a folder has its name). */
+	pr = new_pr_at(state_dir, "SER1");
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 0x7, 0x01), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], REG, 0, 0, 0x8, 0x01), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, EA, 0x7, 0, 0), SCSI_GOOD);
+	state_path(path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	CU_ASSERT_EQUAL_FATAL(mkdir(tmp, 0700), 0);
+	nua = naborted = 0;
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], PRE_ABORT, WE, 0x8, 0x7, 0), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_INSUFFICIENT_REG_RESOURCES);
+	CU_ASSERT_EQUAL(nua, 0);
+	CU_ASSERT_EQUAL(naborted, 0);
+	CU_ASSERT(reservation(pr, &key, &rt));
+	CU_ASSERT_EQUAL(key, 0x7);
+	CU_ASSERT_EQUAL(rt, EA);
+	CU_ASSERT_EQUAL(nkeys(pr), 2);
+	CU_ASSERT_EQUAL(generation(pr), 2);
+	CU_ASSERT_TRUE(conflicts(pr, &nx[1], 0x28));
+	/* Turning APTPL off needs nothing written: it works, and removes the file. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[1], REG, 0, 0x8, 0x8, 0), SCSI_GOOD);
+	CU_ASSERT_FALSE(state_exists());
+	rmdir(tmp);
+	pr_destroy(pr);
+}
+
+/* ---- the parser against hostile files ---- */
+
+static int parse(const char *text, char *err, size_t n)
+{
+	struct pr_state st;
+	int rc = pr_state_parse(text, strlen(text), &st, err, n);
+
+	pr_state_clear(&st);
+	return rc;
+}
+
+#define DOC(regs, res) "{\"format\":\"isert-pr\",\"version\":1,\"serial\":\"S\",\"naa\":\"" NAA_HEX "\"," \
+		       "\"generation\":3,\"aptpl\":true,\"registrations\":[" regs "],\"reservation\":" res "}"
+#define REG_A "{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:a,i,0x400001370000\"," \
+	      "\"target_port\":\"iqn.2024-01.t:t,t,0x0001\",\"relative_port\":1,\"all_target_ports\":false}"
+#define REG_B "{\"key\":\"0xffffffffffffffff\",\"initiator\":\"iqn.2024-01.t:b\"," \
+	      "\"target_port\":\"iqn.2024-01.t:t,t,0x0001\",\"relative_port\":1,\"all_target_ports\":true}"
+
+static void expect_bad(const char *text, const char *words)
+{
+	char err[256] = "";
+
+	CU_ASSERT_EQUAL(parse(text, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, words))
+		fprintf(stderr, "\n  message \"%s\" lacks \"%s\"\n", err, words);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, words));
+}
+
+static void test_state_parser(void)
+{
+	char err[256];
+	struct pr_state st;
+	char *big, *text;
+	size_t n;
+
+	CU_ASSERT_EQUAL(parse(DOC(REG_A "," REG_B, "{\"type\":5,\"holder\":0}"), err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(parse(DOC(REG_A "," REG_B, "{\"type\":8}"), err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(parse(DOC("", "null"), err, sizeof(err)), 0);
+	/* Round trip. */
+	CU_ASSERT_EQUAL_FATAL(pr_state_parse(DOC(REG_A "," REG_B, "{\"type\":1,\"holder\":1}"),
+					     strlen(DOC(REG_A "," REG_B, "{\"type\":1,\"holder\":1}")), &st, err,
+					     sizeof(err)), 0);
+	CU_ASSERT_EQUAL(st.nregs, 2);
+	CU_ASSERT_EQUAL(st.holder, 1);
+	CU_ASSERT_EQUAL(st.regs[1].key, UINT64_MAX);
+	CU_ASSERT_TRUE(st.regs[1].all_tg_pt);
+	text = pr_state_format(&st);
+	pr_state_clear(&st);
+	CU_ASSERT_EQUAL(parse(text, err, sizeof(err)), 0);
+	free(text);
+
+	expect_bad("", "not valid JSON");
+	expect_bad("[]", "JSON object");
+	expect_bad(DOC(REG_A, "null") "x", "text after");
+	expect_bad("{\"format\":\"isert-pr\",\"version\":2}", "version 2");
+	expect_bad("{\"format\":\"other\",\"version\":1}", "format must be");
+	expect_bad(DOC(REG_A, "{\"type\":5,\"holder\":1}"), "reservation.holder");
+	expect_bad(DOC(REG_A, "{\"type\":5,\"holder\":-1}"), "reservation.holder");
+	expect_bad(DOC(REG_A, "{\"type\":5}"), "reservation.holder is missing");
+	expect_bad(DOC(REG_A, "{\"type\":7,\"holder\":0}"), "must be absent");
+	expect_bad(DOC("", "{\"type\":8}"), "without registrations");
+	expect_bad(DOC(REG_A, "{\"type\":2,\"holder\":0}"), "not a persistent reservation type");
+	expect_bad(DOC(REG_A, "{\"type\":\"5\",\"holder\":0}"), "wrong type");
+	expect_bad(DOC(REG_A "," REG_A, "null"), "again");
+	expect_bad(DOC("{\"key\":\"0x0\",\"initiator\":\"iqn.2024-01.t:a\",\"target_port\":\"t\","
+		       "\"relative_port\":1,\"all_target_ports\":false}", "null"), "key must be");
+	expect_bad(DOC("{\"key\":\"0x10000000000000000\",\"initiator\":\"iqn.2024-01.t:a\",\"target_port\":\"t\","
+		       "\"relative_port\":1,\"all_target_ports\":false}", "null"), "key");
+	expect_bad(DOC("{\"key\":1,\"initiator\":\"iqn.2024-01.t:a\",\"target_port\":\"t\","
+		       "\"relative_port\":1,\"all_target_ports\":false}", "null"), "key has the wrong type");
+	expect_bad(DOC("{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:a,i,0x12\",\"target_port\":\"t\","
+		       "\"relative_port\":1,\"all_target_ports\":false}", "null"), "initiator must be");
+	expect_bad(DOC("{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:a\",\"target_port\":\"t\","
+		       "\"relative_port\":65536,\"all_target_ports\":false}", "null"), "relative_port must be");
+	expect_bad(DOC("{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:a\",\"target_port\":\"t\","
+		       "\"relative_port\":1}", "null"), "all_target_ports is missing");
+	/* Names are the initiator's bytes (any but NUL): escaped control characters come back. */
+	CU_ASSERT_EQUAL(parse(DOC("{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:\\u0001\\\"\",\"target_port\":\"t\","
+				  "\"relative_port\":1,\"all_target_ports\":false}", "null"), err, sizeof(err)), 0);
+	expect_bad(DOC("{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:\\u0000x\",\"target_port\":\"t\","
+		       "\"relative_port\":1,\"all_target_ports\":false}", "null"), "none of them NUL");
+	expect_bad("{\"format\":\"isert-pr\",\"version\":1,\"serial\":\"S\\u0001\",\"naa\":\"" NAA_HEX "\","
+		   "\"generation\":1,\"aptpl\":true,\"registrations\":[]}", "serial must be at most 64 printable");
+	expect_bad(DOC("7", "null"), "registrations[0] must be an object");
+	expect_bad("{\"format\":\"isert-pr\",\"version\":1,\"serial\":\"S\",\"naa\":\"xyz\",\"generation\":1,"
+		   "\"aptpl\":true,\"registrations\":[]}", "naa must be");
+	expect_bad("{\"format\":\"isert-pr\",\"version\":1,\"serial\":\"S\",\"naa\":\"" NAA_HEX "\","
+		   "\"generation\":4294967296,\"aptpl\":true,\"registrations\":[]}", "generation must be");
+
+	/* Names one byte longer than an iSCSI name allows. */
+	big = malloc(8192);
+	CU_ASSERT_FATAL(big != NULL);
+	n = (size_t)snprintf(big, 8192, DOC("{\"key\":\"0x1\",\"initiator\":\"%0224d\",\"target_port\":\"t\","
+					    "\"relative_port\":1,\"all_target_ports\":false}", "null"), 0);
+	CU_ASSERT(n < 8192);
+	expect_bad(big, "initiator must be");
+	snprintf(big, 8192, DOC("{\"key\":\"0x1\",\"initiator\":\"a\",\"target_port\":\"%0256d\","
+				"\"relative_port\":1,\"all_target_ports\":false}", "null"), 0);
+	expect_bad(big, "target_port must be at most 255");
+	free(big);
+
+	/* Deep nesting stops at the tokenizer's depth limit. */
+	big = malloc(200001);
+	CU_ASSERT_FATAL(big != NULL);
+	memset(big, '[', 100000);
+	memset(big + 100000, ']', 100000);
+	big[200000] = 0;
+	expect_bad(big, "not valid JSON");
+	free(big);
+
+	/* One registration over the cap, and a file over the size cap. */
+	size_t cap = 1100 * 200 + 1024;
+	big = malloc(cap);
+	CU_ASSERT_FATAL(big != NULL);
+	n = (size_t)snprintf(big, cap, "{\"format\":\"isert-pr\",\"version\":1,\"serial\":\"S\",\"naa\":\"%s\","
+				       "\"generation\":1,\"aptpl\":true,\"registrations\":[", NAA_HEX);
+	for (int i = 0; i <= PR_STATE_MAX_REGS; i++)
+		n += (size_t)snprintf(big + n, cap - n, "%s{\"key\":\"0x1\",\"initiator\":\"iqn.2024-01.t:%d\","
+					  "\"target_port\":\"t\",\"relative_port\":1,\"all_target_ports\":false}",
+				      i ? "," : "", i);
+	snprintf(big + n, cap - n, "]}");
+	expect_bad(big, "at most 1024 are allowed");
+	free(big);
+	big = malloc(PR_STATE_MAX_BYTES + 2);
+	CU_ASSERT_FATAL(big != NULL);
+	memset(big, ' ', PR_STATE_MAX_BYTES + 1);
+	big[PR_STATE_MAX_BYTES + 1] = 0;
+	memcpy(big, DOC("", "null"), strlen(DOC("", "null")));
+	expect_bad(big, "at most 4194304");
+	/* The same through the file reader. */
+	{
+		char path[128];
+		FILE *f;
+
+		state_path(path, sizeof(path));
+		f = fopen(path, "w");
+		CU_ASSERT_FATAL(f != NULL);
+		fwrite(big, 1, PR_STATE_MAX_BYTES + 1, f);
+		fclose(f);
+		CU_ASSERT_EQUAL(pr_state_read(path, &st, err, sizeof(err)), -EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "at most 4194304"));
+		CU_ASSERT_EQUAL(st.regs, NULL);
+		unlink(path);
+		CU_ASSERT_EQUAL(pr_state_read(path, &st, err, sizeof(err)), -ENOENT);
+	}
+	free(big);
+	/* A NUL byte inside. */
+	CU_ASSERT_EQUAL(pr_state_parse("{\"a\":\0}", 7, &st, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "NUL"));
+}
+
+/*
+ * The registration maximum with initiator names as long as allowed and
+ * made of bytes JSON must escape: the file stays under its cap and the
+ * whole state comes back.
+ */
+static void test_aptpl_at_maximum(void)
+{
+	static struct scsi_nexus big[REGS_MAX];
+	struct scsi_pr *pr = new_pr_at(state_dir, "SER1"), *pr2;
+	char iname[224], isid[13], path[128];
+	uint8_t *fs1 = malloc(65536), *fs2 = malloc(65536);
+	struct stat sb;
+
+	CU_ASSERT_FATAL(fs1 && fs2);
+	for (unsigned i = 0; i < REGS_MAX; i++) {
+		memset(iname, 0x01, 223);
+		iname[223] = 0;
+		memcpy(iname, "iqn.2026-11.\"\\\xff:", 16);
+		snprintf(iname + 223 - 4, 5, "%04x", i);
+		snprintf(isid, sizeof(isid), "%012x", 0x400000u + i);
+		mk_nexus(&big[i], iname, isid, 1, 1000 + i);
+		/* APTPL on the last one only: one write of everything, not 1024 growing ones. */
+		CU_ASSERT_EQUAL_FATAL(prout(pr, &big[i], REG, 0, 0, 0x1000 + i, i == REGS_MAX - 1), SCSI_GOOD);
+	}
+	CU_ASSERT_TRUE(state_exists());
+	CU_ASSERT_EQUAL(prout(pr, &big[7], RES, EA_RO, 0x1007, 0, 0), SCSI_GOOD);
+	state_path(path, sizeof(path));
+	CU_ASSERT_EQUAL(stat(path, &sb), 0);
+	CU_ASSERT(sb.st_size > REGS_MAX * 200 * 6 && sb.st_size <= PR_STATE_MAX_BYTES); /* 202 escaped bytes a name */
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RFULL, 0xffff), SCSI_GOOD);
+	memcpy(fs1, last.data + 4, last.len - 4);
+	pr2 = new_pr_at(state_dir, "SER1");
+	CU_ASSERT_EQUAL(nkeys(pr2), REGS_MAX);
+	CU_ASSERT_EQUAL(prin(pr2, &nx[0], RFULL, 0xffff), SCSI_GOOD);
+	memcpy(fs2, last.data + 4, last.len - 4);
+	CU_ASSERT_EQUAL(memcmp(fs1, fs2, last.len - 4), 0);
+	CU_ASSERT_FALSE(conflicts(pr2, &big[REGS_MAX - 1], 0x28));
+	CU_ASSERT_TRUE(conflicts(pr2, &nx[0], 0x28));
+	CU_ASSERT_EQUAL(prout(pr2, &big[7], CLR, 0, 0x1007, 0, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr2, &big[7], REG, 0, 0, 0, 0), SCSI_GOOD); /* APTPL off: the file goes */
+	CU_ASSERT_FALSE(state_exists());
+	pr_destroy(pr2);
+	pr_destroy(pr);
+	free(fs1);
+	free(fs2);
+}
+
+static void test_aptpl_without_folder(void)
+{
+	/* Without a state folder APTPL is not offered (PTPL_C=0) and refused. */
+	struct scsi_pr *pr = new_pr();
+	bool c, a;
+
+	ptpl_bits(pr, &c, &a);
+	CU_ASSERT_FALSE(c || a);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], REG, 0, 0, 7, 0x01), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(last.asc, ASC_INVALID_FIELD_IN_PARAM);
+	pr_destroy(pr);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -894,6 +1357,9 @@ int main(void)
 	mk_nexus(&nx[1], "iqn.2024-01.test:b", "000000000002", 1, 2);
 	mk_nexus(&nx[2], "iqn.2024-01.test:c", "00023d000001", 1, 3);
 	mk_nexus(&nx[3], "iqn.2024-01.test:a", "000000000009", 1, 4);
+	snprintf(state_dir, sizeof(state_dir), "/tmp/test_pr.XXXXXX");
+	if (!mkdtemp(state_dir))
+		return 1;
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	s = CU_add_suite("pr", NULL, NULL);
@@ -917,9 +1383,16 @@ int main(void)
 	CU_add_test(s, "bad_tids", test_bad_tids);
 	CU_add_test(s, "spc2", test_spc2);
 	CU_add_test(s, "spc2_with_pr", test_spc2_with_pr);
+	CU_add_test(s, "aptpl_save_restore", test_aptpl_save_restore);
+	CU_add_test(s, "aptpl_damaged", test_aptpl_damaged);
+	CU_add_test(s, "aptpl_write_fails", test_aptpl_write_fails);
+	CU_add_test(s, "aptpl_without_folder", test_aptpl_without_folder);
+	CU_add_test(s, "aptpl_at_maximum", test_aptpl_at_maximum);
+	CU_add_test(s, "state_parser", test_state_parser);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
 	CU_cleanup_registry();
+	rmdir(state_dir); /* empty unless a test failed half-way: then it stays for a look */
 	return failed ? 1 : 0;
 }

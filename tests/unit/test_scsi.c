@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/bufpool.h"
 #include "common/util.h"
@@ -333,6 +334,53 @@ static void max_lu_end(struct backstore *b, struct scsi_lu *keep)
 	scsi_lu_destroy(LU);
 	backstore_close(b);
 	LU = keep;
+}
+
+/*
+ * APTPL through the LU: the state file is named by the NAA designator VPD
+ * 0x83 reports, and a new LU with the same serial and folder restores it.
+ */
+static void test_aptpl_file_named_by_vpd83(void)
+{
+	struct backstore_cfg cfg = { .name = "rap", .type = BACKSTORE_RAM, .size = 64 * BS, .block_size = BS };
+	char dir[] = "/tmp/test_scsi.XXXXXX", path[128], naa[33];
+	struct scsi_lu_params p = { .serial = "APTPL-1", .name = "rap", .state_dir = dir };
+	struct scsi_lu *keep = LU;
+	struct backstore *b;
+	struct scsi_cmd c;
+	uint8_t prout[10] = { 0x5f, 0x00 }, prin[10] = { 0x5e, 0x00, 0, 0, 0, 0, 0, 0, 64 };
+	uint8_t param[24] = { 0 }, *d;
+	char err[128];
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	CU_ASSERT_FATAL(backstore_open(&cfg, &b, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(scsi_lu_create(b, &p, &LU) == 0);
+	d = vpd(0x83, &c);
+	CU_ASSERT_FATAL(d != NULL && d[7] == 16);
+	for (int i = 0; i < 16; i++)
+		snprintf(naa + 2 * i, 3, "%02x", d[8 + i]);
+	scsi_cmd_release(&c);
+	snprintf(path, sizeof(path), "%s/pr-%s.json", dir, naa);
+	put_be64(param + 8, 0xfeed);
+	param[20] = 0x01; /* APTPL */
+	put_be32(prout + 5, 24);
+	cmd_init(&c, prout, 10, 24, false, true);
+	CU_ASSERT_EQUAL(run(&c, param, 24), SCSI_GOOD);
+	scsi_cmd_release(&c);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	scsi_lu_destroy(LU);
+	CU_ASSERT_FATAL(scsi_lu_create(b, &p, &LU) == 0);
+	clear_ua();
+	cmd_init(&c, prin, 10, 64, true, false);
+	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(get_be32(c.buf->data + 4), 8);
+	CU_ASSERT_EQUAL(get_be64(c.buf->data + 8), 0xfeed);
+	scsi_cmd_release(&c);
+	scsi_lu_destroy(LU);
+	backstore_close(b);
+	LU = keep;
+	unlink(path);
+	rmdir(dir);
 }
 
 static uint8_t inquiry_nx(const struct scsi_nexus *nx, uint8_t evpd, uint8_t page, uint16_t alloc, uint32_t edtl,
@@ -1518,6 +1566,7 @@ int main(void)
 	CU_add_test(s, "sense_formats", test_sense_formats);
 	CU_add_test(s, "unsupported_sa", test_unsupported_sa);
 	CU_add_test(s, "inquiry_standard", test_inquiry_standard);
+	CU_add_test(s, "aptpl_file_named_by_vpd83", test_aptpl_file_named_by_vpd83);
 	CU_add_test(s, "vpd_pages", test_vpd_pages);
 	CU_add_test(s, "vpd_max_identities", test_vpd_max_identities);
 	CU_add_test(s, "report_luns_max", test_report_luns_max);
