@@ -56,7 +56,7 @@ struct scsi_lu {
 	struct lu_nexus *nexuses;    /* (mu) */
 	uint32_t pr_aborts;          /* PREEMPT AND ABORTs so far (written under mu, read atomically) */
 
-	/* COMPARE AND WRITE runs one at a time per LU. (mu) */
+	/* COMPARE AND WRITE, ORWRITE, WRITE ATOMIC run one at a time per LU. (mu) */
 	bool caw_busy;
 	struct scsi_cmd *caw_head, *caw_tail;
 };
@@ -76,6 +76,7 @@ enum {
 	 * with MODE SELECT.
 	 */
 	OPF_SHARED  = 1u << 6,
+	OPF_ATOMIC  = 1u << 7,  /* only where the backstore offers atomic writes */
 };
 
 struct scsi_op {
@@ -162,6 +163,12 @@ bool sbc_prep_ws(struct scsi_cmd *cmd);
 void sbc_ws(struct scsi_cmd *cmd);
 bool sbc_prep_caw(struct scsi_cmd *cmd);
 void sbc_caw(struct scsi_cmd *cmd);
+bool sbc_prep_orwrite(struct scsi_cmd *cmd);
+void sbc_orwrite(struct scsi_cmd *cmd);
+bool sbc_prep_atomic(struct scsi_cmd *cmd);
+void sbc_atomic(struct scsi_cmd *cmd);
+uint32_t sbc_atomic_max_blocks(const struct scsi_lu *lu);
+void sbc_read_defect(struct scsi_cmd *cmd);
 void sbc_read_capacity10(struct scsi_cmd *cmd);
 void sbc_read_capacity16(struct scsi_cmd *cmd);
 void sbc_get_lba_status(struct scsi_cmd *cmd);
