@@ -1076,15 +1076,18 @@ static uint8_t watomic(uint64_t lba, uint16_t n, uint16_t boundary, const uint8_
 	return st;
 }
 
-/* On a thick RAM LU of 4 MiB, larger than the 1 MiB an atomic write may be. */
+/*
+ * On a thick RAM LU of 20 MiB, larger than the 1 MiB an atomic write may be
+ * and than MAXIMUM TRANSFER LENGTH (16 MiB), which bounds ORWRITE.
+ */
 static void test_write_atomic(void)
 {
-	struct backstore_cfg cfg = { .name = "r2", .type = BACKSTORE_RAM, .size = 4u << 20, .block_size = BS };
+	struct backstore_cfg cfg = { .name = "r2", .type = BACKSTORE_RAM, .size = 20u << 20, .block_size = BS };
 	struct backstore *b;
 	struct scsi_lu *thin = LU;
 	struct scsi_cmd c;
 	uint32_t max = (1u << 20) / BS;   /* the RAM backstore's 1 MiB */
-	uint32_t nblk = (4u << 20) / BS;
+	uint32_t nblk = (20u << 20) / BS;
 	uint8_t *big = calloc(max + 1, BS), r[BS];
 	char err[128];
 
@@ -1121,6 +1124,15 @@ static void test_write_atomic(void)
 	CU_ASSERT_EQUAL(watomic(0, 0, 0, NULL, 0, 0, &c), SCSI_GOOD);
 	watomic(nblk, 0, 0, NULL, 0, 0, &c);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+
+	/* ORWRITE: at most MAXIMUM TRANSFER LENGTH blocks (two buffers of that size) */
+	uint8_t *d2 = vpd(0xb0, &c);
+	uint32_t mtl = get_be32(d2 + 8);
+	scsi_cmd_release(&c);
+	CU_ASSERT_EQUAL(mtl, (16u << 20) / BS);
+	orwrite(0, mtl + 1, big, BS, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	CU_ASSERT_EQUAL(orwrite(0, mtl, big, BS, 0, &c), SCSI_GOOD);   /* one block of Data-Out: one block ORed */
 	free(big);
 	scsi_lu_destroy(LU);
 	backstore_close(b);
