@@ -117,6 +117,7 @@ void backstore_set_write_cache(struct backstore *bs, bool on) { __atomic_store_n
 bool backstore_thin(const struct backstore *bs) { return bs->thin; }
 bool backstore_unmap_zeroes(const struct backstore *bs) { return !bs->discard; }
 uint32_t backstore_optimal_io(const struct backstore *bs) { return bs->optimal_io; }
+uint32_t backstore_atomic_max(const struct backstore *bs) { return bs->atomic_max; }
 
 int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen)
 {
@@ -201,6 +202,12 @@ static int bs_check(const struct backstore *bs, const struct bs_io *io)
 	case BS_WRITE_SAME:
 		if (bs->readonly)
 			return -EROFS;
+		break;
+	case BS_WRITE_ATOMIC:
+		if (bs->readonly)
+			return -EROFS;
+		if (io->len > bs->atomic_max)
+			return -EOPNOTSUPP;
 		break;
 	default:
 		return -EINVAL;

@@ -36,6 +36,12 @@ enum backstore_op {
 	BS_FLUSH,       /* everything written is durable */
 	BS_UNMAP,       /* deallocate [offset, offset+len): reads back zeroes afterwards */
 	BS_WRITE_SAME,  /* repeat buf (pattern_len bytes, one block) over [offset, offset+len) */
+	/*
+	 * BS_WRITE, all or nothing: a concurrent BS_READ of the range sees all
+	 * of the old data or all of the new, never a mix.  Only where
+	 * backstore_atomic_max() is not 0, and len at most that (else -EOPNOTSUPP).
+	 */
+	BS_WRITE_ATOMIC,
 };
 
 struct bs_io {
@@ -85,6 +91,8 @@ bool backstore_thin(const struct backstore *bs);            /* UNMAP deallocates
 bool backstore_unmap_zeroes(const struct backstore *bs);
 /* Optimal/maximum I/O hints for VPD B0 (bytes, 0 = no preference). */
 uint32_t backstore_optimal_io(const struct backstore *bs);
+/* Largest BS_WRITE_ATOMIC in bytes; 0: atomic writes are not offered. */
+uint32_t backstore_atomic_max(const struct backstore *bs);
 
 /*
  * Submit an operation; always ends with io->cb (maybe before returning).

@@ -6,6 +6,7 @@
 #define BACKSTORE_IMPL_H
 
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "target/backstore/backstore.h"
@@ -27,6 +28,7 @@ struct backstore {
 	uint64_t size;
 	uint32_t block_size;
 	uint32_t optimal_io;
+	uint32_t atomic_max;     /* BS_WRITE_ATOMIC bytes at most; 0: not offered */
 	bool thin;
 	bool write_cache;
 	bool readonly;
@@ -41,6 +43,9 @@ struct backstore {
 	/* ram */
 	uint8_t *mem;
 	_Atomic uint64_t *ram_map;   /* thin: one bit per page, set while written */
+	/* BS_WRITE_ATOMIC: odd while one copies (ram_seq), one at a time (ram_atomic_mu). */
+	_Atomic uint64_t ram_seq;
+	pthread_mutex_t ram_atomic_mu;
 };
 
 extern const struct bs_ops bs_ram_ops;

@@ -127,6 +127,8 @@ static int fd_start(struct backstore *bs, struct bs_io *io)
 		if (bs_is_zero(io->buf, io->pattern_len))
 			return fd_zero_stage(bs, io);
 		return fd_fill_buf(io, false);
+	case BS_WRITE_ATOMIC:
+		return -EOPNOTSUPP;   /* atomic_max is 0: backstore_submit refuses it first */
 	}
 	return -EINVAL;
 }

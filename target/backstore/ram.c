@@ -8,8 +8,18 @@
  * pages for GET LBA STATUS: mincore() cannot tell a written page from one
  * merely read (reads map the zero page).  Bits are set and cleared with
  * atomics since LUNs are shared by reactors.  Everything completes inline.
+ *
+ * BS_WRITE_ATOMIC (WRITE ATOMIC): a sequence lock.  An atomic write makes
+ * ram_seq odd, copies, makes it even again; a read that saw it change copies
+ * again, and after two tries copies under the writers' mutex, so a reader
+ * is never starved and waits at most one atomic copy (RAM_ATOMIC_MAX).  A
+ * read overlapping an atomic write thus returns all old or all new data.
+ * Plain writes do not take part: a plain WRITE racing an atomic write of the
+ * same blocks may leave a mix of the two (the SCSI layer serializes atomic
+ * writes against COMPARE AND WRITE and ORWRITE only).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +28,9 @@
 
 #include "common/util.h"
 #include "target/backstore/backstore_impl.h"
+
+/* Largest atomic write: bounds how long a reader can wait for one (a 1 MiB copy). */
+#define RAM_ATOMIC_MAX (1u << 20)
 
 static size_t ram_page(void)
 {
@@ -42,6 +55,8 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 	}
 	bs->mem = m;
 	bs->size = cfg->size;
+	bs->atomic_max = RAM_ATOMIC_MAX;
+	pthread_mutex_init(&bs->ram_atomic_mu, NULL);
 	if (bs->thin) {
 		size_t pages = (size_t)((cfg->size + ram_page() - 1) / ram_page());
 		bs->ram_map = calloc((pages + 63) / 64, sizeof(*bs->ram_map));
@@ -57,8 +72,10 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 
 static void ram_close(struct backstore *bs)
 {
-	if (bs->mem)
+	if (bs->mem) {
 		munmap(bs->mem, (size_t)bs->size);
+		pthread_mutex_destroy(&bs->ram_atomic_mu);
+	}
 	bs->mem = NULL;
 	free(bs->ram_map);
 	bs->ram_map = NULL;
@@ -128,12 +145,44 @@ static void ram_fill(uint8_t *dst, uint64_t len, const uint8_t *pat, uint32_t pl
 	}
 }
 
+/* A read: all of an atomic write it overlaps, or none of it (the sequence lock above). */
+static void ram_read(struct backstore *bs, void *dst, const uint8_t *src, size_t len)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		uint64_t s = atomic_load_explicit(&bs->ram_seq, memory_order_acquire);
+		if (s & 1)
+			continue;
+		memcpy(dst, src, len);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&bs->ram_seq, memory_order_relaxed) == s)
+			return;
+	}
+	pthread_mutex_lock(&bs->ram_atomic_mu);
+	memcpy(dst, src, len);
+	pthread_mutex_unlock(&bs->ram_atomic_mu);
+}
+
+static void ram_write_atomic(struct backstore *bs, uint8_t *dst, const void *src, size_t len)
+{
+	pthread_mutex_lock(&bs->ram_atomic_mu);
+	uint64_t s = atomic_load_explicit(&bs->ram_seq, memory_order_relaxed);
+	atomic_store_explicit(&bs->ram_seq, s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	memcpy(dst, src, len);
+	atomic_store_explicit(&bs->ram_seq, s + 2, memory_order_release);
+	pthread_mutex_unlock(&bs->ram_atomic_mu);
+}
+
 static void ram_submit(struct backstore *bs, struct bs_io *io)
 {
 	uint8_t *p = bs->mem + io->offset;
 	switch (io->op) {
 	case BS_READ:
-		memcpy(io->buf, p, (size_t)io->len);
+		ram_read(bs, io->buf, p, (size_t)io->len);
+		break;
+	case BS_WRITE_ATOMIC:
+		ram_write_atomic(bs, p, io->buf, (size_t)io->len);
+		ram_written(bs, io->offset, io->len);
 		break;
 	case BS_WRITE:
 		memcpy(p, io->buf, (size_t)io->len);

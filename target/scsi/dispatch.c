@@ -58,11 +58,14 @@ static const struct scsi_op ops[] = {
 	OP(SCSI_OP_COMPARE_AND_WRITE, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_caw, sbc_caw,
 	   0x18, LBA8, 0, 0, 0, F0, 0, 0),
 	OP(SCSI_OP_WRITE16, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x1a, LBA8, LBA4, 0, 0),
+	OP(SCSI_OP_ORWRITE16, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_orwrite, sbc_orwrite, 0x1a, LBA8, LBA4, 0, 0),
 	OP(SCSI_OP_WRITE_VERIFY16, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x12, LBA8, LBA4, 0, 0),
 	OP(SCSI_OP_VERIFY16, 0, 16, OPF_MEDIUM, sbc_prep_verify, sbc_verify, 0x16, LBA8, LBA4, 0, 0),
 	OP(SCSI_OP_PREFETCH16, 0, 16, OPF_MEDIUM, sbc_prep_prefetch, sbc_nop, 0x02, LBA8, LBA4, 0, 0),
 	OP(SCSI_OP_SYNC_CACHE16, 0, 16, OPF_MEDIUM, sbc_prep_sync, sbc_sync, 0x02, LBA8, LBA4, 0, 0),
 	OP(SCSI_OP_WRITE_SAME16, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_ws, sbc_ws, 0x09, LBA8, LBA4, 0, 0),
+	OP(SCSI_OP_WRITE_ATOMIC16, 0, 16, OPF_MEDIUM | OPF_WRITE | OPF_ATOMIC, sbc_prep_atomic, sbc_atomic,
+	   0x18, LBA8, 0, 0, F0, F0, 0, 0),
 	OP(SCSI_OP_SERVICE_ACTION_IN16, SCSI_SAI_READ_CAPACITY16, 16, OPF_MEDIUM | OPF_SA, spc_prep_din,
 	   sbc_read_capacity16, SCSI_SAI_READ_CAPACITY16, LBA8, LBA4, 0x01, 0),
 	OP(SCSI_OP_SERVICE_ACTION_IN16, SCSI_SAI_GET_LBA_STATUS, 16, OPF_MEDIUM | OPF_SA, sbc_prep_get_lba_status,
@@ -78,6 +81,8 @@ static const struct scsi_op ops[] = {
 	OP(SCSI_OP_READ12, 0, 12, OPF_MEDIUM, sbc_prep_rw, sbc_read, 0x1a, LBA4, LBA4, 0, 0),
 	OP(SCSI_OP_WRITE12, 0, 12, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x1a, LBA4, LBA4, 0, 0),
 	OP(SCSI_OP_WRITE_VERIFY12, 0, 12, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x12, LBA4, LBA4, 0, 0),
+	OP(SCSI_OP_READ_DEFECT10, 0, 10, OPF_MEDIUM, spc_prep_din, sbc_read_defect, 0, 0x1f, 0, 0, 0, 0, F0, F0, 0),
+	OP(SCSI_OP_READ_DEFECT12, 0, 12, OPF_MEDIUM, spc_prep_din, sbc_read_defect, 0x1f, LBA4, LBA4, 0, 0),
 	OP(SCSI_OP_VERIFY12, 0, 12, OPF_MEDIUM, sbc_prep_verify, sbc_verify, 0x16, LBA4, LBA4, 0, 0),
 };
 
@@ -103,6 +108,8 @@ const struct scsi_op *scsi_op_at(size_t i)
 
 bool scsi_op_supported(const struct scsi_lu *lu, const struct scsi_op *op)
 {
+	if ((op->flags & OPF_ATOMIC) && !(lu && sbc_atomic_max_blocks(lu)))
+		return false;
 	return !(op->flags & OPF_THIN) || (lu && lu->thin);
 }
 

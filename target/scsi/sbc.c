@@ -1,7 +1,8 @@
 /*
  * SBC-3 commands: READ/WRITE (6/10/12/16), WRITE AND VERIFY, VERIFY,
  * SYNCHRONIZE CACHE, PRE-FETCH, UNMAP, WRITE SAME, COMPARE AND WRITE,
- * READ CAPACITY, GET LBA STATUS.  The read/write path allocates one buffer
+ * READ CAPACITY, GET LBA STATUS; SBC-4's ORWRITE, WRITE ATOMIC and READ
+ * DEFECT DATA.  The read/write path allocates one buffer
  * and the backstore moves data straight into or out of it.
  */
 #include <string.h>
@@ -495,10 +496,90 @@ void sbc_ws(struct scsi_cmd *cmd)
 }
 
 /*
- * COMPARE AND WRITE: one at a time per LU, so a CAW never sees another
- * CAW's half-done write.  Waiters queue on the LU and resume on their own
- * reactor.
+ * COMPARE AND WRITE, ORWRITE and WRITE ATOMIC run one at a time per LU, so
+ * none of them sees another's half-done read-modify-write (or a CAW's
+ * compare an atomic write's half).  Waiters queue on the LU (linked through
+ * cmd->scratch) and resume on their own reactor.
  */
+static void caw_start(struct scsi_cmd *cmd);
+static void orwrite_start(struct scsi_cmd *cmd);
+static void atomic_start(struct scsi_cmd *cmd);
+
+static void serial_start(struct scsi_cmd *cmd)
+{
+	switch (cmd->cdb[0]) {
+	case SCSI_OP_ORWRITE16:
+		orwrite_start(cmd);
+		break;
+	case SCSI_OP_WRITE_ATOMIC16:
+		atomic_start(cmd);
+		break;
+	default:
+		caw_start(cmd);
+		break;
+	}
+}
+
+static void serial_resume(void *arg)
+{
+	serial_start(arg);
+}
+
+/* Start cmd now, or when the commands ahead of it on this LU are done. */
+static void serial_run(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+
+	pthread_mutex_lock(&lu->mu);
+	if (lu->caw_busy) {
+		cmd->scratch = NULL;
+		if (lu->caw_tail)
+			lu->caw_tail->scratch = cmd;
+		else
+			lu->caw_head = cmd;
+		lu->caw_tail = cmd;
+		pthread_mutex_unlock(&lu->mu);
+		return;
+	}
+	lu->caw_busy = true;
+	pthread_mutex_unlock(&lu->mu);
+	serial_start(cmd);
+}
+
+/* Complete cmd and start the next waiter. */
+static void serial_finish(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	struct scsi_cmd *next;
+
+	pthread_mutex_lock(&lu->mu);
+	next = lu->caw_head;
+	if (next) {
+		lu->caw_head = next->scratch;
+		if (!lu->caw_head)
+			lu->caw_tail = NULL;
+		next->scratch = NULL;
+	} else {
+		lu->caw_busy = false;
+	}
+	pthread_mutex_unlock(&lu->mu);
+	scsi_cmd_complete(cmd);
+	if (next) {
+		if (!next->reactor || reactor_send(next->reactor, serial_resume, next) != 0)
+			serial_start(next);
+	}
+}
+
+/* The write of a serialized command ended it. */
+static void serial_write_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+
+	if (res < 0)
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
+	serial_finish(cmd);
+}
+
 bool sbc_prep_caw(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -537,45 +618,6 @@ bool sbc_prep_caw(struct scsi_cmd *cmd)
 	       get_buf(cmd, &cmd->buf2, (size_t)n << lu->block_shift);
 }
 
-static void caw_start(struct scsi_cmd *cmd);
-
-static void caw_resume(void *arg)
-{
-	caw_start(arg);
-}
-
-static void caw_finish(struct scsi_cmd *cmd)
-{
-	struct scsi_lu *lu = cmd->lu;
-	struct scsi_cmd *next;
-
-	pthread_mutex_lock(&lu->mu);
-	next = lu->caw_head;
-	if (next) {
-		lu->caw_head = next->scratch;
-		if (!lu->caw_head)
-			lu->caw_tail = NULL;
-		next->scratch = NULL;
-	} else {
-		lu->caw_busy = false;
-	}
-	pthread_mutex_unlock(&lu->mu);
-	scsi_cmd_complete(cmd);
-	if (next) {
-		if (!next->reactor || reactor_send(next->reactor, caw_resume, next) != 0)
-			caw_start(next);
-	}
-}
-
-static void caw_write_done(struct bs_io *io, int res)
-{
-	struct scsi_cmd *cmd = io->priv;
-
-	if (res < 0)
-		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
-	caw_finish(cmd);
-}
-
 static void caw_read_done(struct bs_io *io, int res)
 {
 	struct scsi_cmd *cmd = io->priv;
@@ -583,14 +625,14 @@ static void caw_read_done(struct bs_io *io, int res)
 
 	if (res < 0) {
 		sense_set(cmd, SK_MEDIUM_ERROR, ASC_READ_ERROR);
-		caw_finish(cmd);
+		serial_finish(cmd);
 		return;
 	}
 	if (!compare(cmd, cmd->buf->data, cmd->buf2->data, len)) {
-		caw_finish(cmd);
+		serial_finish(cmd);
 		return;
 	}
-	submit(cmd, BS_WRITE, cmd->lba, cmd->nblocks, cmd->buf->data + len, caw_write_done);
+	submit(cmd, BS_WRITE, cmd->lba, cmd->nblocks, cmd->buf->data + len, serial_write_done);
 }
 
 static void caw_start(struct scsi_cmd *cmd)
@@ -600,26 +642,168 @@ static void caw_start(struct scsi_cmd *cmd)
 
 void sbc_caw(struct scsi_cmd *cmd)
 {
-	struct scsi_lu *lu = cmd->lu;
-
 	if (!cmd->nblocks) {
 		scsi_cmd_complete(cmd);
 		return;
 	}
-	pthread_mutex_lock(&lu->mu);
-	if (lu->caw_busy) {
-		cmd->scratch = NULL;
-		if (lu->caw_tail)
-			lu->caw_tail->scratch = cmd;
-		else
-			lu->caw_head = cmd;
-		lu->caw_tail = cmd;
-		pthread_mutex_unlock(&lu->mu);
+	serial_run(cmd);
+}
+
+/*
+ * ORWRITE (16) (SBC-4 5.9): medium = medium OR Data-Out, a read-modify-write
+ * serialized like COMPARE AND WRITE.  The Data-Out is taken like a WRITE's
+ * (min of the CDB's length and the EDTL, whole blocks); one command is at
+ * most MAXIMUM TRANSFER LENGTH (VPD B0) and holds two buffers of that size.
+ */
+bool sbc_prep_orwrite(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	const uint8_t *cdb = cmd->cdb;
+	uint64_t lba = get_be64(cdb + 2);
+	uint32_t tl = get_be32(cdb + 10);
+
+	if (cdb[1] & 0xe0) {   /* ORPROTECT: no protection information */
+		sense_invalid_cdb(cmd, 1, 7);
+		return false;
+	}
+	if (!lba_ok(cmd, lba, tl) || !xfer_ok(cmd, tl, 10))
+		return false;
+	if ((cdb[1] & 0x08) || !lu_flag(&lu->wce))
+		cmd->flags |= CF_FUA;
+	uint64_t xfer = (uint64_t)tl << lu->block_shift;
+	uint32_t len = (uint32_t)MIN(xfer, (uint64_t)(cmd->dir_write ? cmd->edtl : 0));
+
+	cmd->lba = lba;
+	cmd->resid = (int64_t)cmd->edtl - (int64_t)xfer;
+	cmd->nblocks = len >> lu->block_shift;
+	cmd->dout_len = len;
+	if (!cmd->nblocks)
+		return true;
+	return get_buf(cmd, &cmd->buf, len) &&
+	       get_buf(cmd, &cmd->buf2, (size_t)cmd->nblocks << lu->block_shift);
+}
+
+static void orwrite_read_done(struct bs_io *io, int res)
+{
+	struct scsi_cmd *cmd = io->priv;
+	size_t len = (size_t)cmd->nblocks << cmd->lu->block_shift;
+	uint8_t *out = cmd->buf2->data;
+	const uint8_t *in = cmd->buf->data;
+
+	if (res < 0) {
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_READ_ERROR);
+		serial_finish(cmd);
 		return;
 	}
-	lu->caw_busy = true;
-	pthread_mutex_unlock(&lu->mu);
-	caw_start(cmd);
+	for (size_t i = 0; i < len; i++)
+		out[i] |= in[i];
+	submit(cmd, BS_WRITE, cmd->lba, cmd->nblocks, out, serial_write_done);
+}
+
+static void orwrite_start(struct scsi_cmd *cmd)
+{
+	submit(cmd, BS_READ, cmd->lba, cmd->nblocks, cmd->buf2->data, orwrite_read_done);
+}
+
+void sbc_orwrite(struct scsi_cmd *cmd)
+{
+	if (!cmd->nblocks) {
+		scsi_cmd_complete(cmd);
+		return;
+	}
+	serial_run(cmd);
+}
+
+/* WRITE ATOMIC: blocks at most, from the backstore's guarantee (0: not offered). */
+uint32_t sbc_atomic_max_blocks(const struct scsi_lu *lu)
+{
+	uint32_t n = backstore_atomic_max(lu->bs) >> lu->block_shift;
+
+	return MIN(n, SCSI_MAX_XFER_BYTES >> lu->block_shift);
+}
+
+/*
+ * WRITE ATOMIC (16) (SBC-4 5.48): all of the blocks or none, also as seen
+ * by a concurrent READ (what BS_WRITE_ATOMIC promises), serialized with
+ * COMPARE AND WRITE and ORWRITE.  No alignment or granularity rule
+ * (VPD B0 reports 0 for both) and no atomic boundaries.  The whole Data-Out
+ * must come: writing a part of it would not be the atomic write asked for.
+ */
+bool sbc_prep_atomic(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = cmd->lu;
+	const uint8_t *cdb = cmd->cdb;
+	uint64_t lba = get_be64(cdb + 2);
+	uint32_t tl = get_be16(cdb + 12);
+
+	if (cdb[1] & 0xe0) {   /* WRPROTECT */
+		sense_invalid_cdb(cmd, 1, 7);
+		return false;
+	}
+	if (get_be16(cdb + 10)) {   /* ATOMIC BOUNDARY: MAXIMUM ATOMIC BOUNDARY SIZE is 0 */
+		sense_invalid_cdb(cmd, 10, 7);
+		return false;
+	}
+	if (!lba_ok(cmd, lba, tl))
+		return false;
+	if (tl > sbc_atomic_max_blocks(lu)) {
+		sense_invalid_cdb(cmd, 12, 7);
+		return false;
+	}
+	uint32_t xfer = tl << lu->block_shift;
+
+	if (xfer && (!cmd->dir_write || cmd->edtl < xfer)) {
+		sense_invalid_cdb(cmd, 12, 7);
+		return false;
+	}
+	if ((cdb[1] & 0x08) || !lu_flag(&lu->wce))
+		cmd->flags |= CF_FUA;
+	cmd->lba = lba;
+	cmd->nblocks = tl;
+	cmd->dout_len = xfer;
+	cmd->resid = (int64_t)cmd->edtl - (int64_t)xfer;
+	if (!tl)
+		return true;
+	return get_buf(cmd, &cmd->buf, xfer);
+}
+
+static void atomic_start(struct scsi_cmd *cmd)
+{
+	submit(cmd, BS_WRITE_ATOMIC, cmd->lba, cmd->nblocks, cmd->buf->data, serial_write_done);
+}
+
+void sbc_atomic(struct scsi_cmd *cmd)
+{
+	if (!cmd->nblocks) {
+		scsi_cmd_complete(cmd);
+		return;
+	}
+	serial_run(cmd);
+}
+
+/*
+ * READ DEFECT DATA (10)/(12) (SBC-4 5.20, 5.21): a virtual LU has no
+ * primary or grown defects: the header of an empty list in the format
+ * asked for, PLISTV/GLISTV as requested.  The reserved formats 001b, 010b
+ * and 111b are refused.
+ */
+void sbc_read_defect(struct scsi_cmd *cmd)
+{
+	bool ten = cmd->cdb[0] == SCSI_OP_READ_DEFECT10;
+	uint8_t req = ten ? cmd->cdb[2] : cmd->cdb[1];
+	uint8_t fmt = req & 0x07;
+	uint8_t d[8] = { 0 };
+
+	if (fmt == 1 || fmt == 2 || fmt == 7) {
+		sense_invalid_cdb(cmd, ten ? 2 : 1, 2);
+	} else {
+		d[1] = req & 0x1f;   /* PLISTV, GLISTV, DEFECT LIST FORMAT; list length 0 */
+		if (ten)
+			scsi_cmd_din(cmd, d, 4, get_be16(cmd->cdb + 7));
+		else
+			scsi_cmd_din(cmd, d, 8, get_be32(cmd->cdb + 6));
+	}
+	scsi_cmd_complete(cmd);
 }
 
 void sbc_read_capacity10(struct scsi_cmd *cmd)

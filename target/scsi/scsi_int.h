@@ -58,7 +58,7 @@ struct scsi_lu {
 	struct lu_nexus *nexuses;    /* (mu) */
 	uint32_t pr_aborts;          /* PREEMPT AND ABORTs so far (written under mu, read atomically) */
 
-	/* COMPARE AND WRITE runs one at a time per LU. (mu) */
+	/* COMPARE AND WRITE, ORWRITE, WRITE ATOMIC run one at a time per LU. (mu) */
 	bool caw_busy;
 	struct scsi_cmd *caw_head, *caw_tail;
 };
@@ -82,6 +82,7 @@ enum {
 	OPF_STANDBY_OK       = 1u << 12,
 	OPF_UNAVAILABLE_OK   = 1u << 13,
 	OPF_TRANSITIONING_OK = 1u << 14,
+	OPF_ATOMIC  = 1u << 7,  /* only where the backstore offers atomic writes */
 };
 
 struct scsi_op {
@@ -180,6 +181,12 @@ bool sbc_prep_ws(struct scsi_cmd *cmd);
 void sbc_ws(struct scsi_cmd *cmd);
 bool sbc_prep_caw(struct scsi_cmd *cmd);
 void sbc_caw(struct scsi_cmd *cmd);
+bool sbc_prep_orwrite(struct scsi_cmd *cmd);
+void sbc_orwrite(struct scsi_cmd *cmd);
+bool sbc_prep_atomic(struct scsi_cmd *cmd);
+void sbc_atomic(struct scsi_cmd *cmd);
+uint32_t sbc_atomic_max_blocks(const struct scsi_lu *lu);
+void sbc_read_defect(struct scsi_cmd *cmd);
 void sbc_read_capacity10(struct scsi_cmd *cmd);
 void sbc_read_capacity16(struct scsi_cmd *cmd);
 void sbc_get_lba_status(struct scsi_cmd *cmd);

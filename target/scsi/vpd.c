@@ -108,6 +108,8 @@ static void vpd_block_limits(struct scsi_cmd *cmd, struct din *d)
 		put_be32(p + 28, 1);
 	}
 	put_be64(p + 36, SCSI_MAX_WS_BLOCKS);   /* MAXIMUM WRITE SAME LENGTH */
+	/* MAXIMUM ATOMIC TRANSFER LENGTH (0: no WRITE ATOMIC); alignment, granularity, boundaries: none. */
+	put_be32(p + 44, sbc_atomic_max_blocks(lu));
 	din_put(d, p + 4, sizeof(p) - 4);
 }
 

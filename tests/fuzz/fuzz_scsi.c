@@ -127,6 +127,7 @@ static void recording_submit(struct backstore *bs, struct bs_io *io)
 	switch (io->op) {
 	case BS_WRITE:
 	case BS_WRITE_SAME:
+	case BS_WRITE_ATOMIC:
 		seen.writes++;
 		seen.unfua_writes += !io->fua;
 		break;

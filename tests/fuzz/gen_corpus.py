@@ -285,6 +285,17 @@ scsi('start-stop-events', scsi_setup(nexuses=2),
      cmd(cdb(0x1b, 0, 0, 0, 2)), cmd(cdb(0x1e), nx=1), cmd(cdb(0x1b, 0, 0, 0, 2)), cmd(TUR),
      cmd(cdb(0x1b, 0, 0, 0, 3)), event(5), event(1, nx=1), event(2), event(4, nx=1), event(3, nx=1),
      rd(cdb(0x03, 0, 0, 0, 0xff), 0xff), rd(cdb(0x03, 1, 0, 0, 0xff), 0xff, nx=1), cmd(TUR))
+atomic16 = lambda lba, n, flags=0, boundary=0: cdb(0x9c, flags, *be(lba, 8), *be(boundary, 2), *be(n, 2))
+scsi('orwrite-atomic-defect', scsi_setup(nexuses=2, ro=(1,), blocks=64),
+     wr(rw10(0x2a, 3, 2), b'\x0f' * 1024), wr(rw16(0x8b, 3, 2), b'\xf0' * 1024), rd(rw10(0x28, 3, 2), 1024),
+     wr(rw16(0x8b, 3, 2), b'\x01' * 512), wr(rw16(0x8b, 63, 2), b'o' * 1024), wr(rw16(0x8b, 5, 1, 0x20), b'p' * 512),
+     wr(rw16(0x89, 3, 0)[:13] + b'\x01\0\0', b'\xff' * 512 + b'c' * 512, defer=True),
+     wr(rw16(0x8b, 3, 1), b'\x02' * 512), wr(atomic16(8, 4), b'a' * 2048), rd(rw10(0x28, 8, 4), 2048),
+     wr(atomic16(8, 4, 0, 1), b'b' * 2048), wr(atomic16(8, 4), b'b' * 1024), wr(atomic16(62, 4), b'e' * 2048),
+     wr(atomic16(8, 1), b'r' * 512, nx=1), wr(rw16(0x8b, 8, 1), b'r' * 512, nx=1),
+     rd(cdb(0x37, 0, 0x1d, 0, 0, 0, 0, *be(32, 2)), 32), rd(cdb(0x37, 0, 0x11, 0, 0, 0, 0, *be(2, 2)), 2),
+     rd(cdb(0xb7, 0x0b, 0, 0, 0, 0, *be(64, 4)), 64), rd(cdb(0xb7, 0x07, 0, 0, 0, 0, *be(64, 4)), 64),
+     rd(cdb(0x9e, 0x10, *bytes(8), *be(32, 4)), 32), rd(inq(1, 0xb0, 64), 64))
 scsi('rsoc', scsi_setup(lu=LU_WCE),
      rd(cdb(0xa3, 0x0c, 0x80, 0, 0, 0, *be(0xffff, 4)), 0xffff), rd(cdb(0xa3, 0x0c, 0, 0, 0, 0, *be(64, 4)), 64),
      rd(cdb(0xa3, 0x0c, 0x81, 0x12, 0, 0, *be(512, 4)), 512), rd(cdb(0xa3, 0x0c, 0x02, 0x9e, 0, 0x10, *be(512, 4)), 512),

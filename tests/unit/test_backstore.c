@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,94 @@ static struct backstore *open_ok(const struct backstore_cfg *cfg)
 		fprintf(stderr, "open failed: %s\n", err);
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	return bs;
+}
+
+/* --- WRITE ATOMIC on RAM: a concurrent read sees all old or all new --- */
+
+struct atomic_run {
+	struct backstore *bs;
+	size_t len;
+	_Atomic bool stop;
+	unsigned writes;
+};
+
+static void res_cb(struct bs_io *io, int res)
+{
+	*(int *)io->priv = res;
+}
+
+static int ram_io(struct backstore *bs, enum backstore_op op, uint64_t off, uint64_t len, void *buf)
+{
+	int res = 1;
+	struct bs_io io = { .op = op, .offset = off, .len = len, .buf = buf, .cb = res_cb, .priv = &res };
+	backstore_submit(bs, &io);
+	return res;
+}
+
+/* Atomic writes of one byte value over the whole range, a new value each time. */
+static void *atomic_writer(void *arg)
+{
+	struct atomic_run *a = arg;
+	uint8_t *w = abuf(a->len);
+	for (unsigned i = 1; !atomic_load(&a->stop); i++) {
+		memset(w, (int)(i & 0xff), a->len);
+		if (ram_io(a->bs, BS_WRITE_ATOMIC, 4096, a->len, w) != 0)
+			break;
+		a->writes++;
+	}
+	free(w);
+	return NULL;
+}
+
+static void test_ram_atomic(void)
+{
+	struct backstore_cfg c = { .name = "ram", .type = BACKSTORE_RAM, .size = 4u << 20, .block_size = 512 };
+	struct backstore *bs = open_ok(&c);
+	struct atomic_run a = { .bs = bs, .len = 1u << 20 };
+	uint8_t *r = abuf((1u << 20) + 4096);
+	pthread_t t;
+
+	CU_ASSERT_EQUAL(backstore_atomic_max(bs), 1u << 20);
+	CU_ASSERT_EQUAL(ram_io(bs, BS_WRITE_ATOMIC, 0, (1u << 20) + 512, r), -EOPNOTSUPP);
+
+	/* Reads race the writer for a while: none may see two values. */
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, atomic_writer, &a) == 0);
+	unsigned mixed = 0, reads = 0, changed = 0;
+	uint8_t last = 0;
+	uint64_t t0 = reactor_now_ns();
+	while (reactor_now_ns() - t0 < 300000000ull || a.writes < 50) {
+		CU_ASSERT_EQUAL(ram_io(bs, BS_READ, 4096, a.len, r), 0);
+		reads++;
+		for (size_t i = 1; i < a.len; i++) {
+			if (r[i] != r[0]) {
+				mixed++;
+				break;
+			}
+		}
+		changed += r[0] != last;
+		last = r[0];
+		if (reactor_now_ns() - t0 > 5000000000ull)
+			break;
+	}
+	atomic_store(&a.stop, true);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(mixed, 0);
+	CU_ASSERT(a.writes >= 50);
+	CU_ASSERT(changed > 1);   /* the reads did overlap the writes */
+	free(r);
+	backstore_close(bs);
+
+	/* a file backstore offers none */
+	char path[512];
+	path_in_tmp(path, sizeof(path), "atomic.img");
+	struct backstore_cfg fc = { .name = "f", .type = BACKSTORE_FILE, .path = path, .size = 1u << 20,
+				    .block_size = 512 };
+	bs = open_ok(&fc);
+	CU_ASSERT_EQUAL(backstore_atomic_max(bs), 0);
+	uint8_t blk[512] = { 0 };
+	CU_ASSERT_EQUAL(ram_io(bs, BS_WRITE_ATOMIC, 0, 512, blk), -EOPNOTSUPP);
+	backstore_close(bs);
+	unlink(path);
 }
 
 /* --- common argument checks and open errors --- */
@@ -766,6 +855,7 @@ int main(void)
 	CU_add_test(s, "open errors", test_open_errors);
 	CU_add_test(s, "argument checks (ram)", test_ram_args);
 	CU_add_test(s, "ram io", test_ram_io);
+	CU_add_test(s, "ram atomic write", test_ram_atomic);
 	CU_add_test(s, "file create/extend", test_file_create);
 	CU_add_test(s, "file rw io_uring", test_file_rw_async);
 	CU_add_test(s, "file rw sync", test_file_rw_sync);

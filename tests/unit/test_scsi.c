@@ -5,6 +5,7 @@
  * Commands run without a reactor: the RAM backstore completes inline.
  */
 #include <CUnit/Basic.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,7 +171,7 @@ static void test_unsupported_sa(void)
 	uint8_t cdb[16] = { 0x9e, 0x05 };
 	simple(cdb, 32, &c);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
-	uint8_t orw[16] = { 0x8b };
+	uint8_t orw[16] = { 0xc0 };   /* vendor specific */
 	simple(orw, 0, &c);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
 }
@@ -971,6 +972,316 @@ static void test_compare_and_write(void)
 	CU_ASSERT_EQUAL(r[0], 'B');
 }
 
+
+/* --- ORWRITE, WRITE ATOMIC, READ DEFECT DATA --- */
+
+static uint8_t orwrite(uint64_t lba, uint32_t n, const uint8_t *data, uint32_t edtl, uint8_t b1, struct scsi_cmd *c)
+{
+	uint8_t cdb[16] = { 0x8b, b1 };
+	put_be64(cdb + 2, lba);
+	put_be32(cdb + 10, n);
+	cmd_init(c, cdb, 16, edtl, false, edtl > 0);
+	uint8_t st = run(c, data, edtl);
+	scsi_cmd_release(c);
+	return st;
+}
+
+static void test_orwrite(void)
+{
+	struct scsi_cmd c;
+	uint8_t blk[2 * BS], r[2 * BS];
+
+	memset(blk, 0x0f, sizeof(blk));
+	CU_ASSERT_EQUAL(rw10(true, 300, 2, 2 * BS, blk, &c), SCSI_GOOD);
+	memset(blk, 0x30, BS);
+	memset(blk + BS, 0xc0, BS);
+	CU_ASSERT_EQUAL(orwrite(300, 2, blk, 2 * BS, 0, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(rw10(false, 300, 2, 2 * BS, r, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(r[0], 0x3f);
+	CU_ASSERT_EQUAL(r[BS - 1], 0x3f);
+	CU_ASSERT_EQUAL(r[BS], 0xcf);
+	CU_ASSERT_EQUAL(r[2 * BS - 1], 0xcf);
+
+	/* a short Data-Out ORs whole blocks of it and says the rest in the residual */
+	memset(blk, 0xff, BS);
+	CU_ASSERT_EQUAL(orwrite(300, 2, blk, BS, 0, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.resid, -(int64_t)BS);
+	CU_ASSERT_EQUAL(rw10(false, 300, 2, 2 * BS, r, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(r[BS - 1], 0xff);
+	CU_ASSERT_EQUAL(r[BS], 0xcf);
+
+	/* ORPROTECT without protection information, range, the transfer limit */
+	orwrite(300, 1, blk, BS, 0x20, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	orwrite(NBLK - 1, 2, blk, 2 * BS, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+	orwrite(UINT64_MAX, 1, blk, BS, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+	CU_ASSERT_EQUAL(orwrite(0, 0, NULL, 0, 0, &c), SCSI_GOOD);
+	orwrite(NBLK, 0, NULL, 0, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+}
+
+/*
+ * A backstore that holds back the first READ it gets: the command that
+ * issued it stays in the middle of its read-modify-write.
+ */
+static struct bs_io *held;
+static unsigned held_submits;
+
+static void holding_submit(struct backstore *b, struct bs_io *io)
+{
+	held_submits++;
+	if (!held && io->op == BS_READ) {
+		held = io;
+		return;
+	}
+	real_ops->submit(b, io);
+}
+
+/* ORWRITE and WRITE ATOMIC wait while a COMPARE AND WRITE is between its read and its write. */
+static void test_rmw_serialized(void)
+{
+	struct scsi_cmd cw, ow, aw, rd;
+	uint8_t blk[BS], d[2 * BS], r[BS];
+	static struct bs_ops holding_ops;
+
+	memset(blk, 0x01, BS);
+	CU_ASSERT_EQUAL(rw10(true, 400, 1, BS, blk, &cw), SCSI_GOOD);
+
+	real_ops = bstore->ops;
+	holding_ops = *real_ops;
+	holding_ops.submit = holding_submit;
+	bstore->ops = &holding_ops;
+	held = NULL;
+	held_submits = 0;
+
+	/* CAW: compare 0x01, write 0x10; its read is held */
+	uint8_t cawcdb[16] = { 0x89 };
+	put_be64(cawcdb + 2, 400);
+	cawcdb[13] = 1;
+	memset(d, 0x01, BS);
+	memset(d + BS, 0x10, BS);
+	cmd_init(&cw, cawcdb, 16, 2 * BS, false, true);
+	CU_ASSERT_FATAL(scsi_cmd_prepare(&cw));
+	memcpy(cw.buf->data, d, 2 * BS);
+	ndone = 0;
+	scsi_cmd_exec(&cw);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(held);
+	CU_ASSERT_EQUAL(ndone, 0);
+
+	/* ORWRITE 0x02 and WRITE ATOMIC 0x44 of the same block queue behind it: nothing reaches the backstore */
+	uint8_t orcdb[16] = { 0x8b };
+	put_be64(orcdb + 2, 400);
+	put_be32(orcdb + 10, 1);
+	cmd_init(&ow, orcdb, 16, BS, false, true);
+	CU_ASSERT_FATAL(scsi_cmd_prepare(&ow));
+	memset(ow.buf->data, 0x02, BS);
+	scsi_cmd_exec(&ow);
+	uint8_t acdb[16] = { 0x9c };
+	put_be64(acdb + 2, 400);
+	put_be16(acdb + 12, 1);
+	cmd_init(&aw, acdb, 16, BS, false, true);
+	CU_ASSERT_FATAL(scsi_cmd_prepare(&aw));
+	memset(aw.buf->data, 0x44, BS);
+	scsi_cmd_exec(&aw);
+	CU_ASSERT_EQUAL(held_submits, 1);
+	CU_ASSERT_EQUAL(ndone, 0);
+
+	/* a plain READ is not held up */
+	CU_ASSERT_EQUAL(rw10(false, 400, 1, BS, r, &rd), SCSI_GOOD);
+	CU_ASSERT_EQUAL(r[0], 0x01);
+
+	/* the CAW's read completes: CAW writes 0x10, then ORWRITE makes 0x12, then the atomic write 0x44 */
+	ndone = 0;
+	struct bs_io *io = held;
+	bstore->ops = real_ops;
+	real_ops->submit(bstore, io);
+	CU_ASSERT_EQUAL(ndone, 3);
+	CU_ASSERT_EQUAL(cw.status, SCSI_GOOD);
+	CU_ASSERT_EQUAL(ow.status, SCSI_GOOD);
+	CU_ASSERT_EQUAL(aw.status, SCSI_GOOD);
+	scsi_cmd_release(&cw);
+	scsi_cmd_release(&ow);
+	scsi_cmd_release(&aw);
+	CU_ASSERT_EQUAL(rw10(false, 400, 1, BS, r, &rd), SCSI_GOOD);
+	CU_ASSERT_EQUAL(r[0], 0x44);
+	CU_ASSERT_FALSE(LU->caw_busy);
+	held = NULL;
+}
+
+static uint8_t watomic(uint64_t lba, uint16_t n, uint16_t boundary, const uint8_t *data, uint32_t edtl,
+		       uint8_t b1, struct scsi_cmd *c)
+{
+	uint8_t cdb[16] = { 0x9c, b1 };
+	put_be64(cdb + 2, lba);
+	put_be16(cdb + 10, boundary);
+	put_be16(cdb + 12, n);
+	cmd_init(c, cdb, 16, edtl, false, edtl > 0);
+	uint8_t st = run(c, data, edtl);
+	scsi_cmd_release(c);
+	return st;
+}
+
+/*
+ * On a thick RAM LU of 20 MiB, larger than the 1 MiB an atomic write may be
+ * and than MAXIMUM TRANSFER LENGTH (16 MiB), which bounds ORWRITE.
+ */
+static void test_write_atomic(void)
+{
+	struct backstore_cfg cfg = { .name = "r2", .type = BACKSTORE_RAM, .size = 20u << 20, .block_size = BS };
+	struct backstore *b;
+	struct scsi_lu *thin = LU;
+	struct scsi_cmd c;
+	uint32_t max = (1u << 20) / BS;   /* the RAM backstore's 1 MiB */
+	uint32_t nblk = (20u << 20) / BS;
+	uint8_t *big = calloc(max + 1, BS), r[BS];
+	char err[128];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+	CU_ASSERT_FATAL(backstore_open(&cfg, &b, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(scsi_lu_create(b, NULL, &LU) == 0);
+	clear_ua();
+	uint8_t *d = vpd(0xb0, &c);
+	CU_ASSERT_EQUAL(get_be32(d + 44), max);   /* MAXIMUM ATOMIC TRANSFER LENGTH */
+	CU_ASSERT(get_be32(d + 44) <= get_be32(d + 8));
+	CU_ASSERT_EQUAL(get_be32(d + 48), 0);     /* ATOMIC ALIGNMENT */
+	CU_ASSERT_EQUAL(get_be32(d + 52), 0);     /* ATOMIC TRANSFER LENGTH GRANULARITY */
+	CU_ASSERT_EQUAL(get_be32(d + 60), 0);     /* MAXIMUM ATOMIC BOUNDARY SIZE */
+	scsi_cmd_release(&c);
+
+	memset(big, 0x5a, (size_t)max * BS);
+	CU_ASSERT_EQUAL(watomic(0, (uint16_t)max, 0, big, max * BS, 0x18, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(rw10(false, max - 1, 1, BS, r, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(r[BS - 1], 0x5a);
+	/* one block over the maximum */
+	watomic(0, (uint16_t)(max + 1), 0, big, (max + 1) * BS, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	/* an atomic boundary, WRPROTECT, a Data-Out shorter than the blocks named */
+	watomic(0, 1, 1, big, BS, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	watomic(0, 1, 0, big, BS, 0x20, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	watomic(0, 2, 0, big, BS, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	/* range */
+	watomic(nblk - 1, 2, 0, big, 2 * BS, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+	CU_ASSERT_EQUAL(watomic(nblk - 1, 1, 0, big, BS, 0, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(watomic(0, 0, 0, NULL, 0, 0, &c), SCSI_GOOD);
+	watomic(nblk, 0, 0, NULL, 0, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+
+	/* ORWRITE: at most MAXIMUM TRANSFER LENGTH blocks (two buffers of that size) */
+	uint8_t *d2 = vpd(0xb0, &c);
+	uint32_t mtl = get_be32(d2 + 8);
+	scsi_cmd_release(&c);
+	CU_ASSERT_EQUAL(mtl, (16u << 20) / BS);
+	orwrite(0, mtl + 1, big, BS, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	CU_ASSERT_EQUAL(orwrite(0, mtl, big, BS, 0, &c), SCSI_GOOD);   /* one block of Data-Out: one block ORed */
+	free(big);
+	scsi_lu_destroy(LU);
+	backstore_close(b);
+	LU = thin;
+}
+
+static int io_result;
+
+static void io_res(struct bs_io *io, int res)
+{
+	*(int *)io->priv = res;
+}
+
+/* A file backstore cannot promise atomicity here: WRITE ATOMIC is not offered and VPD B0 says 0. */
+static void test_write_atomic_file(void)
+{
+	char path[] = "/tmp/isert-test-atomic-XXXXXX";
+	int fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	struct backstore_cfg cfg = { .name = "f0", .type = BACKSTORE_FILE, .path = path, .size = 64 * BS,
+				     .block_size = BS };
+	struct backstore *b;
+	struct scsi_lu *ram = LU;
+	struct scsi_cmd c;
+	char err[256];
+	uint8_t blk[BS] = { 0 };
+
+	CU_ASSERT_FATAL(backstore_open(&cfg, &b, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(scsi_lu_create(b, NULL, &LU) == 0);
+	CU_ASSERT_EQUAL(backstore_atomic_max(b), 0);
+	uint8_t *d = vpd(0xb0, &c);
+	CU_ASSERT_EQUAL(get_be32(d + 44), 0);
+	scsi_cmd_release(&c);
+	watomic(0, 1, 0, blk, BS, 0, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
+	uint8_t one[12] = { 0xa3, 0x0c, 1, 0x9c };
+	put_be32(one + 6, 512);
+	CU_ASSERT_EQUAL(simple(one, 512, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.buf->data[1] & 7, 1);   /* not supported */
+	scsi_cmd_release(&c);
+	/* the backstore refuses one too */
+	struct bs_io io = { .op = BS_WRITE_ATOMIC, .offset = 0, .len = BS, .buf = blk, .cb = io_res, .priv = &io_result };
+	io_result = 1;
+	backstore_submit(b, &io);
+	CU_ASSERT_EQUAL(io_result, -EOPNOTSUPP);
+	scsi_lu_destroy(LU);
+	backstore_close(b);
+	unlink(path);
+	LU = ram;
+}
+
+static void read_defect(bool twelve, uint8_t req, uint32_t alloc, struct scsi_cmd *c)
+{
+	uint8_t cdb[12] = { twelve ? 0xb7 : 0x37 };
+	if (twelve) {
+		cdb[1] = req;
+		put_be32(cdb + 6, alloc);
+	} else {
+		cdb[2] = req;
+		put_be16(cdb + 7, (uint16_t)alloc);
+	}
+	cmd_init(c, cdb, twelve ? 12 : 10, alloc, true, false);
+	run(c, NULL, 0);
+}
+
+static void test_read_defect(void)
+{
+	struct scsi_cmd c;
+
+	/* (10): a 4-byte header, PLIST and GLIST valid and empty, format echoed */
+	read_defect(false, 0x18 | 0x05, 32, &c);
+	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.din_len, 4);
+	CU_ASSERT_EQUAL(c.buf->data[1], 0x1d);
+	CU_ASSERT_EQUAL(get_be16(c.buf->data + 2), 0);
+	scsi_cmd_release(&c);
+	/* (12): an 8-byte header */
+	read_defect(true, 0x08 | 0x03, 64, &c);
+	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.din_len, 8);
+	CU_ASSERT_EQUAL(c.buf->data[1], 0x0b);
+	CU_ASSERT_EQUAL(get_be32(c.buf->data + 4), 0);
+	scsi_cmd_release(&c);
+	/* the allocation length cuts the header */
+	read_defect(true, 0x10, 2, &c);
+	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.din_len, 2);
+	scsi_cmd_release(&c);
+	read_defect(false, 0x10, 0, &c);
+	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.din_len, 0);
+	scsi_cmd_release(&c);
+	/* reserved formats */
+	read_defect(false, 0x01, 32, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	scsi_cmd_release(&c);
+	read_defect(true, 0x07, 32, &c);
+	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	scsi_cmd_release(&c);
+}
+
 static void test_verify(void)
 {
 	struct scsi_cmd c;
@@ -1457,6 +1768,10 @@ static void test_write_protected_mapping(void)
 	uint8_t w10[10] = { 0x2a, 0, 0, 0, 0, 9, 0, 0, 1 };
 	memset(blk, 'R', BS);
 	expect_ro_refused(w10, 10, BS, blk);
+	uint8_t orw[16] = { 0x8b, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1 };
+	uint8_t wat[16] = { 0x9c, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1 };
+	expect_ro_refused(orw, 16, BS, blk);
+	expect_ro_refused(wat, 16, BS, blk);
 
 	/* what a read-only initiator does: all of it passes */
 	uint8_t inq[6] = { 0x12, 0, 0, 0, 96 }, rl[12] = { 0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0 };
@@ -1550,8 +1865,8 @@ static void test_rsoc(void)
 	CU_ASSERT(count > 30);
 	scsi_cmd_release(&c);
 
-	/* an unsupported opcode is reported as such, with GOOD status */
-	uint8_t one[12] = { 0xa3, 0x0c, 1, 0x8b };
+	/* an unsupported opcode (vendor specific) is reported as such, with GOOD status */
+	uint8_t one[12] = { 0xa3, 0x0c, 1, 0xc0 };
 	put_be32(one + 6, 512);
 	CU_ASSERT_EQUAL(simple(one, 512, &o), SCSI_GOOD);
 	CU_ASSERT_EQUAL(o.buf->data[1] & 7, 1);
@@ -1579,6 +1894,11 @@ int main(void)
 	CU_add_test(s, "wce_off_durability", test_wce_off_durability);
 	CU_add_test(s, "compare_and_write", test_compare_and_write);
 	CU_add_test(s, "verify", test_verify);
+	CU_add_test(s, "orwrite", test_orwrite);
+	CU_add_test(s, "rmw_serialized", test_rmw_serialized);
+	CU_add_test(s, "write_atomic", test_write_atomic);
+	CU_add_test(s, "write_atomic_file", test_write_atomic_file);
+	CU_add_test(s, "read_defect", test_read_defect);
 	CU_add_test(s, "mode_sense", test_mode_sense);
 	CU_add_test(s, "mode_select", test_mode_select);
 	CU_add_test(s, "read_only", test_read_only);
