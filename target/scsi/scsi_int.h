@@ -78,11 +78,11 @@ enum {
 	 * with MODE SELECT.
 	 */
 	OPF_SHARED  = 1u << 6,
+	OPF_ATOMIC  = 1u << 7,  /* only where the backstore offers atomic writes */
 	/* Runs in an ALUA standby, unavailable, transitioning port group (SPC-4 5.16.2.4); others: NOT READY. */
 	OPF_STANDBY_OK       = 1u << 12,
 	OPF_UNAVAILABLE_OK   = 1u << 13,
 	OPF_TRANSITIONING_OK = 1u << 14,
-	OPF_ATOMIC  = 1u << 7,  /* only where the backstore offers atomic writes */
 };
 
 struct scsi_op {
