@@ -365,7 +365,7 @@ static void count_tasks(struct iscsi_conn *c, void *arg)
 	int n = 0;
 	for (const struct iscsi_task *t = c->tasks; t; t = t->lnext)
 		for (size_t i = 0; i < f->nlus; i++)
-			n += t->cmd.lu == f->lus[i];
+			n += scsi_cmd_uses_lu(&t->cmd, f->lus[i]);
 	for (size_t i = 0; c->sess && i < c->sess->nluns; i++)
 		for (size_t j = 0; j < f->nlus; j++)
 			n += c->sess->luns[i].lu == f->lus[j]; /* a map not refreshed (out of memory) */

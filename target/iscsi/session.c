@@ -709,6 +709,7 @@ void session_conn_gone(struct iscsi_conn *c)
 		task_absorb_end(t);
 		if (!t->aborted) {
 			t->aborted = true;
+			t->cmd.stop = true;
 			task_slot_release(t);
 			if (t->state == TASK_QUEUED || t->state == TASK_DATA_OUT)
 				task_put(t);
@@ -779,6 +780,17 @@ int session_lun_map(const struct iscsi_session *s, struct iscsi_lun **out, size_
 	return 0;
 }
 
+/* The LU behind entry i of a session's LUN map (EXTENDED COPY looks its copy targets up here). */
+static struct scsi_lu *lun_map_lu_at(const struct scsi_lun_map *m, uint32_t i, bool *read_only)
+{
+	const struct iscsi_session *s =
+		(const struct iscsi_session *)((const char *)m - offsetof(struct iscsi_session, lun_map));
+	if (i >= s->nluns)
+		return NULL;
+	*read_only = s->luns[i].read_only;
+	return s->luns[i].lu;
+}
+
 /* Take luns (from session_lun_map) as the session's LUN map. */
 void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, size_t n, uint64_t *ids)
 {
@@ -792,6 +804,7 @@ void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, size_t
 		s->lun_ids[i] = s->luns[i].lun;
 	s->lun_map.count = (uint32_t)s->nluns;
 	s->lun_map.luns = s->lun_ids;
+	s->lun_map.lu_at = lun_map_lu_at;
 }
 
 static int build_lun_map(struct iscsi_session *s)

@@ -43,6 +43,7 @@ void tmf_abort_task(struct iscsi_conn *c, struct iscsi_task *t)
 	if (t->aborted)
 		return;
 	t->aborted = true;
+	t->cmd.stop = true;
 	task_slot_release(t);
 	/* A queued task stays queued: its CmdSN still counts when its turn comes. */
 	if (t->state == TASK_DATA_OUT) {

@@ -54,6 +54,13 @@ static const struct scsi_op ops[] = {
 	PROUT(SCSI_PROUT_REGISTER), PROUT(SCSI_PROUT_RESERVE), PROUT(SCSI_PROUT_RELEASE),
 	PROUT(SCSI_PROUT_CLEAR), PROUT(SCSI_PROUT_PREEMPT), PROUT(SCSI_PROUT_PREEMPT_ABORT),
 	PROUT(SCSI_PROUT_REGISTER_IGNORE), PROUT(SCSI_PROUT_REGISTER_MOVE),
+	/* Third-party copy (xcopy.c): EXTENDED COPY (LID1); RECEIVE COPY RESULTS COPY STATUS, OPERATING PARAMETERS. */
+	OP(SCSI_OP_EXTENDED_COPY, 0x00, 16, OPF_MEDIUM | OPF_SA, xcopy_prep, xcopy_exec,
+	   0x00, 0, 0, 0, 0, 0, 0, 0, 0, LBA4, 0, 0),
+	OP(SCSI_OP_RECEIVE_COPY_RESULTS, 0x00, 16, OPF_SA, spc_prep_din, xcopy_receive_results,
+	   0x00, F0, 0, 0, 0, 0, 0, 0, 0, LBA4, 0, 0),
+	OP(SCSI_OP_RECEIVE_COPY_RESULTS, 0x03, 16, OPF_SA, spc_prep_din, xcopy_receive_results,
+	   0x03, 0, 0, 0, 0, 0, 0, 0, 0, LBA4, 0, 0),
 	OP(SCSI_OP_READ16, 0, 16, OPF_MEDIUM, sbc_prep_rw, sbc_read, 0x1a, LBA8, LBA4, 0, 0),
 	OP(SCSI_OP_COMPARE_AND_WRITE, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_caw, sbc_caw,
 	   0x18, LBA8, 0, 0, 0, F0, 0, 0),

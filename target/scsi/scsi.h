@@ -53,6 +53,12 @@ struct scsi_nexus {
 struct scsi_lun_map {
 	uint32_t count;
 	const uint64_t *luns;
+	/*
+	 * The LU at luns[i] and whether this nexus maps it read-only: EXTENDED
+	 * COPY finds its copy targets here.  NULL (tools, tests): only the
+	 * addressed LU can be a copy target.
+	 */
+	struct scsi_lu *(*lu_at)(const struct scsi_lun_map *map, uint32_t i, bool *read_only);
 };
 
 struct scsi_lu_params {
@@ -83,6 +89,8 @@ struct scsi_cmd {
 	struct reactor *reactor;            /* the reactor running this command */
 	void (*done)(struct scsi_cmd *cmd); /* called once, on that reactor */
 	void *priv;                         /* caller's */
+	/* Set by the transport when the task is aborted or its connection ends, even during exec: a long command (EXTENDED COPY) stops early. */
+	bool stop;
 
 	/* Set by this layer. */
 	uint32_t dout_len;     /* Data-Out bytes to collect into buf before exec (<= edtl) */
@@ -140,5 +148,7 @@ bool scsi_cmd_prepare(struct scsi_cmd *cmd);
 void scsi_cmd_exec(struct scsi_cmd *cmd);
 /* Free what prepare/exec allocated (buffers, scratch).  Safe after either. */
 void scsi_cmd_release(struct scsi_cmd *cmd);
+/* Does cmd use lu: it is addressed to lu, or it is an EXTENDED COPY with lu as a copy target. */
+bool scsi_cmd_uses_lu(const struct scsi_cmd *cmd, const struct scsi_lu *lu);
 
 #endif

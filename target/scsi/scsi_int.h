@@ -27,7 +27,20 @@
 /* WRITE SAME: what WRITE SAME(10) can name, so (10) and (16) agree; bounds one command's work. */
 #define SCSI_MAX_WS_BLOCKS    0xffffu
 
-/* Per I_T nexus state of one LU: pending unit attentions, PREVENT. */
+/* EXTENDED COPY (LID1) list identifiers of one nexus at one copy manager (xcopy.c). */
+#define XCOPY_IDS_MAX 8
+enum { XCOPY_ID_FREE, XCOPY_ID_RUNNING, XCOPY_ID_HELD };
+struct xcopy_id {
+	uint8_t state;
+	bool named;              /* LIST ID USAGE other than 11b */
+	uint8_t list_id;
+	uint8_t cm_status;       /* COPY MANAGER STATUS once held */
+	uint16_t segs;           /* segments processed */
+	uint32_t bytes;          /* bytes written */
+	uint32_t seq;            /* age: the oldest held result gives way first */
+};
+
+/* Per I_T nexus state of one LU: pending unit attentions, PREVENT, copies. */
 struct lu_nexus {
 	uint64_t id;
 	char initiator_name[224];
@@ -38,6 +51,7 @@ struct lu_nexus {
 	bool prevent;
 	bool alua_seen;              /* alua_gen set (alua.c) */
 	uint32_t alua_gen;           /* ALUA state changes this nexus was told of */
+	struct xcopy_id xcopy_ids[XCOPY_IDS_MAX];
 	struct lu_nexus *next;
 };
 
@@ -191,6 +205,12 @@ void sbc_read_capacity10(struct scsi_cmd *cmd);
 void sbc_read_capacity16(struct scsi_cmd *cmd);
 void sbc_get_lba_status(struct scsi_cmd *cmd);
 bool sbc_prep_get_lba_status(struct scsi_cmd *cmd);
+
+/* xcopy.c */
+bool xcopy_prep(struct scsi_cmd *cmd);
+void xcopy_exec(struct scsi_cmd *cmd);
+void xcopy_receive_results(struct scsi_cmd *cmd);
+void xcopy_vpd(struct scsi_cmd *cmd, struct din *d);
 
 /* Common end of prepare for commands without a transfer from the CDB's view. */
 static inline void scsi_no_xfer(struct scsi_cmd *cmd) { cmd->resid = (int64_t)cmd->edtl; }

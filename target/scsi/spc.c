@@ -25,7 +25,7 @@ static void inquiry_std(struct scsi_cmd *cmd, struct din *d, const void *arg)
 	din_u8(d, 0x06);              /* SPC-4 */
 	din_u8(d, 0x12);              /* HISUP, response data format 2 */
 	din_u8(d, 0);                 /* additional length, below */
-	din_u8(d, (uint8_t)(alua_tpgs(cmd->nexus) << 4));  /* TPGS */
+	din_u8(d, (uint8_t)(alua_tpgs(cmd->nexus) << 4 | 0x08));  /* TPGS; 3PC: EXTENDED COPY */
 	din_u8(d, 0x10);              /* MULTIP */
 	din_u8(d, 0x02);              /* CMDQUE */
 	din_ascii(d, lu ? lu->vendor : "ISERT", 8);

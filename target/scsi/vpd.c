@@ -139,6 +139,7 @@ static const struct vpd_page {
 	vpd_fn fn;
 } pages[] = {
 	{ 0x00, vpd_supported }, { 0x80, vpd_serial }, { 0x83, vpd_devid }, { 0x86, vpd_extended },
+	{ 0x8f, xcopy_vpd },
 	{ 0xb0, vpd_block_limits }, { 0xb1, vpd_bdc }, { 0xb2, vpd_lbp },
 };
 

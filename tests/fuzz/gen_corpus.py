@@ -296,6 +296,50 @@ scsi('orwrite-atomic-defect', scsi_setup(nexuses=2, ro=(1,), blocks=64),
      rd(cdb(0x37, 0, 0x1d, 0, 0, 0, 0, *be(32, 2)), 32), rd(cdb(0x37, 0, 0x11, 0, 0, 0, 0, *be(2, 2)), 2),
      rd(cdb(0xb7, 0x0b, 0, 0, 0, 0, *be(64, 4)), 64), rd(cdb(0xb7, 0x07, 0, 0, 0, 0, *be(64, 4)), 64),
      rd(cdb(0x9e, 0x10, *bytes(8), *be(32, 4)), 32), rd(inq(1, 0xb0, 64), 64))
+def fuzz_naa(slen=16, seed=0):
+    """The NAA designator (VPD 83h) of the harness's LU: make_name() serial, then lu.c's FNV-1a."""
+    abc = b'abcdefghijklmnopqrstuvwxyz0123456789.-:'
+    serial = bytes(abc[(seed + i * 7) % len(abc)] for i in range(max(slen, 1)))
+
+    def fnv(h):
+        for ch in serial:
+            h = ((h ^ ch) * 0x100000001b3) & (1 << 64) - 1
+        return h
+    hi, lo = fnv(0xcbf29ce484222325), fnv(0x84222325cbf29ce4)
+    return bytes([0x6a, 0, 0, (hi >> 32) & 0x0f]) + be(hi & 0xffffffff, 4) + be(lo, 8)
+
+
+def xc_tgt(naa, block=512):
+    return bytes([0xe4, 0, 0, 0, 0x01, 0x03, 0, 16]) + naa + bytes(5) + be(block, 3)
+
+
+def xc_seg(src, dst, n, slba, dlba, typ=0x02):
+    return bytes([typ, 0]) + struct.pack('>HHHHHQQ', 0x18, src, dst, 0, n, slba, dlba)
+
+
+def xc_list(tgts, segs, list_id=0, usage=3):
+    t, s = b''.join(tgts), b''.join(segs)
+    return bytes([list_id, usage << 3]) + struct.pack('>HIII', len(t), 0, len(s), 0) + t + s
+
+
+xcopy = lambda plen: cdb(0x83, 0, *bytes(8), *be(plen, 4))
+rcr = lambda sa, list_id, alloc: cdb(0x84, sa, list_id, *bytes(7), *be(alloc, 4))
+NAA0 = fuzz_naa()
+xc_within = xc_list([xc_tgt(NAA0)], [xc_seg(0, 0, 8, 0, 20), xc_seg(0, 0, 30, 0, 10)], list_id=3, usage=0)
+xc_refused = [xc_list([xc_tgt(NAA0)], [xc_seg(0, 0, 8, 50, 0)]),          # past the end
+              xc_list([xc_tgt(NAA0)], [xc_seg(0, 1, 8, 0, 0)]),           # no such descriptor
+              xc_list([xc_tgt(NAA0, 4096)], [xc_seg(0, 0, 8, 0, 16)]),    # another block length
+              xc_list([xc_tgt(NAA0)], [xc_seg(0, 0, 8, 0, 16, typ=0x0a)]),
+              xc_list([xc_tgt(bytes(16))], [xc_seg(0, 0, 8, 0, 16)]),
+              xc_list([xc_tgt(NAA0)] * 9, [xc_seg(0, 0, 8, 0, 16)])]
+scsi('xcopy', scsi_setup(nexuses=2, ro=(1,)),
+     wr(rw10(0x2a, 0, 40), bytes(range(256)) * 80), rd(inq(1, 0x8f, 0xffff), 0xffff), rd(rcr(3, 0, 256), 256),
+     wr(xcopy(len(xc_within)), xc_within), rd(rcr(0, 3, 64), 64), rd(rw10(0x28, 10, 30), 30 * 512),
+     wr(xcopy(len(xc_within)), xc_within, nx=1), *[wr(xcopy(len(x)), x) for x in xc_refused],
+     wr(xcopy(len(xc_within)), xc_within[:-1]), cmd(xcopy(0)), event(3))
+scsi('xcopy-wce-off', scsi_setup(lu=LU_THIN, nexuses=1),
+     wr(xcopy(len(xc_within)), xc_within), wr(xcopy(len(xc_within)), xc_within, defer=True), cmd(TUR),
+     rd(rcr(0, 3, 64), 64), event(0), wr(xcopy(len(xc_within)), xc_within))
 scsi('rsoc', scsi_setup(lu=LU_WCE),
      rd(cdb(0xa3, 0x0c, 0x80, 0, 0, 0, *be(0xffff, 4)), 0xffff), rd(cdb(0xa3, 0x0c, 0, 0, 0, 0, *be(64, 4)), 64),
      rd(cdb(0xa3, 0x0c, 0x81, 0x12, 0, 0, *be(512, 4)), 512), rd(cdb(0xa3, 0x0c, 0x02, 0x9e, 0, 0x10, *be(512, 4)), 512),

@@ -489,7 +489,7 @@ static void test_report_luns_max(void)
 {
 	uint32_t n = 16384, len = 8 + 8 * n;
 	uint64_t *luns = calloc(n, sizeof(*luns));
-	struct scsi_lun_map map = { n, luns };
+	struct scsi_lun_map map = { .count = n, .luns = luns };
 	struct scsi_cmd c;
 	uint8_t rl[12] = { 0xa0 };
 
@@ -546,7 +546,7 @@ static void test_no_lun(void)
 	scsi_cmd_release(&c);
 
 	static const uint64_t luns[] = { 0, 5, 300 };
-	struct scsi_lun_map map = { 3, luns };
+	struct scsi_lun_map map = { .count = 3, .luns = luns };
 	uint8_t rl[12] = { 0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0 };
 	cmd_init(&c, rl, 12, 256, true, false);
 	c.lu = NULL;
