@@ -86,6 +86,8 @@ struct rdma_conn {
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	struct rdma_dev *dev;
+	struct bufpool *pool;                    /* attached to pool_dev's registrations (target side) */
+	int pool_dev;                            /* our device's index in pool: buf keys[pool_dev] */
 	uint8_t *rx_mem, *tx_mem;
 	struct ibv_mr *rx_mr, *tx_mr;
 	struct wr_ctx rx_ctx[RDMA_QUEUE];
@@ -203,22 +205,26 @@ static void pool_dereg(void *ctx, void *handle)
 	ibv_dereg_mr(handle);
 }
 
-/* The reactor's pool serves one device; per-reactor state, so no lock. */
-static __thread struct rdma_dev *pool_dev;
-
-static int pool_attach(struct reactor *r, struct rdma_dev *d)
+/*
+ * The reactor's pool registered with the connection's device (lazily, with
+ * the first connection on that device there).  The index is the pool's, kept
+ * on the connection, so the I/O path picks its keys without a search.
+ */
+static int pool_attach(struct rdma_conn *c, struct bufpool *p)
 {
-	if (pool_dev == d)
-		return 0;
-	if (pool_dev) {
-		log_err("iSER connections on a second RDMA device are not supported yet on one reactor");
-		return -EOPNOTSUPP;
-	}
-	struct bufpool_reg_ops ops = { .reg = pool_reg, .dereg = pool_dereg, .ctx = d };
-	int rc = bufpool_set_reg(reactor_bufpool(r), &ops);
-	if (rc)
+	struct bufpool_reg_ops ops = { .reg = pool_reg, .dereg = pool_dereg, .ctx = c->dev };
+	int rc = bufpool_dev_attach(p, &ops);
+	if (rc == -E2BIG)
+		log_limited(LOG_WARN, "%s: iSER connection on RDMA device %s refused: this reactor's buffer pool is "
+				      "registered with %d RDMA devices already, the most it serves",
+			    c->xc.peer, ibv_get_device_name(c->id->verbs->device), BUFPOOL_MAX_DEVS);
+	else if (rc < 0)
+		log_limited(LOG_WARN, "%s: cannot register the buffer pool with RDMA device %s: %s", c->xc.peer,
+			    ibv_get_device_name(c->id->verbs->device), strerror(-rc));
+	if (rc < 0)
 		return rc;
-	pool_dev = d;
+	c->pool = p;
+	c->pool_dev = rc;
 	return 0;
 }
 
@@ -382,7 +388,10 @@ static int rdma_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint
 {
 	if (c->closing)
 		return -ECONNRESET;
-	if (!b || (uint64_t)off + len > b->cap || !b->lkey)
+	if (!b || (uint64_t)off + len > b->cap || !b->keys)
+		return -EINVAL;
+	uint32_t lkey = b->keys[c->pool_dev].lkey;
+	if (!lkey)
 		return -EINVAL;
 	struct wr_ctx *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -390,7 +399,7 @@ static int rdma_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint
 	w->kind = kind;
 	w->cb = cb;
 	w->arg = arg;
-	w->sge = (struct ibv_sge){ .addr = (uintptr_t)(b->data + off), .length = len, .lkey = b->lkey };
+	w->sge = (struct ibv_sge){ .addr = (uintptr_t)(b->data + off), .length = len, .lkey = lkey };
 	w->wr = (struct ibv_send_wr){ .wr_id = (uintptr_t)w, .sg_list = &w->sge, .num_sge = 1,
 				      .opcode = kind == WR_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE };
 	w->wr.wr.rdma.remote_addr = va;
@@ -772,6 +781,9 @@ static void conn_free(struct rdma_conn *c)
 		munmap(c->rx_mem, (size_t)RDMA_QUEUE * RDMA_RX_SLOT);
 	if (c->tx_mem)
 		munmap(c->tx_mem, (size_t)RDMA_QUEUE * RDMA_TX_SLOT);
+	/* Before the id: a removed device's last id closes its context, and our MRs must go first. */
+	if (c->pool)
+		bufpool_dev_detach(c->pool, c->pool_dev);
 	if (c->id)
 		rdma_destroy_id(c->id);
 	if (c->ch)
@@ -801,8 +813,12 @@ static void on_conn_event(void *arg, uint32_t events)
 			c->established = true;
 			log_debug("%s: iSER connection established", c->xc.peer);
 			break;
-		case RDMA_CM_EVENT_DISCONNECTED:
 		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+			/* The pool lets go of the device with its last connection on this reactor. */
+			if (c->pool)
+				bufpool_dev_gone(c->pool, c->pool_dev);
+			/* fall through */
+		case RDMA_CM_EVENT_DISCONNECTED:
 		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 		case RDMA_CM_EVENT_CONNECT_ERROR:
 		case RDMA_CM_EVENT_UNREACHABLE:
@@ -834,7 +850,7 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r)
 	if (!c->dev)
 		return -ENODEV;
 	/* The initiator registers its session's pool itself (rdma_pool_register). */
-	int rc = c->active ? 0 : pool_attach(r, c->dev);
+	int rc = c->active ? 0 : pool_attach(c, reactor_bufpool(r));
 	if (rc)
 		return rc;
 	c->cc = ibv_create_comp_channel(c->id->verbs);
@@ -1274,7 +1290,7 @@ static void *rdma_dev_of(struct xp_conn *xc)
 static int rdma_pool_register(void *dev, struct bufpool *p)
 {
 	struct bufpool_reg_ops ops = { .reg = pool_reg, .dereg = pool_dereg, .ctx = dev };
-	return bufpool_set_reg(p, &ops);
+	return bufpool_dev_attach(p, &ops);
 }
 
 /* A write source needs no local write access: it may be read-only memory. */

@@ -72,9 +72,17 @@ void bufpool_destroy(struct bufpool *p)
 	free(p);
 }
 
-int bufpool_set_reg(struct bufpool *p, const struct bufpool_reg_ops *ops)
+int bufpool_dev_attach(struct bufpool *p, const struct bufpool_reg_ops *ops)
 {
 	return -ENOTSUP;
+}
+
+void bufpool_dev_detach(struct bufpool *p, int idx)
+{
+}
+
+void bufpool_dev_gone(struct bufpool *p, int idx)
+{
 }
 
 struct buf *bufpool_get(struct bufpool *p, size_t len)
