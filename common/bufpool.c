@@ -203,21 +203,33 @@ int bufpool_dev_attach(struct bufpool *p, const struct bufpool_reg_ops *ops)
 	return d;
 }
 
-void bufpool_dev_detach(struct bufpool *p, int d)
+bool bufpool_dev_detach(struct bufpool *p, int d)
 {
 	if (d < 0 || d >= BUFPOOL_MAX_DEVS || !p->dev[d].used || !p->dev[d].users)
-		return;
-	if (--p->dev[d].users == 0 && p->dev[d].gone)
-		dev_drop(p, d);
+		return false;
+	if (--p->dev[d].users || !p->dev[d].gone)
+		return false;
+	dev_drop(p, d);
+	return true;
 }
 
-void bufpool_dev_gone(struct bufpool *p, int d)
+bool bufpool_dev_gone(struct bufpool *p, int d)
 {
-	if (d < 0 || d >= BUFPOOL_MAX_DEVS || !p->dev[d].used)
-		return;
+	if (d < 0 || d >= BUFPOOL_MAX_DEVS || !p->dev[d].used || p->dev[d].gone)
+		return false;
 	p->dev[d].gone = true;
-	if (!p->dev[d].users)
-		dev_drop(p, d);
+	if (p->dev[d].users)
+		return false;
+	dev_drop(p, d);
+	return true;
+}
+
+int bufpool_dev_find(const struct bufpool *p, const void *ctx)
+{
+	for (int d = 0; d < BUFPOOL_MAX_DEVS; d++)
+		if (p->dev[d].used && !p->dev[d].gone && p->dev[d].reg.ctx == ctx)
+			return d;
+	return -1;
 }
 
 unsigned bufpool_ndevs(const struct bufpool *p)

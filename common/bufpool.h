@@ -71,9 +71,12 @@ int bufpool_dev_attach(struct bufpool *p, const struct bufpool_reg_ops *ops);
  * on the device, unless it went away (bufpool_dev_gone): then the last user's
  * detach deregisters every slab from it and frees the index.
  */
-void bufpool_dev_detach(struct bufpool *p, int idx);
+bool bufpool_dev_detach(struct bufpool *p, int idx);
 /* Device idx went away: its registrations go with its last user (now, if it has none). */
-void bufpool_dev_gone(struct bufpool *p, int idx);
+bool bufpool_dev_gone(struct bufpool *p, int idx);
+/* (Both return true when they deregistered the device's slabs just now.) */
+/* The index of the device ctx names (not one gone), or -1. */
+int bufpool_dev_find(const struct bufpool *p, const void *ctx);
 /* Devices attached (registered, or with users); for tests and checks. */
 unsigned bufpool_ndevs(const struct bufpool *p);
 /* A buffer of at least len bytes (len may be 0); NULL when out of memory or at the cap. */

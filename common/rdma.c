@@ -45,6 +45,7 @@ struct rdma_dev {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
+	_Atomic bool removed;     /* DEVICE_REMOVAL seen: no new user, pools let go of it */
 	struct rdma_dev *next;
 };
 
@@ -125,6 +126,7 @@ struct xp_listener {
 	struct rdma_cm_id *id;
 	struct reactor *r;
 	struct xp_listen_params lp;
+	char name[80];            /* host:port, for messages */
 };
 
 static void conn_fail(struct rdma_conn *c, int err);
@@ -164,7 +166,7 @@ static struct rdma_dev *dev_get(struct ibv_context *verbs)
 	pthread_mutex_lock(&dev_lock);
 	struct rdma_dev *d;
 	for (d = devs; d; d = d->next)
-		if (d->verbs == verbs)
+		if (d->verbs == verbs && !atomic_load(&d->removed))
 			goto out;
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -226,6 +228,43 @@ static int pool_attach(struct rdma_conn *c, struct bufpool *p)
 	c->pool = p;
 	c->pool_dev = rc;
 	return 0;
+}
+
+/* On every reactor: its pool lets go of a removed device (now, or with its last connection there). */
+static void pool_dev_removed(void *arg)
+{
+	struct rdma_dev *d = arg;
+	struct reactor *r = reactor_self();
+	struct bufpool *p = reactor_bufpool(r);
+	if (bufpool_dev_gone(p, bufpool_dev_find(p, d)))
+		log_info("reactor %d: buffer pool deregistered from RDMA device %s (removed)", reactor_index(r),
+			 ibv_get_device_name(d->verbs->device));
+}
+
+/*
+ * A device went away (a connection's or a listener's DEVICE_REMOVAL, whichever
+ * comes first: a connection closed by the peer's disconnect may never see
+ * it).  Every reactor's pool hears of it; the PD stays (see
+ * docs/architecture.md, "Registered buffers on several devices").  The
+ * rdma_dev is never freed: a pool may still name it.
+ */
+static void dev_removed(struct rdma_dev *d)
+{
+	if (!d || atomic_exchange(&d->removed, true))
+		return;
+	log_warn("RDMA device %s removed: its connections close, every buffer pool lets go of it",
+		 ibv_get_device_name(d->verbs->device));
+	reactor_send_all(pool_dev_removed, d);
+}
+
+static struct rdma_dev *dev_find(struct ibv_context *verbs)
+{
+	pthread_mutex_lock(&dev_lock);
+	struct rdma_dev *d = devs;
+	while (d && (d->verbs != verbs || atomic_load(&d->removed)))
+		d = d->next;
+	pthread_mutex_unlock(&dev_lock);
+	return d;
 }
 
 /* ---- posting work requests ------------------------------------------- */
@@ -781,9 +820,11 @@ static void conn_free(struct rdma_conn *c)
 		munmap(c->rx_mem, (size_t)RDMA_QUEUE * RDMA_RX_SLOT);
 	if (c->tx_mem)
 		munmap(c->tx_mem, (size_t)RDMA_QUEUE * RDMA_TX_SLOT);
-	/* Before the id: a removed device's last id closes its context, and our MRs must go first. */
-	if (c->pool)
-		bufpool_dev_detach(c->pool, c->pool_dev);
+	/* Before the id: a removed device's last id may close its context, and our MRs must go first. */
+	if (c->pool && bufpool_dev_detach(c->pool, c->pool_dev))
+		log_info("reactor %d: buffer pool deregistered from RDMA device %s (removed) with its last "
+			 "connection there", c->xc.reactor ? reactor_index(c->xc.reactor) : -1,
+			 ibv_get_device_name(c->dev->verbs->device));
 	if (c->id)
 		rdma_destroy_id(c->id);
 	if (c->ch)
@@ -814,9 +855,9 @@ static void on_conn_event(void *arg, uint32_t events)
 			log_debug("%s: iSER connection established", c->xc.peer);
 			break;
 		case RDMA_CM_EVENT_DEVICE_REMOVAL:
-			/* The pool lets go of the device with its last connection on this reactor. */
-			if (c->pool)
-				bufpool_dev_gone(c->pool, c->pool_dev);
+			log_limited(LOG_WARN, "%s: RDMA device %s removed, closing the connection", c->xc.peer,
+				    ibv_get_device_name(c->id->verbs->device));
+			dev_removed(c->dev);
 			/* fall through */
 		case RDMA_CM_EVENT_DISCONNECTED:
 		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
@@ -957,6 +998,13 @@ static void on_listen_event(void *arg, uint32_t events)
 	struct rdma_cm_event *ev;
 	(void)events;
 	while (rdma_get_cm_event(l->ch, &ev) == 0) {
+		if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+			/* No connection may be left to hear of it; the listener stays until the portal goes. */
+			log_warn("iSER portal %s: RDMA device %s removed", l->name,
+				 l->id->verbs ? ibv_get_device_name(l->id->verbs->device) : "?");
+			if (l->id->verbs)
+				dev_removed(dev_find(l->id->verbs));
+		}
 		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
 			rdma_ack_cm_event(ev);
 			continue;
@@ -1043,6 +1091,7 @@ static int rdma_listen_fn(const char *host, uint16_t port, struct reactor *r, co
 	}
 	l->r = r;
 	l->lp = *lp;
+	snprintf(l->name, sizeof(l->name), "%s:%u", host, port);
 	l->ch = rdma_create_event_channel();
 	if (!l->ch) {
 		rc = -errno;

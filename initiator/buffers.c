@@ -90,8 +90,9 @@ void isc_bufs_free_all(struct isc_session *s)
 /*
  * A new iSER connection: the pool gets registered with its device.  A
  * reconnect that lands on another device (the other port of a NIC) registers
- * the pool there too, lazily; the first device's registrations stay for a
- * reconnect back to it and go with the session.
+ * the pool there too, lazily; the session then stops using the first one,
+ * whose registrations stay for a reconnect back to it unless that device was
+ * removed (bufpool_dev_detach), and otherwise go with the session.
  */
 int isc_mem_attach(struct isc_session *s, struct xp_conn *xc)
 {
@@ -109,6 +110,8 @@ int isc_mem_attach(struct isc_session *s, struct xp_conn *xc)
 		isc_seterr(s, "cannot register the session's buffer pool with the RDMA device: %s", strerror(-rc));
 		return rc;
 	}
+	if (s->rdma_dev)
+		bufpool_dev_detach(reactor_bufpool(s->r), s->pool_dev);
 	s->rdma_dev = dev;
 	s->pool_dev = rc;
 	return 0;

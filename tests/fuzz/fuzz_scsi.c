@@ -77,12 +77,19 @@ int bufpool_dev_attach(struct bufpool *p, const struct bufpool_reg_ops *ops)
 	return -ENOTSUP;
 }
 
-void bufpool_dev_detach(struct bufpool *p, int idx)
+bool bufpool_dev_detach(struct bufpool *p, int idx)
 {
+	return false;
 }
 
-void bufpool_dev_gone(struct bufpool *p, int idx)
+bool bufpool_dev_gone(struct bufpool *p, int idx)
 {
+	return false;
+}
+
+int bufpool_dev_find(const struct bufpool *p, const void *ctx)
+{
+	return -1;
 }
 
 struct buf *bufpool_get(struct bufpool *p, size_t len)

@@ -219,35 +219,40 @@ static void test_device_gone(void)
 	CU_ASSERT_EQUAL(attach(p, &a), 0);
 	CU_ASSERT_EQUAL(attach(p, &a), 0);
 	CU_ASSERT_EQUAL(attach(p, &b), 1);
-	bufpool_dev_detach(p, 1);
+	CU_ASSERT_FALSE(bufpool_dev_detach(p, 1));
 	CU_ASSERT_EQUAL(b.live, 2); /* no user, still registered */
+	CU_ASSERT_EQUAL(bufpool_dev_find(p, &b), 1);
+	CU_ASSERT_EQUAL(bufpool_dev_find(p, &c), -1);
 	CU_ASSERT_EQUAL(attach(p, &b), 1);
 	CU_ASSERT_EQUAL(b.regs, 2);
-	bufpool_dev_gone(p, 0);
+	CU_ASSERT_FALSE(bufpool_dev_gone(p, 0));
 	CU_ASSERT_EQUAL(a.live, 2); /* two users left */
+	CU_ASSERT_EQUAL(bufpool_dev_find(p, &a), -1); /* gone: not found any more */
 	/* A new connection on the same ctx does not join a device that went away. */
 	CU_ASSERT_EQUAL(attach(p, &a), 2);
 	CU_ASSERT_EQUAL(a.live, 4);
 	bufpool_dev_detach(p, 2);
 	bufpool_dev_gone(p, 2);
 	CU_ASSERT_EQUAL(a.live, 2);
-	bufpool_dev_detach(p, 0);
+	CU_ASSERT_FALSE(bufpool_dev_detach(p, 0));
 	CU_ASSERT_EQUAL(a.live, 2);
-	bufpool_dev_detach(p, 0);
+	CU_ASSERT_TRUE(bufpool_dev_detach(p, 0));
 	CU_ASSERT_EQUAL(a.live, 0);
 	CU_ASSERT_EQUAL(x->keys[0].lkey, 0);
 	CU_ASSERT_EQUAL(y->keys[0].rkey, 0);
 	CU_ASSERT(keys_of(x, 1, &b));
 	CU_ASSERT_EQUAL(bufpool_ndevs(p), 1);
-	bufpool_dev_detach(p, 0); /* once too often: ignored */
-	bufpool_dev_detach(p, 7);
-	bufpool_dev_detach(p, -1);
+	CU_ASSERT_FALSE(bufpool_dev_detach(p, 0)); /* once too often: ignored */
+	CU_ASSERT_FALSE(bufpool_dev_detach(p, 7));
+	CU_ASSERT_FALSE(bufpool_dev_detach(p, -1));
+	CU_ASSERT_FALSE(bufpool_dev_gone(p, -1)); /* bufpool_dev_find's "none" */
 	CU_ASSERT_EQUAL(attach(p, &c), 0); /* index 0 free again */
 	CU_ASSERT(keys_of(x, 0, &c) && keys_of(y, 0, &c));
 	/* Gone with no user: deregistered at once. */
 	bufpool_dev_detach(p, 1);
-	bufpool_dev_gone(p, 1);
+	CU_ASSERT_TRUE(bufpool_dev_gone(p, 1));
 	CU_ASSERT_EQUAL(b.live, 0);
+	CU_ASSERT_FALSE(bufpool_dev_gone(p, 1)); /* once only */
 	CU_ASSERT_EQUAL(x->keys[1].lkey, 0);
 	bufpool_put(x);
 	bufpool_put(y);

@@ -171,7 +171,7 @@ hostile_run() {
 	sed 's/^/    /' "$out"
 	[ $rc -eq 0 ] && grep -q "^# 0 failed" "$out"
 }
-log_count() { grep -c "$1" "$VM_WORK/isertd.log"; }
+log_count() { local n; n=$(grep -c "$1" "$VM_WORK/isertd.log" 2>/dev/null); echo "${n:-0}"; }
 # hostile P IP: raw iSER clients that break the rules (iser-hostile.c), while
 # no other session is logged in (no_connections looks at every connection).
 # Commands without the STag they need close their own connection (a queued
@@ -244,6 +244,7 @@ portal_disk() {
 	return 1
 }
 two_disks() { portal_disk $1 0 >/dev/null && portal_disk $2 1 >/dev/null; }
+log_more() { [ "$(log_count "$1")" -gt "$2" ]; }
 logout_two() { iscsi_logout $1 $2:3260 iser >/dev/null && iscsi_logout $1 $3:3260 iser >/dev/null && iscsi_no_session $1; }
 fio_verify() {   # fio_verify NAME DEV SIZE SECS: random read/write 4k-1m, QD16, crc32c verify
 	fio --name=$1 --filename=/dev/$2 --direct=1 --ioengine=libaio --iodepth=16 --rw=randrw --bsrange=4k-1m \
@@ -258,7 +259,7 @@ fio_verify() {   # fio_verify NAME DEV SIZE SECS: random read/write 4k-1m, QD16,
 # LUN 0 through rxe and on LUN 1 through siw at the same time; the statistics
 # show RDMA traffic on the connection of each device, on that one reactor.
 two_devices() {
-	local rxe siw t=$VM_PREFIX:open cfg=/tmp/isertd-iser-two.json d0 d1 p0 p1 r0 r1 secs chk
+	local rxe siw t=$VM_PREFIX:open cfg=/tmp/isertd-iser-two.json d0 d1 p0 p1 r0 r1 secs chk nref nrm ndr del
 	secs=$((FIO_SECS < 30 ? FIO_SECS : 30))
 	chk="python3 $(dirname "$VM_LIB")/stats-check.py $ISERTD_SOCK"
 	vm_log "=== iSER on two RDMA devices at once (rxe0 and siw0), one reactor"
@@ -266,6 +267,8 @@ two_devices() {
 	must "two devices: rxe0 and siw0 up" test -n "$rxe" -a -n "$siw"
 	sed -e "s/{ \"ip\": \"@IP@\", \"port\": 3260, \"iser\": true }/{ \"ip\": \"$rxe\", \"port\": 3260, \"iser\": true }, { \"ip\": \"$siw\", \"port\": 3260, \"iser\": true }/" \
 		-e 's/"reactors": 2/"reactors": 1/; s/@POLL@/adaptive/' "$(dirname "$VM_LIB")/isertd-iser.json" > $cfg
+	nref=$(log_count "cannot accept iSER connection") nrm=$(log_count "RDMA device siw0 removed")
+	ndr=$(log_count "buffer pool deregistered from RDMA device siw0")
 	must "two devices: isertd starts with iSER portals on $rxe (rxe0) and $siw (siw0) and one reactor" \
 		isertd_start $cfg 3262
 	ok "two devices: isertd listens on both" bash -c "grep -q 'listening on $rxe:3260 (iser)' '$VM_WORK/isertd.log' &&
@@ -290,9 +293,23 @@ two_devices() {
 	ok "two devices: statistics: RDMA WRITEs and READs on the connection of each device, one reactor" \
 		bash -c "$chk devices /tmp/stats-two.json $t $ISCSI_INITIATOR $rxe $siw > /tmp/stats-two.txt; rc=\$?;
 			sed 's/^/    /' /tmp/stats-two.txt; exit \$rc"
-	ok "two devices: isertd refused no connection" bash -c "! grep -q 'cannot accept iSER connection' '$VM_WORK/isertd.log'"
+	ok "two devices: isertd refused no connection" test "$(log_count "cannot accept iSER connection")" -eq $nref
+	# siw0 goes away under its session (the port of a NIC failing): isertd
+	# hears of it, the connection on it closes, the pool deregisters its slabs
+	# from siw0, and the rxe0 session goes on.  The removal itself completes
+	# only once isertd stops: rxe and siw wait for every user of a device, and
+	# the portal's listener and the device's PD keep it open (docs/architecture.md).
+	rdma link delete siw0 >/dev/null 2>&1 & del=$!
+	ok "two devices: siw0 removed under its session: isertd hears of it" \
+		wait_for 20 log_more "RDMA device siw0 removed" $nrm
+	ok "two devices: the buffer pool deregisters its slabs from siw0 (its connection there closed)" \
+		wait_for 20 log_more "buffer pool deregistered from RDMA device siw0" $ndr
+	grep -E "siw0 removed|deregistered from RDMA device siw0" "$VM_WORK/isertd.log" | tail -4 | sed 's/^/    /'
+	ok "two devices: after siw0 went away the rxe0 session writes and reads back 8 MiB" dd_verify /dev/$d0 8 64K
 	ok "two devices: logout of both sessions" logout_two $t $rxe $siw
 	ok "two devices: isertd stops with status 0 (every connection freed)" isertd_stop
+	ok "two devices: siw0's removal completes once isertd stopped" wait_for 30 bash -c "! kill -0 $del 2>/dev/null"
+	wait $del
 	rdma_down rxe
 	rdma_down siw
 }
