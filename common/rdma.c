@@ -215,7 +215,11 @@ static void pool_dereg(void *ctx, void *handle)
 static int pool_attach(struct rdma_conn *c, struct bufpool *p)
 {
 	struct bufpool_reg_ops ops = { .reg = pool_reg, .dereg = pool_dereg, .ctx = c->dev };
-	int rc = bufpool_dev_attach(p, &ops);
+	/*
+	 * Checked before registering: the removal's message to this reactor
+	 * comes after the flag is set, so a pool that joins now still hears of it.
+	 */
+	int rc = atomic_load(&c->dev->removed) ? -ENODEV : bufpool_dev_attach(p, &ops);
 	if (rc == -E2BIG)
 		log_limited(LOG_WARN, "%s: iSER connection on RDMA device %s refused: this reactor's buffer pool is "
 				      "registered with %d RDMA devices already, the most it serves",
@@ -1339,7 +1343,7 @@ static void *rdma_dev_of(struct xp_conn *xc)
 static int rdma_pool_register(void *dev, struct bufpool *p)
 {
 	struct bufpool_reg_ops ops = { .reg = pool_reg, .dereg = pool_dereg, .ctx = dev };
-	return bufpool_dev_attach(p, &ops);
+	return atomic_load(&((struct rdma_dev *)dev)->removed) ? -ENODEV : bufpool_dev_attach(p, &ops);
 }
 
 /* A write source needs no local write access: it may be read-only memory. */
