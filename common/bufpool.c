@@ -21,8 +21,8 @@
 struct slab {
 	void *mem;
 	size_t len;
-	void *reg_handle;
-	uint32_t lkey, rkey;
+	struct buf_keys keys[BUFPOOL_MAX_DEVS];   /* what every buffer of the slab points at */
+	void *reg_handle[BUFPOOL_MAX_DEVS];
 	struct buf *bufs;
 	size_t nbufs;
 	struct buf *free;          /* this slab's free buffers */
@@ -39,8 +39,12 @@ struct bufpool {
 	size_t in_use;
 	size_t bytes;
 	size_t max_bytes, keep_bytes;
-	struct bufpool_reg_ops reg;
-	bool have_reg;
+	struct pool_dev {
+		struct bufpool_reg_ops reg;
+		unsigned users;
+		bool used;   /* slabs are registered with it */
+		bool gone;   /* the device went away: deregister with the last user */
+	} dev[BUFPOOL_MAX_DEVS];
 };
 
 static int size_class(size_t len)
@@ -77,17 +81,40 @@ void bufpool_set_limits(struct bufpool *p, size_t max_bytes, size_t keep_bytes)
 	p->keep_bytes = keep_bytes;
 }
 
-static int slab_register(struct bufpool *p, struct slab *s)
+static void slab_dereg(struct bufpool *p, struct slab *s, int d)
 {
-	if (!p->have_reg)
-		return 0;
-	int rc = p->reg.reg(p->reg.ctx, s->mem, s->len, &s->lkey, &s->rkey, &s->reg_handle);
+	if (s->reg_handle[d])
+		p->dev[d].reg.dereg(p->dev[d].reg.ctx, s->reg_handle[d]);
+	s->reg_handle[d] = NULL;
+	s->keys[d] = (struct buf_keys){ 0 };
+}
+
+static int slab_reg(struct bufpool *p, struct slab *s, int d)
+{
+	const struct bufpool_reg_ops *o = &p->dev[d].reg;
+	struct buf_keys k;
+	void *h = NULL;
+	int rc = o->reg(o->ctx, s->mem, s->len, &k.lkey, &k.rkey, &h);
 	if (rc)
 		return rc;
-	/* Every buffer of the slab carries the slab's keys. */
-	for (size_t i = 0; i < s->nbufs; i++) {
-		s->bufs[i].lkey = s->lkey;
-		s->bufs[i].rkey = s->rkey;
+	s->keys[d] = k;
+	s->reg_handle[d] = h;
+	return 0;
+}
+
+/* A new slab: registered with every device of the pool, or with none. */
+static int slab_register(struct bufpool *p, struct slab *s)
+{
+	for (int d = 0; d < BUFPOOL_MAX_DEVS; d++) {
+		if (!p->dev[d].used)
+			continue;
+		int rc = slab_reg(p, s, d);
+		if (rc) {
+			while (--d >= 0)
+				if (p->dev[d].used)
+					slab_dereg(p, s, d);
+			return rc;
+		}
 	}
 	return 0;
 }
@@ -123,8 +150,9 @@ static void slab_free(struct bufpool *p, struct slab *s)
 		p->slabs = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
-	if (p->have_reg && s->reg_handle)
-		p->reg.dereg(p->reg.ctx, s->reg_handle);
+	for (int d = 0; d < BUFPOOL_MAX_DEVS; d++)
+		if (p->dev[d].used)
+			slab_dereg(p, s, d);
 	munmap(s->mem, s->len);
 	p->bytes -= s->len;
 	free(s->bufs);
@@ -140,16 +168,76 @@ void bufpool_destroy(struct bufpool *p)
 	free(p);
 }
 
-int bufpool_set_reg(struct bufpool *p, const struct bufpool_reg_ops *ops)
+/* Deregister every slab from device d and free its index. */
+static void dev_drop(struct bufpool *p, int d)
 {
-	p->reg = *ops;
-	p->have_reg = true;
-	for (struct slab *s = p->slabs; s; s = s->next) {
-		int rc = slab_register(p, s);
-		if (rc)
-			return rc;
+	for (struct slab *s = p->slabs; s; s = s->next)
+		slab_dereg(p, s, d);
+	p->dev[d] = (struct pool_dev){ 0 };
+}
+
+int bufpool_dev_attach(struct bufpool *p, const struct bufpool_reg_ops *ops)
+{
+	int d, spare = -1;
+	/* Connection setup only, never the I/O path: a short scan. */
+	for (d = 0; d < BUFPOOL_MAX_DEVS; d++) {
+		struct pool_dev *pd = &p->dev[d];
+		if (pd->used && !pd->gone && pd->reg.ctx == ops->ctx && pd->reg.reg == ops->reg) {
+			pd->users++;
+			return d;
+		}
+		if (!pd->used && spare < 0)
+			spare = d;
 	}
-	return 0;
+	if (spare < 0)
+		return -E2BIG;
+	d = spare;
+	p->dev[d] = (struct pool_dev){ .reg = *ops, .used = true, .users = 1 };
+	for (struct slab *s = p->slabs; s; s = s->next) {
+		int rc = slab_reg(p, s, d);
+		if (rc) {
+			dev_drop(p, d);
+			return rc;
+		}
+	}
+	return d;
+}
+
+bool bufpool_dev_detach(struct bufpool *p, int d)
+{
+	if (d < 0 || d >= BUFPOOL_MAX_DEVS || !p->dev[d].used || !p->dev[d].users)
+		return false;
+	if (--p->dev[d].users || !p->dev[d].gone)
+		return false;
+	dev_drop(p, d);
+	return true;
+}
+
+bool bufpool_dev_gone(struct bufpool *p, int d)
+{
+	if (d < 0 || d >= BUFPOOL_MAX_DEVS || !p->dev[d].used || p->dev[d].gone)
+		return false;
+	p->dev[d].gone = true;
+	if (p->dev[d].users)
+		return false;
+	dev_drop(p, d);
+	return true;
+}
+
+int bufpool_dev_find(const struct bufpool *p, const void *ctx)
+{
+	for (int d = 0; d < BUFPOOL_MAX_DEVS; d++)
+		if (p->dev[d].used && !p->dev[d].gone && p->dev[d].reg.ctx == ctx)
+			return d;
+	return -1;
+}
+
+unsigned bufpool_ndevs(const struct bufpool *p)
+{
+	unsigned n = 0;
+	for (int d = 0; d < BUFPOOL_MAX_DEVS; d++)
+		n += p->dev[d].used;
+	return n;
 }
 
 static int grow(struct bufpool *p, int k)
@@ -180,6 +268,7 @@ static int grow(struct bufpool *p, int k)
 		b->cap = bsize;
 		b->pool = p;
 		b->slab = s;
+		b->keys = s->keys;
 		b->klass = (uint8_t)k;
 		b->next = s->free;
 		s->free = b;

@@ -45,6 +45,7 @@ struct rdma_dev {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
+	_Atomic bool removed;     /* DEVICE_REMOVAL seen: no new user, pools let go of it */
 	struct rdma_dev *next;
 };
 
@@ -86,6 +87,8 @@ struct rdma_conn {
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	struct rdma_dev *dev;
+	struct bufpool *pool;                    /* attached to pool_dev's registrations (target side) */
+	int pool_dev;                            /* our device's index in pool: buf keys[pool_dev] */
 	uint8_t *rx_mem, *tx_mem;
 	struct ibv_mr *rx_mr, *tx_mr;
 	struct wr_ctx rx_ctx[RDMA_QUEUE];
@@ -123,6 +126,7 @@ struct xp_listener {
 	struct rdma_cm_id *id;
 	struct reactor *r;
 	struct xp_listen_params lp;
+	char name[80];            /* host:port, for messages */
 };
 
 static void conn_fail(struct rdma_conn *c, int err);
@@ -162,7 +166,7 @@ static struct rdma_dev *dev_get(struct ibv_context *verbs)
 	pthread_mutex_lock(&dev_lock);
 	struct rdma_dev *d;
 	for (d = devs; d; d = d->next)
-		if (d->verbs == verbs)
+		if (d->verbs == verbs && !atomic_load(&d->removed))
 			goto out;
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -203,23 +207,68 @@ static void pool_dereg(void *ctx, void *handle)
 	ibv_dereg_mr(handle);
 }
 
-/* The reactor's pool serves one device; per-reactor state, so no lock. */
-static __thread struct rdma_dev *pool_dev;
-
-static int pool_attach(struct reactor *r, struct rdma_dev *d)
+/*
+ * The reactor's pool registered with the connection's device (lazily, with
+ * the first connection on that device there).  The index is the pool's, kept
+ * on the connection, so the I/O path picks its keys without a search.
+ */
+static int pool_attach(struct rdma_conn *c, struct bufpool *p)
 {
-	if (pool_dev == d)
-		return 0;
-	if (pool_dev) {
-		log_err("iSER connections on a second RDMA device are not supported yet on one reactor");
-		return -EOPNOTSUPP;
-	}
-	struct bufpool_reg_ops ops = { .reg = pool_reg, .dereg = pool_dereg, .ctx = d };
-	int rc = bufpool_set_reg(reactor_bufpool(r), &ops);
-	if (rc)
+	struct bufpool_reg_ops ops = { .reg = pool_reg, .dereg = pool_dereg, .ctx = c->dev };
+	/*
+	 * Checked before registering: the removal's message to this reactor
+	 * comes after the flag is set, so a pool that joins now still hears of it.
+	 */
+	int rc = atomic_load(&c->dev->removed) ? -ENODEV : bufpool_dev_attach(p, &ops);
+	if (rc == -E2BIG)
+		log_limited(LOG_WARN, "%s: iSER connection on RDMA device %s refused: this reactor's buffer pool is "
+				      "registered with %d RDMA devices already, the most it serves",
+			    c->xc.peer, ibv_get_device_name(c->id->verbs->device), BUFPOOL_MAX_DEVS);
+	else if (rc < 0)
+		log_limited(LOG_WARN, "%s: cannot register the buffer pool with RDMA device %s: %s", c->xc.peer,
+			    ibv_get_device_name(c->id->verbs->device), strerror(-rc));
+	if (rc < 0)
 		return rc;
-	pool_dev = d;
+	c->pool = p;
+	c->pool_dev = rc;
 	return 0;
+}
+
+/* On every reactor: its pool lets go of a removed device (now, or with its last connection there). */
+static void pool_dev_removed(void *arg)
+{
+	struct rdma_dev *d = arg;
+	struct reactor *r = reactor_self();
+	struct bufpool *p = reactor_bufpool(r);
+	if (bufpool_dev_gone(p, bufpool_dev_find(p, d)))
+		log_info("reactor %d: buffer pool deregistered from RDMA device %s (removed)", reactor_index(r),
+			 ibv_get_device_name(d->verbs->device));
+}
+
+/*
+ * A device went away (a connection's or a listener's DEVICE_REMOVAL, whichever
+ * comes first: a connection closed by the peer's disconnect may never see
+ * it).  Every reactor's pool hears of it; the PD stays (see
+ * docs/architecture.md, "Registered buffers on several devices").  The
+ * rdma_dev is never freed: a pool may still name it.
+ */
+static void dev_removed(struct rdma_dev *d)
+{
+	if (!d || atomic_exchange(&d->removed, true))
+		return;
+	log_warn("RDMA device %s removed: its connections close, every buffer pool lets go of it",
+		 ibv_get_device_name(d->verbs->device));
+	reactor_send_all(pool_dev_removed, d);
+}
+
+static struct rdma_dev *dev_find(struct ibv_context *verbs)
+{
+	pthread_mutex_lock(&dev_lock);
+	struct rdma_dev *d = devs;
+	while (d && (d->verbs != verbs || atomic_load(&d->removed)))
+		d = d->next;
+	pthread_mutex_unlock(&dev_lock);
+	return d;
 }
 
 /* ---- posting work requests ------------------------------------------- */
@@ -382,7 +431,10 @@ static int rdma_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint
 {
 	if (c->closing)
 		return -ECONNRESET;
-	if (!b || (uint64_t)off + len > b->cap || !b->lkey)
+	if (!b || (uint64_t)off + len > b->cap || !b->keys)
+		return -EINVAL;
+	uint32_t lkey = b->keys[c->pool_dev].lkey;
+	if (!lkey)
 		return -EINVAL;
 	struct wr_ctx *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -390,7 +442,7 @@ static int rdma_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint
 	w->kind = kind;
 	w->cb = cb;
 	w->arg = arg;
-	w->sge = (struct ibv_sge){ .addr = (uintptr_t)(b->data + off), .length = len, .lkey = b->lkey };
+	w->sge = (struct ibv_sge){ .addr = (uintptr_t)(b->data + off), .length = len, .lkey = lkey };
 	w->wr = (struct ibv_send_wr){ .wr_id = (uintptr_t)w, .sg_list = &w->sge, .num_sge = 1,
 				      .opcode = kind == WR_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE };
 	w->wr.wr.rdma.remote_addr = va;
@@ -772,6 +824,11 @@ static void conn_free(struct rdma_conn *c)
 		munmap(c->rx_mem, (size_t)RDMA_QUEUE * RDMA_RX_SLOT);
 	if (c->tx_mem)
 		munmap(c->tx_mem, (size_t)RDMA_QUEUE * RDMA_TX_SLOT);
+	/* Before the id: a removed device's last id may close its context, and our MRs must go first. */
+	if (c->pool && bufpool_dev_detach(c->pool, c->pool_dev))
+		log_info("reactor %d: buffer pool deregistered from RDMA device %s (removed) with its last "
+			 "connection there", c->xc.reactor ? reactor_index(c->xc.reactor) : -1,
+			 ibv_get_device_name(c->dev->verbs->device));
 	if (c->id)
 		rdma_destroy_id(c->id);
 	if (c->ch)
@@ -801,8 +858,12 @@ static void on_conn_event(void *arg, uint32_t events)
 			c->established = true;
 			log_debug("%s: iSER connection established", c->xc.peer);
 			break;
-		case RDMA_CM_EVENT_DISCONNECTED:
 		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+			log_limited(LOG_WARN, "%s: RDMA device %s removed, closing the connection", c->xc.peer,
+				    ibv_get_device_name(c->id->verbs->device));
+			dev_removed(c->dev);
+			/* fall through */
+		case RDMA_CM_EVENT_DISCONNECTED:
 		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 		case RDMA_CM_EVENT_CONNECT_ERROR:
 		case RDMA_CM_EVENT_UNREACHABLE:
@@ -834,7 +895,7 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r)
 	if (!c->dev)
 		return -ENODEV;
 	/* The initiator registers its session's pool itself (rdma_pool_register). */
-	int rc = c->active ? 0 : pool_attach(r, c->dev);
+	int rc = c->active ? 0 : pool_attach(c, reactor_bufpool(r));
 	if (rc)
 		return rc;
 	c->cc = ibv_create_comp_channel(c->id->verbs);
@@ -941,6 +1002,13 @@ static void on_listen_event(void *arg, uint32_t events)
 	struct rdma_cm_event *ev;
 	(void)events;
 	while (rdma_get_cm_event(l->ch, &ev) == 0) {
+		if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+			/* No connection may be left to hear of it; the listener stays until the portal goes. */
+			log_warn("iSER portal %s: RDMA device %s removed", l->name,
+				 l->id->verbs ? ibv_get_device_name(l->id->verbs->device) : "?");
+			if (l->id->verbs)
+				dev_removed(dev_find(l->id->verbs));
+		}
 		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
 			rdma_ack_cm_event(ev);
 			continue;
@@ -1027,6 +1095,7 @@ static int rdma_listen_fn(const char *host, uint16_t port, struct reactor *r, co
 	}
 	l->r = r;
 	l->lp = *lp;
+	snprintf(l->name, sizeof(l->name), "%s:%u", host, port);
 	l->ch = rdma_create_event_channel();
 	if (!l->ch) {
 		rc = -errno;
@@ -1274,7 +1343,7 @@ static void *rdma_dev_of(struct xp_conn *xc)
 static int rdma_pool_register(void *dev, struct bufpool *p)
 {
 	struct bufpool_reg_ops ops = { .reg = pool_reg, .dereg = pool_dereg, .ctx = dev };
-	return bufpool_set_reg(p, &ops);
+	return atomic_load(&((struct rdma_dev *)dev)->removed) ? -ENODEV : bufpool_dev_attach(p, &ops);
 }
 
 /* A write source needs no local write access: it may be read-only memory. */

@@ -92,6 +92,16 @@ struct reactor *reactor_next(void)
 	return r;
 }
 
+unsigned reactor_send_all(reactor_fn fn, void *arg)
+{
+	unsigned n = 0;
+	pthread_mutex_lock(&all_lock);
+	for (unsigned i = 0; i < n_reactors; i++)
+		n += reactor_send(all_reactors[i], fn, arg) == 0;
+	pthread_mutex_unlock(&all_lock);
+	return n;
+}
+
 static void registry_set(struct reactor *r, bool add)
 {
 	pthread_mutex_lock(&all_lock);

@@ -82,6 +82,8 @@ struct bufpool *reactor_bufpool(struct reactor *r);
 
 /* The reactors created so far, in turn: where a new connection goes. */
 struct reactor *reactor_next(void);
+/* Any thread: reactor_send(r, fn, arg) to every reactor; returns how many got it. */
+unsigned reactor_send_all(reactor_fn fn, void *arg);
 
 /* Monotonic time in nanoseconds. */
 uint64_t reactor_now_ns(void);

@@ -147,7 +147,9 @@ struct transport_ops {
 	 * registered with the device (its protection domain) a connection runs
 	 * on.  rdma_dev() names that device; it outlives the connection, so
 	 * registrations survive a reconnect to the same device.
-	 * pool_register() registers a buffer pool's slabs, now and as it grows.
+	 * pool_register() registers a buffer pool's slabs with the device, now
+	 * and as it grows, and returns the device's index in the pool (a
+	 * buffer's keys[index]) or -errno (bufpool_dev_attach).
 	 * mem_reg() registers one caller buffer: the peer may write it
 	 * (peer_writes: a READ's sink) or only read it (a WRITE's source, which
 	 * may be read-only memory).

@@ -88,27 +88,32 @@ void isc_bufs_free_all(struct isc_session *s)
 }
 
 /*
- * A new iSER connection: the pool gets registered with its device.  Pool
- * registrations cannot move to another device, so a reconnect that lands on
- * a different one fails with a clear reason instead of carrying stale keys.
+ * A new iSER connection: the pool gets registered with its device.  A
+ * reconnect that lands on another device (the other port of a NIC) registers
+ * the pool there too, lazily; the session then stops using the first one,
+ * whose registrations stay for a reconnect back to it unless that device was
+ * removed (bufpool_dev_detach), and otherwise go with the session.
  */
 int isc_mem_attach(struct isc_session *s, struct xp_conn *xc)
 {
 	void *dev = xc->ops->rdma_dev(xc);
 	if (dev == s->rdma_dev)
 		return 0;
-	if (s->rdma_dev) {
-		isc_seterr(s, "iSER connection to %s:%u came up on another RDMA device than the session's first one; "
-			      "its registered buffers cannot move there",
-			   s->host, s->port);
-		return -EXDEV;
-	}
 	int rc = xc->ops->pool_register(dev, reactor_bufpool(s->r));
-	if (rc) {
+	if (rc == -E2BIG) {
+		isc_seterr(s, "iSER connection to %s:%u: the session's buffer pool is registered with %d RDMA devices "
+			      "already, the most it serves",
+			   s->host, s->port, BUFPOOL_MAX_DEVS);
+		return rc;
+	}
+	if (rc < 0) {
 		isc_seterr(s, "cannot register the session's buffer pool with the RDMA device: %s", strerror(-rc));
 		return rc;
 	}
+	if (s->rdma_dev)
+		bufpool_dev_detach(reactor_bufpool(s->r), s->pool_dev);
 	s->rdma_dev = dev;
+	s->pool_dev = rc;
 	return 0;
 }
 
@@ -119,8 +124,9 @@ int isc_task_map(struct isc_session *s, struct isc_task *t, uint32_t *rkey)
 	long i = buf_floor(s, p);
 	if (i >= 0) {
 		const struct buf *b = s->bufs[i].b;
-		if ((size_t)(p - b->data) + t->cmd.len <= b->cap && b->rkey) {
-			*rkey = b->rkey;
+		uint32_t k = b->keys ? b->keys[s->pool_dev].rkey : 0;
+		if ((size_t)(p - b->data) + t->cmd.len <= b->cap && k) {
+			*rkey = k;
 			return 0;
 		}
 	}

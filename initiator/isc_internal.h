@@ -107,7 +107,8 @@ struct isc_session {
 	bool issue_err_said;    /* issuing a task failed and errmsg already says why */
 	unsigned nfly_scsi;     /* SCSI tasks in flight (iSER: bounded by our receives) */
 	/* iSER: registered buffers */
-	void *rdma_dev;         /* device the session's pool is registered with */
+	void *rdma_dev;         /* device of the session's connection (its pool is registered there) */
+	int pool_dev;           /* that device's index in the pool: buffers' keys[pool_dev] */
 	struct isc_bufent *bufs;
 	size_t nbufs, bufs_cap;
 	/* timers */

@@ -76,9 +76,24 @@ void bufpool_destroy(struct bufpool *p)
 	free(p);
 }
 
-int bufpool_set_reg(struct bufpool *p, const struct bufpool_reg_ops *ops)
+int bufpool_dev_attach(struct bufpool *p, const struct bufpool_reg_ops *ops)
 {
 	return -ENOTSUP;
+}
+
+bool bufpool_dev_detach(struct bufpool *p, int idx)
+{
+	return false;
+}
+
+bool bufpool_dev_gone(struct bufpool *p, int idx)
+{
+	return false;
+}
+
+int bufpool_dev_find(const struct bufpool *p, const void *ctx)
+{
+	return -1;
 }
 
 struct buf *bufpool_get(struct bufpool *p, size_t len)

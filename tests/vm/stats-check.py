@@ -13,6 +13,12 @@
       every command; the kernel's counters of RDMA device DEVICE are reported
       exactly as sysfs has them (a counter sysfs lacks or cannot read is
       absent, never a zero), and its packet counters moved.
+  stats-check.py SOCK devices BEFORE TARGET INITIATOR IP...
+      compare the stats now with BEFORE: INITIATOR has one iSER connection to
+      TARGET on a portal at each IP (one RDMA device each), the same before
+      and after, all on one reactor (so one buffer pool served every device),
+      and each moved data both ways by RDMA (RDMA WRITEs and READs, and their
+      bytes, grew on every connection).
 Prints one line per check ("ok"/"not ok") and exits 1 if one failed."""
 import json
 import os
@@ -52,12 +58,41 @@ def sysfs_counters(path):
     return out
 
 
+def devices(sock, before_file, target, ini, ips):
+    with open(before_file) as f:
+        a = json.load(f)
+    b = call(sock, 'stats')
+
+    def conn(s, ip):
+        c = [x for x in s['connections'] if x['target'] == target and x['initiator'] == ini and
+             x['portal'].startswith(ip + ':')]
+        return c[0] if len(c) == 1 else None
+
+    reactors = set()
+    for ip in ips:
+        ca, cb = conn(a, ip), conn(b, ip)
+        check('one iSER connection of %s on portal %s, the same before and after' % (ini, ip),
+              ca and cb and cb['transport'] == 'iser' and ca['tsih'] == cb['tsih'] and 'rdma' in cb, (ca, cb))
+        if not (ca and cb and 'rdma' in cb):
+            continue
+        reactors.add(cb['reactor'])
+        r = {k: cb['rdma'][k] - ca['rdma'][k] for k in cb['rdma']}
+        print('# portal %s (reactor %d): %d RDMA WRITEs (%d bytes), %d RDMA READs (%d bytes), %d sends, %d recvs' %
+              (ip, cb['reactor'], r['writes'], r['write_bytes'], r['reads'], r['read_bytes'], r['sends'], r['recvs']))
+        check('portal %s: reads went by RDMA WRITE, writes by RDMA READ' % ip,
+              r['writes'] > 0 and r['write_bytes'] > 0 and r['reads'] > 0 and r['read_bytes'] > 0, r)
+    check('the connections of every device share one reactor (one buffer pool)', len(reactors) == 1, reactors)
+    return 1 if failed else 0
+
+
 def main():
     sock, verb = sys.argv[1], sys.argv[2]
     if verb == 'snap':
         with open(sys.argv[3], 'w') as f:
             json.dump(call(sock, 'stats'), f)
         return 0
+    if verb == 'devices':
+        return devices(sock, sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:])
     before_file, target, ini, lun, device, min_read, written = sys.argv[3:10]
     lun, min_read, written = int(lun), int(min_read), int(written)
     with open(before_file) as f:

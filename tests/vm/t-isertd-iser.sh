@@ -10,6 +10,9 @@
 # rescan, a grown file LUN's new size (isertd-iser-live.json).
 # Completion handling: Soft-RoCE runs in "adaptive" poll mode, Soft-iWARP in
 # "event", and each provider ends with a data check in "busy" mode.
+# Two RDMA devices at once (two_devices): one isertd, one reactor, iSER
+# portals on Soft-RoCE and Soft-iWARP, a kernel session through each with fio
+# verify running on both together.
 # FIO_SECS (default 60) sets the fio run length.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
@@ -168,7 +171,7 @@ hostile_run() {
 	sed 's/^/    /' "$out"
 	[ $rc -eq 0 ] && grep -q "^# 0 failed" "$out"
 }
-log_count() { grep -c "$1" "$VM_WORK/isertd.log"; }
+log_count() { local n; n=$(grep -c "$1" "$VM_WORK/isertd.log" 2>/dev/null); echo "${n:-0}"; }
 # hostile P IP: raw iSER clients that break the rules (iser-hostile.c), while
 # no other session is logged in (no_connections looks at every connection).
 # Commands without the STag they need close their own connection (a queued
@@ -220,6 +223,98 @@ busy_mode() {  # the reactors poll their completion queues without sleeping
 	ok "$p: busy: isertd stops cleanly" isertd_stop
 }
 
+# portal_sid IP: the kernel session logged in through the portal at IP.
+portal_sid() {
+	local c
+	for c in /sys/class/iscsi_connection/connection*; do
+		[ "$(cat $c/persistent_address 2>/dev/null)" = "$1" ] || continue
+		c=${c##*/connection}
+		echo "${c%%:*}"
+		return 0
+	done
+	return 1
+}
+# portal_disk IP LUN: the block device of LUN in the session through IP.
+portal_disk() {
+	local sid d
+	sid=$(portal_sid $1) || return 1
+	for d in /sys/class/iscsi_session/session$sid/device/target*/*:*:*:$2/block/*; do
+		[ -b /dev/${d##*/} ] && { echo "${d##*/}"; return 0; }
+	done
+	return 1
+}
+two_disks() { portal_disk $1 0 >/dev/null && portal_disk $2 1 >/dev/null; }
+log_more() { [ "$(log_count "$1")" -gt "$2" ]; }
+logout_two() { iscsi_logout $1 $2:3260 iser >/dev/null && iscsi_logout $1 $3:3260 iser >/dev/null && iscsi_no_session $1; }
+fio_verify() {   # fio_verify NAME DEV SIZE SECS: random read/write 4k-1m, QD16, crc32c verify
+	fio --name=$1 --filename=/dev/$2 --direct=1 --ioengine=libaio --iodepth=16 --rw=randrw --bsrange=4k-1m \
+		--verify=crc32c --verify_fatal=1 --size=$3 --time_based --runtime=$4 --eta=never \
+		--output="$VM_WORK/fio-$1.txt"
+}
+# two_devices: one isertd serves two RDMA devices at once, as it would the two
+# ports of a NIC: iSER portals on Soft-RoCE (rxe0) and Soft-iWARP (siw0), one
+# reactor, so one buffer pool is registered with both (lazily: with each
+# device's first connection).  The kernel initiator logs in through each
+# portal (two sessions to one target, as multipath does); fio verify runs on
+# LUN 0 through rxe and on LUN 1 through siw at the same time; the statistics
+# show RDMA traffic on the connection of each device, on that one reactor.
+two_devices() {
+	local rxe siw t=$VM_PREFIX:open cfg=/tmp/isertd-iser-two.json d0 d1 p0 p1 r0 r1 secs chk nref nrm ndr del
+	secs=$((FIO_SECS < 30 ? FIO_SECS : 30))
+	chk="python3 $(dirname "$VM_LIB")/stats-check.py $ISERTD_SOCK"
+	vm_log "=== iSER on two RDMA devices at once (rxe0 and siw0), one reactor"
+	rxe=$(rdma_up rxe) && siw=$(rdma_up siw)
+	must "two devices: rxe0 and siw0 up" test -n "$rxe" -a -n "$siw"
+	sed -e "s/{ \"ip\": \"@IP@\", \"port\": 3260, \"iser\": true }/{ \"ip\": \"$rxe\", \"port\": 3260, \"iser\": true }, { \"ip\": \"$siw\", \"port\": 3260, \"iser\": true }/" \
+		-e 's/"reactors": 2/"reactors": 1/; s/@POLL@/adaptive/' "$(dirname "$VM_LIB")/isertd-iser.json" > $cfg
+	nref=$(log_count "cannot accept iSER connection") nrm=$(log_count "RDMA device siw0 removed")
+	ndr=$(log_count "buffer pool deregistered from RDMA device siw0")
+	must "two devices: isertd starts with iSER portals on $rxe (rxe0) and $siw (siw0) and one reactor" \
+		isertd_start $cfg 3262
+	ok "two devices: isertd listens on both" bash -c "grep -q 'listening on $rxe:3260 (iser)' '$VM_WORK/isertd.log' &&
+		grep -q 'listening on $siw:3260 (iser)' '$VM_WORK/isertd.log'"
+	ok "two devices: discovery over iSER through each portal lists $t" \
+		bash -c "iscsiadm -m discovery -t st -p $rxe:3260 -I iser | grep -q '$t' &&
+			iscsiadm -m discovery -t st -p $siw:3260 -I iser | grep -q '$t'"
+	must "two devices: login over iSER through rxe0" bash -c "iscsiadm -m node -T $t -p $rxe:3260 -I iser --login >/dev/null"
+	must "two devices: login over iSER through siw0 while the rxe0 session stays" \
+		bash -c "iscsiadm -m node -T $t -p $siw:3260 -I iser --login >/dev/null"
+	must "two devices: LUN 0 through rxe0 and LUN 1 through siw0 appear" wait_for 30 two_disks $rxe $siw
+	d0=$(portal_disk $rxe 0) d1=$(portal_disk $siw 1)
+	echo "    rxe0 session $(portal_sid $rxe): LUN 0 is $d0; siw0 session $(portal_sid $siw): LUN 1 is $d1"
+	$chk snap /tmp/stats-two.json
+	fio_verify two-rxe $d0 128m $secs & p0=$!
+	fio_verify two-siw $d1 48m $secs & p1=$!
+	wait $p0; r0=$?
+	wait $p1; r1=$?
+	ok "two devices: fio crc32c verify on LUN 0 through rxe0, ${secs}s, no errors (while siw0 ran too)" test $r0 -eq 0
+	ok "two devices: fio crc32c verify on LUN 1 through siw0, ${secs}s, no errors (while rxe0 ran too)" test $r1 -eq 0
+	grep -hE "READ:|WRITE:" "$VM_WORK/fio-two-rxe.txt" "$VM_WORK/fio-two-siw.txt" | sed 's/^/    /'
+	ok "two devices: statistics: RDMA WRITEs and READs on the connection of each device, one reactor" \
+		bash -c "$chk devices /tmp/stats-two.json $t $ISCSI_INITIATOR $rxe $siw > /tmp/stats-two.txt; rc=\$?;
+			sed 's/^/    /' /tmp/stats-two.txt; exit \$rc"
+	ok "two devices: isertd refused no connection" test "$(log_count "cannot accept iSER connection")" -eq $nref
+	# siw0 goes away under its session (the port of a NIC failing): isertd
+	# hears of it, the connection on it closes, the pool deregisters its slabs
+	# from siw0, and the rxe0 session goes on.  The removal itself completes
+	# only once isertd stops: rxe and siw wait for every user of a device, and
+	# the portal's listener and the device's PD keep it open (docs/architecture.md).
+	rdma link delete siw0 >/dev/null 2>&1 & del=$!
+	ok "two devices: siw0 removed under its session: isertd hears of it" \
+		wait_for 20 log_more "RDMA device siw0 removed" $nrm
+	ok "two devices: the buffer pool deregisters its slabs from siw0 (its connection there closed)" \
+		wait_for 20 log_more "buffer pool deregistered from RDMA device siw0" $ndr
+	grep -E "siw0 removed|deregistered from RDMA device siw0" "$VM_WORK/isertd.log" | tail -4 | sed 's/^/    /'
+	ok "two devices: after siw0 went away the rxe0 session writes and reads back 8 MiB" dd_verify /dev/$d0 8 64K
+	ok "two devices: logout of both sessions" logout_two $t $rxe $siw
+	ok "two devices: isertd stops with status 0 (every connection freed)" isertd_stop
+	ok "two devices: siw0's removal completes once isertd stopped" wait_for 30 bash -c "! kill -0 $del 2>/dev/null"
+	wait $del
+	rdma_down rxe
+	rdma_down siw
+}
+
 must "iscsid starts" iscsi_start
 for_each_rdma one_provider
+two_devices
 vm_done
