@@ -97,12 +97,52 @@ struct cfg_tpg {
 	struct iscsi_tpg *rt;    /* the running target's object for it (not part of the document) */
 };
 
+/*
+ * ALUA (SPC-4 5.16): target port groups of a target (docs/config.md, "alua").
+ * States are SPC-4's asymmetric access state codes.
+ */
+enum cfg_alua_state {
+	CFG_ALUA_ACTIVE_OPTIMIZED = 0x0,
+	CFG_ALUA_ACTIVE_NONOPTIMIZED = 0x1,
+	CFG_ALUA_STANDBY = 0x2,
+	CFG_ALUA_UNAVAILABLE = 0x3,
+	CFG_ALUA_TRANSITIONING = 0xf,
+};
+/* alua.mode: which transitions the target says it supports (INQUIRY TPGS). */
+#define CFG_ALUA_IMPLICIT 0x1
+#define CFG_ALUA_EXPLICIT 0x2
+
+struct cfg_alua_group {
+	uint16_t id;             /* target port group, 1-65535 */
+	uint8_t state;           /* enum cfg_alua_state */
+	bool preferred;
+	uint16_t *tpgs;          /* tags of this target's portal groups (their relative port ids) */
+	size_t ntpgs;
+	uint16_t *remote_ports;  /* relative port ids this process does not serve (another gateway's) */
+	size_t nremote;
+};
+
 struct cfg_target {
 	char *iqn;
 	char *alias;             /* may be NULL */
 	struct cfg_tpg *tpgs;
 	size_t ntpgs;
+	/* ALUA: without "alua" in the document, one group 1, active/optimized, with every portal group. */
+	bool alua_given;         /* "alua" was in the document: saved back only then */
+	uint8_t alua_modes;      /* CFG_ALUA_IMPLICIT | CFG_ALUA_EXPLICIT */
+	uint8_t alua_transition_time; /* seconds, REPORT TARGET PORT GROUPS' implicit transition time */
+	struct cfg_alua_group *alua_groups;
+	size_t nalua_groups;
 };
+
+/* "active_optimized", ... for a state code (NULL: none); the code for a name (-1: none). */
+const char *config_alua_state_name(uint8_t state);
+int config_alua_state_parse(const char *name);
+/* "implicit", "explicit" or "both". */
+const char *config_alua_mode_name(uint8_t modes);
+/* A target's "alua" object as the file writes it, the default group included (NULL: out of memory). */
+struct json_object;
+struct json_object *config_alua_obj(const struct cfg_target *tg);
 
 struct config {
 	char *origin;            /* file path or "<embedded default>" */

@@ -90,6 +90,11 @@ int cfg_parse_one_lun(struct pctx *p, json_object *el, const struct config *c,
 /* Also leaves the sorted name index in p->bs_names (the caller frees it). */
 int cfg_check_backstore_dups(struct pctx *p, struct config *c);
 
+/* config_alua.c: a target's "alua" (after its tpgs), and back to JSON (nothing added without "alua"). */
+int cfg_parse_alua(struct pctx *p, json_object *target, struct cfg_target *tg);
+bool cfg_alua_to_json(json_object *target, const struct cfg_target *tg);
+void cfg_alua_free(struct cfg_target *tg);
+
 /* What peers may hold: defaults (docs/security.md) and ranges. */
 struct limit_key {
 	const char *key;

@@ -822,7 +822,7 @@ static int parse_one_tpg(struct pctx *p, json_object *el, const struct config *c
 static int parse_target(struct pctx *p, json_object *v, const struct config *c,
 			struct cfg_target *tg)
 {
-	static const char *const keys[] = { "iqn", "alias", "tpgs", NULL };
+	static const char *const keys[] = { "iqn", "alias", "tpgs", "alua", NULL };
 	int r;
 
 	if ((r = cfg_expect_object(p, v)) || (r = cfg_check_keys(p, v, keys)))
@@ -838,7 +838,7 @@ static int parse_target(struct pctx *p, json_object *v, const struct config *c,
 		return r;
 	PARSE_ARRAY(p, v, "tpgs", CFG_MAX_TPGS, tg->tpgs, tg->ntpgs,
 		    parse_one_tpg(p, el, c, tg, i));
-	return 0;
+	return cfg_parse_alua(p, v, tg);
 }
 
 static int parse_one_target(struct pctx *p, json_object *el, struct config *c, size_t i)
@@ -1196,6 +1196,7 @@ void config_free(struct config *c)
 		for (size_t j = 0; j < tg->ntpgs; j++)
 			tpg_free(&tg->tpgs[j]);
 		free(tg->tpgs);
+		cfg_alua_free(tg);
 	}
 	free(c->targets);
 	chap_free(&c->discovery_chap);

@@ -211,6 +211,7 @@ static json_object *target_to_json(const struct cfg_target *tg)
 		ok = put(o, "tpgs", ts);
 		ts = NULL;
 	}
+	ok = ok && cfg_alua_to_json(o, tg);
 	json_object_put(ts);
 	if (!ok) {
 		json_object_put(o);

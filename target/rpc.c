@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "target/iscsi/iscsi.h"
 #include "target/rpc_int.h"
 
 struct client {
@@ -151,6 +152,8 @@ static char *handle_obj(json_object *req, uid_t uid)
 				      (long long)g, (unsigned long long)rpc_st.generation);
 		json_object_object_del(c.params, "generation");
 	}
+	/* What SET TARGET PORT GROUPS changed is part of the running configuration the method sees. */
+	iscsi_alua_sync(rpc_st.cfg);
 	if (!rc)
 		rc = m->fn(&c);
 	if (!rc && m->change && !c.unchanged) {

@@ -613,20 +613,58 @@ static int e_target_delete(struct rpc_call *c, json_object *doc)
 	return 0;
 }
 
+/* The "alua" object of target t (iqn) in doc: the running one written out when the document has none. */
+static json_object *doc_alua(struct rpc_call *c, json_object *t, const char *iqn)
+{
+	json_object *a;
+	if (json_object_object_get_ex(t, "alua", &a) && json_object_is_type(a, json_type_object))
+		return a;
+	const struct config *cfg = rpc_st.cfg;
+	size_t i = 0;
+	while (i < cfg->ntargets && strcmp(cfg->targets[i].iqn, iqn))
+		i++;
+	if (i == cfg->ntargets)
+		return rpc_fail(c, RPC_REFUSED, "target %s is new: give it its ALUA groups once it exists", iqn), NULL;
+	if (!(a = config_alua_obj(&cfg->targets[i])))
+		return rpc_fail(c, RPC_INTERNAL, "out of memory"), NULL;
+	json_object_object_add(t, "alua", a);
+	return a;
+}
+
+/* The ALUA group id of target t (iqn), or NULL (not found: message set). */
+static json_object *doc_alua_group(struct rpc_call *c, json_object *t, const char *iqn, int64_t id)
+{
+	json_object *a = doc_alua(c, t, iqn), *g;
+	if (!a)
+		return NULL;
+	if (!(g = find_elem(arr(a, "groups"), "id", NULL, id, NULL)))
+		rpc_fail(c, RPC_NOT_FOUND, "target %s has no ALUA target port group %" PRId64, iqn, id);
+	return g;
+}
+
 static int e_tpg_create(struct rpc_call *c, json_object *doc)
 {
+	static const char *const skip[] = { "target", "tag", "alua_group", NULL };
 	const char *iqn;
-	int64_t tag = 0;
-	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, 1, 65535, &tag))
+	int64_t tag = 0, group = 0;
+	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, 1, 65535, &tag) ||
+	    int_param(c, "alua_group", false, 1, 65535, &group))
 		return -1;
 	json_object *t = doc_target(c, doc, iqn, NULL);
 	if (!t)
 		return -1;
 	if (find_elem(arr(t, "tpgs"), "tag", NULL, tag, NULL))
 		return rpc_fail(c, RPC_REFUSED, "target %s has a TPG %" PRId64 " already", iqn, tag);
+	if (group) {
+		/* Its relative port joins an ALUA target port group in the same change. */
+		json_object *ag = doc_alua_group(c, t, iqn, group);
+		if (!ag)
+			return -1;
+		json_object_array_add(arr(ag, "tpgs"), json_object_new_int64(tag));
+	}
 	json_object *g = json_object_new_object();
 	json_object_object_add(g, "tag", json_object_new_int64(tag));
-	merge(g, c->params, skip_tpg);
+	merge(g, c->params, skip);
 	json_object_array_add(arr(t, "tpgs"), g);
 	return 0;
 }
@@ -638,8 +676,21 @@ static int e_tpg_delete(struct rpc_call *c, json_object *doc)
 	if (only_keys(c, keys) || !doc_tpg(c, doc, &at))
 		return -1;
 	const char *iqn;
+	int64_t tag = 0;
 	str_param(c, "target", true, &iqn);
-	json_object_array_del_idx(arr(doc_target(c, doc, iqn, NULL), "tpgs"), at, 1);
+	int_param(c, "tag", true, 1, 65535, &tag);
+	json_object *t = doc_target(c, doc, iqn, NULL), *a;
+	json_object_array_del_idx(arr(t, "tpgs"), at, 1);
+	/* Its relative port leaves its ALUA group with it. */
+	if (json_object_object_get_ex(t, "alua", &a) && json_object_is_type(a, json_type_object)) {
+		json_object *gs = arr(a, "groups");
+		for (size_t i = 0; i < json_object_array_length(gs); i++) {
+			json_object *ports = arr(json_object_array_get_idx(gs, i), "tpgs");
+			for (size_t j = json_object_array_length(ports); j-- > 0;)
+				if (json_object_get_int64(json_object_array_get_idx(ports, j)) == tag)
+					json_object_array_del_idx(ports, j, 1);
+		}
+	}
 	return 0;
 }
 
@@ -893,6 +944,46 @@ static int e_mapped_lun_remove(struct rpc_call *c, json_object *doc)
 	return 0;
 }
 
+/* alua.set: a group's state or preference, or the target's mode and transition time. */
+static int e_alua_set(struct rpc_call *c, json_object *doc)
+{
+	static const char *const keys[] = { "target", "group", "state", "preferred", "mode", "transition_time",
+					    "dry_run", NULL };
+	const char *iqn;
+	int64_t id = 0;
+	json_object *t, *v;
+	if (only_keys(c, keys) || str_param(c, "target", true, &iqn) || int_param(c, "group", false, 1, 65535, &id) ||
+	    !(t = doc_target(c, doc, iqn, NULL)))
+		return -1;
+	bool per_group = json_object_object_get_ex(c->params, "state", NULL) ||
+			 json_object_object_get_ex(c->params, "preferred", NULL);
+	bool per_target = json_object_object_get_ex(c->params, "mode", NULL) ||
+			  json_object_object_get_ex(c->params, "transition_time", NULL);
+	if (!per_group && !per_target)
+		return rpc_fail(c, RPC_INVALID_PARAMS, "nothing to set: give group with state or preferred, or mode, "
+						       "or transition_time");
+	if (per_group && !id)
+		return rpc_fail(c, RPC_INVALID_PARAMS, "group: required with state and preferred");
+	json_object *a = doc_alua(c, t, iqn);
+	if (!a)
+		return -1;
+	if (per_group) {
+		json_object *g = doc_alua_group(c, t, iqn, id);
+		if (!g)
+			return -1;
+		/* The loader checks the values and names the field, as in a file. */
+		if (json_object_object_get_ex(c->params, "state", &v))
+			json_object_object_add(g, "state", json_object_get(v));
+		if (json_object_object_get_ex(c->params, "preferred", &v))
+			json_object_object_add(g, "preferred", json_object_get(v));
+	}
+	if (json_object_object_get_ex(c->params, "mode", &v))
+		json_object_object_add(a, "mode", json_object_get(v));
+	if (json_object_object_get_ex(c->params, "transition_time", &v))
+		json_object_object_add(a, "transition_time", json_object_get(v));
+	return 0;
+}
+
 static int e_discovery_set(struct rpc_call *c, json_object *doc)
 {
 	json_object *d;
@@ -930,6 +1021,42 @@ CHANGE_METHOD(acl_set)
 CHANGE_METHOD(mapped_lun_add)
 CHANGE_METHOD(mapped_lun_remove)
 CHANGE_METHOD(discovery_set)
+CHANGE_METHOD(alua_set)
+
+/* alua.show: every target's (or one target's) ALUA groups with their running states. */
+static int m_alua_show(struct rpc_call *c)
+{
+	static const char *const keys[] = { "target", NULL };
+	const char *iqn;
+	if (only_keys(c, keys) || str_param(c, "target", false, &iqn))
+		return -1;
+	const struct config *cfg = rpc_st.cfg;
+	json_object *ts = json_object_new_array();
+	for (size_t i = 0; i < cfg->ntargets; i++) {
+		const struct cfg_target *t = &cfg->targets[i];
+		if (iqn && strcmp(iqn, t->iqn))
+			continue;
+		json_object *a = config_alua_obj(t), *gs;
+		if (!a) {
+			json_object_put(ts);
+			return rpc_fail(c, RPC_INTERNAL, "out of memory");
+		}
+		json_object_object_add(a, "target", json_object_new_string(t->iqn));
+		json_object_object_add(a, "configured", json_object_new_boolean(t->alua_given));
+		json_object_object_get_ex(a, "groups", &gs);
+		for (size_t j = 0; j < json_object_array_length(gs); j++)
+			json_object_object_add(json_object_array_get_idx(gs, j), "status",
+					       json_object_new_string(iscsi_alua_status(t->iqn, t->alua_groups[j].id)));
+		json_object_array_add(ts, a);
+	}
+	if (iqn && !json_object_array_length(ts)) {
+		json_object_put(ts);
+		return rpc_fail(c, RPC_NOT_FOUND, "no target %s", iqn);
+	}
+	c->result = json_object_new_object();
+	json_object_object_add(c->result, "targets", ts);
+	return 0;
+}
 
 /*
  * Creating backstores and LUNs one at a time is what scripts do by the
@@ -1197,7 +1324,8 @@ const struct rpc_method rpc_methods[] = {
 	{ "backstore.resize", m_backstore_resize, true, "grow backstore name to size (file; block: follow the device)" },
 	{ "target.create", m_target_create, true, "a target (iqn, alias; with TPG 1 enabled unless tpgs are given)" },
 	{ "target.delete", m_target_delete, true, "a target and its TPGs (iqn); their sessions are closed" },
-	{ "tpg.create", m_tpg_create, true, "a TPG (target, tag, and its settings as in the file)" },
+	{ "tpg.create", m_tpg_create, true, "a TPG (target, tag, and its settings as in the file; alua_group: the "
+					    "ALUA target port group its port joins)" },
 	{ "tpg.delete", m_tpg_delete, true, "a TPG (target, tag); its sessions are closed" },
 	{ "tpg.set", m_tpg_set, true, "settings of a TPG (enable, demo_mode, demo_write_protect, demo_target_reset, "
 				      "demo_chap, params)" },
@@ -1214,6 +1342,10 @@ const struct rpc_method rpc_methods[] = {
 	{ "mapped_lun.add", m_mapped_lun_add, true, "map tpg_lun as mapped_lun for an ACL (write_protect)" },
 	{ "mapped_lun.remove", m_mapped_lun_remove, true, "a mapped LUN of an ACL" },
 	{ "discovery.set", m_discovery_set, true, "discovery auth_required and chap (null: off)" },
+	{ "alua.show", m_alua_show, false, "ALUA target port groups of every target (or target): mode, transition_time, "
+					   "groups with id, state, status, preferred, tpgs, remote_ports" },
+	{ "alua.set", m_alua_set, true, "ALUA of a target: state (active_optimized, active_nonoptimized, standby, "
+					"unavailable, transitioning) or preferred of group; mode; transition_time" },
 	{ "global.set", m_global_set, true, "change global limits that apply at once (login_timeout, max_*, "
 					    "shutdown_timeout)" },
 	{ NULL, NULL, false, NULL },

@@ -62,6 +62,8 @@ static bool elem_name(const char *key, json_object *e, char *out, size_t n)
 		snprintf(out, n, "lun%s", json_object_get_string(v));
 	else if (!strcmp(key, "mapped_luns") && json_object_object_get_ex(e, "mapped_lun", &v))
 		snprintf(out, n, "mapped_lun%s", json_object_get_string(v));
+	else if (!strcmp(key, "groups") && json_object_object_get_ex(e, "id", &v))
+		snprintf(out, n, "group%s", json_object_get_string(v));
 	else if (!strcmp(key, "acls") && json_object_object_get_ex(e, "initiator", &v))
 		snprintf(out, n, "%s", json_object_get_string(v));
 	else if (!strcmp(key, "portals") && json_object_object_get_ex(e, "ip", &v) &&
@@ -491,6 +493,8 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	char ferr[160] = "";
 	if (admin_refresh_sessions(&res->sessions_closed, &res->maps_changed, ferr, sizeof(ferr)))
 		log_warn("after the change: %s; sessions there keep their LUN maps until they log in again", ferr);
+	if (iscsi_alua_apply(n, r))
+		log_err("after the change: out of memory setting the ALUA target port groups");
 	drain_and_close(n);
 	config_free(n);
 	free(from);

@@ -43,6 +43,7 @@ struct iscsi_tpg {
 	const struct cfg_tpg *cfg;     /* NULL once it left the configuration */
 	char iqn[224];
 	uint16_t tag;
+	struct scsi_port *alua_port;   /* its relative target port in the SCSI layer's ALUA groups */
 };
 
 /* A portal (listener), with its share of the connection limits (admit.c); kept like a TPG. */
@@ -344,6 +345,14 @@ struct iscsi_apply_result {
 int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, char *err, size_t errlen);
 /* At exit: LUs whose last users never went (kept rather than freed under them). */
 void iscsi_apply_free(void);
+
+/* alua.c: the configuration's ALUA groups and the SCSI layer's running ones */
+/* Configure every target of n; states equal in old and n keep what runs. */
+int iscsi_alua_apply(const struct config *old, const struct config *n);
+/* Admin thread: states changed by SET TARGET PORT GROUPS into c (under cfg_lock as writer). */
+void iscsi_alua_sync(struct config *c);
+/* Why group id of target iqn is in its state: "none", "set_by_initiator", "set_by_admin". */
+const char *iscsi_alua_status(const char *iqn, uint16_t id);
 
 /* tmf.c */
 void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx);

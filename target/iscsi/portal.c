@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/iscsi/iscsi.h"
+#include "target/scsi/alua.h"
 
 struct iscsi_globals iscsi_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .cfg_lock = PTHREAD_RWLOCK_INITIALIZER };
 
@@ -64,6 +65,7 @@ struct iscsi_tpg *iscsi_tpg_get(const char *iqn, uint16_t tag)
 		return NULL;
 	snprintf(g->iqn, sizeof(g->iqn), "%s", iqn);
 	g->tag = tag;
+	g->alua_port = scsi_alua_port(scsi_alua_get(iqn), tag);
 	g->next = iscsi_g.tpgs;
 	iscsi_g.tpgs = g;
 	return g;
@@ -79,7 +81,7 @@ static int build_targets(struct config *cfg)
 				return -ENOMEM;
 			t->rt->cfg = t;
 		}
-	return 0;
+	return iscsi_alua_apply(NULL, cfg);
 }
 
 static bool wildcard_host(const char *h)
@@ -272,6 +274,7 @@ void iscsi_free(void)
 		iscsi_backstore_close(&iscsi_g.cfg->backstores[i]);
 	iscsi_apply_free();
 	stats_free();
+	scsi_alua_free_all();
 	while (iscsi_g.tpgs) {
 		struct iscsi_tpg *g = iscsi_g.tpgs;
 		iscsi_g.tpgs = g->next;

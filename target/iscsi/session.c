@@ -16,6 +16,7 @@
 #include "common/serial.h"
 #include "common/util.h"
 #include "target/iscsi/iscsi.h"
+#include "target/scsi/alua.h"
 
 /* The most one command allocates: the SCSI layer refuses larger transfers (VPD B0). */
 #define SESSION_CMD_BUF_MAX (16u << 20)
@@ -875,6 +876,8 @@ int session_register(struct iscsi_session *s, char *why, size_t whylen)
 		snprintf(nx->target_name, sizeof(nx->target_name), "%s", s->tpg->iqn);
 		snprintf(nx->target_port, sizeof(nx->target_port), "%s,t,0x%04x", s->tpg->iqn, s->tpg->tag);
 		nx->rel_port_id = s->tpg->tag;
+		nx->port = s->tpg->alua_port;
+		nx->alua_gen = scsi_alua_gen(nx->port);
 	}
 	return 0;
 }

@@ -16,16 +16,20 @@
 /* CDB usage data (SPC-4 6.35.3) starts with the opcode: OP() puts it there. */
 #define OP(opc, sa, len, flags, prep, exec, ...) { opc, sa, len, flags, prep, exec, { opc, __VA_ARGS__ } }
 
+/* What runs in each ALUA state that is not active (SPC-4 5.16.2.4.4-6). */
+#define ALUA_ALL     (OPF_STANDBY_OK | OPF_UNAVAILABLE_OK | OPF_TRANSITIONING_OK)
+#define ALUA_STANDBY OPF_STANDBY_OK
+
 static const struct scsi_op ops[] = {
 	OP(SCSI_OP_TEST_UNIT_READY, 0, 6, OPF_MEDIUM, NULL, spc_tur, 0, 0, 0, 0, 0),
-	OP(SCSI_OP_REQUEST_SENSE, 0, 6, OPF_UA_OK | OPF_NO_LU, spc_prep_din, spc_request_sense, 0x01, 0, 0, F0, 0),
+	OP(SCSI_OP_REQUEST_SENSE, 0, 6, OPF_UA_OK | OPF_NO_LU | ALUA_ALL, spc_prep_din, spc_request_sense, 0x01, 0, 0, F0, 0),
 	OP(SCSI_OP_READ6, 0, 6, OPF_MEDIUM, sbc_prep_rw, sbc_read, 0x1f, F0, F0, F0, 0),
 	OP(SCSI_OP_WRITE6, 0, 6, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x1f, F0, F0, F0, 0),
-	OP(SCSI_OP_INQUIRY, 0, 6, OPF_UA_OK | OPF_NO_LU, spc_prep_din, spc_inquiry, 0x01, F0, F0, F0, 0),
-	OP(SCSI_OP_MODE_SELECT6, 0, 6, OPF_SHARED, mode_select_prep, mode_select, 0x11, 0, 0, F0, 0),
+	OP(SCSI_OP_INQUIRY, 0, 6, OPF_UA_OK | OPF_NO_LU | ALUA_ALL, spc_prep_din, spc_inquiry, 0x01, F0, F0, F0, 0),
+	OP(SCSI_OP_MODE_SELECT6, 0, 6, OPF_SHARED | ALUA_STANDBY, mode_select_prep, mode_select, 0x11, 0, 0, F0, 0),
 	OP(SCSI_OP_RESERVE6, 0, 6, OPF_SHARED, NULL, spc_reserve, 0, 0, 0, 0, 0),
 	OP(SCSI_OP_RELEASE6, 0, 6, 0, NULL, spc_release, 0, 0, 0, 0, 0),
-	OP(SCSI_OP_MODE_SENSE6, 0, 6, 0, spc_prep_din, mode_sense, 0x08, F0, F0, F0, 0),
+	OP(SCSI_OP_MODE_SENSE6, 0, 6, ALUA_STANDBY, spc_prep_din, mode_sense, 0x08, F0, F0, F0, 0),
 	OP(SCSI_OP_START_STOP_UNIT, 0, 6, OPF_SHARED, NULL, spc_start_stop, 0x01, 0, 0x0f, 0xf7, 0),
 	OP(SCSI_OP_PREVENT_ALLOW, 0, 6, OPF_SHARED, NULL, spc_prevent_allow, 0, 0, 0, 0x03, 0),
 	OP(SCSI_OP_READ_CAPACITY10, 0, 10, OPF_MEDIUM, spc_prep_din, sbc_read_capacity10, 0, LBA4, 0, 0, 0x01, 0),
@@ -38,14 +42,14 @@ static const struct scsi_op ops[] = {
 	OP(SCSI_OP_WRITE_SAME10, 0, 10, OPF_MEDIUM | OPF_WRITE, sbc_prep_ws, sbc_ws, 0x08, LBA4, 0, F0, F0, 0),
 	OP(SCSI_OP_UNMAP, 0, 10, OPF_MEDIUM | OPF_WRITE | OPF_THIN, sbc_prep_unmap, sbc_unmap,
 	   0, 0, 0, 0, 0, 0, F0, F0, 0),
-	OP(SCSI_OP_MODE_SELECT10, 0, 10, OPF_SHARED, mode_select_prep, mode_select, 0x11, 0, 0, 0, 0, 0, F0, F0, 0),
+	OP(SCSI_OP_MODE_SELECT10, 0, 10, OPF_SHARED | ALUA_STANDBY, mode_select_prep, mode_select, 0x11, 0, 0, 0, 0, 0, F0, F0, 0),
 	OP(SCSI_OP_RESERVE10, 0, 10, OPF_SHARED, NULL, spc_reserve, 0, 0, 0, 0, 0, 0, 0, 0, 0),
 	OP(SCSI_OP_RELEASE10, 0, 10, 0, NULL, spc_release, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-	OP(SCSI_OP_MODE_SENSE10, 0, 10, 0, spc_prep_din, mode_sense, 0x18, F0, F0, 0, 0, 0, F0, F0, 0),
-#define PRIN(sa) OP(SCSI_OP_PR_IN, sa, 10, OPF_SA, spc_prep_din, spc_pr_in, sa, 0, 0, 0, 0, 0, F0, F0, 0)
+	OP(SCSI_OP_MODE_SENSE10, 0, 10, ALUA_STANDBY, spc_prep_din, mode_sense, 0x18, F0, F0, 0, 0, 0, F0, F0, 0),
+#define PRIN(sa) OP(SCSI_OP_PR_IN, sa, 10, OPF_SA | ALUA_STANDBY, spc_prep_din, spc_pr_in, sa, 0, 0, 0, 0, 0, F0, F0, 0)
 	PRIN(SCSI_PRIN_READ_KEYS), PRIN(SCSI_PRIN_READ_RESERVATION),
 	PRIN(SCSI_PRIN_REPORT_CAPABILITIES), PRIN(SCSI_PRIN_READ_FULL_STATUS),
-#define PROUT(sa) OP(SCSI_OP_PR_OUT, sa, 10, OPF_SA | OPF_SHARED, spc_prep_pr_out, spc_pr_out, \
+#define PROUT(sa) OP(SCSI_OP_PR_OUT, sa, 10, OPF_SA | OPF_SHARED | ALUA_STANDBY, spc_prep_pr_out, spc_pr_out, \
 		     sa, F0, 0, 0, F0, F0, F0, F0, 0)
 	PROUT(SCSI_PROUT_REGISTER), PROUT(SCSI_PROUT_RESERVE), PROUT(SCSI_PROUT_RELEASE),
 	PROUT(SCSI_PROUT_CLEAR), PROUT(SCSI_PROUT_PREEMPT), PROUT(SCSI_PROUT_PREEMPT_ABORT),
@@ -63,10 +67,14 @@ static const struct scsi_op ops[] = {
 	   sbc_read_capacity16, SCSI_SAI_READ_CAPACITY16, LBA8, LBA4, 0x01, 0),
 	OP(SCSI_OP_SERVICE_ACTION_IN16, SCSI_SAI_GET_LBA_STATUS, 16, OPF_MEDIUM | OPF_SA, sbc_prep_get_lba_status,
 	   sbc_get_lba_status, SCSI_SAI_GET_LBA_STATUS, LBA8, LBA4, 0, 0),
-	OP(SCSI_OP_REPORT_LUNS, 0, 12, OPF_UA_OK | OPF_NO_LU, spc_prep_din, spc_report_luns,
+	OP(SCSI_OP_REPORT_LUNS, 0, 12, OPF_UA_OK | OPF_NO_LU | ALUA_ALL, spc_prep_din, spc_report_luns,
 	   0, F0, 0, 0, 0, LBA4, 0, 0),
+	OP(SCSI_OP_MAINTENANCE_IN, SCSI_MI_REPORT_TPGS, 12, OPF_SA | ALUA_ALL, spc_prep_din, alua_report_tpgs,
+	   0xe0 | SCSI_MI_REPORT_TPGS, 0, 0, 0, 0, LBA4, 0, 0),
 	OP(SCSI_OP_MAINTENANCE_IN, SCSI_MI_REPORT_SUPPORTED_OPCODES, 12, OPF_SA, spc_prep_din, spc_rsoc,
 	   SCSI_MI_REPORT_SUPPORTED_OPCODES, 0x87, F0, F0, F0, LBA4, 0, 0),
+	OP(SCSI_OP_MAINTENANCE_OUT, SCSI_MO_SET_TPGS, 12, OPF_SA | OPF_SHARED | OPF_STANDBY_OK | OPF_UNAVAILABLE_OK,
+	   alua_prep_stpg, alua_set_tpgs, SCSI_MO_SET_TPGS, 0, 0, 0, 0, LBA4, 0, 0),
 	OP(SCSI_OP_READ12, 0, 12, OPF_MEDIUM, sbc_prep_rw, sbc_read, 0x1a, LBA4, LBA4, 0, 0),
 	OP(SCSI_OP_WRITE12, 0, 12, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x1a, LBA4, LBA4, 0, 0),
 	OP(SCSI_OP_WRITE_VERIFY12, 0, 12, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x12, LBA4, LBA4, 0, 0),
@@ -161,6 +169,7 @@ static bool check_shared(struct scsi_cmd *cmd, const struct scsi_op *op)
 	n = lu_nexus_get(lu, cmd->nexus);
 	if (n)
 		cmd->flags |= (uint32_t)n->abort_gen << CMD_GEN_SHIFT;
+	alua_ua_sync(n, cmd->nexus);
 	if (n && n->n_ua && !(op && (op->flags & OPF_UA_OK)) && lu_ua_pop(n, &asc)) {
 		sense_set(cmd, SK_UNIT_ATTENTION, asc);
 		ok = false;
@@ -186,6 +195,8 @@ bool scsi_cmd_prepare(struct scsi_cmd *cmd)
 		return false;
 	}
 	if (cmd->lu && !check_shared(cmd, op))
+		return false;
+	if (cmd->lu && op && !alua_check(cmd, op))
 		return false;
 	if (!op) {
 		if (sa_bad)

@@ -75,6 +75,11 @@ static void ua_add(struct lu_nexus *n, uint16_t asc)
 		n->ua[n->n_ua++] = asc;
 }
 
+void lu_ua_add(struct lu_nexus *n, uint16_t asc)
+{
+	ua_add(n, asc);
+}
+
 /*
  * pr.c names a port as "<name>,i,0x<ISID>", or by the bare initiator name
  * when a TransportID named only the device: then every port of it.  iSCSI

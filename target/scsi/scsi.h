@@ -45,6 +45,8 @@ struct scsi_nexus {
 	char target_port[256];     /* "<target_name>,t,0x<TPGT 4 hex>" */
 	uint16_t rel_port_id;      /* relative target port identifier (TPGT) */
 	uint64_t id;               /* unique for the process lifetime */
+	struct scsi_port *port;    /* its ALUA port (alua.h), NULL: active/optimized in group 1 */
+	uint32_t alua_gen;         /* the port's ALUA generation at login */
 };
 
 /* LUNs the nexus sees, for REPORT LUNS (ascending). */

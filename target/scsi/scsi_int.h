@@ -36,6 +36,8 @@ struct lu_nexus {
 	uint16_t ua[SCSI_UA_MAX];
 	uint32_t n_ua;
 	bool prevent;
+	bool alua_seen;              /* alua_gen set (alua.c) */
+	uint32_t alua_gen;           /* ALUA state changes this nexus was told of */
 	struct lu_nexus *next;
 };
 
@@ -76,6 +78,10 @@ enum {
 	 * with MODE SELECT.
 	 */
 	OPF_SHARED  = 1u << 6,
+	/* Runs in an ALUA standby, unavailable, transitioning port group (SPC-4 5.16.2.4); others: NOT READY. */
+	OPF_STANDBY_OK       = 1u << 12,
+	OPF_UNAVAILABLE_OK   = 1u << 13,
+	OPF_TRANSITIONING_OK = 1u << 14,
 };
 
 struct scsi_op {
@@ -102,6 +108,8 @@ struct lu_nexus *lu_nexus_get(struct scsi_lu *lu, const struct scsi_nexus *nx);
 /* Under lu->mu: queue asc on every nexus except skip (may be NULL). */
 void lu_ua_all(struct scsi_lu *lu, const struct scsi_nexus *skip, uint16_t asc);
 bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc);
+/* Under lu->mu: queue asc on nexus n. */
+void lu_ua_add(struct lu_nexus *n, uint16_t asc);
 /*
  * cmd->flags bits 16-31 hold the nexus's abort_gen as seen by prepare, so
  * exec can tell a command that PREEMPT AND ABORT overtook while its
@@ -140,6 +148,16 @@ void spc_release(struct scsi_cmd *cmd);
 
 /* vpd.c: INQUIRY's Data-In for VPD page; false (nothing done) when the page is unknown. */
 bool vpd_page(struct scsi_cmd *cmd, uint8_t page, uint32_t alloc);
+
+/* alua.c */
+bool alua_check(struct scsi_cmd *cmd, const struct scsi_op *op);
+void alua_ua_sync(struct lu_nexus *n, const struct scsi_nexus *nx);
+uint16_t alua_not_ready_asc(const struct scsi_nexus *nx);
+uint16_t alua_group_id(const struct scsi_nexus *nx);
+uint8_t alua_tpgs(const struct scsi_nexus *nx);
+void alua_report_tpgs(struct scsi_cmd *cmd);
+bool alua_prep_stpg(struct scsi_cmd *cmd);
+void alua_set_tpgs(struct scsi_cmd *cmd);
 
 /* mode.c */
 void mode_sense(struct scsi_cmd *cmd);

@@ -46,6 +46,10 @@ enum sense_key {
 #define ASC_LU_NOT_READY_STOPPED      0x0402 /* initializing command required */
 #define ASC_OVERLAPPED_COMMANDS       0x4e00
 #define ASC_MEDIUM_REMOVAL_PREVENTED  0x5302
+#define ASC_ALUA_STATE_CHANGED        0x2a06
+#define ASC_LU_NOT_ACCESSIBLE_TRANSITION  0x040a
+#define ASC_LU_NOT_ACCESSIBLE_STANDBY     0x040b
+#define ASC_LU_NOT_ACCESSIBLE_UNAVAILABLE 0x040c
 
 /* CHECK CONDITION with key/asc. */
 void sense_set(struct scsi_cmd *cmd, uint8_t key, uint16_t asc);

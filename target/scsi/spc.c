@@ -25,7 +25,7 @@ static void inquiry_std(struct scsi_cmd *cmd, struct din *d, const void *arg)
 	din_u8(d, 0x06);              /* SPC-4 */
 	din_u8(d, 0x12);              /* HISUP, response data format 2 */
 	din_u8(d, 0);                 /* additional length, below */
-	din_u8(d, 0);
+	din_u8(d, (uint8_t)(alua_tpgs(cmd->nexus) << 4));  /* TPGS */
 	din_u8(d, 0x10);              /* MULTIP */
 	din_u8(d, 0x02);              /* CMDQUE */
 	din_ascii(d, lu ? lu->vendor : "ISERT", 8);
@@ -127,6 +127,8 @@ void spc_request_sense(struct scsi_cmd *cmd)
 			key = SK_NOT_READY, asc = ASC_MEDIUM_NOT_PRESENT;
 		else if (lu->stopped)
 			key = SK_NOT_READY, asc = ASC_LU_NOT_READY_STOPPED;
+		else if (alua_not_ready_asc(cmd->nexus))
+			key = SK_NOT_READY, asc = alua_not_ready_asc(cmd->nexus);
 		pthread_mutex_unlock(&lu->mu);
 	}
 	uint32_t len = sense_build(d, desc, key, asc, false, 0, NULL);

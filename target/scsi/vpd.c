@@ -71,8 +71,8 @@ static void vpd_devid(struct scsi_cmd *cmd, struct din *d)
 		uint8_t v[4] = { 0 };
 		put_be16(v + 2, cmd->nexus->rel_port_id);
 		desig(d, 0x51, 0x94, v, 4);   /* relative target port */
-		put_be16(v + 2, 1);
-		desig(d, 0x51, 0x95, v, 4);   /* target port group 1 */
+		put_be16(v + 2, alua_group_id(cmd->nexus));
+		desig(d, 0x51, 0x95, v, 4);   /* target port group */
 		if (cmd->nexus->target_port[0])
 			name_desig(d, 0x10, cmd->nexus->target_port);
 		if (cmd->nexus->target_name[0])

@@ -721,6 +721,118 @@ static bool tpg_eq(const struct cfg_tpg *a, const struct cfg_tpg *b)
 	return true;
 }
 
+/* ------------------------------------------------------------------- alua */
+
+#define TGT2(alua) "{" BS_RAM ",\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[{\"tag\":1},{\"tag\":2}]" \
+	alua "}]}"
+
+static void roundtrip(struct config *a);
+
+static void test_alua(void)
+{
+	/* Without "alua": one group 1, active/optimized, every portal group; implicit only; not written back. */
+	struct config *c = load_ok(TGT2(""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	const struct cfg_target *t = &c->targets[0];
+	CU_ASSERT_FALSE(t->alua_given);
+	CU_ASSERT_EQUAL(t->alua_modes, CFG_ALUA_IMPLICIT);
+	CU_ASSERT_EQUAL_FATAL(t->nalua_groups, 1);
+	CU_ASSERT_EQUAL(t->alua_groups[0].id, 1);
+	CU_ASSERT_EQUAL(t->alua_groups[0].state, CFG_ALUA_ACTIVE_OPTIMIZED);
+	CU_ASSERT_EQUAL_FATAL(t->alua_groups[0].ntpgs, 2);
+	CU_ASSERT_EQUAL(t->alua_groups[0].tpgs[0], 1);
+	CU_ASSERT_EQUAL(t->alua_groups[0].tpgs[1], 2);
+	char *j = config_to_json(c);
+	CU_ASSERT_PTR_NULL(strstr(j, "alua"));
+	free(j);
+	config_free(c);
+
+	/* Every key, each state name, remote ports; written back as read. */
+	c = load_ok(TGT2(",\"alua\":{\"mode\":\"both\",\"transition_time\":255,\"groups\":["
+			 "{\"id\":65535,\"state\":\"standby\",\"preferred\":true,\"tpgs\":[2],\"remote_ports\":[9,65535]},"
+			 "{\"id\":1,\"state\":\"transitioning\",\"tpgs\":[1]},"
+			 "{\"id\":3,\"state\":\"unavailable\"},{\"id\":4,\"state\":\"active_nonoptimized\"},"
+			 "{\"id\":5,\"state\":\"active_optimized\",\"remote_ports\":[]}]}"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	t = &c->targets[0];
+	CU_ASSERT_TRUE(t->alua_given);
+	CU_ASSERT_EQUAL(t->alua_modes, CFG_ALUA_IMPLICIT | CFG_ALUA_EXPLICIT);
+	CU_ASSERT_EQUAL(t->alua_transition_time, 255);
+	CU_ASSERT_EQUAL_FATAL(t->nalua_groups, 5);
+	CU_ASSERT_EQUAL(t->alua_groups[0].id, 65535);
+	CU_ASSERT_EQUAL(t->alua_groups[0].state, CFG_ALUA_STANDBY);
+	CU_ASSERT_TRUE(t->alua_groups[0].preferred);
+	CU_ASSERT_EQUAL(t->alua_groups[0].nremote, 2);
+	CU_ASSERT_EQUAL(t->alua_groups[0].remote_ports[1], 65535);
+	CU_ASSERT_EQUAL(t->alua_groups[1].state, CFG_ALUA_TRANSITIONING);
+	CU_ASSERT_EQUAL(t->alua_groups[2].state, CFG_ALUA_UNAVAILABLE);
+	CU_ASSERT_EQUAL(t->alua_groups[3].state, CFG_ALUA_ACTIVE_NONOPTIMIZED);
+	roundtrip(c);
+	j = config_to_json(c);
+	struct config *b = load_ok(j);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_TRUE(b->targets[0].alua_given && b->targets[0].nalua_groups == 5 &&
+		       b->targets[0].alua_groups[0].nremote == 2 && b->targets[0].alua_groups[0].preferred);
+	free(j);
+	config_free(b);
+	config_free(c);
+	c = load_ok(TGT2(",\"alua\":{\"mode\":\"explicit\",\"groups\":[{\"id\":1,\"tpgs\":[1,2]}]}"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(c->targets[0].alua_modes, CFG_ALUA_EXPLICIT);
+	CU_ASSERT_EQUAL(c->targets[0].alua_groups[0].state, CFG_ALUA_ACTIVE_OPTIMIZED);
+	config_free(c);
+
+	/* Each rule, with the field named. */
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1]}]}"),
+		 "targets[0].alua.groups: portal group tag 2 (tpgs[1]) is in no target port group");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1]},{\"id\":1,\"tpgs\":[2]}]}"),
+		 "targets[0].alua.groups[1].id: duplicate target port group id 1, also in groups[0]");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1,2,3]}]}"),
+		 "targets[0].alua.groups[0].tpgs[2]: the target has no portal group with tag 3");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1,2]},{\"id\":2,\"tpgs\":[2]}]}"),
+		 "targets[0].alua.groups[1].tpgs[0]: relative port 2 is already in groups[0]");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1,2,1]}]}"),
+		 "targets[0].alua.groups[0].tpgs[2]: 1 is listed twice");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1,2],\"remote_ports\":[2]}]}"),
+		 "targets[0].alua.groups[0].remote_ports[0]: 2 is the tag of one of this target's portal groups");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1,2],\"remote_ports\":[7]},"
+		      "{\"id\":2,\"remote_ports\":[7]}]}"),
+		 "targets[0].alua.groups[1].remote_ports[0]: relative port 7 is already in groups[0]");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1,2],\"remote_ports\":[0]}]}"),
+		 "targets[0].alua.groups[0].remote_ports[0]: must be 1-65535");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1,2],\"state\":\"Standby\"}]}"),
+		 "targets[0].alua.groups[0].state: must be \"active_optimized\", \"active_nonoptimized\", \"standby\", "
+		 "\"unavailable\" or \"transitioning\", got \"Standby\"");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":0,\"tpgs\":[1,2]}]}"), "targets[0].alua.groups[0].id: must be 1-65535");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"tpgs\":[1,2]}]}"), "targets[0].alua.groups[0].id: required");
+	load_bad(TGT2(",\"alua\":{\"groups\":[]}"), "targets[0].alua.groups: at least one target port group");
+	load_bad(TGT2(",\"alua\":{\"mode\":\"both\"}"), "targets[0].alua.groups: required");
+	load_bad(TGT2(",\"alua\":{\"mode\":\"all\",\"groups\":[{\"id\":1,\"tpgs\":[1,2]}]}"),
+		 "targets[0].alua.mode: must be \"implicit\", \"explicit\" or \"both\", got \"all\"");
+	load_bad(TGT2(",\"alua\":{\"transition_time\":256,\"groups\":[{\"id\":1,\"tpgs\":[1,2]}]}"),
+		 "targets[0].alua.transition_time: must be 0-255");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1,2],\"prefered\":true}]}"),
+		 "targets[0].alua.groups[0].prefered: unknown key");
+	load_bad(TGT2(",\"alua\":[{\"id\":1}]"), "targets[0].alua: must be an object");
+	load_bad(TGT2(",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":\"1,2\"}]}"),
+		 "targets[0].alua.groups[0].tpgs: must be an array");
+	/* Bounds: 256 groups, 255 ports in one (TARGET PORT COUNT is one byte). */
+	char *doc = malloc(64 * 1024), *p = doc;
+	p += sprintf(p, "{" BS_RAM ",\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[{\"tag\":1},{\"tag\":2}],"
+		     "\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1,2],\"remote_ports\":[");
+	for (int i = 0; i < 254; i++)
+		p += sprintf(p, "%s%d", i ? "," : "", 100 + i);
+	sprintf(p, "]}]}}]}");
+	load_bad(doc, "targets[0].alua.groups[0]: at most 255 ports (tpgs and remote_ports together), got 256");
+	p = doc;
+	p += sprintf(p, "{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"alua\":{\"groups\":[");
+	for (int i = 0; i < 257; i++)
+		p += sprintf(p, "%s{\"id\":%d}", i ? "," : "", i + 1);
+	sprintf(p, "]}}]}");
+	load_bad(doc, "targets[0].alua.groups: at most 256 entries allowed, got 257");
+	free(doc);
+}
+
 static bool config_eq(const struct config *a, const struct config *b)
 {
 	if (a->nbackstores != b->nbackstores || a->ntargets != b->ntargets ||
@@ -743,6 +855,17 @@ static bool config_eq(const struct config *a, const struct config *b)
 		for (size_t j = 0; j < x->ntpgs; j++)
 			if (!tpg_eq(&x->tpgs[j], &y->tpgs[j]))
 				return false;
+		if (x->alua_given != y->alua_given || x->alua_modes != y->alua_modes ||
+		    x->alua_transition_time != y->alua_transition_time || x->nalua_groups != y->nalua_groups)
+			return false;
+		for (size_t j = 0; j < x->nalua_groups; j++) {
+			const struct cfg_alua_group *g = &x->alua_groups[j], *h = &y->alua_groups[j];
+			if (g->id != h->id || g->state != h->state || g->preferred != h->preferred ||
+			    g->ntpgs != h->ntpgs || g->nremote != h->nremote ||
+			    (g->ntpgs && memcmp(g->tpgs, h->tpgs, g->ntpgs * sizeof(*g->tpgs))) ||
+			    (g->nremote && memcmp(g->remote_ports, h->remote_ports, g->nremote * sizeof(*g->remote_ports))))
+				return false;
+		}
 	}
 	return true;
 }
@@ -997,6 +1120,7 @@ int main(void)
 	CU_add_test(s, "lun/acl/portal validation", test_errors_luns_acls);
 	CU_add_test(s, "chap/params/global validation", test_errors_chap_params_global);
 	CU_add_test(s, "limits", test_limits);
+	CU_add_test(s, "alua", test_alua);
 	CU_add_test(s, "syntax errors", test_syntax_errors);
 	CU_add_test(s, "iSCSI names", test_iscsi_names);
 	CU_add_test(s, "host:port", test_hostport);

@@ -19,7 +19,7 @@ _iserctl()
 	--by) COMPREPLY=($(compgen -W "lun initiator" -- "$cur")); return ;;
 	esac
 	if [ -z "$cmd" ]; then
-		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top
+		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top alua
 			-s --socket -j --json -g --generation -n --dry-run -h --help" -- "$cur"))
 		return
 	fi
@@ -37,6 +37,9 @@ _iserctl()
 		COMPREPLY=($(compgen -W "reset --target --initiator --lun --tsih --json" -- "$cur")) ;;
 	top)
 		COMPREPLY=($(compgen -W "-d -n -b --by" -- "$cur")) ;;
+	alua)
+		COMPREPLY=($(compgen -W "set active_optimized active_nonoptimized standby unavailable transitioning
+			preferred= mode= transition_time=" -- "$cur")) ;;
 	call)
 		[ "$prev" = call ] && COMPREPLY=($(compgen -W "$(iserctl "${sock[@]}" call rpc.methods 2>/dev/null |
 			sed -n 's/.*"name": "\([^"]*\)".*/\1/p')" -- "$cur")) ;;

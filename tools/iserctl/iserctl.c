@@ -63,6 +63,11 @@ static void usage(FILE *f)
 		"                              counters: per LUN and initiator (commands, MB, latency avg\n"
 		"                              and p99), per connection, per portal, RDMA devices\n"
 		"  stats reset                 zero every counter\n"
+		"  alua [IQN]                  ALUA target port groups: state, status, preferred, ports\n"
+		"  alua set IQN GROUP STATE    active_optimized|active_nonoptimized|standby|unavailable|\n"
+		"                              transitioning (initiators get ASYMMETRIC ACCESS STATE CHANGED)\n"
+		"  alua set IQN [GROUP] KEY=VALUE...  preferred=true|false (with GROUP), mode=implicit|\n"
+		"                              explicit|both, transition_time=SECONDS\n"
 		"  top [-d SECONDS] [-n ITERATIONS] [-b] [--by lun|initiator]\n"
 		"                              live per-LUN (or per-initiator) IOPS, MB/s, latency, queue\n"
 		"                              depth every -d seconds (default 2), -n frames, -b plain text\n"
@@ -482,7 +487,7 @@ static void print_change(const char *what, json_object *res)
 	printf(" (generation %s)\n", gets(res, "generation", "?"));
 }
 
-static int run_change(const char *what, const char *method, json_object *params)
+int run_change(const char *what, const char *method, json_object *params)
 {
 	if (dry_run)
 		json_object_object_add(params, "dry_run", json_object_new_boolean(true));
@@ -687,6 +692,8 @@ int main(int argc, char **argv)
 		return cmd_stats(n, args);
 	if (!strcmp(cmd, "top"))
 		return cmd_top(n, args);
+	if (!strcmp(cmd, "alua"))
+		return cmd_alua(n, args);
 	if (!strcmp(cmd, "config") && !n) {
 		rc = call("config.get", NULL, &res);
 		if (!rc)

@@ -17,6 +17,12 @@ json_object *get(json_object *o, const char *k);
 const char *gets(json_object *o, const char *k, const char *dflt);
 int die_usage(const char *fmt, const char *arg);
 
+/* A change method: its plan and outcome printed (--dry-run, --json honoured); the exit status. */
+int run_change(const char *what, const char *method, json_object *params);
+
+/* alua.c */
+int cmd_alua(int argc, char **argv);
+
 /* stats.c */
 int cmd_stats(int argc, char **argv);
 int cmd_top(int argc, char **argv);

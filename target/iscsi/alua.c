@@ -1,0 +1,90 @@
+/*
+ * The configuration's ALUA target port groups (config.h, "alua" of a
+ * target) carried to the SCSI layer's running groups (target/scsi/alua.h),
+ * and the running states read back: SET TARGET PORT GROUPS changes a state
+ * on a reactor, and the admin thread copies it into the running
+ * configuration before it reads or changes that (so `save` keeps it).
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target/iscsi/iscsi.h"
+#include "target/scsi/alua.h"
+
+static const struct cfg_target *find_target(const struct config *c, const char *iqn)
+{
+	for (size_t i = 0; c && i < c->ntargets; i++)
+		if (!strcmp(c->targets[i].iqn, iqn))
+			return &c->targets[i];
+	return NULL;
+}
+
+static const struct cfg_alua_group *find_group(const struct cfg_target *t, uint16_t id)
+{
+	for (size_t i = 0; t && i < t->nalua_groups; i++)
+		if (t->alua_groups[i].id == id)
+			return &t->alua_groups[i];
+	return NULL;
+}
+
+int iscsi_alua_apply(const struct config *old, const struct config *n)
+{
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < n->ntargets; i++) {
+		const struct cfg_target *t = &n->targets[i], *o = find_target(old, t->iqn);
+		struct scsi_alua *a = scsi_alua_get(t->iqn);
+		struct scsi_alua_group *g = calloc(t->nalua_groups ? t->nalua_groups : 1, sizeof(*g));
+		uint16_t *ports = calloc(256 * (t->nalua_groups ? t->nalua_groups : 1), sizeof(*ports));
+		if (!a || !g || !ports) {
+			free(g);
+			free(ports);
+			return -ENOMEM;
+		}
+		for (size_t j = 0; j < t->nalua_groups; j++) {
+			const struct cfg_alua_group *c = &t->alua_groups[j], *oc = find_group(o, c->id);
+			uint16_t *p = ports + 256 * j;
+			if (c->ntpgs)
+				memcpy(p, c->tpgs, c->ntpgs * sizeof(*p));
+			if (c->nremote)
+				memcpy(p + c->ntpgs, c->remote_ports, c->nremote * sizeof(*p));
+			g[j] = (struct scsi_alua_group){ .id = c->id, .state = c->state, .preferred = c->preferred,
+							 .ports = p, .nports = c->ntpgs + c->nremote };
+			/* A state the document did not change stays as it runs (SET TARGET PORT GROUPS may have set it). */
+			g[j].keep_state = oc && oc->state == c->state;
+		}
+		rc = scsi_alua_configure(a, t->alua_modes, t->alua_transition_time, g, t->nalua_groups);
+		free(g);
+		free(ports);
+	}
+	return rc;
+}
+
+void iscsi_alua_sync(struct config *c)
+{
+	for (size_t i = 0; i < c->ntargets; i++) {
+		struct cfg_target *t = &c->targets[i];
+		struct scsi_alua *a = scsi_alua_get(t->iqn);
+		for (size_t j = 0; a && j < t->nalua_groups; j++) {
+			uint8_t st, status;
+			if (scsi_alua_group_state(a, t->alua_groups[j].id, &st, &status) || st == t->alua_groups[j].state)
+				continue;
+			pthread_rwlock_wrlock(&iscsi_g.cfg_lock);
+			t->alua_groups[j].state = st;
+			/* The running groups are the document's now: the default group is written out too. */
+			t->alua_given = true;
+			pthread_rwlock_unlock(&iscsi_g.cfg_lock);
+		}
+	}
+}
+
+const char *iscsi_alua_status(const char *iqn, uint16_t id)
+{
+	struct scsi_alua *a = scsi_alua_get(iqn);
+	uint8_t st, status;
+	if (!a || scsi_alua_group_state(a, id, &st, &status))
+		return "none";
+	return status == ALUA_STATUS_STPG ? "set_by_initiator" : status == ALUA_STATUS_IMPLICIT ? "set_by_admin" : "none";
+}

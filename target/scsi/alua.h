@@ -1,0 +1,66 @@
+/*
+ * ALUA, asymmetric logical unit access (SPC-4 5.16): the target port groups
+ * of one SCSI target (an iSCSI target name) and their access states, as the
+ * SCSI layer serves them (REPORT/SET TARGET PORT GROUPS, INQUIRY TPGS, the
+ * designators of VPD page 83h, commands refused per state).
+ *
+ * One struct scsi_alua per target name and one struct scsi_port per
+ * relative target port live for the whole process, like the iSCSI layer's
+ * portal group objects, so a session's nexus may point at its port for
+ * ever.  A port's group and state are one atomic word that the I/O path
+ * reads without a lock; the group table (for REPORT TARGET PORT GROUPS)
+ * and every change are under the target's mutex.  Each state change bumps
+ * the target's generation: a nexus that saw an older one gets ASYMMETRIC
+ * ACCESS STATE CHANGED with its next command to each LU.
+ */
+#ifndef SCSI_ALUA_H
+#define SCSI_ALUA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct scsi_alua;
+struct scsi_port;
+
+/* SPC-4 asymmetric access state codes. */
+enum scsi_alua_state {
+	ALUA_ACTIVE_OPTIMIZED = 0x0,
+	ALUA_ACTIVE_NONOPTIMIZED = 0x1,
+	ALUA_STANDBY = 0x2,
+	ALUA_UNAVAILABLE = 0x3,
+	ALUA_TRANSITIONING = 0xf,
+};
+
+/* Transitions the target supports (standard INQUIRY's TPGS field). */
+#define SCSI_ALUA_IMPLICIT 0x1
+#define SCSI_ALUA_EXPLICIT 0x2
+
+/* REPORT TARGET PORT GROUPS status codes: why the state is what it is. */
+enum { ALUA_STATUS_NONE = 0, ALUA_STATUS_STPG = 1, ALUA_STATUS_IMPLICIT = 2 };
+
+struct scsi_alua_group {
+	uint16_t id;
+	uint8_t state;
+	bool preferred;
+	bool keep_state;          /* scsi_alua_configure: a group that exists keeps its running state */
+	uint8_t status;           /* scsi_alua_group_state: ALUA_STATUS_* */
+	const uint16_t *ports;    /* relative target port ids (local or not) */
+	size_t nports;
+};
+
+/* The target's object, found or made (NULL: out of memory). */
+struct scsi_alua *scsi_alua_get(const char *target_name);
+/* Its port rel_port_id, found or made (NULL: out of memory). */
+struct scsi_port *scsi_alua_port(struct scsi_alua *a, uint16_t rel_port_id);
+/* The generation a nexus starts from (at login). */
+uint32_t scsi_alua_gen(const struct scsi_port *p);
+/* Replace the target's groups and modes; states that change are implicit transitions. */
+int scsi_alua_configure(struct scsi_alua *a, uint8_t modes, uint8_t transition_time,
+			const struct scsi_alua_group *groups, size_t n);
+/* The running state and status of group id: 0, or -ENOENT. */
+int scsi_alua_group_state(struct scsi_alua *a, uint16_t id, uint8_t *state, uint8_t *status);
+/* At exit. */
+void scsi_alua_free_all(void);
+
+#endif
