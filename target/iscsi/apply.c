@@ -159,7 +159,7 @@ static void diff(json_object *plan, const char *path, const char *key, json_obje
 		{
 			json_object *vb;
 			/* Paths as iserctl names objects: /iscsi/IQN/tpg1/acls/INI/mapped_lun0. */
-			if (!strcmp(k, "tpgs") || !strcmp(k, "mapped_luns"))
+			if ((!strcmp(k, "tpgs") && !strstr(path, "/alua/")) || !strcmp(k, "mapped_luns"))
 				snprintf(p, sizeof(p), "%s", path);
 			else
 				snprintf(p, sizeof(p), "%s/%s", path, !strcmp(k, "targets") && !*path ? "iscsi" : k);

@@ -11,7 +11,10 @@
  *     [0] LU: bit0 thin, bit1 4096-byte blocks, bit2 read-only backstore,
  *         bit3 write cache, bit4 serial derived from the name
  *     [1] bits 0-1: nexuses - 1; bits 2-5: nexus i mapped read-only;
- *         bit 6: nexuses 0 and 1 are two ports of one initiator
+ *         bit 6: nexuses 0 and 1 are two ports of one initiator; bit 7: ALUA
+ *         explicit mode too (SET TARGET PORT GROUPS accepted).  Nexuses 0 and 2
+ *         are port tag (group 1, active/optimized), 1 and 3 port tag + 1
+ *         (group 2, active/non-optimized, with remote port 300).
  *     [2] target name length, [3] initiator name length (% 224; 0 = short names)
  *     [4] serial length (% 65), [5] vendor/product/revision lengths
  *     [6-7] LUN map count (LE, % 16385), [8] character seed for names,
@@ -47,6 +50,7 @@
 
 #include "common/bufpool.h"
 #include "fuzz.h"
+#include "target/scsi/alua.h"
 #include "target/backstore/backstore_impl.h"
 #include "target/scsi/scsi_int.h"
 
@@ -143,6 +147,7 @@ static void recording_submit(struct backstore *bs, struct bs_io *io)
 /* ---- input ---- */
 
 struct world {
+	struct scsi_alua *alua;
 	struct backstore *bs;
 	struct scsi_lu *lu;
 	struct scsi_nexus nx[MAX_NEXUS];
@@ -203,6 +208,19 @@ static bool world_make(struct world *w, struct fuzz_in *in)
 	}
 
 	make_name(tname, tlen, "iqn.2026-11.org.fuzz:", seed);
+	/* ALUA: two target port groups, states as configured at every input (STPG changes them). */
+	uint16_t g1[] = { tpgt }, g2[] = { (uint16_t)(tpgt + 1), 300 };
+	struct scsi_alua_group groups[] = {
+		{ .id = 1, .state = ALUA_ACTIVE_OPTIMIZED, .preferred = true, .ports = g1, .nports = 1 },
+		{ .id = 2, .state = ALUA_ACTIVE_NONOPTIMIZED, .ports = g2, .nports = tpgt + 1u == 300 ? 1 : 2 },
+	};
+	w->alua = scsi_alua_get("iqn.2026-11.org.fuzz:alua");
+	if (!w->alua || scsi_alua_configure(w->alua, SCSI_ALUA_IMPLICIT | ((nf & 0x80) ? SCSI_ALUA_EXPLICIT : 0), 3,
+					    groups, 2)) {
+		scsi_lu_destroy(w->lu);
+		backstore_close(w->bs);
+		return false;
+	}
 	w->nnx = (nf & 3) + 1u;
 	for (unsigned i = 0; i < w->nnx; i++) {
 		struct scsi_nexus *n = &w->nx[i];
@@ -213,7 +231,9 @@ static bool world_make(struct world *w, struct fuzz_in *in)
 		snprintf(n->initiator_port, sizeof(n->initiator_port), "%s,i,0x%012x", iname, 0x23d000u + i);
 		snprintf(n->target_name, sizeof(n->target_name), "%s", tname);
 		snprintf(n->target_port, sizeof(n->target_port), "%s,t,0x%04x", tname, tpgt);
-		n->rel_port_id = tpgt;
+		n->rel_port_id = (uint16_t)(tpgt + (i & 1));
+		n->port = scsi_alua_port(w->alua, n->rel_port_id);
+		n->alua_gen = scsi_alua_gen(n->port);
 		n->id = i + 1;
 		w->ro[i] = nf & (4u << i);
 	}
@@ -319,6 +339,8 @@ static uint32_t din_alloc(const struct scsi_cmd *c, uint32_t *hdr, uint64_t *ful
 					 : get_be32(d) + 4ull;
 		if ((cdb[2] & 7) && d && c->din_len >= 2 && (d[1] & 7) == 1)
 			f = 4;   /* not supported: no CDB usage data */
+		if (sa == SCSI_MI_REPORT_TPGS && d && c->din_len >= h)
+			f = get_be32(d) + 4ull;   /* REPORT TARGET PORT GROUPS: RETURN DATA LENGTH */
 		break;
 	case SCSI_OP_SERVICE_ACTION_IN16:
 		alloc = get_be32(cdb + 10);
@@ -390,6 +412,16 @@ static void check_layout(const struct scsi_cmd *c, const uint8_t *d, uint32_t le
 	case SCSI_OP_MODE_SENSE10:
 		if (len >= 8)
 			check_records(c, d, 8u + get_be16(d + 6), len, 2, 1, 1);
+		break;
+	case SCSI_OP_MAINTENANCE_IN:
+		if ((cdb[1] & 0x1f) == SCSI_MI_REPORT_TPGS) {
+			/* Target port group descriptors: 8 bytes and 4 per port (count in byte 7). */
+			uint32_t off = (cdb[1] >> 5) == 1 ? 8 : 4;
+			FUZZ_CHECK(off == 4 || (len >= 8 && d[4] == 0x10), "RTPG: extended header format type");
+			while (off + 8 <= len)
+				off += 8u + 4u * d[off + 7];
+			FUZZ_CHECK(off == len, "RTPG: descriptors end at %u, the answer at %u", off, len);
+		}
 		break;
 	case SCSI_OP_PR_IN:
 		if ((cdb[1] & 0x1f) == SCSI_PRIN_READ_FULL_STATUS)

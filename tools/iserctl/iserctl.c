@@ -42,7 +42,7 @@ static void usage(FILE *f)
 		"  create PATH [KEY=VALUE...]  make an object:\n"
 		"      /backstores/NAME type=file|block|ram path=P size=S [block_size= thin= write_cache= readonly= serial=]\n"
 		"      /iscsi/IQN [alias=A]          (comes with tpg1, enabled)\n"
-		"      /iscsi/IQN/tpgN [enable= demo_mode= ...]\n"
+		"      /iscsi/IQN/tpgN [enable= demo_mode= ... alua_group=G (its ALUA target port group)]\n"
 		"      /iscsi/IQN/tpgN/portals/IP[:PORT] [iser=true]\n"
 		"      /iscsi/IQN/tpgN/luns[/lunM] backstore=NAME [read_only=true]\n"
 		"      /iscsi/IQN/tpgN/acls/INITIATOR [chap.userid=U chap.password=P ...]  (maps every LUN)\n"
