@@ -1,14 +1,18 @@
 # dm-multipath (multipath-tools, `prio alua`) over two paths to one isertd LU,
-# for t-isertd-iser.sh: path 1 iSER on Soft-RoCE in target port group 1
-# (active/optimized, preferred), path 2 on Soft-iWARP (MP_PATH2=siw, the
-# default) or TCP (MP_PATH2=tcp) in group 2 (active/non-optimized).  fio
+# for t-isertd-iser.sh: path 1 iSER on Soft-iWARP in target port group 1
+# (active/optimized, preferred), path 2 iSER on Soft-RoCE (MP_PATH2=rxe, the
+# default) or TCP (MP_PATH2=tcp) in group 2 (active/non-optimized).  The link
+# that goes down is Soft-iWARP's: after a Soft-RoCE link went down under a
+# connection, the guest kernel's rxe leaves its GSI QP (the one RoCE's
+# connection manager sends on) in the error state, so no new RDMA connection
+# can be made on it until the device is re-created; iWARP connects over TCP.  fio
 # writes and verifies the multipath device in rounds for the whole sequence
 # while group 1 goes standby and back, unavailable and back (iserctl alua
 # set), and while path 1's link goes down and up: I/O moves to path 2 and
 # returns to path 1, every fio round verifies.  Sourced after lib.sh and
 # initiator.sh; needs ISERTD_SOCK.
 MP_T=$VM_PREFIX:mp
-MP_PATH2=${MP_PATH2:-siw}
+MP_PATH2=${MP_PATH2:-rxe}
 
 # mp_udev: udevd in the guest (multipathd finds paths and dm devices through
 # udev).  systemd's tools refuse to act in a chroot unless told.
@@ -84,7 +88,7 @@ mp_io_on() {
 	[ $((a2 - a1)) -gt 0 ] && [ $((b2 - b1)) -eq 0 ]
 }
 # mp_state STATE DEV OTHER: group 1 put in STATE; I/O then reaches DEV only.
-mp_state() { iserctl alua set $MP_T 1 "$1" >/dev/null && wait_for 60 mp_io_on $2 $3; }
+mp_state() { iserctl alua set $MP_T 1 "$1" >/dev/null && wait_for 120 mp_io_on $2 $3; }
 # mp_fio_loop DEV: fio rounds (32 MiB of random 4k-64k writes, then all of it
 # verified) until $VM_WORK/mp.stop exists; one line per round in mp-fio.txt.
 mp_fio_loop() {
@@ -112,10 +116,10 @@ mp_show() { multipathd show paths raw format "%d %t %T %p %s" | sed 's/^/    /';
 
 multipath_suite() {
 	local ip1 ip2 iser2 if2 d1 d2 dm fio_pid r cfg=/tmp/isertd-multipath.json
-	vm_log "=== dm-multipath, ALUA: path 1 iSER on rxe, path 2 $MP_PATH2"
-	ip1=$(rdma_up rxe) || { ok "multipath: Soft-RoCE up" false; return 1; }
-	if [ "$MP_PATH2" = tcp ]; then ip2=127.0.0.1 iser2=false if2=default
-	else ip2=$(rdma_up siw) || { ok "multipath: Soft-iWARP up" false; return 1; }; iser2=true if2=iser; fi
+	vm_log "=== dm-multipath, ALUA: path 1 iSER on siw, path 2 $MP_PATH2"
+	ip1=$(rdma_up siw) || { ok "multipath: Soft-iWARP up" false; return 1; }
+	if [ "$MP_PATH2" = tcp ]; then ip2=127.0.0.2 iser2=false if2=default
+	else ip2=$(rdma_up rxe) || { ok "multipath: Soft-RoCE up" false; return 1; }; iser2=true if2=iser; fi
 	sed "s/@IP1@/$ip1/; s/@IP2@/$ip2/; s/@ISER2@/$iser2/" "$(dirname "$VM_LIB")/isertd-multipath.json" > $cfg
 	must "multipath: isertd starts with portal group 1 on $ip1 (iSER) and 2 on $ip2" isertd_start $cfg 3262
 	iscsi_node $MP_T $ip1:3260 iser && iscsi_node $MP_T $ip2:3260 $if2
@@ -131,21 +135,24 @@ multipath_suite() {
 	dm=$(mp_map $d1)
 	multipath -ll 2>/dev/null | sed 's/^/    /'
 	ok "multipath: prio alua ranks the active/optimized path 1 above the active/non-optimized path 2" \
-		mp_prio_above $d1 $d2
+		wait_for 30 mp_prio_above $d1 $d2
+	mp_prio_above $d1 $d2
 	rm -f "$VM_WORK/mp.stop"
 	mp_fio_loop $dm & fio_pid=$!
-	ok "multipath: fio writes and verifies through $dm, on path 1 only" wait_for 20 mp_io_on $d1 $d2
+	ok "multipath: fio writes and verifies through $dm, on path 1 only" wait_for 60 mp_io_on $d1 $d2
 	ok "multipath: iserctl alua set group 1 standby: I/O moves to path 2" mp_state standby $d2 $d1
 	mp_show
 	ok "multipath: group 1 active_optimized again: I/O returns to path 1" mp_state active_optimized $d1 $d2
 	ok "multipath: group 1 unavailable: I/O moves to path 2" mp_state unavailable $d2 $d1
 	ok "multipath: group 1 active_optimized again: I/O returns to path 1" mp_state active_optimized $d1 $d2
 	r=$(grep -c "^round" "$VM_WORK/mp-fio.txt")
-	ip link set vmnet_rxe down
+	# Down and without its address: siw's TCP between two local addresses
+	# runs over loopback whatever the dummy netdev's link state is.
+	ip link set vmnet_siw down && ip addr flush dev vmnet_siw
 	ok "multipath: path 1's link down: I/O continues on path 2" wait_for 90 mp_io_on $d2 $d1
 	mp_show
-	ip link set vmnet_rxe up
-	wait_for 20 rdma_port_active rxe0
+	ip addr add $ip1/24 dev vmnet_siw && ip link set vmnet_siw up
+	wait_for 20 rdma_port_active siw0
 	ok "multipath: path 1's link up: the path returns and I/O is back on it" wait_for 120 mp_io_on $d1 $d2
 	mp_show
 	ok "multipath: fio went on through the link failure (2 more rounds)" wait_for 120 mp_rounds_ge $((r + 2))
@@ -157,5 +164,5 @@ multipath_suite() {
 	iscsiadm -m node -T $MP_T --logout >/dev/null 2>&1
 	rm -f /etc/multipath.conf
 	ok "multipath: isertd stops cleanly" isertd_stop
-	rdma_down rxe; [ "$MP_PATH2" = tcp ] || rdma_down siw
+	rdma_down siw; [ "$MP_PATH2" = tcp ] || rdma_down rxe
 }
