@@ -17,7 +17,8 @@ ROOTS="virtio_pci 9pnet_virtio 9p overlay dummy veth
  scsi_mod sd_mod sg scsi_transport_iscsi libiscsi libiscsi_tcp iscsi_tcp ib_iser
  configfs target_core_mod target_core_iblock target_core_file target_core_user
  iscsi_target_mod ib_isert
- nvme ublk_drv brd null_blk ext4"
+ nvme ublk_drv brd null_blk ext4
+ dm_mod dm_multipath dm_round_robin dm_service_time scsi_dh_alua"
 
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 R=$W/root

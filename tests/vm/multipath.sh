@@ -1,0 +1,168 @@
+# dm-multipath (multipath-tools, `prio alua`) over two paths to one isertd LU,
+# for t-isertd-iser.sh: path 1 iSER on Soft-iWARP in target port group 1
+# (active/optimized, preferred), path 2 iSER on Soft-RoCE (MP_PATH2=rxe, the
+# default) or TCP (MP_PATH2=tcp) in group 2 (active/non-optimized).  The link
+# that goes down is Soft-iWARP's: after a Soft-RoCE link went down under a
+# connection, the guest kernel's rxe leaves its GSI QP (the one RoCE's
+# connection manager sends on) in the error state, so no new RDMA connection
+# can be made on it until the device is re-created; iWARP connects over TCP.  fio
+# writes and verifies the multipath device in rounds for the whole sequence
+# while group 1 goes standby and back, unavailable and back (iserctl alua
+# set), and while path 1's link goes down and up: I/O moves to path 2 and
+# returns to path 1, every fio round verifies.  Sourced after lib.sh and
+# initiator.sh; needs ISERTD_SOCK.
+MP_T=$VM_PREFIX:mp
+MP_PATH2=${MP_PATH2:-rxe}
+
+# mp_udev: udevd in the guest (multipathd finds paths and dm devices through
+# udev).  systemd's tools refuse to act in a chroot unless told.
+mp_udev() {
+	export SYSTEMD_IGNORE_CHROOT=1
+	[ -S /run/udev/control ] || /lib/systemd/systemd-udevd --daemon || return 1
+	udevadm trigger --action=add && udevadm settle -t 30
+}
+mp_conf() {
+	mkdir -p /etc/multipath
+	cat > /etc/multipath.conf <<'EOF'
+defaults {
+	user_friendly_names no
+	find_multipaths no
+	polling_interval 1
+}
+blacklist {
+	devnode "^(nvme|nullb|ram|loop|dm-)"
+}
+devices {
+	device {
+		vendor "ISERT"
+		product ".*"
+		path_grouping_policy group_by_prio
+		prio alua
+		hardware_handler "1 alua"
+		path_checker tur
+		failback immediate
+		no_path_retry 60
+		fast_io_fail_tmo 5
+	}
+}
+EOF
+}
+mp_start() {
+	mp_conf && mp_udev || return 1
+	multipathd -d -s > "$VM_WORK/multipathd.log" 2>&1 &
+	MP_PID=$!
+	wait_for 30 multipathd show daemon
+}
+mp_stop() {
+	multipath -F >/dev/null 2>&1
+	[ -n "${MP_PID:-}" ] && kill $MP_PID 2>/dev/null && wait $MP_PID 2>/dev/null
+	MP_PID=
+	return 0
+}
+# mp_dev IP: the disk of the session whose connection goes to IP.
+mp_dev() {
+	local c s
+	for c in /sys/class/iscsi_connection/connection*; do
+		[ "$(cat $c/persistent_address 2>/dev/null)" = "$1" ] || continue
+		s=${c##*/connection}; s=${s%%:*}
+		ls /sys/class/iscsi_session/session$s/device/target*/*:*:*:*/block 2>/dev/null | head -1
+		return 0
+	done
+	return 1
+}
+# mp_map_of DEV1 DEV2: the dm device whose two paths are DEV1 and DEV2.
+mp_map() { ls /sys/block/$1/holders 2>/dev/null | head -1; }
+mp_two_paths() { [ -n "$(mp_map $1)" ] && [ "$(mp_map $1)" = "$(mp_map $2)" ] && [ -b /dev/$(mp_map $1) ]; }
+# mp_prio DEV: multipathd's priority of the path.
+mp_prio() { multipathd show paths raw format "%d %p" | awk -v d="$1" '$1 == d {print $2}'; }
+mp_prio_above() {   # mp_prio_above DEV1 DEV2: DEV1's priority is higher
+	local a b; a=$(mp_prio $1) b=$(mp_prio $2)
+	echo "    priorities: $1 $a, $2 $b"
+	[ -n "$a" ] && [ -n "$b" ] && [ "$a" -gt "$b" ]
+}
+mp_sectors() { awk '{print $3 + $7}' /sys/block/$1/stat; }   # sectors read + written
+# mp_io_on DEV OTHER: over one second I/O reaches DEV and none reaches OTHER.
+mp_io_on() {
+	local a1 b1 a2 b2
+	a1=$(mp_sectors $1) b1=$(mp_sectors $2); sleep 1; a2=$(mp_sectors $1) b2=$(mp_sectors $2)
+	[ $((a2 - a1)) -gt 0 ] && [ $((b2 - b1)) -eq 0 ]
+}
+# mp_state STATE DEV OTHER: group 1 put in STATE; I/O then reaches DEV only.
+mp_state() { iserctl alua set $MP_T 1 "$1" >/dev/null && wait_for 120 mp_io_on $2 $3; }
+# mp_fio_loop DEV: fio rounds (32 MiB of random 4k-64k writes, then all of it
+# verified) until $VM_WORK/mp.stop exists; one line per round in mp-fio.txt.
+mp_fio_loop() {
+	local i=0 rc
+	: > "$VM_WORK/mp-fio.txt"
+	while [ ! -e "$VM_WORK/mp.stop" ]; do
+		i=$((i + 1))
+		fio --name=mp --filename=/dev/$1 --direct=1 --ioengine=libaio --iodepth=16 --rw=randwrite \
+			--bsrange=4k-64k --size=32m --offset=$(( (i % 4) * 32 ))m --verify=crc32c --verify_fatal=1 \
+			--do_verify=1 --eta=never --output="$VM_WORK/mp-fio-$i.txt"
+		rc=$?
+		echo "round $i rc $rc" >> "$VM_WORK/mp-fio.txt"
+		[ $rc -eq 0 ] || grep -E "verify|error|err=" "$VM_WORK/mp-fio-$i.txt" | head -5 >> "$VM_WORK/mp-fio.txt"
+	done
+}
+mp_fio_clean() {   # at least N rounds ended, every one with status 0
+	local n
+	n=$(grep -c "^round" "$VM_WORK/mp-fio.txt")
+	sed 's/^/    /' "$VM_WORK/mp-fio.txt" | tail -3
+	echo "    $n fio rounds"
+	[ "$n" -ge "$1" ] && ! grep -q "^round .* rc [1-9]" "$VM_WORK/mp-fio.txt" && [ "$(grep -c . "$VM_WORK/mp-fio.txt")" -eq "$n" ]
+}
+mp_rounds_ge() { [ "$(grep -c "^round" "$VM_WORK/mp-fio.txt")" -ge "$1" ]; }
+mp_show() { multipathd show paths raw format "%d %t %T %p %s" | sed 's/^/    /'; }
+
+multipath_suite() {
+	local ip1 ip2 iser2 if2 d1 d2 dm fio_pid r cfg=/tmp/isertd-multipath.json
+	vm_log "=== dm-multipath, ALUA: path 1 iSER on siw, path 2 $MP_PATH2"
+	ip1=$(rdma_up siw) || { ok "multipath: Soft-iWARP up" false; return 1; }
+	if [ "$MP_PATH2" = tcp ]; then ip2=127.0.0.2 iser2=false if2=default
+	else ip2=$(rdma_up rxe) || { ok "multipath: Soft-RoCE up" false; return 1; }; iser2=true if2=iser; fi
+	sed "s/@IP1@/$ip1/; s/@IP2@/$ip2/; s/@ISER2@/$iser2/" "$(dirname "$VM_LIB")/isertd-multipath.json" > $cfg
+	must "multipath: isertd starts with portal group 1 on $ip1 (iSER) and 2 on $ip2" isertd_start $cfg 3262
+	iscsi_node $MP_T $ip1:3260 iser && iscsi_node $MP_T $ip2:3260 $if2
+	ok "multipath: login on path 1" iscsi_login $MP_T $ip1:3260 iser || return 1
+	ok "multipath: login on path 2" iscsi_login $MP_T $ip2:3260 $if2 || return 1
+	wait_for 30 mp_dev $ip1; wait_for 30 mp_dev $ip2
+	d1=$(mp_dev $ip1) d2=$(mp_dev $ip2)
+	echo "    path 1 $d1 ($ip1), path 2 $d2 ($ip2)"
+	ok "multipath: the kernel's ALUA handler is attached to both paths" \
+		bash -c "grep -qx alua /sys/block/$d1/device/dh_state && grep -qx alua /sys/block/$d2/device/dh_state"
+	must "multipath: multipathd starts (udevd, prio alua, group_by_prio)" mp_start
+	ok "multipath: one map holds both paths" wait_for 30 mp_two_paths $d1 $d2
+	dm=$(mp_map $d1)
+	multipath -ll 2>/dev/null | sed 's/^/    /'
+	ok "multipath: prio alua ranks the active/optimized path 1 above the active/non-optimized path 2" \
+		wait_for 30 mp_prio_above $d1 $d2
+	mp_prio_above $d1 $d2
+	rm -f "$VM_WORK/mp.stop"
+	mp_fio_loop $dm & fio_pid=$!
+	ok "multipath: fio writes and verifies through $dm, on path 1 only" wait_for 60 mp_io_on $d1 $d2
+	ok "multipath: iserctl alua set group 1 standby: I/O moves to path 2" mp_state standby $d2 $d1
+	mp_show
+	ok "multipath: group 1 active_optimized again: I/O returns to path 1" mp_state active_optimized $d1 $d2
+	ok "multipath: group 1 unavailable: I/O moves to path 2" mp_state unavailable $d2 $d1
+	ok "multipath: group 1 active_optimized again: I/O returns to path 1" mp_state active_optimized $d1 $d2
+	r=$(grep -c "^round" "$VM_WORK/mp-fio.txt")
+	# Down and without its address: siw's TCP between two local addresses
+	# runs over loopback whatever the dummy netdev's link state is.
+	ip link set vmnet_siw down && ip addr flush dev vmnet_siw
+	ok "multipath: path 1's link down: I/O continues on path 2" wait_for 90 mp_io_on $d2 $d1
+	mp_show
+	ip addr add $ip1/24 dev vmnet_siw && ip link set vmnet_siw up
+	wait_for 20 rdma_port_active siw0
+	ok "multipath: path 1's link up: the path returns and I/O is back on it" wait_for 120 mp_io_on $d1 $d2
+	mp_show
+	ok "multipath: fio went on through the link failure (2 more rounds)" wait_for 120 mp_rounds_ge $((r + 2))
+	touch "$VM_WORK/mp.stop"
+	wait $fio_pid
+	ok "multipath: every fio round wrote and verified with no error" mp_fio_clean 4
+	ok "multipath: no I/O error on the multipath device in dmesg" bash -c "! dmesg | grep -E 'I/O error.*dev $dm|$dm.*I/O error|Buffer I/O error on dev $dm'"
+	mp_stop
+	iscsiadm -m node -T $MP_T --logout >/dev/null 2>&1
+	rm -f /etc/multipath.conf
+	ok "multipath: isertd stops cleanly" isertd_stop
+	rdma_down siw; [ "$MP_PATH2" = tcp ] || rdma_down rxe
+}
