@@ -1,16 +1,19 @@
-# dm-multipath (multipath-tools, `prio alua`) over two paths to one isertd LU,
-# for t-isertd-iser.sh: path 1 iSER on Soft-iWARP in target port group 1
-# (active/optimized, preferred), path 2 iSER on Soft-RoCE (MP_PATH2=rxe, the
-# default) or TCP (MP_PATH2=tcp) in group 2 (active/non-optimized).  The link
-# that goes down is Soft-iWARP's: after a Soft-RoCE link went down under a
-# connection, the guest kernel's rxe leaves its GSI QP (the one RoCE's
-# connection manager sends on) in the error state, so no new RDMA connection
-# can be made on it until the device is re-created; iWARP connects over TCP.  fio
-# writes and verifies the multipath device in rounds for the whole sequence
-# while group 1 goes standby and back, unavailable and back (iserctl alua
-# set), and while path 1's link goes down and up: I/O moves to path 2 and
-# returns to path 1, every fio round verifies.  Sourced after lib.sh and
-# initiator.sh; needs ISERTD_SOCK.
+#!/bin/bash
+# dm-multipath (multipath-tools, `prio alua`) over two paths to one isertd LU
+# (isertd-multipath.json): path 1 iSER on Soft-iWARP in target port group 1
+# (active/optimized, preferred), path 2 iSER on Soft-RoCE in group 2
+# (active/non-optimized); MP_PATH2=tcp makes path 2 TCP.  fio writes and
+# verifies the multipath device in rounds for the whole sequence while group
+# 1 goes standby and back, unavailable and back (iserctl alua set), and while
+# path 1's link goes down and up: I/O moves to path 2 and returns to path 1,
+# and every fio round verifies.
+# The link that goes down is Soft-iWARP's: when a Soft-RoCE link went down
+# under a busy connection, the guest kernel's rxe left its GSI QP (the one
+# RoCE's connection manager sends on) in the error state after the link came
+# back (`rdma res show qp`), and open-iscsi's reconnect never completed.
+source "$VM_LIB"
+source "$(dirname "$VM_LIB")/initiator.sh"
+ISERTD_SOCK=/run/isertd-vm.sock
 MP_T=$VM_PREFIX:mp
 MP_PATH2=${MP_PATH2:-rxe}
 
@@ -166,3 +169,13 @@ multipath_suite() {
 	ok "multipath: isertd stops cleanly" isertd_stop
 	rdma_down siw; [ "$MP_PATH2" = tcp ] || rdma_down rxe
 }
+
+vm_cleanup_hook() {
+	touch "$VM_WORK/mp.stop"
+	mp_stop
+	iscsiadm -m node --logoutall=all >/dev/null 2>&1
+	isertd_stop >/dev/null 2>&1
+}
+must "iscsid starts" iscsi_start
+multipath_suite
+vm_done
