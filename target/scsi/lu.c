@@ -129,21 +129,34 @@ bool lu_cmd_aborted(struct scsi_lu *lu, const struct scsi_cmd *cmd)
 	return false;
 }
 
-/*
- * The NAA 6 designator of VPD 0x83 in hex: it names the LU's APTPL state
- * file.  Must give vpd_devid's bytes (test_scsi's aptpl_file_named_by_vpd83
- * and integration test_aptpl compare them).
- */
-static const char *lu_naa_hex(const struct scsi_lu *lu, char out[33])
+void lu_naa(const struct scsi_lu *lu, uint8_t id[16])
 {
-	uint8_t id[16];
-
 	id[0] = 0x60 | 0x0a;
 	id[1] = 0x00;
 	id[2] = 0x00;
 	id[3] = (uint8_t)((lu->naa_hi >> 32) & 0x0f);
 	put_be32(id + 4, (uint32_t)lu->naa_hi);
 	put_be64(id + 8, lu->naa_lo);
+}
+
+bool scsi_prep_param_list(struct scsi_cmd *cmd, uint32_t plen)
+{
+	cmd->dout_len = cmd->dir_write ? MIN(plen, cmd->edtl) : 0;
+	cmd->resid = (int64_t)cmd->edtl - plen;
+	cmd->buf = scsi_buf_get(cmd, cmd->dout_len ? cmd->dout_len : 1);
+	if (!cmd->buf) {
+		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return false;
+	}
+	return true;
+}
+
+/* The NAA designator in hex: it names the LU's APTPL state file. */
+static const char *lu_naa_hex(const struct scsi_lu *lu, char out[33])
+{
+	uint8_t id[16];
+
+	lu_naa(lu, id);
 	for (int i = 0; i < 16; i++)
 		snprintf(out + 2 * i, 3, "%02x", id[i]);
 	return out;

@@ -163,15 +163,8 @@ bool mode_select_prep(struct scsi_cmd *cmd)
 		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 		return false;
 	}
-	cmd->dout_len = cmd->dir_write ? MIN(plen, cmd->edtl) : 0;
-	cmd->resid = (int64_t)cmd->edtl - plen;
 	cmd->state = plen;
-	cmd->buf = scsi_buf_get(cmd, cmd->dout_len ? cmd->dout_len : 1);
-	if (!cmd->buf) {
-		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
-		return false;
-	}
-	return true;
+	return scsi_prep_param_list(cmd, plen);
 }
 
 /* Check every page first, then apply: a rejected list changes nothing. */

@@ -134,6 +134,10 @@ void lu_ua_add(struct lu_nexus *n, uint16_t asc);
 /* Under lu->mu: was cmd's nexus aborted since prepare? */
 bool lu_cmd_aborted(struct scsi_lu *lu, const struct scsi_cmd *cmd);
 uint64_t lu_nblocks(const struct scsi_lu *lu);
+/* The NAA 6 designator VPD 83h reports (locally administered OUI, 100 bits from the serial). */
+void lu_naa(const struct scsi_lu *lu, uint8_t id[16]);
+/* A parameter list of plen bytes (bounded by the caller) comes as Data-Out into cmd->buf. */
+bool scsi_prep_param_list(struct scsi_cmd *cmd, uint32_t plen);
 /* The medium may not be written: read-only mapping or backstore, or SWP. */
 bool lu_write_protected(const struct scsi_cmd *cmd);
 /* This nexus sees the LU through a read-only mapping (or the backstore is read-only). */

@@ -282,14 +282,7 @@ bool spc_prep_pr_out(struct scsi_cmd *cmd)
 		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 		return false;
 	}
-	cmd->dout_len = cmd->dir_write ? MIN(plen, cmd->edtl) : 0;
-	cmd->resid = (int64_t)cmd->edtl - plen;
-	cmd->buf = scsi_buf_get(cmd, cmd->dout_len ? cmd->dout_len : 1);
-	if (!cmd->buf) {
-		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
-		return false;
-	}
-	return true;
+	return scsi_prep_param_list(cmd, plen);
 }
 
 void spc_pr_in(struct scsi_cmd *cmd)

@@ -53,13 +53,7 @@ static void vpd_devid(struct scsi_cmd *cmd, struct din *d)
 	uint8_t id[16];
 	size_t sl = strlen(lu->serial);
 
-	/* NAA 6 (IEEE Registered Extended): locally administered OUI, 100 bits from the serial. */
-	id[0] = 0x60 | 0x0a;
-	id[1] = 0x00;
-	id[2] = 0x00;
-	id[3] = (uint8_t)(0x00 | ((lu->naa_hi >> 32) & 0x0f));
-	put_be32(id + 4, (uint32_t)lu->naa_hi);
-	put_be64(id + 8, lu->naa_lo);
+	lu_naa(lu, id);
 	desig(d, 0x01, 0x03, id, 16);
 
 	/* T10 vendor id: vendor, space padded, then the whole serial (64 at most). */

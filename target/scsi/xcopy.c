@@ -301,17 +301,6 @@ struct xjob {
 	bool in_pump, again, deferred;
 };
 
-/* The 16-byte NAA designator vpd_devid() reports for lu (VPD 83h). */
-static void lu_naa(const struct scsi_lu *lu, uint8_t id[16])
-{
-	id[0] = 0x60 | 0x0a;
-	id[1] = 0x00;
-	id[2] = 0x00;
-	id[3] = (uint8_t)((lu->naa_hi >> 32) & 0x0f);
-	put_be32(id + 4, (uint32_t)lu->naa_hi);
-	put_be64(id + 8, lu->naa_lo);
-}
-
 static bool tgt_is(const struct xcopy_tgt *t, const struct scsi_lu *lu)
 {
 	uint8_t id[16];
