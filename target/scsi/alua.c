@@ -350,11 +350,7 @@ bool alua_prep_stpg(struct scsi_cmd *cmd)
 {
 	uint32_t plen = get_be32(cmd->cdb + 6);
 
-	if (!(alua_tpgs(cmd->nexus) & SCSI_ALUA_EXPLICIT)) {
-		/* alua.mode "implicit": the command is not supported, as for an unknown opcode. */
-		sense_set_field(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE, true, 0, 7);
-		return false;
-	}
+	/* With alua.mode "implicit" the opcode table (OPF_EXPLICIT_ALUA) refuses it as unsupported. */
 	if (plen > STPG_MAX_LEN || (plen && (plen < 4 || (plen - 4) % 4))) {
 		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 		return false;

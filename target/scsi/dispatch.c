@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/bufpool.h"
+#include "target/scsi/alua.h"
 #include "target/scsi/scsi_int.h"
 
 #define F0 0xff
@@ -83,7 +84,8 @@ static const struct scsi_op ops[] = {
 	   0xe0 | SCSI_MI_REPORT_TPGS, 0, 0, 0, 0, LBA4, 0, 0),
 	OP(SCSI_OP_MAINTENANCE_IN, SCSI_MI_REPORT_SUPPORTED_OPCODES, 12, OPF_SA, spc_prep_din, spc_rsoc,
 	   SCSI_MI_REPORT_SUPPORTED_OPCODES, 0x87, F0, F0, F0, LBA4, 0, 0),
-	OP(SCSI_OP_MAINTENANCE_OUT, SCSI_MO_SET_TPGS, 12, OPF_SA | OPF_SHARED | OPF_STANDBY_OK | OPF_UNAVAILABLE_OK,
+	OP(SCSI_OP_MAINTENANCE_OUT, SCSI_MO_SET_TPGS, 12,
+	   OPF_SA | OPF_SHARED | OPF_EXPLICIT_ALUA | OPF_STANDBY_OK | OPF_UNAVAILABLE_OK,
 	   alua_prep_stpg, alua_set_tpgs, SCSI_MO_SET_TPGS, 0, 0, 0, 0, LBA4, 0, 0),
 	OP(SCSI_OP_READ12, 0, 12, OPF_MEDIUM, sbc_prep_rw, sbc_read, 0x1a, LBA4, LBA4, 0, 0),
 	OP(SCSI_OP_WRITE12, 0, 12, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x1a, LBA4, LBA4, 0, 0),
@@ -113,9 +115,13 @@ const struct scsi_op *scsi_op_at(size_t i)
 	return i < ARRAY_SIZE(ops) ? &ops[i] : NULL;
 }
 
-bool scsi_op_supported(const struct scsi_lu *lu, const struct scsi_op *op)
+bool scsi_op_supported(const struct scsi_cmd *cmd, const struct scsi_op *op)
 {
+	const struct scsi_lu *lu = cmd->lu;
+
 	if ((op->flags & OPF_ATOMIC) && !(lu && sbc_atomic_max_blocks(lu)))
+		return false;
+	if ((op->flags & OPF_EXPLICIT_ALUA) && !(alua_tpgs(cmd->nexus) & SCSI_ALUA_EXPLICIT))
 		return false;
 	return !(op->flags & OPF_THIN) || (lu && lu->thin);
 }
@@ -202,7 +208,7 @@ bool scsi_cmd_prepare(struct scsi_cmd *cmd)
 
 	cmd_reset(cmd);
 	op = scsi_op_find(cmd->cdb[0], cmd->cdb[1] & 0x1f, &sa_bad);
-	if (op && !scsi_op_supported(cmd->lu, op))
+	if (op && !scsi_op_supported(cmd, op))
 		op = NULL;
 	if (!cmd->lu && !(op && (op->flags & OPF_NO_LU))) {
 		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);

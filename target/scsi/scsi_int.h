@@ -93,6 +93,7 @@ enum {
 	 */
 	OPF_SHARED  = 1u << 6,
 	OPF_ATOMIC  = 1u << 7,  /* only where the backstore offers atomic writes */
+	OPF_EXPLICIT_ALUA = 1u << 8,  /* only where the target's alua.mode allows explicit transitions */
 	/* Runs in an ALUA standby, unavailable, transitioning port group (SPC-4 5.16.2.4); others: NOT READY. */
 	OPF_STANDBY_OK       = 1u << 12,
 	OPF_UNAVAILABLE_OK   = 1u << 13,
@@ -113,7 +114,8 @@ struct scsi_op {
 const struct scsi_op *scsi_op_find(uint8_t opcode, uint16_t sa, bool *sa_bad);
 size_t scsi_op_count(void);
 const struct scsi_op *scsi_op_at(size_t i);
-bool scsi_op_supported(const struct scsi_lu *lu, const struct scsi_op *op);
+/* The command exists for this LU and nexus (thin-only, atomic-only, explicit ALUA only). */
+bool scsi_op_supported(const struct scsi_cmd *cmd, const struct scsi_op *op);
 
 /* lu.c */
 struct buf *scsi_buf_get(struct scsi_cmd *cmd, size_t len);

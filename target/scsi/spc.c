@@ -152,7 +152,7 @@ static void rsoc_all(struct scsi_cmd *cmd, struct din *d, const void *arg)
 	din_be32(d, 0);    /* command data length, below */
 	for (size_t i = 0; i < scsi_op_count(); i++) {
 		const struct scsi_op *op = scsi_op_at(i);
-		if (!scsi_op_supported(cmd->lu, op))
+		if (!scsi_op_supported(cmd, op))
 			continue;
 		din_u8(d, op->opcode);
 		din_u8(d, 0);
@@ -200,7 +200,7 @@ static bool rsoc_find(struct scsi_cmd *cmd, uint8_t opt, const struct scsi_op **
 		sense_invalid_cdb(cmd, 2, 2);
 		return false;
 	}
-	if (op && !scsi_op_supported(cmd->lu, op))
+	if (op && !scsi_op_supported(cmd, op))
 		op = NULL;
 	if (opt == 2 && !has_sa)
 		op = NULL;

@@ -269,6 +269,19 @@ static uint8_t stpg(const struct scsi_nexus *nx, uint32_t plen, const uint8_t *l
 	return st;
 }
 
+/* REPORT SUPPORTED OPERATION CODES for SET TARGET PORT GROUPS: the SUPPORT field. */
+static int rsoc_stpg_support(const struct scsi_nexus *nx)
+{
+	uint8_t cdb[16] = { 0xa3, 0x0c, 0x02, 0xa4, 0x00, 0x0a, 0, 0, 0, 64 };
+	struct scsi_cmd c;
+	int support = -1;
+
+	if (run(nx, cdb, 64, false, NULL, &c) == SCSI_GOOD && c.din_len >= 2)
+		support = c.buf->data[1] & 0x7;
+	scsi_cmd_release(&c);
+	return support;
+}
+
 static void test_stpg(void)
 {
 	uint8_t list[12] = { 0, 0, 0, 0, ALUA_STANDBY, 0, 0, 10, ALUA_ACTIVE_OPTIMIZED, 0, 0, 20 };
@@ -323,6 +336,12 @@ static void test_stpg(void)
 	CU_ASSERT_EQUAL(asc(&c), ASC_INVALID_OPCODE);
 	CU_ASSERT_EQUAL(scsi_alua_group_state(A, 10, &st, &status), 0);
 	CU_ASSERT_EQUAL(st, ALUA_ACTIVE_OPTIMIZED);
+	/* ... and REPORT SUPPORTED OPERATION CODES says so (SUPPORT 001b), and 011b with explicit mode back. */
+	CU_ASSERT_EQUAL(rsoc_stpg_support(&NX1), 1);
+	configure(SCSI_ALUA_IMPLICIT | SCSI_ALUA_EXPLICIT, ALUA_ACTIVE_OPTIMIZED, ALUA_ACTIVE_NONOPTIMIZED, false);
+	drain_ua(&NX1);
+	drain_ua(&NX2);
+	CU_ASSERT_EQUAL(rsoc_stpg_support(&NX1), 3);
 }
 
 static void test_vpd83(void)
