@@ -82,9 +82,8 @@ for s in ss: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in ss])')"
 
 # Three images of one size, one per client (raw, isertd, tgtd), with rbd's default
-# features: each writer takes its image's exclusive lock once and keeps it.  On one
-# shared image the lock moved at each run's first write, and a target at times did
-# no write for the whole of a 2 s run while it came over.
+# features: each writer takes its image's exclusive lock once and keeps it (on one
+# shared image the lock would move at each run's first write, part of no workload).
 # Each is written end to end first so that every read is of data the OSD holds.
 for who in raw isertd tgtd; do
 	img=$image-$who
