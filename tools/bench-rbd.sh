@@ -19,6 +19,7 @@
 # images it created.  BENCH_RBD_FEATURES=layering (say) creates the images with
 # those features instead of rbd's default; BENCH_RBD_KEEP=1 keeps the work directory.
 set -euo pipefail
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.."
 args=("$@")
 mode=full secs= build=build
@@ -46,7 +47,7 @@ command -v rbd >/dev/null || { echo "rbd not found: apt-get install ceph-common"
 if [ -z "${CEPH_CONF:-}" ]; then
 	# memstore keeps the images in the OSD's memory: room for it and the pool's metadata.
 	export CEPH_MEMSTORE_BYTES=$(( (3 * size_mib + 512) * 1048576 ))
-	exec tests/ceph/cluster.sh run -- "$0" "${args[@]}"
+	exec tests/ceph/cluster.sh run -- "$self" "${args[@]}"
 fi
 pool=${BENCH_RBD_POOL:-rbd}
 image=bench-rbd-$$
