@@ -22,7 +22,7 @@ set -euo pipefail
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.."
 args=("$@")
-mode=full secs= build=build
+mode=full secs='' build=build
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) mode=quick ;;
@@ -53,7 +53,7 @@ pool=${BENCH_RBD_POOL:-rbd}
 image=bench-rbd-$$
 work=$(mktemp -d /tmp/bench-rbd.XXXXXX)
 tgt_ctl=$(( 100 + $$ % 800 ))   # tgtd's control socket /var/run/tgtd/socket.N
-pids=() isertd_pid= tgtd_pid= images=()
+pids=() isertd_pid='' tgtd_pid='' images=()
 cleanup() {
 	if [ -n "$tgtd_pid" ]; then
 		# tgtd ignores SIGTERM while it has targets: drop the target (closing the image,
@@ -72,7 +72,7 @@ cleanup() {
 	wait 2>/dev/null || true
 	# Closed by then, so no watcher holds them.
 	for img in "${images[@]}"; do rbd rm --no-progress "$pool/$img" >/dev/null 2>&1 || true; done
-	[ -n "${BENCH_RBD_KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
+	if [ -n "${BENCH_RBD_KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
