@@ -26,6 +26,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'integration'))
@@ -122,6 +123,15 @@ def rtpg(c):
 def capacity(c):
     st, d, _, _ = run(c, bytes([0x9E, 0x10]) + b'\0' * 8 + struct.pack('>I', 32) + b'\0\0', 32, read=True)
     return (struct.unpack('>Q', d[:8])[0] + 1) * struct.unpack('>I', d[8:12])[0] if st == GOOD else None
+
+
+def wait_for(cond, seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return cond()
 
 
 def gateway(work, name, port, tpg, own, other, extra_bs=()):
@@ -257,38 +267,63 @@ def failover(work, a, a_sock, c):
     st, _, s, _ = run(cb, write16(0, 1), 512, data=bytes(512))
     check('the standby gateway refuses a WRITE: NOT READY 04h/0Bh', s == (NOT_READY, 0x04, 0x0B), s)
 
-    acked = {}
-    lba0, n = 40960, 64
-    pat = lambda i: struct.pack('>I', i) * 1024   # noqa: E731   8 blocks of 512 bytes
-    for i in range(n // 2):
-        if write(c, lba0 + 8 * i, pat(i)):
-            acked[i] = True
+    # Writers on 4 sessions to A, each on its own region, several writes in flight when A dies; each
+    # then goes to B (as a multipath layer would) and re-issues what A never acknowledged.
+    lba0, per, nw = 40960, 48, 4
+    pat = lambda w, i: struct.pack('>HH', w, i) * 16384   # noqa: E731   64 KiB, 128 blocks
+    lba = lambda w, i: lba0 + (w * per + i) * 128          # noqa: E731
+    acked, failed_on_a, t_kill = {}, [], []
+    switched = threading.Event()
+
+    def writer(w):
+        conn = login(PORT, timeout=120)
+        i = 0
+        while i < per:
+            try:
+                ok = write(conn, lba(w, i), pat(w, i))
+            except (OSError, RuntimeError, ConnectionError, struct.error):
+                ok = False
+            if not ok:
+                failed_on_a.append((w, i))
+                break
+            acked[(w, i)] = 'A'
+            i += 1
+        if i == per:
+            return
+        switched.wait(180)
+        conn = login(PORT + 1, timeout=120)
+        for j in range(i, per):
+            if write(conn, lba(w, j), pat(w, j)):
+                acked[(w, j)] = time.time() - t_kill[0]
+        conn.close()
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(nw)]
+    for t in threads:
+        t.start()
+    while len(acked) < nw * 6:
+        time.sleep(0.05)
     a.send_signal(signal.SIGKILL)
+    t_kill.append(time.time())
     a.wait()
-    t0 = time.time()
-    try:
-        ok = write(c, lba0 + 8 * (n // 2), pat(n // 2))
-    except (OSError, RuntimeError, ConnectionError):
-        ok = False
-    check('gateway A killed with -9: its session fails', not ok)
+    check('gateway A killed with -9 while %d sessions write: their commands fail' % nw,
+          wait_for(lambda: len(failed_on_a) == nw, 60), failed_on_a)
     # What dm-multipath's ALUA handler does on a path failure: make the other group active.
     stpg = b'\0' * 4 + bytes([0, 0]) + struct.pack('>H', 2)
     st, _, s, _ = run(cb, bytes([0xA4, 0x0A, 0, 0, 0, 0]) + struct.pack('>I', 8) + b'\0\0', 8, data=stpg)
     check('SET TARGET PORT GROUPS to gateway B: group 2 active/optimized', st == GOOD, s)
     drain_ua(cb)
-    first = None
-    for i in range(n // 2, n):
-        if write(cb, lba0 + 8 * i, pat(i)):
-            acked[i] = True
-            if first is None:
-                first = time.time() - t0
-    print('     first write through B %.1f s after A was killed (librbd took the exclusive lock '
-          'from the dead client)' % (first or -1))
-    check('the writes go on through gateway B', all(i in acked for i in range(n // 2, n)), sorted(acked))
+    switched.set()
+    for t in threads:
+        t.join(300)
+    via_b = sorted(v for v in acked.values() if isinstance(v, float))
+    print('     %d writes acknowledged by A, %d by B; the first through B %.1f s after A was killed '
+          '(librbd took the exclusive lock from the dead client)' %
+          (len(acked) - len(via_b), len(via_b), via_b[0] if via_b else -1))
+    check('every write acknowledged, by A or then by B', len(acked) == nw * per, len(acked))
     img = export('vol')
-    lost = [i for i in acked if img[(lba0 + 8 * i) * 512:(lba0 + 8 * i + 8) * 512] != pat(i)]
+    lost = [k for k in acked if img[lba(*k) * 512:(lba(*k) + 128) * 512] != pat(*k)]
     check('no acknowledged write lost: all %d in the image (rbd export)' % len(acked), not lost and img, lost)
-    check('and B reads them back', all(read(cb, lba0 + 8 * i, 4096) == pat(i) for i in acked))
+    check('and B reads them back', all(read(cb, lba(*k), 65536) == pat(*k) for k in acked))
     cb.close()
     check('gateway B stops cleanly', stop_isertd(b) == 0)
 
