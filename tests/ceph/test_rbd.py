@@ -4,7 +4,8 @@ tests/ceph/cluster.sh run, which exports CEPH_CONF), over real TCP sessions:
 
 - data written through isertd is in the image byte for byte (rbd export),
   data put in with rbd import reads back through isertd, on 512- and
-  4096-byte LUNs; UNMAP reads back as zeroes; COMPARE AND WRITE by librbd
+  4096-byte LUNs (the latter with librbd's cache on, written back by
+  SYNCHRONIZE CACHE); UNMAP reads back as zeroes; COMPARE AND WRITE by librbd
   (miscompare offset in INFORMATION), and the multi-block fallback;
 - reservations refused (INVALID COMMAND OPERATION CODE), not kept per
   gateway; an image resized with `rbd resize` gives CAPACITY DATA HAS
@@ -195,7 +196,11 @@ def data_checks(c, rpc):
     check('4096-byte LUN: READ CAPACITY(16) says 4096-byte blocks',
           st == GOOD and struct.unpack('>I', d[8:12])[0] == 4096, d[:12].hex())
     b4 = os.urandom(256 * 1024)
-    check('4096-byte LUN: 256 KiB written', write(c, 10, b4, bs=4096, lun=2))
+    st, d, _, _ = run(c, bytes([0x1A, 0, 0x08, 0, 64, 0]), 64, read=True, lun=2)
+    check('4096-byte LUN with write_cache (librbd cache on): MODE SENSE caching page says WCE',
+          st == GOOD and len(d) > 6 and d[4 + d[3] + 2] & 0x04, d.hex())
+    check('4096-byte LUN: 256 KiB written, then SYNCHRONIZE CACHE (rbd_aio_flush)',
+          write(c, 10, b4, bs=4096, lun=2) and run(c, bytes([0x35]) + b'\0' * 9, lun=2)[0] == GOOD)
     check('4096-byte LUN: rbd export has them at byte 40960', export('vol4k')[40960:40960 + len(b4)] == b4)
     check('4096-byte LUN: read back', read(c, 10, len(b4), bs=4096, lun=2) == b4)
 
@@ -345,7 +350,8 @@ def main():
 
         cfg_a = gateway(work, 'a', PORT, 1, (1, 'active_optimized'), (2, 'standby', 2), extra_bs=(
             {'name': 'imp', 'type': 'rbd', 'pool': 'rbd', 'image': 'imp', 'conf': CONF, 'readonly': True},
-            {'name': 'vol4k', 'type': 'rbd', 'pool': 'rbd', 'image': 'vol4k', 'conf': CONF, 'block_size': 4096}))
+            {'name': 'vol4k', 'type': 'rbd', 'pool': 'rbd', 'image': 'vol4k', 'conf': CONF, 'block_size': 4096,
+             'write_cache': True}))
         a, a_sock = start(work, 'a', cfg_a)
         procs.append(a)
         check('gateway A starts with three rbd LUNs', a.poll() is None)
