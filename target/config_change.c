@@ -16,9 +16,17 @@
 
 void config_backstore_clear(struct cfg_backstore *b)
 {
+	struct backstore_rbd_cfg *r = &b->bs.rbd;
 	free(b->name);
 	free(b->path);
 	free(b->serial);
+	free(r->pool);
+	free(r->image);
+	free(r->ns);
+	free(r->cluster);
+	free(r->client_id);
+	free(r->conf);
+	free(r->keyring);
 	memset(b, 0, sizeof(*b));
 }
 

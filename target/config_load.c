@@ -272,10 +272,50 @@ static bool valid_bs_name(const char *s)
 	return true;
 }
 
+/* An rbd backstore's image: pool and image required there, every key refused elsewhere. */
+static int parse_rbd(struct pctx *p, json_object *v, bool rbd, struct backstore_rbd_cfg *c)
+{
+	static const struct { const char *key; size_t max; bool required; size_t off; } f[] = {
+		/* Ceph's own limits: pool and namespace names, image names (RBD_MAX_IMAGE_NAME_SIZE 96). */
+		{ "pool", 255, true, offsetof(struct backstore_rbd_cfg, pool) },
+		{ "image", 95, true, offsetof(struct backstore_rbd_cfg, image) },
+		{ "namespace", 255, false, offsetof(struct backstore_rbd_cfg, ns) },
+		{ "cluster", 63, false, offsetof(struct backstore_rbd_cfg, cluster) },
+		{ "client_id", 63, false, offsetof(struct backstore_rbd_cfg, client_id) },
+		{ "conf", PATH_MAX - 1, false, offsetof(struct backstore_rbd_cfg, conf) },
+		{ "keyring", PATH_MAX - 1, false, offsetof(struct backstore_rbd_cfg, keyring) },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(f); i++) {
+		char **dst = (char **)((char *)c + f[i].off);
+		int r;
+		if (!rbd) {
+			if (json_object_object_get_ex(v, f[i].key, NULL)) {
+				cfg_push_key(p, f[i].key);
+				return cfg_perr(p, "only for an rbd backstore");
+			}
+			continue;
+		}
+		if ((r = cfg_get_str(p, v, f[i].key, f[i].required, f[i].max, dst)) < 0)
+			return r;
+		if (*dst && (f[i].off == offsetof(struct backstore_rbd_cfg, conf) ||
+			     f[i].off == offsetof(struct backstore_rbd_cfg, keyring)) && (*dst)[0] != '/') {
+			cfg_push_key(p, f[i].key);
+			return cfg_perr(p, "must be an absolute path, got \"%s\"", *dst);
+		}
+		if (*dst && f[i].off != offsetof(struct backstore_rbd_cfg, conf) &&
+		    f[i].off != offsetof(struct backstore_rbd_cfg, keyring) && strpbrk(*dst, "/@ ")) {
+			cfg_push_key(p, f[i].key);
+			return cfg_perr(p, "must not contain '/', '@' or spaces, got \"%s\"", *dst);
+		}
+	}
+	return 0;
+}
+
 int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 {
 	static const char *const keys[] = { "name", "type", "path", "size", "block_size",
-					    "thin", "write_cache", "readonly", "serial", NULL };
+					    "thin", "write_cache", "readonly", "serial", "pool", "image",
+					    "namespace", "cluster", "client_id", "conf", "keyring", NULL };
 	char *type = NULL;
 	json_object *sv;
 	char d[48];
@@ -298,20 +338,29 @@ int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 		b->bs.type = BACKSTORE_FILE;
 	else if (!strcmp(type, "block"))
 		b->bs.type = BACKSTORE_BLOCK;
+	else if (!strcmp(type, "rbd"))
+		b->bs.type = BACKSTORE_RBD;
 	else {
 		cfg_push_key(p, "type");
-		r = cfg_perr(p, "must be \"ram\", \"file\" or \"block\", got \"%s\"", type);
+		r = cfg_perr(p, "must be \"ram\", \"file\", \"block\" or \"rbd\", got \"%s\"", type);
 		free(type);
 		return r;
 	}
 	free(type);
 
-	if ((r = cfg_get_str(p, v, "path", b->bs.type != BACKSTORE_RAM, PATH_MAX - 1, &b->path)) < 0)
+	bool rbd = b->bs.type == BACKSTORE_RBD;
+	if ((r = cfg_get_str(p, v, "path", b->bs.type == BACKSTORE_FILE || b->bs.type == BACKSTORE_BLOCK,
+			     PATH_MAX - 1, &b->path)) < 0)
 		return r;
-	if (b->path && b->bs.type == BACKSTORE_RAM) {
+	if (b->path && (b->bs.type == BACKSTORE_RAM || rbd)) {
 		cfg_push_key(p, "path");
-		return cfg_perr(p, "not allowed for a ram backstore");
+		return cfg_perr(p, "not allowed for a%s backstore%s", rbd ? "n rbd" : " ram",
+				rbd ? " (give pool and image)" : "");
 	}
+	if ((r = parse_rbd(p, v, rbd, &b->bs.rbd)) < 0)
+		return r;
+	/* RBD allocates on write and UNMAP deallocates: thin unless told otherwise. */
+	b->bs.thin = rbd;
 	if (b->path && b->path[0] != '/') {
 		cfg_push_key(p, "path");
 		return cfg_perr(p, "must be an absolute path, got \"%s\"", b->path);
@@ -1214,11 +1263,8 @@ void config_free(struct config *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nbackstores; i++) {
-		free(c->backstores[i].name);
-		free(c->backstores[i].path);
-		free(c->backstores[i].serial);
-	}
+	for (size_t i = 0; i < c->nbackstores; i++)
+		config_backstore_clear(&c->backstores[i]);
 	free(c->backstores);
 	for (size_t i = 0; i < c->ntargets; i++) {
 		struct cfg_target *tg = &c->targets[i];

@@ -64,6 +64,7 @@ static const char *bs_type_name(enum backstore_type t)
 	case BACKSTORE_RAM: return "ram";
 	case BACKSTORE_FILE: return "file";
 	case BACKSTORE_BLOCK: return "block";
+	case BACKSTORE_RBD: return "rbd";
 	}
 	return "?";
 }
@@ -74,7 +75,14 @@ static json_object *backstore_to_json(const struct cfg_backstore *b)
 	bool ok = o && put_str(o, "name", b->name) &&
 		  put(o, "type", json_object_new_string(bs_type_name(b->bs.type))) &&
 		  put_str(o, "path", b->path) &&
-		  put(o, "size", json_object_new_uint64(b->bs.size)) &&
+		  put_str(o, "pool", b->bs.rbd.pool) &&
+		  put_str(o, "image", b->bs.rbd.image) &&
+		  put_str(o, "namespace", b->bs.rbd.ns) &&
+		  put_str(o, "cluster", b->bs.rbd.cluster) &&
+		  put_str(o, "client_id", b->bs.rbd.client_id) &&
+		  put_str(o, "conf", b->bs.rbd.conf) &&
+		  put_str(o, "keyring", b->bs.rbd.keyring) &&
+		  ((b->bs.type == BACKSTORE_RBD && !b->bs.size) || put(o, "size", json_object_new_uint64(b->bs.size))) &&
 		  (!b->bs.block_size || put(o, "block_size", json_object_new_int64(b->bs.block_size))) &&
 		  put(o, "thin", json_object_new_boolean(b->bs.thin)) &&
 		  put(o, "write_cache", json_object_new_boolean(b->bs.write_cache)) &&

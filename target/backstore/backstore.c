@@ -34,6 +34,7 @@ static const struct bs_ops *bs_ops_for(enum backstore_type t)
 	case BACKSTORE_RAM: return &bs_ram_ops;
 	case BACKSTORE_FILE: return &bs_file_ops;
 	case BACKSTORE_BLOCK: return &bs_block_ops;
+	case BACKSTORE_RBD: return &bs_rbd_ops;
 	}
 	return NULL;
 }
@@ -61,7 +62,7 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 		bs_errf(&tmp, err, errlen, "%s: %s", field, why);
 		return -EINVAL;
 	}
-	if (cfg->type != BACKSTORE_RAM && (!cfg->path || !cfg->path[0])) {
+	if ((cfg->type == BACKSTORE_FILE || cfg->type == BACKSTORE_BLOCK) && (!cfg->path || !cfg->path[0])) {
 		bs_errf(&tmp, err, errlen, "path: required for a %s backstore",
 			cfg->type == BACKSTORE_FILE ? "file" : "block");
 		return -EINVAL;
@@ -80,9 +81,11 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 	bs->write_cache = cfg->write_cache;
 	bs->readonly = cfg->readonly;
 	bs->block_size = cfg->block_size ? cfg->block_size : 512;
+	pthread_mutex_init(&bs->resize_mu, NULL);
 
 	int rc = ops->open(bs, cfg, err, errlen);
 	if (rc < 0) {
+		pthread_mutex_destroy(&bs->resize_mu);
 		free(bs->name);
 		free(bs);
 		return rc;
@@ -103,6 +106,7 @@ void backstore_close(struct backstore *bs)
 	if (!bs)
 		return;
 	bs->ops->close(bs);
+	pthread_mutex_destroy(&bs->resize_mu);
 	free(bs->name);
 	free(bs);
 }
@@ -118,6 +122,34 @@ bool backstore_thin(const struct backstore *bs) { return bs->thin; }
 bool backstore_unmap_zeroes(const struct backstore *bs) { return !bs->discard; }
 uint32_t backstore_optimal_io(const struct backstore *bs) { return bs->optimal_io; }
 uint32_t backstore_atomic_max(const struct backstore *bs) { return bs->atomic_max; }
+uint32_t backstore_compare_write_max(const struct backstore *bs) { return bs->compare_write_max; }
+
+bool backstore_compare_write_fits(const struct backstore *bs, uint64_t offset, uint64_t len)
+{
+	uint32_t m = bs->compare_write_max;
+	return m && len && len <= m && offset % m + len <= m;
+}
+bool backstore_shared(const struct backstore *bs) { return bs->shared; }
+const char *backstore_serial(const struct backstore *bs) { return bs->serial[0] ? bs->serial : NULL; }
+
+void backstore_on_resize(struct backstore *bs, void (*fn)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&bs->resize_mu);
+	bs->resize_fn = fn;
+	bs->resize_arg = arg;
+	pthread_mutex_unlock(&bs->resize_mu);
+}
+
+void bs_size_changed(struct backstore *bs, uint64_t size)
+{
+	size -= size % bs->block_size;
+	pthread_mutex_lock(&bs->resize_mu);
+	/* Reactors read the size unlocked; a shrink by another client fails I/O past the new end in the store. */
+	uint64_t was = __atomic_exchange_n(&bs->size, size, __ATOMIC_ACQ_REL);
+	if (was != size && bs->resize_fn)
+		bs->resize_fn(bs->resize_arg);
+	pthread_mutex_unlock(&bs->resize_mu);
+}
 
 int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen)
 {
@@ -136,7 +168,7 @@ int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errl
 			return -EINVAL;
 		}
 		size = dev;
-	} else if (bs->type != BACKSTORE_FILE) {
+	} else if (bs->type == BACKSTORE_RAM) {
 		bs_errf(bs, err, errlen, "size: a ram backstore cannot be resized while it runs");
 		return -EOPNOTSUPP;
 	}
@@ -163,6 +195,14 @@ int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errl
 				strerror(e));
 			return -e;
 		}
+	} else if (bs->ops->resize) {
+		if (bs->readonly) {
+			bs_errf(bs, err, errlen, "size: the backstore is readonly");
+			return -EROFS;
+		}
+		int rc = bs->ops->resize(bs, size, err, errlen);
+		if (rc < 0)
+			return rc;
 	}
 	/* Reactors read the size unlocked; growing only, any value they see is safe. */
 	__atomic_store_n(&bs->size, size, __ATOMIC_RELEASE);
@@ -207,6 +247,12 @@ static int bs_check(const struct backstore *bs, const struct bs_io *io)
 		if (bs->readonly)
 			return -EROFS;
 		if (io->len > bs->atomic_max)
+			return -EOPNOTSUPP;
+		break;
+	case BS_COMPARE_WRITE:
+		if (bs->readonly)
+			return -EROFS;
+		if (!backstore_compare_write_fits(bs, io->offset, io->len))
 			return -EOPNOTSUPP;
 		break;
 	default:

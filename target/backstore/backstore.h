@@ -17,17 +17,30 @@
 struct reactor;
 struct backstore;
 
-enum backstore_type { BACKSTORE_RAM, BACKSTORE_FILE, BACKSTORE_BLOCK };
+enum backstore_type { BACKSTORE_RAM, BACKSTORE_FILE, BACKSTORE_BLOCK, BACKSTORE_RBD };
+
+/* Where an rbd backstore's image lives (rbd.c); NULL fields take librados' defaults. */
+struct backstore_rbd_cfg {
+	char *pool;            /* required */
+	char *image;           /* required */
+	char *ns;              /* RBD namespace in the pool; NULL: the default one */
+	char *cluster;         /* cluster name (NULL: "ceph") */
+	char *client_id;       /* cephx user without "client." (NULL: "admin") */
+	char *conf;            /* ceph.conf path (NULL: librados' search: $CEPH_CONF, /etc/ceph/...) */
+	char *keyring;         /* keyring path (NULL: as ceph.conf says) */
+};
 
 struct backstore_cfg {
 	const char *name;
 	enum backstore_type type;
 	const char *path;      /* file, block */
-	uint64_t size;         /* bytes; ram: required; file: creates/extends if the file is smaller; block: 0 = device size */
+	uint64_t size;         /* bytes; ram: required; file: creates/extends if the file is smaller; block: 0 = device size;
+	                          rbd: grows the image if smaller, 0 = the image size */
 	uint32_t block_size;   /* 512 or 4096; 0 = default (512, or the device's logical block size) */
 	bool thin;             /* file: UNMAP punches holes; block: UNMAP discards (if the device can) */
 	bool write_cache;      /* report a volatile write cache (WCE); FUA and flush are honoured anyway */
 	bool readonly;         /* open read-only */
+	struct backstore_rbd_cfg rbd;  /* rbd */
 };
 
 enum backstore_op {
@@ -42,6 +55,15 @@ enum backstore_op {
 	 * backstore_atomic_max() is not 0, and len at most that (else -EOPNOTSUPP).
 	 */
 	BS_WRITE_ATOMIC,
+	/*
+	 * COMPARE AND WRITE done by the store itself, atomic against every
+	 * client of the store (other gateways too): buf holds len bytes to
+	 * compare, then len bytes to write.  A mismatch completes with
+	 * -EILSEQ and io->miscompare set to the offset of the first differing
+	 * byte.  Only ranges within one aligned unit of
+	 * backstore_compare_write_max() bytes (else -EOPNOTSUPP).
+	 */
+	BS_COMPARE_WRITE,
 };
 
 struct bs_io {
@@ -63,6 +85,7 @@ struct bs_io {
 	void *bounce;                 /* O_DIRECT bounce or WRITE_SAME pattern buffer */
 	uint32_t bounce_len;
 	int stage;
+	uint64_t miscompare;          /* BS_COMPARE_WRITE: offset of the first differing byte */
 };
 
 /*
@@ -75,7 +98,7 @@ const char *backstore_check_geometry(enum backstore_type type, uint64_t size, ui
 /* Open per cfg; on failure returns -errno and writes a message naming the field/path to err. */
 int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char *err, size_t errlen);
 void backstore_close(struct backstore *bs);
-/* Grow to size bytes (file: extends the file; block: 0 = follow the device's new size); ram refuses. */
+/* Grow to size bytes (file: extends the file; rbd: resizes the image; block: 0 = follow the device's new size); ram refuses. */
 int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen);
 
 const char *backstore_name(const struct backstore *bs);
@@ -93,6 +116,27 @@ bool backstore_unmap_zeroes(const struct backstore *bs);
 uint32_t backstore_optimal_io(const struct backstore *bs);
 /* Largest BS_WRITE_ATOMIC in bytes; 0: atomic writes are not offered. */
 uint32_t backstore_atomic_max(const struct backstore *bs);
+/*
+ * BS_COMPARE_WRITE's unit in bytes: a range fits if it lies within one
+ * aligned unit of this size (librbd: one 512-byte sector); 0: not offered.
+ */
+uint32_t backstore_compare_write_max(const struct backstore *bs);
+/* Does [offset, offset+len) fit one BS_COMPARE_WRITE? */
+bool backstore_compare_write_fits(const struct backstore *bs, uint64_t offset, uint64_t len);
+/*
+ * Can other targets serve the same blocks (an RBD image behind two
+ * gateways)?  State kept in this process only (persistent reservations)
+ * would then be silently wrong, so the SCSI layer refuses it.
+ */
+bool backstore_shared(const struct backstore *bs);
+/* The store's own stable identity for the LU's serial (rbd: the image id), or NULL. */
+const char *backstore_serial(const struct backstore *bs);
+/*
+ * fn(arg) runs, on any thread, after the size changed underneath (an RBD
+ * image resized by another client); NULL stops it.  Once this returns with
+ * NULL, fn is not running and will not run.
+ */
+void backstore_on_resize(struct backstore *bs, void (*fn)(void *arg), void *arg);
 
 /*
  * Submit an operation; always ends with io->cb (maybe before returning).

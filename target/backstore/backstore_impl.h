@@ -19,6 +19,8 @@ struct bs_ops {
 	void (*submit)(struct backstore *bs, struct bs_io *io);
 	/* offset already checked; NULL means everything is mapped. */
 	int (*lba_status)(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run);
+	/* Grow to size (checked: a block multiple, not smaller); NULL: only file and block do it. */
+	int (*resize)(struct backstore *bs, uint64_t size, char *err, size_t errlen);
 };
 
 struct backstore {
@@ -33,6 +35,13 @@ struct backstore {
 	bool write_cache;
 	bool readonly;
 	bool discard;            /* block: UNMAP is a device discard (reads after it are undefined) */
+	uint32_t compare_write_max;  /* BS_COMPARE_WRITE unit (bytes); 0: not offered */
+	bool shared;             /* other targets may serve the same blocks */
+	char serial[64];         /* the store's identity for the LU serial; "" if none */
+	/* backstore_on_resize(): set and called under resize_mu */
+	pthread_mutex_t resize_mu;
+	void (*resize_fn)(void *arg);
+	void *resize_arg;
 	/* file, block */
 	int fd;
 	bool direct;             /* fd is O_DIRECT: buffers must be aligned to dio_align */
@@ -46,15 +55,21 @@ struct backstore {
 	/* BS_WRITE_ATOMIC: odd while one copies (ram_seq), one at a time (ram_atomic_mu). */
 	_Atomic uint64_t ram_seq;
 	pthread_mutex_t ram_atomic_mu;
+	/* rbd (rbd.c) */
+	void *rbd;
 };
 
 extern const struct bs_ops bs_ram_ops;
 extern const struct bs_ops bs_file_ops;
 extern const struct bs_ops bs_block_ops;
+extern const struct bs_ops bs_rbd_ops;   /* without librbd: open explains how to get it */
 
 /* "backstore 'NAME': " + fmt into err. */
 void bs_errf(const struct backstore *bs, char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* The size changed underneath: store it and tell backstore_on_resize()'s fn (any thread). */
+void bs_size_changed(struct backstore *bs, uint64_t size);
 
 /* Complete io with res (sets io->err). */
 void bs_complete(struct bs_io *io, int res);

@@ -128,7 +128,8 @@ static int fd_start(struct backstore *bs, struct bs_io *io)
 			return fd_zero_stage(bs, io);
 		return fd_fill_buf(io, false);
 	case BS_WRITE_ATOMIC:
-		return -EOPNOTSUPP;   /* atomic_max is 0: backstore_submit refuses it first */
+	case BS_COMPARE_WRITE:
+		return -EOPNOTSUPP;   /* not offered here: backstore_submit refuses them first */
 	}
 	return -EINVAL;
 }

@@ -201,6 +201,9 @@ static void ram_submit(struct backstore *bs, struct bs_io *io)
 			ram_written(bs, io->offset, io->len);
 		}
 		break;
+	case BS_COMPARE_WRITE:
+		bs_complete(io, -EOPNOTSUPP);   /* not offered: backstore_submit refuses it first */
+		return;
 	}
 	io->done = io->len;
 	bs_complete(io, 0);

@@ -28,8 +28,8 @@ static const struct scsi_op ops[] = {
 	OP(SCSI_OP_WRITE6, 0, 6, OPF_MEDIUM | OPF_WRITE, sbc_prep_rw, sbc_write, 0x1f, F0, F0, F0, 0),
 	OP(SCSI_OP_INQUIRY, 0, 6, OPF_UA_OK | OPF_NO_LU | ALUA_ALL, spc_prep_din, spc_inquiry, 0x01, F0, F0, F0, 0),
 	OP(SCSI_OP_MODE_SELECT6, 0, 6, OPF_SHARED | ALUA_STANDBY, mode_select_prep, mode_select, 0x11, 0, 0, F0, 0),
-	OP(SCSI_OP_RESERVE6, 0, 6, OPF_SHARED, NULL, spc_reserve, 0, 0, 0, 0, 0),
-	OP(SCSI_OP_RELEASE6, 0, 6, 0, NULL, spc_release, 0, 0, 0, 0, 0),
+	OP(SCSI_OP_RESERVE6, 0, 6, OPF_SHARED | OPF_RESERVATION, NULL, spc_reserve, 0, 0, 0, 0, 0),
+	OP(SCSI_OP_RELEASE6, 0, 6, OPF_RESERVATION, NULL, spc_release, 0, 0, 0, 0, 0),
 	OP(SCSI_OP_MODE_SENSE6, 0, 6, ALUA_STANDBY, spc_prep_din, mode_sense, 0x08, F0, F0, F0, 0),
 	OP(SCSI_OP_START_STOP_UNIT, 0, 6, OPF_SHARED, NULL, spc_start_stop, 0x01, 0, 0x0f, 0xf7, 0),
 	OP(SCSI_OP_PREVENT_ALLOW, 0, 6, OPF_SHARED, NULL, spc_prevent_allow, 0, 0, 0, 0x03, 0),
@@ -44,13 +44,13 @@ static const struct scsi_op ops[] = {
 	OP(SCSI_OP_UNMAP, 0, 10, OPF_MEDIUM | OPF_WRITE | OPF_THIN, sbc_prep_unmap, sbc_unmap,
 	   0, 0, 0, 0, 0, 0, F0, F0, 0),
 	OP(SCSI_OP_MODE_SELECT10, 0, 10, OPF_SHARED | ALUA_STANDBY, mode_select_prep, mode_select, 0x11, 0, 0, 0, 0, 0, F0, F0, 0),
-	OP(SCSI_OP_RESERVE10, 0, 10, OPF_SHARED, NULL, spc_reserve, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-	OP(SCSI_OP_RELEASE10, 0, 10, 0, NULL, spc_release, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+	OP(SCSI_OP_RESERVE10, 0, 10, OPF_SHARED | OPF_RESERVATION, NULL, spc_reserve, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+	OP(SCSI_OP_RELEASE10, 0, 10, OPF_RESERVATION, NULL, spc_release, 0, 0, 0, 0, 0, 0, 0, 0, 0),
 	OP(SCSI_OP_MODE_SENSE10, 0, 10, ALUA_STANDBY, spc_prep_din, mode_sense, 0x18, F0, F0, 0, 0, 0, F0, F0, 0),
-#define PRIN(sa) OP(SCSI_OP_PR_IN, sa, 10, OPF_SA | ALUA_STANDBY, spc_prep_din, spc_pr_in, sa, 0, 0, 0, 0, 0, F0, F0, 0)
+#define PRIN(sa) OP(SCSI_OP_PR_IN, sa, 10, OPF_SA | OPF_RESERVATION | ALUA_STANDBY, spc_prep_din, spc_pr_in, sa, 0, 0, 0, 0, 0, F0, F0, 0)
 	PRIN(SCSI_PRIN_READ_KEYS), PRIN(SCSI_PRIN_READ_RESERVATION),
 	PRIN(SCSI_PRIN_REPORT_CAPABILITIES), PRIN(SCSI_PRIN_READ_FULL_STATUS),
-#define PROUT(sa) OP(SCSI_OP_PR_OUT, sa, 10, OPF_SA | OPF_SHARED | ALUA_STANDBY, spc_prep_pr_out, spc_pr_out, \
+#define PROUT(sa) OP(SCSI_OP_PR_OUT, sa, 10, OPF_SA | OPF_SHARED | OPF_RESERVATION | ALUA_STANDBY, spc_prep_pr_out, spc_pr_out, \
 		     sa, F0, 0, 0, F0, F0, F0, F0, 0)
 	PROUT(SCSI_PROUT_REGISTER), PROUT(SCSI_PROUT_RESERVE), PROUT(SCSI_PROUT_RELEASE),
 	PROUT(SCSI_PROUT_CLEAR), PROUT(SCSI_PROUT_PREEMPT), PROUT(SCSI_PROUT_PREEMPT_ABORT),
@@ -122,6 +122,8 @@ bool scsi_op_supported(const struct scsi_cmd *cmd, const struct scsi_op *op)
 	if ((op->flags & OPF_ATOMIC) && !(lu && sbc_atomic_max_blocks(lu)))
 		return false;
 	if ((op->flags & OPF_EXPLICIT_ALUA) && !(alua_tpgs(cmd->nexus) & SCSI_ALUA_EXPLICIT))
+		return false;
+	if ((op->flags & OPF_RESERVATION) && lu && backstore_shared(lu->bs))
 		return false;
 	return !(op->flags & OPF_THIN) || (lu && lu->thin);
 }

@@ -162,9 +162,15 @@ static const char *lu_naa_hex(const struct scsi_lu *lu, char out[33])
 	return out;
 }
 
+/* The store was resized by someone else (an RBD image): every nexus hears of it. */
+static void lu_resized(void *arg)
+{
+	scsi_lu_capacity_changed(arg);
+}
+
 int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct scsi_lu **out)
 {
-	static const char *const types[] = { "RAM", "FILE", "BLOCK" };
+	static const char *const types[] = { "RAM", "FILE", "BLOCK", "RBD" };
 	struct scsi_lu_params none = { 0 };
 	struct scsi_lu *lu;
 	uint32_t bsz;
@@ -194,10 +200,13 @@ int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct 
 	lu->wce = backstore_write_cache(bs);
 	unsigned t = (unsigned)backstore_type(bs);
 	copy_id(lu->vendor, sizeof(lu->vendor), p->vendor, "ISERT");
-	copy_id(lu->product, sizeof(lu->product), p->product, t < 3 ? types[t] : "DISK");
+	copy_id(lu->product, sizeof(lu->product), p->product, t < ARRAY_SIZE(types) ? types[t] : "DISK");
 	copy_id(lu->revision, sizeof(lu->revision), p->revision, "0001");
 	if (p->serial && *p->serial) {
 		copy_id(lu->serial, sizeof(lu->serial), p->serial, "0");
+	} else if (backstore_serial(bs)) {
+		/* The store's own identity: every target serving it reports the same LU. */
+		copy_id(lu->serial, sizeof(lu->serial), backstore_serial(bs), "0");
 	} else {
 		/* A stable serial from the backstore name, so the NAA id survives restarts. */
 		const char *nm = p->name ? p->name : backstore_name(bs);
@@ -216,6 +225,7 @@ int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct 
 			return rc;
 		}
 	}
+	backstore_on_resize(bs, lu_resized, lu);
 	*out = lu;
 	return 0;
 }
@@ -226,6 +236,7 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 
 	if (!lu)
 		return;
+	backstore_on_resize(lu->bs, NULL, NULL);
 	for (n = lu->nexuses; n; n = next) {
 		next = n->next;
 		free(n);

@@ -94,6 +94,12 @@ enum {
 	OPF_SHARED  = 1u << 6,
 	OPF_ATOMIC  = 1u << 7,  /* only where the backstore offers atomic writes */
 	OPF_EXPLICIT_ALUA = 1u << 8,  /* only where the target's alua.mode allows explicit transitions */
+	/*
+	 * Reservations, whose state lives in this process: unsupported where
+	 * other targets serve the same blocks (backstore_shared: an RBD image
+	 * behind two gateways), where they would be silently wrong.
+	 */
+	OPF_RESERVATION = 1u << 9,
 	/* Runs in an ALUA standby, unavailable, transitioning port group (SPC-4 5.16.2.4); others: NOT READY. */
 	OPF_STANDBY_OK       = 1u << 12,
 	OPF_UNAVAILABLE_OK   = 1u << 13,

@@ -11,6 +11,9 @@
 # no longer skips.  Both lists only shrink.
 #
 # usage: run-conformance.sh ISERTD [PORT]
+# CONFORMANCE_CONFIG (default conformance.json) and CONFORMANCE_RUNS (the
+# KIND:LUN:FAMILY:FLAG runs below) let another LUN kind use the same checks:
+# tests/ceph/conformance-rbd.sh runs them on an RBD image.
 set -u
 isertd=${1:?usage: run-conformance.sh ISERTD [PORT]}
 port=${2:-3261}
@@ -21,7 +24,7 @@ trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
 command -v iscsi-test-cu >/dev/null || { echo "iscsi-test-cu not found: apt-get install libiscsi-bin"; exit 1; }
 
 # APTPL state in the work folder, never in the host's /var/lib/isert.
-"$isertd" --config "$here/conformance.json" --portal "127.0.0.1:$port" --portal "127.0.0.2:$port" \
+"$isertd" --config "${CONFORMANCE_CONFIG:-$here/conformance.json}" --portal "127.0.0.1:$port" --portal "127.0.0.2:$port" \
 	--state-dir "$work/state" >"$work/isertd.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do
@@ -48,8 +51,10 @@ bad=0 total=0 failed=0 skipped=0 nodataloss=0
 # from an unseeded rand()), so the target resets of a previous run leave a
 # unit attention that fails the MODE SENSE it reads WP from, and it would
 # skip the suite ("not write-protected").
-for run in thick:0:ALL:-d thick:0:LINUX:-d thin:1:ALL:-d thin:1:LINUX:-d \
-	   readonly:2:ALL.ReadOnly:-d readonly:2:ALL: readonly:2:LINUX:; do
+runs=${CONFORMANCE_RUNS:-thick:0:ALL:-d thick:0:LINUX:-d thin:1:ALL:-d thin:1:LINUX:-d \
+	readonly:2:ALL.ReadOnly:-d readonly:2:ALL: readonly:2:LINUX:}
+kinds=$(printf '%s\n' $runs | cut -d: -f1 | sort -u | wc -l)
+for run in $runs; do
 	IFS=: read -r name lun family dl <<<"$run"
 	{
 		dir="$work/$family-$name"
@@ -98,6 +103,6 @@ for run in thick:0:ALL:-d thick:0:LINUX:-d thin:1:ALL:-d thin:1:LINUX:-d \
 	}
 done
 echo
-echo "conformance: $total test runs over 3 LUN kinds x 2 families, $failed failed, $skipped skipped" \
+echo "conformance: $total test runs over $kinds LUN kind(s), $failed failed, $skipped skipped" \
 	"(+ $nodataloss without --dataloss on the read-only LUN), $bad unexpected"
 [ "$bad" -eq 0 ]

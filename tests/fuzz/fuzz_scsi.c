@@ -143,6 +143,7 @@ static void recording_submit(struct backstore *bs, struct bs_io *io)
 	case BS_WRITE:
 	case BS_WRITE_SAME:
 	case BS_WRITE_ATOMIC:
+	case BS_COMPARE_WRITE:
 		seen.writes++;
 		seen.unfua_writes += !io->fua;
 		break;

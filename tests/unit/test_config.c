@@ -258,7 +258,7 @@ static void test_errors_backstores(void)
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":\"\"}]}", "size: must be a byte count");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":\"99999999999T\"}]}", "size: too large");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"tape\",\"size\":4096}]}",
-		 "backstores[0].type: must be \"ram\", \"file\" or \"block\", got \"tape\"");
+		 "backstores[0].type: must be \"ram\", \"file\", \"block\" or \"rbd\", got \"tape\"");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"file\"}]}", "backstores[0].path: required field missing");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"file\",\"path\":\"x.img\"}]}",
 		 "path: must be an absolute path");
@@ -728,6 +728,60 @@ static bool tpg_eq(const struct cfg_tpg *a, const struct cfg_tpg *b)
 
 static void roundtrip(struct config *a);
 
+#define RBD_BS(extra) "{\"backstores\":[{\"name\":\"a\",\"type\":\"rbd\"" extra "}]}"
+
+/* type rbd: pool and image required, the Ceph keys only there, written back as given. */
+static void test_rbd(void)
+{
+	struct config *c = NULL;
+	int r = config_load_file(src_path("configs/example-rbd-gateway.json"), &c, errbuf, sizeof(errbuf));
+	if (r)
+		fprintf(stderr, "\n%s\n", errbuf);
+	CU_ASSERT_EQUAL_FATAL(r, 0);
+	const struct backstore_cfg *b = &c->backstores[0].bs;
+	CU_ASSERT_EQUAL(b->type, BACKSTORE_RBD);
+	CU_ASSERT_STRING_EQUAL(b->rbd.pool, "rbd");
+	CU_ASSERT_STRING_EQUAL(b->rbd.image, "vm-datastore");
+	CU_ASSERT_STRING_EQUAL(b->rbd.client_id, "iscsi-gw");
+	CU_ASSERT_STRING_EQUAL(b->rbd.keyring, "/etc/ceph/ceph.client.iscsi-gw.keyring");
+	CU_ASSERT_PTR_NULL(b->rbd.ns);
+	CU_ASSERT_PTR_NULL(b->path);
+	CU_ASSERT_TRUE(b->thin);   /* RBD allocates on write: thin unless told otherwise */
+	CU_ASSERT_EQUAL(b->size, 0);
+	roundtrip(c);
+	config_free(c);
+
+	c = load_ok(RBD_BS(",\"pool\":\"p\",\"image\":\"i\",\"namespace\":\"n\",\"cluster\":\"c2\","
+			   "\"size\":\"2G\",\"thin\":false,\"block_size\":4096"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_STRING_EQUAL(c->backstores[0].bs.rbd.ns, "n");
+	CU_ASSERT_STRING_EQUAL(c->backstores[0].bs.rbd.cluster, "c2");
+	CU_ASSERT_EQUAL(c->backstores[0].bs.size, 2ull << 30);
+	CU_ASSERT_FALSE(c->backstores[0].bs.thin);
+	roundtrip(c);
+	config_free(c);
+
+	load_bad(RBD_BS(",\"image\":\"i\""), "backstores[0].pool: required field missing");
+	load_bad(RBD_BS(",\"pool\":\"p\""), "backstores[0].image: required field missing");
+	load_bad(RBD_BS(",\"pool\":\"p\",\"image\":\"i\",\"path\":\"/dev/rbd0\""),
+		 "backstores[0].path: not allowed for an rbd backstore (give pool and image)");
+	load_bad(RBD_BS(",\"pool\":\"p/q\",\"image\":\"i\""), "backstores[0].pool: must not contain '/'");
+	load_bad(RBD_BS(",\"pool\":\"p\",\"image\":\"i@snap\""), "backstores[0].image: must not contain");
+	load_bad(RBD_BS(",\"pool\":\"p\",\"image\":\"i\",\"conf\":\"ceph.conf\""),
+		 "backstores[0].conf: must be an absolute path");
+	load_bad(RBD_BS(",\"pool\":\"p\",\"image\":\"i\",\"keyring\":\"k\""),
+		 "backstores[0].keyring: must be an absolute path");
+	load_bad(RBD_BS(",\"pool\":\"p\",\"image\":\"" "0123456789012345678901234567890123456789"
+			"01234567890123456789012345678901234567890123456789012345\""),
+		 "backstores[0].image: must be at most 95 characters, got 96");
+	load_bad(RBD_BS(",\"pool\":\"p\",\"image\":\"i\",\"client_id\":3"),
+		 "backstores[0].client_id: must be a string");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"pool\":\"p\"}]}",
+		 "backstores[0].pool: only for an rbd backstore");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"file\",\"path\":\"/x\",\"conf\":\"/c\"}]}",
+		 "backstores[0].conf: only for an rbd backstore");
+}
+
 static void test_alua(void)
 {
 	/* Without "alua": one group 1, active/optimized, every portal group; implicit only; not written back. */
@@ -1165,6 +1219,7 @@ int main(void)
 	CU_add_test(s, "host:port", test_hostport);
 	CU_add_test(s, "override portals", test_override_portals);
 	CU_add_test(s, "round trip", test_roundtrip);
+	CU_add_test(s, "rbd backstores", test_rbd);
 	CU_add_test(s, "global.state_dir", test_state_dir);
 	CU_add_test(s, "save file", test_save_file);
 	CU_add_test(s, "load file errors", test_load_file_errors);

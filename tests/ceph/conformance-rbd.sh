@@ -1,0 +1,25 @@
+#!/bin/bash
+# libiscsi's conformance suite (iscsi-test-cu ALL and LINUX, --dataloss) on
+# an RBD LUN, with the same lists and checks as the RAM LUNs
+# (tests/conformance/run-conformance.sh; LUN kind "rbd" in skip-list.txt
+# and expected-skips.txt).  Run under tests/ceph/cluster.sh run, which
+# exports CEPH_CONF.
+#
+# usage: conformance-rbd.sh ISERTD [PORT]
+set -eu
+isertd=${1:?usage: conformance-rbd.sh ISERTD [PORT]}
+port=${2:-3263}
+here=$(cd "$(dirname "$0")" && pwd)
+: "${CEPH_CONF:?run under tests/ceph/cluster.sh run}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+rbd --conf "$CEPH_CONF" rm rbd/conformance >/dev/null 2>&1 || true   # a rerun on a kept cluster
+rbd --conf "$CEPH_CONF" create --size 256M rbd/conformance
+cat >"$work/isertd.json" <<JSON
+{ "backstores": [ { "name": "rbd", "type": "rbd", "pool": "rbd", "image": "conformance", "conf": "$CEPH_CONF" } ],
+  "targets": [ { "iqn": "iqn.2026-11.org.isert:conformance",
+    "tpgs": [ { "tag": 1, "demo_mode": true, "demo_target_reset": true,
+      "portals": [ { "ip": "127.0.0.1", "port": 3260 } ], "luns": [ { "lun": 0, "backstore": "rbd" } ] } ] } ] }
+JSON
+CONFORMANCE_CONFIG=$work/isertd.json CONFORMANCE_RUNS="rbd:0:ALL:-d rbd:0:LINUX:-d" \
+	"$here/../conformance/run-conformance.sh" "$isertd" "$port"
