@@ -11,7 +11,8 @@
 #   SECONDS   per run (default 10; --quick 5; --smoke 2)
 #   --quick   5 s runs on 256 MiB images (default: 1 GiB)
 #   --smoke   2 s runs on 64 MiB images: proves the script works; exits 1 if the
-#             raw or the isertd run of a workload did no I/O (tgtd may be missing)
+#             raw or the isertd run of a workload did no I/O (tgtd may be missing),
+#             77 if ceph is not installed or isertd was built without librbd
 #   --build   the build directory with isertd and iserbench (default build)
 # Without CEPH_CONF the script runs itself inside tests/ceph/cluster.sh run (a
 # throw-away one-mon, one-memstore-OSD cluster on loopback); with CEPH_CONF it uses
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
 	--smoke) mode=smoke ;;
 	--build) build=${2:?--build needs a directory}; shift ;;
 	[0-9]*) secs=$1 ;;
-	*) sed -n '10,22s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	*) sed -n '10,23s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -43,12 +44,13 @@ iserbench=$build/tools/iserbench/iserbench
 for b in "$isertd" "$iserbench"; do
 	[ -x "$b" ] || { echo "build first: meson setup $build && ninja -C $build ($b missing)"; exit 1; }
 done
-command -v rbd >/dev/null || { echo "rbd not found: apt-get install ceph-common"; exit 1; }
 if [ -z "${CEPH_CONF:-}" ]; then
-	# memstore keeps the images in the OSD's memory: room for it and the pool's metadata.
+	# memstore keeps the images in the OSD's memory: room for them and the pool's metadata.
+	# cluster.sh exits 77 (skipped) when ceph is not installed.
 	export CEPH_MEMSTORE_BYTES=$(( (3 * size_mib + 512) * 1048576 ))
 	exec tests/ceph/cluster.sh run -- "$self" "${args[@]}"
 fi
+command -v rbd >/dev/null || { echo "rbd not found: apt-get install ceph-common"; exit 1; }
 pool=${BENCH_RBD_POOL:-rbd}
 image=bench-rbd-$$
 work=$(mktemp -d /tmp/bench-rbd.XXXXXX)
@@ -220,6 +222,9 @@ if [ -s "$work/iserbench.err" ]; then
 fi
 if grep -qiE 'error|fail|timed out' "$work/isertd.log"; then
 	echo "isertd's log has errors:"; grep -iE 'error|fail|timed out' "$work/isertd.log" | head -n 5
+fi
+if [ $mode = smoke ] && grep -q 'built without librbd' "$work/isertd.log"; then
+	echo "smoke: skipped, isertd has no rbd backstore"; exit 77
 fi
 if [ $mode = smoke ] && [ -n "$bad" ]; then
 	echo "smoke: a raw or isertd run did no I/O"; exit 1
