@@ -109,7 +109,9 @@ cat >"$work/isertd.json" <<JSON
     "portals": [ { "ip": "127.0.0.1", "port": $port_i } ], "luns": [ { "lun": 0, "backstore": "img" } ] } ] } ] }
 JSON
 isertd_err=
-"$isertd" --config "$work/isertd.json" 2>"$work/isertd.log" &
+# Its own admin socket and no state directory: nothing shared with another isertd.
+"$isertd" --config "$work/isertd.json" --admin-socket "$work/admin.sock" --state-dir none \
+	2>"$work/isertd.log" &
 pids+=($!); isertd_pid=$!
 for _ in $(seq 100); do
 	(exec 3<>"/dev/tcp/127.0.0.1/$port_i") 2>/dev/null && break
