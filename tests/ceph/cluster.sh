@@ -52,6 +52,7 @@ start_daemon() {
 	local name=$1; shift
 	"$@" -f -c "$DIR/ceph.conf" </dev/null >"$DIR/$name.out" 2>&1 &
 	echo $! >"$DIR/$name.pid"
+	STARTED=1
 	disown $!  # no "Killed" job report when the signal path KILLs it
 }
 
@@ -285,7 +286,9 @@ do_run() {
 }
 
 case "${1:-}" in
-start) [ $# -eq 2 ] || { say "usage: cluster.sh start DIR"; exit 2; }; do_start "$2" || exit 1 ;;
+start) [ $# -eq 2 ] || { say "usage: cluster.sh start DIR"; exit 2; }
+       # A failed start leaves nothing running (but a DIR in use is not touched).
+       STARTED=; do_start "$2" || { [ -n "$STARTED" ] && stop_daemons "$DIR" 0; exit 1; } ;;
 stop)  [ $# -eq 2 ] || { say "usage: cluster.sh stop DIR"; exit 2; }
        d=$(cd "$2" && pwd) || exit 1; stop_daemons "$d" "$STOP_GRACE" ;;
 run)   shift; do_run "$@" ;;
