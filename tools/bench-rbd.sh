@@ -51,7 +51,8 @@ if [ -z "${CEPH_CONF:-}" ]; then
 	# memstore's default keeps an object as one list of buffers that each small write
 	# splits further: 4 KiB random writes (raw librbd alone) fell from 11800 to 2700 per
 	# second within 30 s, so the order of the runs decided the result.  In pages
-	# (memstore_page_set) they held within about 20 %.  The daemons read CEPH_ARGS.
+	# (memstore_page_set) they fell by about 40 % over 12 s and then held.  The daemons
+	# read CEPH_ARGS.
 	export CEPH_ARGS="${CEPH_ARGS:+$CEPH_ARGS }--memstore_page_set=true"
 	exec tests/ceph/cluster.sh run -- "$self" "${args[@]}"
 fi
