@@ -1,15 +1,16 @@
 #!/bin/bash
 # Install, build and run the whole test suite: a normal build, then an
 # ASan+UBSan build that runs the same suites (unit, integration, conformance);
-# the vm suite runs in the normal build only.
+# the vm suite and the rbd-long tests run in the normal build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
 ok=0 fail=0
 for b in build:"" build-asan:"-Db_sanitize=address,undefined -Db_lundef=false"; do
 	dir=${b%%:*} opts=${b#*:}
-	# The VM suite boots a guest (tests/vm/): once, in the normal build.
-	suites=(); [ "$dir" = build ] || suites=(--no-suite vm)
+	# The VM suite boots a guest (tests/vm/): once, in the normal build; so do the
+	# longest rbd tests (rbd-long: the conformance run and bench smoke on an RBD LUN).
+	suites=(); [ "$dir" = build ] || suites=(--no-suite vm --no-suite rbd-long)
 	[ -d "$dir" ] || meson setup "$dir" $opts
 	echo "== building $dir"
 	ninja -C "$dir"
