@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "isert/initiator.h"
+#include "map.h"
 
 enum { EX_OK = 0, EX_USAGE = 1, EX_CONNECT = 2, EX_LOGIN = 3, EX_AUTH = 4, EX_SCSI = 5, EX_OTHER = 6 };
 
@@ -31,6 +32,9 @@ static void usage(FILE *f)
 		"  inq URL [--vpd PAGE]       INQUIRY (standard or a VPD page in hex)\n"
 		"  readcap URL                READ CAPACITY (16)\n"
 		"  logout URL                 log in and log out cleanly (checks logout)\n"
+		"  map URL                    expose the LUN as /dev/ublkbN (ublk) until unmapped or stopped\n"
+		"  unmap DEV                  stop a map and remove its device (/dev/ublkbN or N)\n"
+		"  maps                       list mapped devices: URL, transport, queue states\n"
 		"PORTAL: host[:port], iscsi://host[:port] or iser://host[:port] (iSER: RDMA)\n"
 		"URL: iscsi://[user[%%password]@]host[:port]/target-iqn/lun, iser://... the same over iSER\n"
 		"options:\n"
@@ -40,8 +44,28 @@ static void usage(FILE *f)
 		"  --target-user U --target-password P   mutual CHAP (the target proves itself)\n"
 		"  --chap-alg LIST            CHAP_A preference, e.g. 8,7 (5 MD5, 6 SHA-1, 7 SHA-256, 8 SHA3-256)\n"
 		"  --header-digest, --data-digest   offer CRC32C digests\n"
+		"map options:\n"
+		"  --queues N                 ublk queues, one thread and one session each (default 1)\n"
+		"  --depth N                  requests per queue (default 64, at most 1024)\n"
+		"  --max-io KIB               largest request (default 512; the LUN's limit lowers it)\n"
+		"  --timeout S                replacement timeout: I/O waits this long for a re-login,\n"
+		"                             then fails (default 120)\n"
+		"  --daemon                   detach once the device is up (prints the device first)\n"
 		"exit codes: 0 ok, 1 usage, 2 cannot connect, 3 login refused, 4 auth failed,\n"
 		"            5 SCSI error, 6 other error\n");
+}
+
+static int parse_uint(const char *opt, const char *v, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (errno || !*v || *end || n < lo || n > hi) {
+		fprintf(stderr, "iseradm: %s %s: a number from %u to %u\n", opt, v, lo, hi);
+		return -1;
+	}
+	*out = (unsigned)n;
+	return 0;
 }
 
 static int exit_code(int err)
@@ -455,7 +479,7 @@ static int do_logout(const struct isc_url *u)
 int main(int argc, char **argv)
 {
 	enum { O_JSON = 256, O_NAME, O_USER, O_PASS, O_TUSER, O_TPASS, O_ALG, O_HD, O_DD, O_TARGET, O_PORTAL,
-	       O_VPD, O_HELP };
+	       O_VPD, O_HELP, O_QUEUES, O_DEPTH, O_MAXIO, O_TIMEOUT, O_DAEMON };
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, O_JSON },
 		{ "initiator-name", required_argument, NULL, O_NAME },
@@ -470,6 +494,11 @@ int main(int argc, char **argv)
 		{ "portal", required_argument, NULL, O_PORTAL },
 		{ "vpd", required_argument, NULL, O_VPD },
 		{ "help", no_argument, NULL, O_HELP },
+		{ "queues", required_argument, NULL, O_QUEUES },
+		{ "depth", required_argument, NULL, O_DEPTH },
+		{ "max-io", required_argument, NULL, O_MAXIO },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "daemon", no_argument, NULL, O_DAEMON },
 		{ 0 },
 	};
 	isc_options_default(&opts);
@@ -477,6 +506,8 @@ int main(int argc, char **argv)
 	opts.nop_interval_s = 0;
 	const char *target = NULL, *portal = NULL;
 	int vpd = -1, c;
+	struct map_opts mo;
+	map_opts_default(&mo);
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case O_JSON: json_out = true; break;
@@ -497,6 +528,23 @@ int main(int argc, char **argv)
 				opts.chap_algs[n++] = atoi(t);
 			break;
 		}
+		case O_QUEUES:
+			if (parse_uint("--queues", optarg, 1, 64, &mo.queues))
+				return EX_USAGE;
+			break;
+		case O_DEPTH:
+			if (parse_uint("--depth", optarg, 1, 1024, &mo.depth))
+				return EX_USAGE;
+			break;
+		case O_MAXIO:
+			if (parse_uint("--max-io", optarg, 4, 16384, &mo.max_io_kib))
+				return EX_USAGE;
+			break;
+		case O_TIMEOUT:
+			if (parse_uint("--timeout", optarg, 1, 86400, &mo.timeout_s))
+				return EX_USAGE;
+			break;
+		case O_DAEMON: mo.daemon = true; break;
 		case 'h':
 		case O_HELP: usage(stdout); return EX_OK;
 		default: usage(stderr); return EX_USAGE;
@@ -515,6 +563,31 @@ int main(int argc, char **argv)
 			return EX_USAGE;
 		}
 		return !strcmp(cmd, "ls") ? do_ls(arg ? arg : portal) : do_discover(arg ? arg : portal);
+	}
+	mo.json = json_out;
+	if (!strcmp(cmd, "maps"))
+		return exit_code(map_list(json_out));
+	if (!strcmp(cmd, "unmap")) {
+		if (!arg) {
+			fprintf(stderr, "iseradm unmap: DEV missing (/dev/ublkbN)\n");
+			return EX_USAGE;
+		}
+		return map_unmap(arg, json_out) ? EX_OTHER : EX_OK;
+	}
+	if (!strcmp(cmd, "map")) {
+		if (!arg) {
+			fprintf(stderr, "iseradm map: URL missing\n");
+			return EX_USAGE;
+		}
+		if (optind + 1 < argc) {
+			fprintf(stderr, "iseradm map: one URL per map (several portals of one LUN are not supported "
+				"yet)\n");
+			return EX_USAGE;
+		}
+		if (parse_url(arg, &u, true))
+			return EX_USAGE;
+		opts.nop_interval_s = 0; /* map sets its own */
+		return exit_code(map_run(&u, &opts, &mo));
 	}
 	if (!strcmp(cmd, "login") && !arg && target && portal) {
 		if (parse_portal(portal, &u))

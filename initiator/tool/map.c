@@ -1,0 +1,1004 @@
+/*
+ * iseradm map: one LUN as /dev/ublkbN.  Each ublk queue is served by its own
+ * thread with its own session to the LUN and its own io_uring, which carries
+ * both the ublk I/O commands and a poll on the session's event fd, so a
+ * thread sleeps in one place.  A ublk request becomes one SCSI command whose
+ * data buffer is the tag's buffer from the session's pool: registered with
+ * the RDMA device once, so over iSER the target moves the data straight in
+ * and out of it (the ublk driver copies between it and the request's pages).
+ *
+ * The session's own reconnect is the replacement timeout: commands wait
+ * while it logs in again and are re-issued; past the timeout they fail
+ * (EIO) and the thread keeps trying to log in every few seconds, so the
+ * device comes back with the target, as open-iscsi's does.
+ *
+ * State of every map: a JSON file per device in MAP_STATE_DIR, read by
+ * `iseradm maps` and `iseradm unmap`.
+ */
+#include "map.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ublk.h"
+
+#define MAP_STATE_DIR "/run/isert/maps"
+#define UA_RETRIES 8
+#define RELOGIN_EVERY_S 5
+#define UD_POLL (1ull << 32)  /* CQE of the poll on the session's fd */
+#define UD_WAKE (2ull << 32)  /* the main thread asks the queue to look at `stopping` */
+#define UD_TIMER (3ull << 32) /* retry a login that gave up */
+
+enum path_state { PATH_CONNECTING, PATH_UP, PATH_RECONNECTING, PATH_FAILED, PATH_CLOSED };
+static const char *const path_state_str[] = { "connecting", "up", "reconnecting", "failed", "closed" };
+
+/* What the LUN offers, read once before the device is created. */
+struct lun_info {
+	uint64_t blocks;
+	uint32_t block_size;
+	unsigned phys_shift;       /* physical block = block << phys_shift */
+	bool read_only, wce, fua;
+	bool unmap, write_same;
+	uint32_t max_xfer_blocks;  /* 0: no limit */
+	uint32_t max_unmap_blocks; /* 0: no limit */
+	uint32_t max_ws_blocks;    /* 0: no limit */
+	char id[80];               /* VPD 83h NAA/EUI designator, hex */
+};
+
+struct map_dev;
+
+struct tag {
+	struct queue *q;
+	uint16_t tag;
+	void *buf;
+	bool busy;                 /* a command of ours runs for it */
+	uint8_t ua_left;
+};
+
+struct queue {
+	struct map_dev *d;
+	unsigned id;
+	pthread_t thread;
+	struct isc_session *s;
+	struct io_uring ring;
+	struct ublksrv_io_desc *descs;
+	struct tag *tags;
+	unsigned busy, aborted;
+	int wake_fd;
+	bool relogin_pending;
+	struct __kernel_timespec relogin_ts;
+	_Atomic int state;         /* enum path_state, for the state file */
+	_Atomic unsigned reconnects;
+	int err;                   /* setup: 0 or why the queue could not start */
+	char errmsg[300];
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool ready;
+};
+
+struct map_dev {
+	struct isc_url u;
+	struct isc_options o;
+	struct map_opts mo;
+	struct lun_info li;
+	uint32_t dev_id;
+	int cdev;
+	unsigned max_io;
+	struct queue *qs;
+	_Atomic bool stopping;     /* no new logins, no re-arming */
+	_Atomic bool dev_stopped;  /* STOP_DEV has returned: queues exit once idle */
+	_Atomic unsigned running;  /* queue threads still serving */
+};
+
+static char url_str[600];
+
+static void state_path(uint32_t dev_id, char *p, size_t n)
+{
+	snprintf(p, n, MAP_STATE_DIR "/ublkb%u.json", dev_id);
+}
+
+static int mkdirs(void)
+{
+	if (mkdir("/run/isert", 0755) && errno != EEXIST)
+		return -errno;
+	if (mkdir(MAP_STATE_DIR, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static json_object *map_json(struct map_dev *d)
+{
+	char dev[32];
+	snprintf(dev, sizeof(dev), "/dev/ublkb%u", d->dev_id);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "device", json_object_new_string(dev));
+	json_object_object_add(o, "dev_id", json_object_new_int64(d->dev_id));
+	json_object_object_add(o, "pid", json_object_new_int64(getpid()));
+	json_object_object_add(o, "url", json_object_new_string(url_str));
+	json_object_object_add(o, "transport", json_object_new_string(d->u.iser ? "iser" : "tcp"));
+	json_object_object_add(o, "lun_id", json_object_new_string(d->li.id));
+	json_object_object_add(o, "block_size", json_object_new_int64(d->li.block_size));
+	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)(d->li.blocks * d->li.block_size)));
+	json_object_object_add(o, "read_only", json_object_new_boolean(d->li.read_only));
+	json_object_object_add(o, "queues", json_object_new_int64(d->mo.queues));
+	json_object_object_add(o, "depth", json_object_new_int64(d->mo.depth));
+	json_object_object_add(o, "timeout_s", json_object_new_int64(d->mo.timeout_s));
+	json_object *paths = json_object_new_array();
+	for (unsigned i = 0; i < d->mo.queues; i++) {
+		json_object *p = json_object_new_object();
+		json_object_object_add(p, "queue", json_object_new_int64(i));
+		json_object_object_add(p, "state",
+				       json_object_new_string(path_state_str[atomic_load(&d->qs[i].state)]));
+		json_object_object_add(p, "reconnects", json_object_new_int64(atomic_load(&d->qs[i].reconnects)));
+		json_object_array_add(paths, p);
+	}
+	json_object_object_add(o, "paths", paths);
+	return o;
+}
+
+/* Written to a temporary name and renamed: a reader never sees half a file. */
+static void state_write(struct map_dev *d)
+{
+	char p[128], tmp[160];
+	state_path(d->dev_id, p, sizeof(p));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	json_object *o = map_json(d);
+	if (json_object_to_file_ext(tmp, o, JSON_C_TO_STRING_PRETTY) == 0)
+		rename(tmp, p);
+	json_object_put(o);
+}
+
+/* ---- what the LUN offers ---- */
+
+static void hex(const uint8_t *p, unsigned n, char *out, size_t outlen)
+{
+	size_t k = 0;
+	for (unsigned i = 0; i < n && k + 3 <= outlen; i++)
+		k += (size_t)snprintf(out + k, outlen - k, "%02x", p[i]);
+}
+
+static int probe_lun(struct isc_session *s, uint64_t lun, struct lun_info *li)
+{
+	struct isc_result r;
+	int rc = 0;
+	/* A new nexus starts with unit attentions (power on, reset): clear them. */
+	for (int i = 0; i < UA_RETRIES; i++) {
+		rc = isc_tur_sync(s, lun, &r);
+		if (rc != -EIO || !r.sense.valid || r.sense.key != 6)
+			break;
+	}
+	struct isc_capacity cap;
+	uint8_t rc16[32] = { 0 };
+	struct isc_cmd c;
+	isc_cmd_readcap16(&c, lun, rc16, sizeof(rc16));
+	rc = isc_submit_sync(s, &c, &r);
+	if (!rc && isc_parse_readcap16(rc16, sizeof(rc16), &cap))
+		rc = -EPROTO;
+	if (rc)
+		return rc;
+	if (cap.block_size < 512 || cap.block_size > 4096 || (cap.block_size & (cap.block_size - 1)) ||
+	    !cap.blocks) {
+		fprintf(stderr, "iseradm map: the LUN reports %" PRIu64 " blocks of %u bytes; ublk takes 512 to "
+			"4096-byte blocks\n", cap.blocks, cap.block_size);
+		return -EINVAL;
+	}
+	li->blocks = cap.blocks;
+	li->block_size = cap.block_size;
+	li->phys_shift = rc16[13] & 0x0f; /* LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT */
+	if (li->phys_shift > 3 || (cap.block_size << li->phys_shift) > 4096)
+		li->phys_shift = 0;
+	/* MODE SENSE(6), caching page: WP and DPOFUA in the header, WCE in the page. */
+	uint8_t ms[64] = { 0 };
+	c = (struct isc_cmd){ .lun = lun, .cdb = { 0x1a, 0x08, 0x08, 0, sizeof(ms), 0 }, .cdb_len = 6,
+			      .dir = ISC_DIR_READ, .data = ms, .len = sizeof(ms) };
+	if (isc_submit_sync(s, &c, &r) == 0) {
+		li->read_only = ms[2] & 0x80;
+		li->fua = ms[2] & 0x10;
+		unsigned off = 4 + ms[3];
+		if (off + 3 <= sizeof(ms) && (ms[off] & 0x3f) == 0x08)
+			li->wce = ms[off + 2] & 0x04;
+	}
+	uint8_t vpd[256];
+	memset(vpd, 0, sizeof(vpd));
+	if (isc_vpd_sync(s, lun, 0xb0, vpd, sizeof(vpd), NULL) == 0 && vpd[1] == 0xb0) {
+		li->max_xfer_blocks = be32toh(*(uint32_t *)&vpd[8]);
+		li->max_unmap_blocks = be32toh(*(uint32_t *)&vpd[20]);
+		uint64_t ws = be64toh(*(uint64_t *)&vpd[36]);
+		li->max_ws_blocks = ws > UINT32_MAX ? UINT32_MAX : (uint32_t)ws;
+	}
+	memset(vpd, 0, sizeof(vpd));
+	if (cap.thin && isc_vpd_sync(s, lun, 0xb2, vpd, sizeof(vpd), NULL) == 0 && vpd[1] == 0xb2) {
+		li->unmap = vpd[5] & 0x80;     /* LBPU */
+		li->write_same = vpd[5] & 0x40; /* LBPWS */
+	}
+	if (li->max_ws_blocks)
+		li->write_same = true; /* WRITE SAME without UNMAP: any LU with a limit */
+	memset(vpd, 0, sizeof(vpd));
+	if (isc_vpd_sync(s, lun, 0x83, vpd, sizeof(vpd), NULL) == 0 && vpd[1] == 0x83) {
+		unsigned len = 4 + (unsigned)(vpd[2] << 8 | vpd[3]);
+		for (unsigned i = 4; i + 4 <= len && i + 4 <= sizeof(vpd);) {
+			unsigned dl = vpd[i + 3], type = vpd[i + 1] & 0x0f, assoc = (vpd[i + 1] >> 4) & 3;
+			if (i + 4 + dl > sizeof(vpd))
+				break;
+			if (assoc == 0 && (type == 3 || type == 2)) { /* NAA or EUI-64 of the LU */
+				hex(&vpd[i + 4], dl, li->id, sizeof(li->id));
+				break;
+			}
+			i += 4 + dl;
+		}
+	}
+	return 0;
+}
+
+/* ---- a queue: ublk requests to SCSI commands ---- */
+
+static void arm_poll(struct queue *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+	io_uring_prep_poll_add(sqe, isc_get_fd(q->s), POLLIN);
+	sqe->user_data = UD_POLL;
+}
+
+static void arm_wake(struct queue *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+	io_uring_prep_poll_add(sqe, q->wake_fd, POLLIN);
+	sqe->user_data = UD_WAKE;
+}
+
+static void commit(struct queue *q, struct tag *t, int32_t res)
+{
+	t->busy = false;
+	q->busy--;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+	ublk_prep_io(sqe, q->d->cdev, UBLK_IO_COMMIT_AND_FETCH_REQ, (uint16_t)q->id, t->tag, res, t->buf);
+}
+
+static void start_io(struct queue *q, struct tag *t);
+
+static void io_done(struct isc_session *s, const struct isc_result *r, void *arg)
+{
+	(void)s;
+	struct tag *t = arg;
+	struct queue *q = t->q;
+	const struct ublksrv_io_desc *iod = &q->descs[t->tag];
+	if (r->err == -EIO && r->sense.valid && r->sense.key == 6 && t->ua_left && !atomic_load(&q->d->stopping)) {
+		t->ua_left--; /* a unit attention (reset, capacity or LUN changes): the command did not run */
+		start_io(q, t);
+		return;
+	}
+	if (r->err == -ECONNRESET)
+		atomic_store(&q->state, PATH_FAILED);
+	int32_t res;
+	if (r->err == 0)
+		res = ublksrv_get_op(iod) <= UBLK_IO_OP_WRITE ? (int32_t)((uint64_t)iod->nr_sectors << 9) : 0;
+	else if (r->err == -EIO && r->sense.valid && r->sense.key == 5 && r->sense.asc == 0x20)
+		res = -EOPNOTSUPP; /* INVALID COMMAND OPERATION CODE */
+	else if (r->err == -EIO && r->sense.valid && r->sense.key == 7)
+		res = -EROFS;      /* DATA PROTECT */
+	else
+		res = -EIO;
+	commit(q, t, res);
+}
+
+static void start_io(struct queue *q, struct tag *t)
+{
+	struct map_dev *d = q->d;
+	const struct ublksrv_io_desc *iod = &q->descs[t->tag];
+	uint32_t bs = d->li.block_size;
+	uint64_t lba = (iod->start_sector << 9) / bs;
+	uint32_t blocks = (uint32_t)(((uint64_t)iod->nr_sectors << 9) / bs);
+	uint64_t lun = d->u.lun;
+	struct isc_cmd c;
+	switch (ublksrv_get_op(iod)) {
+	case UBLK_IO_OP_READ:
+		isc_cmd_read16(&c, lun, lba, blocks, bs, t->buf);
+		break;
+	case UBLK_IO_OP_WRITE:
+		isc_cmd_write16(&c, lun, lba, blocks, bs, t->buf, iod->op_flags & UBLK_IO_F_FUA);
+		break;
+	case UBLK_IO_OP_FLUSH:
+		isc_cmd_sync_cache16(&c, lun, 0, 0);
+		break;
+	case UBLK_IO_OP_DISCARD: {
+		struct isc_range rg = { lba, blocks };
+		if (isc_cmd_unmap(&c, lun, &rg, 1, t->buf, 24)) {
+			commit(q, t, -EINVAL);
+			return;
+		}
+		break;
+	}
+	case UBLK_IO_OP_WRITE_ZEROES:
+		/* The buffer's first block is zeroes; no UNMAP bit: reads after it must return zeroes. */
+		memset(t->buf, 0, bs);
+		isc_cmd_write_same16(&c, lun, lba, blocks, t->buf, bs, false);
+		break;
+	default:
+		commit(q, t, -EOPNOTSUPP);
+		return;
+	}
+	if (!isc_submit(q->s, &c, io_done, t)) {
+		/* Not logged in and not reconnecting: the replacement timeout has passed. */
+		atomic_store(&q->state, PATH_FAILED);
+		commit(q, t, -EIO);
+	}
+}
+
+static void on_fetch(struct queue *q, struct io_uring_cqe *cqe)
+{
+	struct tag *t = &q->tags[cqe->user_data];
+	if (cqe->res != UBLK_IO_RES_OK) {
+		/* UBLK_IO_RES_ABORT: the device is going away; the tag is not fetched again. */
+		q->aborted++;
+		return;
+	}
+	t->busy = true;
+	q->busy++;
+	t->ua_left = UA_RETRIES;
+	start_io(q, t);
+}
+
+static void relogin_done(struct isc_session *s, int err, void *arg)
+{
+	(void)s;
+	struct queue *q = arg;
+	q->relogin_pending = false;
+	if (!err) {
+		atomic_store(&q->state, PATH_UP);
+		atomic_fetch_add(&q->reconnects, 1);
+	}
+}
+
+/* Every few seconds while the session has given up: try to log in again. */
+static void relogin_tick(struct queue *q)
+{
+	if (!atomic_load(&q->d->stopping) && atomic_load(&q->state) == PATH_FAILED && !isc_logged_in(q->s) &&
+	    !q->relogin_pending) {
+		const struct isc_url *u = &q->d->u;
+		if (isc_connect_async(q->s, u->host, u->port, u->target, relogin_done, q) == 0)
+			q->relogin_pending = true;
+	}
+	q->relogin_ts = (struct __kernel_timespec){ .tv_sec = RELOGIN_EVERY_S };
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+	io_uring_prep_timeout(sqe, &q->relogin_ts, 0, 0);
+	sqe->user_data = UD_TIMER;
+}
+
+static void update_state(struct queue *q)
+{
+	int st = atomic_load(&q->state);
+	if (isc_logged_in(q->s)) {
+		if (st != PATH_UP)
+			atomic_store(&q->state, PATH_UP);
+		struct isc_params p;
+		if (isc_get_params(q->s, &p) == 0 && p.reconnects > atomic_load(&q->reconnects))
+			atomic_store(&q->reconnects, p.reconnects);
+	} else if (st == PATH_UP) {
+		atomic_store(&q->state, PATH_RECONNECTING);
+	}
+}
+
+static void queue_setup_done(struct queue *q, int err)
+{
+	pthread_mutex_lock(&q->lock);
+	q->err = err;
+	q->ready = true;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+static void *queue_main(void *arg)
+{
+	struct queue *q = arg;
+	struct map_dev *d = q->d;
+	int rc;
+	q->s = isc_session_new(&d->o);
+	if (!q->s) {
+		snprintf(q->errmsg, sizeof(q->errmsg), "cannot create a session: %s", strerror(errno));
+		queue_setup_done(q, -errno);
+		return NULL;
+	}
+	rc = isc_connect_url(q->s, &d->u);
+	if (rc) {
+		snprintf(q->errmsg, sizeof(q->errmsg), "%s", isc_errmsg(q->s));
+		goto fail;
+	}
+	struct isc_result r;
+	for (int i = 0; i < UA_RETRIES; i++)
+		if (isc_tur_sync(q->s, d->u.lun, &r) != -EIO || !r.sense.valid || r.sense.key != 6)
+			break;
+	atomic_store(&q->state, PATH_UP);
+	rc = io_uring_queue_init(2 * d->mo.depth + 8, &q->ring, 0);
+	if (rc) {
+		snprintf(q->errmsg, sizeof(q->errmsg), "io_uring: %s", strerror(-rc));
+		goto fail;
+	}
+	size_t dlen = ublk_desc_len(d->mo.depth);
+	q->descs = mmap(NULL, dlen, PROT_READ, MAP_SHARED | MAP_POPULATE, d->cdev, ublk_desc_offset(q->id));
+	if (q->descs == MAP_FAILED) {
+		rc = -errno;
+		q->descs = NULL;
+		snprintf(q->errmsg, sizeof(q->errmsg), "mmap of the queue's descriptors: %s", strerror(-rc));
+		goto fail_ring;
+	}
+	q->tags = calloc(d->mo.depth, sizeof(*q->tags));
+	if (!q->tags) {
+		rc = -ENOMEM;
+		goto fail_ring;
+	}
+	for (unsigned i = 0; i < d->mo.depth; i++) {
+		q->tags[i] = (struct tag){ .q = q, .tag = (uint16_t)i, .buf = isc_buf_alloc(q->s, d->max_io) };
+		if (!q->tags[i].buf) {
+			rc = -ENOMEM;
+			snprintf(q->errmsg, sizeof(q->errmsg), "%u I/O buffers of %u KiB: %s", d->mo.depth,
+				 d->max_io >> 10, strerror(ENOMEM));
+			goto fail_ring;
+		}
+		ublk_prep_io(io_uring_get_sqe(&q->ring), d->cdev, UBLK_IO_FETCH_REQ, (uint16_t)q->id, (uint16_t)i, 0,
+			     q->tags[i].buf);
+	}
+	arm_poll(q);
+	arm_wake(q);
+	relogin_tick(q);
+	rc = io_uring_submit(&q->ring);
+	if (rc < 0) {
+		snprintf(q->errmsg, sizeof(q->errmsg), "submitting the queue's fetch commands: %s", strerror(-rc));
+		goto fail_ring;
+	}
+	queue_setup_done(q, 0);
+
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* Serve until the device is stopped and nothing is ours, or every tag was aborted. */
+	while (q->aborted < d->mo.depth && !(atomic_load(&d->dev_stopped) && !q->busy)) {
+		rc = io_uring_submit_and_wait(&q->ring, 1);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+			break;
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+		bool service = false;
+		io_uring_for_each_cqe(&q->ring, head, cqe) {
+			n++;
+			switch (cqe->user_data) {
+			case UD_POLL: service = true; break;
+			case UD_WAKE: {
+				uint64_t v;
+				if (read(q->wake_fd, &v, sizeof(v)) < 0) {
+					/* nothing to drain */
+				}
+				arm_wake(q);
+				break;
+			}
+			case UD_TIMER:
+				if (!atomic_load(&d->stopping))
+					relogin_tick(q);
+				break;
+			default:
+				on_fetch(q, cqe);
+			}
+		}
+		io_uring_cq_advance(&q->ring, n);
+		/* Service after every batch: submissions may have left work in the session's loop. */
+		isc_service(q->s, service ? POLLIN : 0);
+		if (service)
+			arm_poll(q);
+		update_state(q);
+	}
+	atomic_store(&q->state, PATH_CLOSED);
+	if (isc_logged_in(q->s))
+		isc_logout(q->s);
+	isc_session_free(q->s);
+	q->s = NULL;
+	munmap(q->descs, dlen);
+	io_uring_queue_exit(&q->ring);
+	free(q->tags);
+	atomic_fetch_sub(&d->running, 1);
+	return NULL;
+
+fail_ring:
+	if (q->descs)
+		munmap(q->descs, ublk_desc_len(d->mo.depth));
+	io_uring_queue_exit(&q->ring);
+	free(q->tags);
+	q->tags = NULL;
+fail:
+	isc_session_free(q->s);
+	q->s = NULL;
+	queue_setup_done(q, rc ? rc : -EIO);
+	return NULL;
+}
+
+/* ---- the device ---- */
+
+void map_opts_default(struct map_opts *mo)
+{
+	*mo = (struct map_opts){ .queues = 1, .depth = 64, .max_io_kib = 512, .timeout_s = 120 };
+}
+
+static unsigned ilog2u(uint32_t v)
+{
+	unsigned s = 0;
+	while (v > 1) {
+		v >>= 1;
+		s++;
+	}
+	return s;
+}
+
+static int set_params(struct ublk_ctrl *c, struct map_dev *d)
+{
+	const struct lun_info *li = &d->li;
+	struct ublk_params p = { .len = sizeof(p), .types = UBLK_PARAM_TYPE_BASIC };
+	p.basic.logical_bs_shift = (uint8_t)ilog2u(li->block_size);
+	p.basic.physical_bs_shift = (uint8_t)(p.basic.logical_bs_shift + li->phys_shift);
+	p.basic.io_min_shift = p.basic.physical_bs_shift;
+	p.basic.io_opt_shift = p.basic.physical_bs_shift;
+	p.basic.max_sectors = d->max_io >> 9;
+	p.basic.dev_sectors = li->blocks * li->block_size >> 9;
+	if (li->read_only)
+		p.basic.attrs |= UBLK_ATTR_READ_ONLY;
+	if (li->wce)
+		p.basic.attrs |= UBLK_ATTR_VOLATILE_CACHE | (li->fua ? UBLK_ATTR_FUA : 0);
+	if ((li->unmap || li->write_same) && !li->read_only) {
+		uint32_t spb = li->block_size >> 9;
+		uint64_t ws = li->max_ws_blocks ? li->max_ws_blocks : 65535;
+		uint64_t um = li->max_unmap_blocks && li->max_unmap_blocks != UINT32_MAX ? li->max_unmap_blocks
+											    : (1u << 22);
+		p.types |= UBLK_PARAM_TYPE_DISCARD;
+		p.discard.discard_granularity = li->block_size;
+		p.discard.max_discard_segments = 1;
+		p.discard.max_discard_sectors = li->unmap ? (uint32_t)(um * spb > UINT32_MAX >> 1 ? UINT32_MAX >> 1
+												 : um * spb)
+							  : 0;
+		p.discard.max_write_zeroes_sectors =
+			li->write_same ? (uint32_t)(ws * spb > UINT32_MAX >> 1 ? UINT32_MAX >> 1 : ws * spb) : 0;
+	}
+	return ublk_ctrl_cmd(c, UBLK_CMD_SET_PARAMS, d->dev_id, &p, sizeof(p), 0);
+}
+
+static int open_cdev(uint32_t dev_id)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/dev/ublkc%u", dev_id);
+	/* devtmpfs creates the node as the driver adds it; udev may still be changing it. */
+	for (int i = 0; i < 100; i++) {
+		int fd = open(p, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT)
+			return fd >= 0 ? fd : -errno;
+		usleep(50000);
+	}
+	return -ENOENT;
+}
+
+/* DEL_DEV waits until nobody holds /dev/ublkcN open or mapped: close it first. */
+static void remove_dev(struct ublk_ctrl *c, uint32_t dev_id)
+{
+	ublk_ctrl_cmd(c, UBLK_CMD_STOP_DEV, dev_id, NULL, 0, 0);
+	ublk_ctrl_cmd(c, UBLK_CMD_DEL_DEV, dev_id, NULL, 0, 0);
+	char p[128];
+	state_path(dev_id, p, sizeof(p));
+	unlink(p);
+}
+
+static void wake_queues(struct map_dev *d)
+{
+	uint64_t one = 1;
+	for (unsigned i = 0; i < d->mo.queues; i++)
+		if (d->qs[i].wake_fd >= 0 && write(d->qs[i].wake_fd, &one, sizeof(one)) < 0) {
+			/* the queue sees `stopping` at its next event anyway */
+		}
+}
+
+/* --daemon: the parent waits for the child to say the device is up, prints, exits. */
+static int report_fd = -1;
+
+static void report(int err, const char *line)
+{
+	if (report_fd < 0)
+		return;
+	char buf[256];
+	int n = snprintf(buf, sizeof(buf), "%d %s", err, line);
+	if (write(report_fd, buf, (size_t)n) < 0) {
+		/* the parent is gone: nobody to tell */
+	}
+	close(report_fd);
+	report_fd = -1;
+}
+
+static int daemonize(void)
+{
+	int p[2];
+	if (pipe(p))
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		char buf[256] = { 0 };
+		ssize_t n = 0, k;
+		while ((k = read(p[0], buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
+			n += k;
+		int err = -EIO;
+		char *line = NULL;
+		if (n > 0) {
+			err = (int)strtol(buf, &line, 10);
+			if (line && *line == ' ')
+				line++;
+		}
+		if (err == 0 && line)
+			printf("%s\n", line);
+		fflush(stdout);
+		_exit(n > 0 && err == 0 ? 0 : 6);
+	}
+	close(p[0]);
+	report_fd = p[1];
+	setsid();
+	return 0;
+}
+
+int map_run(const struct isc_url *u, const struct isc_options *o, const struct map_opts *mo)
+{
+	struct map_dev *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->u = *u;
+	d->o = *o;
+	d->mo = *mo;
+	d->cdev = -1;
+	d->o.reconnect_timeout_s = mo->timeout_s;
+	d->o.iser = u->iser;
+	if (!d->o.nop_interval_s) {
+		d->o.nop_interval_s = 5; /* notice a dead target without waiting for I/O */
+		d->o.nop_timeout_s = 5;
+	}
+	snprintf(url_str, sizeof(url_str), "%s://%s:%u/%s/%" PRIu64, u->iser ? "iser" : "iscsi", u->host, u->port,
+		 u->target, u->lun);
+	int rc;
+	struct ublk_ctrl c = { .fd = -1 };
+	if (mo->daemon && (rc = daemonize()) < 0) {
+		fprintf(stderr, "iseradm map: cannot detach: %s\n", strerror(-rc));
+		free(d);
+		return rc;
+	}
+
+	/* SIGINT/SIGTERM/SIGHUP are taken by sigtimedwait below (the threads inherit the mask). */
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &ss, NULL);
+
+	struct isc_session *ps = isc_session_new(&d->o);
+	if (!ps) {
+		rc = -errno;
+		goto out;
+	}
+	rc = isc_connect_url(ps, u);
+	if (!rc)
+		rc = probe_lun(ps, u->lun, &d->li);
+	if (rc) {
+		fprintf(stderr, "iseradm map: %s: %s\n", url_str, isc_errmsg(ps));
+		isc_session_free(ps);
+		goto out;
+	}
+	isc_logout(ps);
+	isc_session_free(ps);
+
+	d->max_io = mo->max_io_kib << 10;
+	if (d->li.max_xfer_blocks && (uint64_t)d->li.max_xfer_blocks * d->li.block_size < d->max_io)
+		d->max_io = d->li.max_xfer_blocks * d->li.block_size;
+	if (d->max_io < 4096)
+		d->max_io = 4096;
+
+	rc = ublk_ctrl_open(&c);
+	if (rc) {
+		fprintf(stderr, "iseradm map: %s: %s%s\n", UBLK_CONTROL, strerror(-rc),
+			rc == -ENOENT ? " (load the ublk_drv module: modprobe ublk_drv)" : "");
+		goto out;
+	}
+	struct ublksrv_ctrl_dev_info info = {
+		.nr_hw_queues = (uint16_t)mo->queues,
+		.queue_depth = (uint16_t)mo->depth,
+		.max_io_buf_bytes = d->max_io,
+		.dev_id = UBLK_DEV_NEW,
+		.ublksrv_pid = getpid(),
+	};
+	rc = ublk_ctrl_cmd(&c, UBLK_CMD_ADD_DEV, UBLK_DEV_NEW, &info, sizeof(info), 0);
+	if (rc < 0) {
+		fprintf(stderr, "iseradm map: adding a ublk device (%u queues of depth %u): %s%s\n", mo->queues,
+			mo->depth, strerror(-rc), rc == -EINVAL ? " (--queues at most the number of CPUs)" : "");
+		goto out;
+	}
+	d->dev_id = info.dev_id;
+	rc = set_params(&c, d);
+	if (rc < 0) {
+		fprintf(stderr, "iseradm map: setting the device's parameters: %s\n", strerror(-rc));
+		goto out_del;
+	}
+	d->cdev = open_cdev(d->dev_id);
+	if (d->cdev < 0) {
+		rc = d->cdev;
+		fprintf(stderr, "iseradm map: /dev/ublkc%u: %s\n", d->dev_id, strerror(-rc));
+		goto out_del;
+	}
+
+	d->qs = calloc(mo->queues, sizeof(*d->qs));
+	if (!d->qs) {
+		rc = -ENOMEM;
+		goto out_del;
+	}
+	unsigned started = 0;
+	rc = 0;
+	for (unsigned i = 0; i < mo->queues; i++) {
+		struct queue *q = &d->qs[i];
+		q->d = d;
+		q->id = i;
+		q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		pthread_mutex_init(&q->lock, NULL);
+		pthread_cond_init(&q->cond, NULL);
+		atomic_fetch_add(&d->running, 1);
+		if (pthread_create(&q->thread, NULL, queue_main, q)) {
+			atomic_fetch_sub(&d->running, 1);
+			rc = -EAGAIN;
+			break;
+		}
+		started++;
+	}
+	for (unsigned i = 0; i < started; i++) {
+		struct queue *q = &d->qs[i];
+		pthread_mutex_lock(&q->lock);
+		while (!q->ready)
+			pthread_cond_wait(&q->cond, &q->lock);
+		pthread_mutex_unlock(&q->lock);
+		if (q->err && !rc) {
+			rc = q->err;
+			fprintf(stderr, "iseradm map: queue %u: %s\n", i, q->errmsg);
+		}
+	}
+	if (!rc) {
+		/* Waits until every queue has fetched all its tags. */
+		rc = ublk_ctrl_cmd(&c, UBLK_CMD_START_DEV, d->dev_id, NULL, 0, (uint64_t)getpid());
+		if (rc < 0)
+			fprintf(stderr, "iseradm map: starting /dev/ublkb%u: %s\n", d->dev_id, strerror(-rc));
+	}
+	if (rc < 0) {
+		atomic_store(&d->stopping, true);
+		atomic_store(&d->dev_stopped, true);
+		wake_queues(d);
+		for (unsigned i = 0; i < started; i++)
+			pthread_join(d->qs[i].thread, NULL);
+		goto out_del;
+	}
+
+	int mk = mkdirs();
+	if (mk)
+		fprintf(stderr, "iseradm map: %s: %s (iseradm maps will not list the device)\n", MAP_STATE_DIR,
+			strerror(-mk));
+	state_write(d);
+	char line[200];
+	if (mo->json) {
+		json_object *jo = map_json(d);
+		snprintf(line, sizeof(line), "%s", json_object_to_json_string_ext(jo, JSON_C_TO_STRING_PLAIN));
+		json_object_put(jo);
+	} else {
+		snprintf(line, sizeof(line), "/dev/ublkb%u", d->dev_id);
+	}
+	if (mo->daemon) {
+		report(0, line);
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			close(null);
+		}
+	} else {
+		printf("%s\n", line);
+		fflush(stdout);
+	}
+
+	/* Until told to stop (or the device is removed under us): keep the state file current. */
+	struct timespec tick = { .tv_sec = 1 };
+	char last[1024] = "";
+	while (atomic_load(&d->running) == mo->queues) {
+		if (sigtimedwait(&ss, NULL, &tick) > 0)
+			break;
+		json_object *jo = json_object_new_array();
+		for (unsigned i = 0; i < mo->queues; i++) {
+			json_object_array_add(jo, json_object_new_int(atomic_load(&d->qs[i].state)));
+			json_object_array_add(jo, json_object_new_int((int)atomic_load(&d->qs[i].reconnects)));
+		}
+		const char *now = json_object_to_json_string(jo);
+		if (strcmp(now, last)) {
+			snprintf(last, sizeof(last), "%s", now);
+			state_write(d);
+		}
+		json_object_put(jo);
+	}
+	/* The queues serve what is in flight until STOP_DEV returns (it drains the device). */
+	atomic_store(&d->stopping, true);
+	wake_queues(d);
+	ublk_ctrl_cmd(&c, UBLK_CMD_STOP_DEV, d->dev_id, NULL, 0, 0);
+	atomic_store(&d->dev_stopped, true);
+	wake_queues(d);
+	for (unsigned i = 0; i < mo->queues; i++)
+		pthread_join(d->qs[i].thread, NULL);
+	rc = 0;
+out_del:
+	if (d->cdev >= 0)
+		close(d->cdev);
+	d->cdev = -1;
+	remove_dev(&c, d->dev_id);
+out:
+	if (rc < 0)
+		report(rc, "");
+	if (d->qs)
+		for (unsigned i = 0; i < mo->queues; i++)
+			if (d->qs[i].wake_fd > 0)
+				close(d->qs[i].wake_fd);
+	free(d->qs);
+	if (d->cdev >= 0)
+		close(d->cdev);
+	ublk_ctrl_close(&c);
+	free(d);
+	return rc;
+}
+
+/* ---- unmap, maps ---- */
+
+static int parse_dev(const char *dev, uint32_t *id)
+{
+	const char *p = dev;
+	if (!strncmp(p, "/dev/", 5))
+		p += 5;
+	if (!strncmp(p, "ublkb", 5) || !strncmp(p, "ublkc", 5))
+		p += 5;
+	char *end;
+	unsigned long v = strtoul(p, &end, 10);
+	if (!*p || *end || v >= UINT32_MAX)
+		return -EINVAL;
+	*id = (uint32_t)v;
+	return 0;
+}
+
+static json_object *state_read(uint32_t id)
+{
+	char p[128];
+	state_path(id, p, sizeof(p));
+	struct stat st;
+	if (stat(p, &st) || st.st_size > 65536) /* ours are small: a big one is not ours */
+		return NULL;
+	return json_object_from_file(p);
+}
+
+static pid_t state_pid(json_object *o)
+{
+	json_object *v;
+	return o && json_object_object_get_ex(o, "pid", &v) ? (pid_t)json_object_get_int64(v) : 0;
+}
+
+static bool alive(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+int map_unmap(const char *dev, bool json)
+{
+	uint32_t id;
+	if (parse_dev(dev, &id)) {
+		fprintf(stderr, "iseradm unmap: '%s' is not a ublk device (/dev/ublkbN or N)\n", dev);
+		return -EINVAL;
+	}
+	json_object *o = state_read(id);
+	pid_t pid = state_pid(o);
+	json_object *v;
+	/* Commands waiting for a re-login hold the device until the replacement timeout. */
+	int wait_s = 30 + (o && json_object_object_get_ex(o, "timeout_s", &v) ? json_object_get_int(v) : 120);
+	json_object_put(o);
+	if (alive(pid)) {
+		/* The map process stops the device, logs out and deletes it. */
+		kill(pid, SIGTERM);
+		for (int i = 0; i < wait_s * 20 && alive(pid); i++)
+			usleep(50000);
+		if (alive(pid))
+			fprintf(stderr, "iseradm unmap: iseradm map (pid %d) did not stop within %d s; removing the "
+				"device under it\n", (int)pid, wait_s);
+	}
+	/* The process is gone (or was killed): the device may still exist. */
+	struct ublk_ctrl c = { .fd = -1 };
+	int rc = ublk_ctrl_open(&c);
+	if (rc) {
+		fprintf(stderr, "iseradm unmap: %s: %s\n", UBLK_CONTROL, strerror(-rc));
+		return rc;
+	}
+	struct ublksrv_ctrl_dev_info info;
+	rc = ublk_ctrl_cmd(&c, UBLK_CMD_GET_DEV_INFO, id, &info, sizeof(info), 0);
+	if (rc >= 0) {
+		remove_dev(&c, id);
+		rc = 0;
+	} else if (rc == -ENODEV && alive(pid) == false && pid) {
+		rc = 0; /* the map process removed it */
+	} else if (rc == -ENODEV) {
+		fprintf(stderr, "iseradm unmap: no ublk device %u\n", id);
+	} else {
+		fprintf(stderr, "iseradm unmap: ublk device %u: %s\n", id, strerror(-rc));
+	}
+	char p[128];
+	state_path(id, p, sizeof(p));
+	unlink(p);
+	ublk_ctrl_close(&c);
+	if (!rc && !json)
+		printf("Unmapped /dev/ublkb%u\n", id);
+	else if (!rc)
+		printf("{\"device\":\"/dev/ublkb%u\",\"unmapped\":true}\n", id);
+	return rc;
+}
+
+int map_list(bool json)
+{
+	json_object *all = json_object_new_array();
+	struct ublk_ctrl c = { .fd = -1 };
+	bool have_ctrl = ublk_ctrl_open(&c) == 0;
+	for (uint32_t id = 0; id < 1024; id++) {
+		json_object *o = state_read(id);
+		if (!o)
+			continue;
+		pid_t pid = state_pid(o);
+		const char *st = "mapped";
+		if (!alive(pid))
+			st = "dead: iseradm map is gone (iseradm unmap removes the device)";
+		struct ublksrv_ctrl_dev_info info;
+		if (have_ctrl && ublk_ctrl_cmd(&c, UBLK_CMD_GET_DEV_INFO, id, &info, sizeof(info), 0) == -ENODEV)
+			st = "gone: no such ublk device";
+		json_object_object_add(o, "status", json_object_new_string(st));
+		json_object_array_add(all, o);
+	}
+	ublk_ctrl_close(&c);
+	if (json) {
+		printf("%s\n", json_object_to_json_string_ext(all, JSON_C_TO_STRING_PRETTY));
+	} else {
+		size_t n = json_object_array_length(all);
+		if (!n)
+			printf("No mapped devices\n");
+		for (size_t i = 0; i < n; i++) {
+			json_object *o = json_object_array_get_idx(all, i), *v, *paths;
+#define S(k) (json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "?")
+			printf("%s  %s  %s  %s bytes, %s-byte blocks%s  pid %s  %s\n", S("device"), S("url"),
+			       S("transport"), S("bytes"), S("block_size"),
+			       json_object_object_get_ex(o, "read_only", &v) && json_object_get_boolean(v)
+				       ? ", read-only" : "",
+			       S("pid"), S("status"));
+			if (json_object_object_get_ex(o, "paths", &paths))
+				for (size_t k = 0; k < json_object_array_length(paths); k++) {
+					json_object *p = json_object_array_get_idx(paths, k);
+					json_object *qv, *sv, *rv;
+					json_object_object_get_ex(p, "queue", &qv);
+					json_object_object_get_ex(p, "state", &sv);
+					json_object_object_get_ex(p, "reconnects", &rv);
+					printf("  queue %s: %s, %s reconnects\n", json_object_get_string(qv),
+					       json_object_get_string(sv), json_object_get_string(rv));
+				}
+#undef S
+		}
+	}
+	json_object_put(all);
+	return 0;
+}

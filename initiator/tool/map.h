@@ -1,0 +1,24 @@
+/* iseradm map / unmap / maps: a LUN as a local block device through ublk. */
+#ifndef ISERADM_MAP_H
+#define ISERADM_MAP_H
+
+#include <stdbool.h>
+
+#include "isert/initiator.h"
+
+struct map_opts {
+	unsigned queues;        /* ublk queues = threads = sessions to the LUN */
+	unsigned depth;         /* ublk queue depth (tags per queue) */
+	unsigned max_io_kib;    /* largest request the block layer sends */
+	unsigned timeout_s;     /* replacement timeout: I/O waits this long for a re-login */
+	bool daemon;            /* detach once the device is up */
+	bool json;
+};
+void map_opts_default(struct map_opts *mo);
+
+/* Each prints what went wrong and returns 0 or a negative errno. */
+int map_run(const struct isc_url *u, const struct isc_options *o, const struct map_opts *mo);
+int map_unmap(const char *dev, bool json);
+int map_list(bool json);
+
+#endif
