@@ -10,9 +10,12 @@
 # isc-recovery: ABORT TASK and LOGICAL UNIT RESET with commands in flight
 # against all three; against isertd with a file LUN a reconnect after the
 # target is killed (-9) mid-workload and restarted, then the TMFs again.
+# iseradm map (ublk-map.sh): the LUN as /dev/ublkbN, used with fio and ext4,
+# against all three targets, over iSER and TCP, through a target restart.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
 source "$(dirname "$VM_LIB")/lio.sh"
+source "$(dirname "$VM_LIB")/ublk-map.sh"
 VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
 ADM="$ISERT_BUILD/initiator/iseradm --initiator-name $ISCSI_INITIATOR"
 DC="$ISERT_BUILD/tests/vm/isc-datacheck -i $ISCSI_INITIATOR"
@@ -20,6 +23,8 @@ RC="$ISERT_BUILD/tests/vm/isc-recovery -i $ISCSI_INITIATOR"
 TGTD_PID=
 TARGETS=${TARGETS:-isertd tgtd lio}   # a subset, for a quicker run by hand
 vm_cleanup_hook() {
+	local d
+	for d in /dev/ublkc*; do [ -e "$d" ] && $ADM unmap "$d" >/dev/null 2>&1; done
 	isertd_stop >/dev/null 2>&1
 	[ -n "$TGTD_PID" ] && kill $TGTD_PID 2>/dev/null
 	return 0
@@ -121,6 +126,7 @@ isertd_reconnect() {
 	sed 's/^/    /' $out
 	ok "$p isertd: reconnect over iSER: every write completed once without error, reconnects >= 1, data reads back" \
 		bash -c "[ $rc -eq 0 ] && grep -q '^# 0 failed' $out"
+	[ $p = siw ] && map_target_loss iser://$ip/$t/0 $cfg 3265
 	# The file backstore completes through io_uring, so an ABORT TASK can find
 	# the READ still executing ("function complete"); the RAM one answers inline.
 	tmf_checks "$p isertd file LUN" iser://$ip/$t/0 8m
@@ -159,6 +165,14 @@ on_isertd() {
 	ok "$p isertd: iserbench over iser://, 4 KiB-1 MiB random read/write with -v validation, no errors" \
 		iserbench_iser $p iser://$ip/$t/0
 	tmf_checks "$p isertd" iser://$ip/$t/0 8m
+	if [ $p = rxe ]; then
+		map_full "$p isertd map" iser://$ip/$t/0 iser://$ip/$t/1
+		map_short "tcp isertd map" iscsi://127.0.0.1:3262/$t/1 fs
+		map_killed iser://$ip/$t/0
+		map_recovery iser://$ip/$t/0
+	else
+		map_short "$p isertd map" iser://$ip/$t/0
+	fi
 	ok "$p isertd: survived and stops cleanly" isertd_stop
 	isertd_reconnect $p $ip
 }
@@ -191,6 +205,7 @@ on_tgtd() {
 	# as the end of those tasks and drops their buffers' registrations: the
 	# late RDMA WRITE breaks the connection.  Pool buffers stay registered.
 	tmf_checks "$p tgtd" iser://$ip/$t/1 512k --pool
+	[ $p = rxe ] && map_short "$p tgtd map" iser://$ip/$t/1 fs
 	ok "$p tgtd: survived" kill -0 $TGTD_PID
 	tgtd_stop $TGTD_PID; TGTD_PID=
 	rm -f /dev/shm/tgt-$p.img
@@ -222,6 +237,7 @@ on_lio() {
 	ok "$p LIO: data written and read back over iSER (4 KiB-8 MiB, QD 16), and over TCP" \
 		datacheck lio-$p -s 4k,128k,1m,8m --verify-url iscsi://127.0.0.1:3264/$t/0 iser://$ip/$t/0
 	tmf_checks "$p LIO" iser://$ip/$t/0 8m
+	[ $p = rxe ] && map_short "$p LIO map" iser://$ip/$t/0 fs
 	lio_iser_teardown $ip
 }
 
