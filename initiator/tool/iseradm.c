@@ -51,6 +51,8 @@ static void usage(FILE *f)
 		"  --timeout S                replacement timeout: I/O waits this long for a re-login,\n"
 		"                             then fails (default 120)\n"
 		"  --daemon                   detach once the device is up (prints the device first)\n"
+		"  --recoverable              if iseradm map dies, the device waits for --recover\n"
+		"  --recover N                take over /dev/ublkbN of a killed --recoverable map\n"
 		"exit codes: 0 ok, 1 usage, 2 cannot connect, 3 login refused, 4 auth failed,\n"
 		"            5 SCSI error, 6 other error\n");
 }
@@ -479,7 +481,7 @@ static int do_logout(const struct isc_url *u)
 int main(int argc, char **argv)
 {
 	enum { O_JSON = 256, O_NAME, O_USER, O_PASS, O_TUSER, O_TPASS, O_ALG, O_HD, O_DD, O_TARGET, O_PORTAL,
-	       O_VPD, O_HELP, O_QUEUES, O_DEPTH, O_MAXIO, O_TIMEOUT, O_DAEMON };
+	       O_VPD, O_HELP, O_QUEUES, O_DEPTH, O_MAXIO, O_TIMEOUT, O_DAEMON, O_RECOVERABLE, O_RECOVER };
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, O_JSON },
 		{ "initiator-name", required_argument, NULL, O_NAME },
@@ -499,6 +501,8 @@ int main(int argc, char **argv)
 		{ "max-io", required_argument, NULL, O_MAXIO },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "daemon", no_argument, NULL, O_DAEMON },
+		{ "recoverable", no_argument, NULL, O_RECOVERABLE },
+		{ "recover", required_argument, NULL, O_RECOVER },
 		{ 0 },
 	};
 	isc_options_default(&opts);
@@ -545,6 +549,14 @@ int main(int argc, char **argv)
 				return EX_USAGE;
 			break;
 		case O_DAEMON: mo.daemon = true; break;
+		case O_RECOVERABLE: mo.recoverable = true; break;
+		case O_RECOVER: {
+			unsigned id;
+			if (parse_uint("--recover", optarg, 0, 1u << 20, &id))
+				return EX_USAGE;
+			mo.recover_id = (int)id;
+			break;
+		}
 		case 'h':
 		case O_HELP: usage(stdout); return EX_OK;
 		default: usage(stderr); return EX_USAGE;

@@ -528,7 +528,7 @@ fail:
 
 void map_opts_default(struct map_opts *mo)
 {
-	*mo = (struct map_opts){ .queues = 1, .depth = 64, .max_io_kib = 512, .timeout_s = 120 };
+	*mo = (struct map_opts){ .queues = 1, .depth = 64, .max_io_kib = 512, .timeout_s = 120, .recover_id = -1 };
 }
 
 static unsigned ilog2u(uint32_t v)
@@ -603,6 +603,47 @@ static void wake_queues(struct map_dev *d)
 		if (d->qs[i].wake_fd >= 0 && write(d->qs[i].wake_fd, &one, sizeof(one)) < 0) {
 			/* the queue sees `stopping` at its next event anyway */
 		}
+}
+
+/*
+ * --recover N: the device of a killed `iseradm map --recoverable` keeps its
+ * geometry and queues; its I/O waits in the kernel.  Take it over with the
+ * same LUN (same capacity and block size).
+ */
+static int recover_start(struct ublk_ctrl *c, struct map_dev *d)
+{
+	struct ublksrv_ctrl_dev_info info;
+	d->dev_id = (uint32_t)d->mo.recover_id;
+	int rc = ublk_ctrl_cmd(c, UBLK_CMD_GET_DEV_INFO, d->dev_id, &info, sizeof(info), 0);
+	if (rc < 0) {
+		fprintf(stderr, "iseradm map --recover: ublk device %u: %s\n", d->dev_id, strerror(-rc));
+		return rc;
+	}
+	if (!(info.flags & UBLK_F_USER_RECOVERY)) {
+		fprintf(stderr, "iseradm map --recover: /dev/ublkb%u was not mapped with --recoverable\n", d->dev_id);
+		return -EINVAL;
+	}
+	struct ublk_params p = { .len = sizeof(p) };
+	rc = ublk_ctrl_cmd(c, UBLK_CMD_GET_PARAMS, d->dev_id, &p, sizeof(p), 0);
+	if (rc < 0) {
+		fprintf(stderr, "iseradm map --recover: parameters of ublk device %u: %s\n", d->dev_id, strerror(-rc));
+		return rc;
+	}
+	if (p.basic.dev_sectors != d->li.blocks * d->li.block_size >> 9 ||
+	    p.basic.logical_bs_shift != ilog2u(d->li.block_size)) {
+		fprintf(stderr, "iseradm map --recover: /dev/ublkb%u has %llu sectors of %u bytes, the LUN %" PRIu64
+			" blocks of %u bytes: not the same LUN\n", d->dev_id, (unsigned long long)p.basic.dev_sectors,
+			1u << p.basic.logical_bs_shift, d->li.blocks, d->li.block_size);
+		return -EINVAL;
+	}
+	d->mo.queues = info.nr_hw_queues;
+	d->mo.depth = info.queue_depth;
+	d->max_io = info.max_io_buf_bytes;
+	rc = ublk_ctrl_cmd(c, UBLK_CMD_START_USER_RECOVERY, d->dev_id, NULL, 0, 0);
+	if (rc < 0)
+		fprintf(stderr, "iseradm map --recover: /dev/ublkb%u: %s%s\n", d->dev_id, strerror(-rc),
+			rc == -EBUSY ? " (its iseradm map still runs?)" : "");
+	return rc;
 }
 
 /* --daemon: the parent waits for the child to say the device is up, prints, exits. */
@@ -714,24 +755,34 @@ int map_run(const struct isc_url *u, const struct isc_options *o, const struct m
 			rc == -ENOENT ? " (load the ublk_drv module: modprobe ublk_drv)" : "");
 		goto out;
 	}
-	struct ublksrv_ctrl_dev_info info = {
-		.nr_hw_queues = (uint16_t)mo->queues,
-		.queue_depth = (uint16_t)mo->depth,
-		.max_io_buf_bytes = d->max_io,
-		.dev_id = UBLK_DEV_NEW,
-		.ublksrv_pid = getpid(),
-	};
-	rc = ublk_ctrl_cmd(&c, UBLK_CMD_ADD_DEV, UBLK_DEV_NEW, &info, sizeof(info), 0);
-	if (rc < 0) {
-		fprintf(stderr, "iseradm map: adding a ublk device (%u queues of depth %u): %s%s\n", mo->queues,
-			mo->depth, strerror(-rc), rc == -EINVAL ? " (--queues at most the number of CPUs)" : "");
-		goto out;
-	}
-	d->dev_id = info.dev_id;
-	rc = set_params(&c, d);
-	if (rc < 0) {
-		fprintf(stderr, "iseradm map: setting the device's parameters: %s\n", strerror(-rc));
-		goto out_del;
+	bool recover = mo->recover_id >= 0;
+	if (recover) {
+		rc = recover_start(&c, d);
+		if (rc < 0)
+			goto out;
+	} else {
+		struct ublksrv_ctrl_dev_info info = {
+			.nr_hw_queues = (uint16_t)mo->queues,
+			.queue_depth = (uint16_t)mo->depth,
+			.max_io_buf_bytes = d->max_io,
+			.dev_id = UBLK_DEV_NEW,
+			.ublksrv_pid = getpid(),
+			/* Re-issued after recovery: requests the dead server had taken (SCSI writes repeat safely). */
+			.flags = mo->recoverable ? UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE : 0,
+		};
+		rc = ublk_ctrl_cmd(&c, UBLK_CMD_ADD_DEV, UBLK_DEV_NEW, &info, sizeof(info), 0);
+		if (rc < 0) {
+			fprintf(stderr, "iseradm map: adding a ublk device (%u queues of depth %u): %s%s\n",
+				mo->queues, mo->depth, strerror(-rc),
+				rc == -EINVAL ? " (--queues at most the number of CPUs)" : "");
+			goto out;
+		}
+		d->dev_id = info.dev_id;
+		rc = set_params(&c, d);
+		if (rc < 0) {
+			fprintf(stderr, "iseradm map: setting the device's parameters: %s\n", strerror(-rc));
+			goto out_del;
+		}
 	}
 	d->cdev = open_cdev(d->dev_id);
 	if (d->cdev < 0) {
@@ -740,14 +791,14 @@ int map_run(const struct isc_url *u, const struct isc_options *o, const struct m
 		goto out_del;
 	}
 
-	d->qs = calloc(mo->queues, sizeof(*d->qs));
+	d->qs = calloc(d->mo.queues, sizeof(*d->qs));
 	if (!d->qs) {
 		rc = -ENOMEM;
 		goto out_del;
 	}
 	unsigned started = 0;
 	rc = 0;
-	for (unsigned i = 0; i < mo->queues; i++) {
+	for (unsigned i = 0; i < d->mo.queues; i++) {
 		struct queue *q = &d->qs[i];
 		q->d = d;
 		q->id = i;
@@ -775,9 +826,11 @@ int map_run(const struct isc_url *u, const struct isc_options *o, const struct m
 	}
 	if (!rc) {
 		/* Waits until every queue has fetched all its tags. */
-		rc = ublk_ctrl_cmd(&c, UBLK_CMD_START_DEV, d->dev_id, NULL, 0, (uint64_t)getpid());
+		rc = ublk_ctrl_cmd(&c, recover ? UBLK_CMD_END_USER_RECOVERY : UBLK_CMD_START_DEV, d->dev_id, NULL, 0,
+				   (uint64_t)getpid());
 		if (rc < 0)
-			fprintf(stderr, "iseradm map: starting /dev/ublkb%u: %s\n", d->dev_id, strerror(-rc));
+			fprintf(stderr, "iseradm map: %s /dev/ublkb%u: %s\n", recover ? "recovering" : "starting",
+				d->dev_id, strerror(-rc));
 	}
 	if (rc < 0) {
 		atomic_store(&d->stopping, true);
@@ -785,6 +838,8 @@ int map_run(const struct isc_url *u, const struct isc_options *o, const struct m
 		wake_queues(d);
 		for (unsigned i = 0; i < started; i++)
 			pthread_join(d->qs[i].thread, NULL);
+		if (recover)
+			goto out; /* the device stays for another try, or for unmap */
 		goto out_del;
 	}
 
@@ -818,11 +873,11 @@ int map_run(const struct isc_url *u, const struct isc_options *o, const struct m
 	/* Until told to stop (or the device is removed under us): keep the state file current. */
 	struct timespec tick = { .tv_sec = 1 };
 	char last[1024] = "";
-	while (atomic_load(&d->running) == mo->queues) {
+	while (atomic_load(&d->running) == d->mo.queues) {
 		if (sigtimedwait(&ss, NULL, &tick) > 0)
 			break;
 		json_object *jo = json_object_new_array();
-		for (unsigned i = 0; i < mo->queues; i++) {
+		for (unsigned i = 0; i < d->mo.queues; i++) {
 			json_object_array_add(jo, json_object_new_int(atomic_load(&d->qs[i].state)));
 			json_object_array_add(jo, json_object_new_int((int)atomic_load(&d->qs[i].reconnects)));
 		}
@@ -839,7 +894,7 @@ int map_run(const struct isc_url *u, const struct isc_options *o, const struct m
 	ublk_ctrl_cmd(&c, UBLK_CMD_STOP_DEV, d->dev_id, NULL, 0, 0);
 	atomic_store(&d->dev_stopped, true);
 	wake_queues(d);
-	for (unsigned i = 0; i < mo->queues; i++)
+	for (unsigned i = 0; i < d->mo.queues; i++)
 		pthread_join(d->qs[i].thread, NULL);
 	rc = 0;
 out_del:
@@ -851,7 +906,7 @@ out:
 	if (rc < 0)
 		report(rc, "");
 	if (d->qs)
-		for (unsigned i = 0; i < mo->queues; i++)
+		for (unsigned i = 0; i < d->mo.queues; i++)
 			if (d->qs[i].wake_fd > 0)
 				close(d->qs[i].wake_fd);
 	free(d->qs);
@@ -963,11 +1018,14 @@ int map_list(bool json)
 			continue;
 		pid_t pid = state_pid(o);
 		const char *st = "mapped";
-		if (!alive(pid))
-			st = "dead: iseradm map is gone (iseradm unmap removes the device)";
 		struct ublksrv_ctrl_dev_info info;
-		if (have_ctrl && ublk_ctrl_cmd(&c, UBLK_CMD_GET_DEV_INFO, id, &info, sizeof(info), 0) == -ENODEV)
+		int irc = have_ctrl ? ublk_ctrl_cmd(&c, UBLK_CMD_GET_DEV_INFO, id, &info, sizeof(info), 0) : -ENOENT;
+		if (irc == -ENODEV)
 			st = "gone: no such ublk device";
+		else if (!alive(pid) && irc >= 0 && (info.flags & UBLK_F_USER_RECOVERY))
+			st = "dead: its I/O waits (iseradm map --recover N URL takes over, iseradm unmap removes it)";
+		else if (!alive(pid))
+			st = "dead: iseradm map is gone (iseradm unmap removes the device)";
 		json_object_object_add(o, "status", json_object_new_string(st));
 		json_object_array_add(all, o);
 	}

@@ -12,6 +12,8 @@ struct map_opts {
 	unsigned max_io_kib;    /* largest request the block layer sends */
 	unsigned timeout_s;     /* replacement timeout: I/O waits this long for a re-login */
 	bool daemon;            /* detach once the device is up */
+	bool recoverable;       /* ublk user recovery: a killed map leaves the device for --recover */
+	int recover_id;         /* >= 0: take over this device of a killed map (its I/O waits meanwhile) */
 	bool json;
 };
 void map_opts_default(struct map_opts *mo);
