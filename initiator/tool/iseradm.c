@@ -32,7 +32,8 @@ static void usage(FILE *f)
 		"  inq URL [--vpd PAGE]       INQUIRY (standard or a VPD page in hex)\n"
 		"  readcap URL                READ CAPACITY (16)\n"
 		"  logout URL                 log in and log out cleanly (checks logout)\n"
-		"  map URL                    expose the LUN as /dev/ublkbN (ublk) until unmapped or stopped\n"
+		"  map URL [URL...]           expose the LUN as /dev/ublkbN (ublk) until unmapped or stopped;\n"
+		"                             several URLs: paths to one LU (multipath)\n"
 		"  unmap DEV                  stop a map and remove its device (/dev/ublkbN or N)\n"
 		"  maps                       list mapped devices: URL, transport, queue states\n"
 		"PORTAL: host[:port], iscsi://host[:port] or iser://host[:port] (iSER: RDMA)\n"
@@ -51,6 +52,7 @@ static void usage(FILE *f)
 		"  --timeout S                replacement timeout: I/O waits this long for a re-login,\n"
 		"                             then fails (default 120)\n"
 		"  --daemon                   detach once the device is up (prints the device first)\n"
+		"  --policy failover|round-robin   several paths: the first usable one, or each in turn\n"
 		"  --recoverable              if iseradm map dies, the device waits for --recover\n"
 		"  --recover N                take over /dev/ublkbN of a killed --recoverable map\n"
 		"exit codes: 0 ok, 1 usage, 2 cannot connect, 3 login refused, 4 auth failed,\n"
@@ -481,7 +483,7 @@ static int do_logout(const struct isc_url *u)
 int main(int argc, char **argv)
 {
 	enum { O_JSON = 256, O_NAME, O_USER, O_PASS, O_TUSER, O_TPASS, O_ALG, O_HD, O_DD, O_TARGET, O_PORTAL,
-	       O_VPD, O_HELP, O_QUEUES, O_DEPTH, O_MAXIO, O_TIMEOUT, O_DAEMON, O_RECOVERABLE, O_RECOVER };
+	       O_VPD, O_HELP, O_QUEUES, O_DEPTH, O_MAXIO, O_TIMEOUT, O_DAEMON, O_RECOVERABLE, O_RECOVER, O_POLICY };
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, O_JSON },
 		{ "initiator-name", required_argument, NULL, O_NAME },
@@ -503,6 +505,7 @@ int main(int argc, char **argv)
 		{ "daemon", no_argument, NULL, O_DAEMON },
 		{ "recoverable", no_argument, NULL, O_RECOVERABLE },
 		{ "recover", required_argument, NULL, O_RECOVER },
+		{ "policy", required_argument, NULL, O_POLICY },
 		{ 0 },
 	};
 	isc_options_default(&opts);
@@ -550,6 +553,13 @@ int main(int argc, char **argv)
 			break;
 		case O_DAEMON: mo.daemon = true; break;
 		case O_RECOVERABLE: mo.recoverable = true; break;
+		case O_POLICY:
+			if (strcmp(optarg, "failover") && strcmp(optarg, "round-robin")) {
+				fprintf(stderr, "iseradm: --policy %s: failover or round-robin\n", optarg);
+				return EX_USAGE;
+			}
+			mo.round_robin = !strcmp(optarg, "round-robin");
+			break;
 		case O_RECOVER: {
 			unsigned id;
 			if (parse_uint("--recover", optarg, 0, 1u << 20, &id))
@@ -591,15 +601,17 @@ int main(int argc, char **argv)
 			fprintf(stderr, "iseradm map: URL missing\n");
 			return EX_USAGE;
 		}
-		if (optind + 1 < argc) {
-			fprintf(stderr, "iseradm map: one URL per map (several portals of one LUN are not supported "
-				"yet)\n");
+		unsigned n = (unsigned)(argc - optind);
+		if (n > MAP_MAX_PATHS) {
+			fprintf(stderr, "iseradm map: at most %d URLs (paths) for one LUN\n", MAP_MAX_PATHS);
 			return EX_USAGE;
 		}
-		if (parse_url(arg, &u, true))
-			return EX_USAGE;
+		struct isc_url urls[MAP_MAX_PATHS];
+		for (unsigned i = 0; i < n; i++)
+			if (parse_url(argv[optind + (int)i], &urls[i], true))
+				return EX_USAGE;
 		opts.nop_interval_s = 0; /* map sets its own */
-		return exit_code(map_run(&u, &opts, &mo));
+		return exit_code(map_run(urls, n, &opts, &mo));
 	}
 	if (!strcmp(cmd, "login") && !arg && target && portal) {
 		if (parse_portal(portal, &u))

@@ -39,10 +39,10 @@
 
 #define MAP_STATE_DIR "/run/isert/maps"
 #define UA_RETRIES 8
-#define RELOGIN_EVERY_S 5
-#define UD_POLL (1ull << 32)  /* CQE of the poll on the session's fd */
+#define RELOGIN_EVERY_S 5     /* a failed path's login, a standby path's TEST UNIT READY */
+#define UD_POLL (1ull << 32)  /* | path: the poll on that path's session fd */
 #define UD_WAKE (2ull << 32)  /* the main thread asks the queue to look at `stopping` */
-#define UD_TIMER (3ull << 32) /* retry a login that gave up */
+#define UD_TICK (3ull << 32)  /* once a second: deadlines, retries */
 
 enum path_state { PATH_CONNECTING, PATH_UP, PATH_RECONNECTING, PATH_FAILED, PATH_CLOSED };
 static const char *const path_state_str[] = { "connecting", "up", "reconnecting", "failed", "closed" };
@@ -68,22 +68,35 @@ struct tag {
 	void *buf;
 	bool busy;                 /* a command of ours runs for it */
 	uint8_t ua_left;
+	int path;                  /* where its command went */
+	uint64_t deadline_ns;      /* waiting for a path: fails (EIO) after this */
+	struct tag *wnext;
+};
+
+/* One queue's session on one path (URL). */
+struct qpath {
+	struct queue *q;
+	struct isc_session *s;
+	bool relogin_pending, probing;
+	_Atomic int state;         /* enum path_state, for the state file */
+	_Atomic bool standby;      /* ALUA: the LU refused a command here (standby, unavailable, transitioning) */
+	_Atomic unsigned reconnects;
 };
 
 struct queue {
 	struct map_dev *d;
 	unsigned id;
 	pthread_t thread;
-	struct isc_session *s;
+	struct qpath p[MAP_MAX_PATHS];
+	unsigned rr;               /* round-robin: the next path to try first */
+	struct tag *wait_head, *wait_tail; /* waiting for a usable path */
 	struct io_uring ring;
 	struct ublksrv_io_desc *descs;
 	struct tag *tags;
 	unsigned busy, aborted;
 	int wake_fd;
-	bool relogin_pending;
-	struct __kernel_timespec relogin_ts;
-	_Atomic int state;         /* enum path_state, for the state file */
-	_Atomic unsigned reconnects;
+	unsigned ticks;
+	struct __kernel_timespec tick_ts;
 	int err;                   /* setup: 0 or why the queue could not start */
 	char errmsg[300];
 	pthread_mutex_t lock;
@@ -91,8 +104,14 @@ struct queue {
 	bool ready;
 };
 
-struct map_dev {
+struct map_path {
 	struct isc_url u;
+	char url[600];
+};
+
+struct map_dev {
+	struct map_path paths[MAP_MAX_PATHS];
+	unsigned npaths;
 	struct isc_options o;
 	struct map_opts mo;
 	struct lun_info li;
@@ -104,8 +123,6 @@ struct map_dev {
 	_Atomic bool dev_stopped;  /* STOP_DEV has returned: queues exit once idle */
 	_Atomic unsigned running;  /* queue threads still serving */
 };
-
-static char url_str[600];
 
 static void state_path(uint32_t dev_id, char *p, size_t n)
 {
@@ -129,8 +146,9 @@ static json_object *map_json(struct map_dev *d)
 	json_object_object_add(o, "device", json_object_new_string(dev));
 	json_object_object_add(o, "dev_id", json_object_new_int64(d->dev_id));
 	json_object_object_add(o, "pid", json_object_new_int64(getpid()));
-	json_object_object_add(o, "url", json_object_new_string(url_str));
-	json_object_object_add(o, "transport", json_object_new_string(d->u.iser ? "iser" : "tcp"));
+	json_object_object_add(o, "url", json_object_new_string(d->paths[0].url));
+	json_object_object_add(o, "transport", json_object_new_string(d->paths[0].u.iser ? "iser" : "tcp"));
+	json_object_object_add(o, "policy", json_object_new_string(d->mo.round_robin ? "round-robin" : "failover"));
 	json_object_object_add(o, "lun_id", json_object_new_string(d->li.id));
 	json_object_object_add(o, "block_size", json_object_new_int64(d->li.block_size));
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)(d->li.blocks * d->li.block_size)));
@@ -139,14 +157,20 @@ static json_object *map_json(struct map_dev *d)
 	json_object_object_add(o, "depth", json_object_new_int64(d->mo.depth));
 	json_object_object_add(o, "timeout_s", json_object_new_int64(d->mo.timeout_s));
 	json_object *paths = json_object_new_array();
-	for (unsigned i = 0; i < d->mo.queues; i++) {
-		json_object *p = json_object_new_object();
-		json_object_object_add(p, "queue", json_object_new_int64(i));
-		json_object_object_add(p, "state",
-				       json_object_new_string(path_state_str[atomic_load(&d->qs[i].state)]));
-		json_object_object_add(p, "reconnects", json_object_new_int64(atomic_load(&d->qs[i].reconnects)));
-		json_object_array_add(paths, p);
-	}
+	for (unsigned i = 0; i < d->mo.queues; i++)
+		for (unsigned k = 0; k < d->npaths; k++) {
+			const struct qpath *qp = &d->qs[i].p[k];
+			json_object *p = json_object_new_object();
+			json_object_object_add(p, "queue", json_object_new_int64(i));
+			json_object_object_add(p, "path", json_object_new_int64(k));
+			json_object_object_add(p, "url", json_object_new_string(d->paths[k].url));
+			json_object_object_add(p, "transport", json_object_new_string(d->paths[k].u.iser ? "iser" : "tcp"));
+			int st = atomic_load(&qp->state);
+			json_object_object_add(p, "state", json_object_new_string(
+				st == PATH_UP && atomic_load(&qp->standby) ? "standby" : path_state_str[st]));
+			json_object_object_add(p, "reconnects", json_object_new_int64(atomic_load(&qp->reconnects)));
+			json_object_array_add(paths, p);
+		}
 	json_object_object_add(o, "paths", paths);
 	return o;
 }
@@ -247,11 +271,18 @@ static int probe_lun(struct isc_session *s, uint64_t lun, struct lun_info *li)
 
 /* ---- a queue: ublk requests to SCSI commands ---- */
 
-static void arm_poll(struct queue *q)
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void arm_poll(struct queue *q, unsigned i)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
-	io_uring_prep_poll_add(sqe, isc_get_fd(q->s), POLLIN);
-	sqe->user_data = UD_POLL;
+	io_uring_prep_poll_add(sqe, isc_get_fd(q->p[i].s), POLLIN);
+	sqe->user_data = UD_POLL | i;
 }
 
 static void arm_wake(struct queue *q)
@@ -261,29 +292,85 @@ static void arm_wake(struct queue *q)
 	sqe->user_data = UD_WAKE;
 }
 
+static void arm_tick(struct queue *q)
+{
+	q->tick_ts = (struct __kernel_timespec){ .tv_sec = 1 };
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+	io_uring_prep_timeout(sqe, &q->tick_ts, 0, 0);
+	sqe->user_data = UD_TICK;
+}
+
 static void commit(struct queue *q, struct tag *t, int32_t res)
 {
 	t->busy = false;
+	t->deadline_ns = 0;
 	q->busy--;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
 	ublk_prep_io(sqe, q->d->cdev, UBLK_IO_COMMIT_AND_FETCH_REQ, (uint16_t)q->id, t->tag, res, t->buf);
 }
 
-static void start_io(struct queue *q, struct tag *t);
+static bool usable(const struct qpath *p)
+{
+	return atomic_load(&p->state) == PATH_UP && !atomic_load(&p->standby);
+}
+
+/* The path for the next command: the first usable one (failover) or the next in turn (round-robin). */
+static int pick_path(struct queue *q)
+{
+	unsigned n = q->d->npaths;
+	for (unsigned k = 0; k < n; k++) {
+		unsigned i = q->d->mo.round_robin ? (q->rr + k) % n : k;
+		if (usable(&q->p[i])) {
+			q->rr = i + 1;
+			return (int)i;
+		}
+	}
+	/* One path: the session itself holds commands while it logs in again, or fails them. */
+	return n == 1 ? 0 : -1;
+}
+
+static void wait_push(struct queue *q, struct tag *t)
+{
+	if (!t->deadline_ns)
+		t->deadline_ns = now_ns() + (uint64_t)q->d->mo.timeout_s * 1000000000ull;
+	t->wnext = NULL;
+	if (q->wait_tail)
+		q->wait_tail->wnext = t;
+	else
+		q->wait_head = t;
+	q->wait_tail = t;
+}
+
+static void dispatch(struct queue *q, struct tag *t);
 
 static void io_done(struct isc_session *s, const struct isc_result *r, void *arg)
 {
 	(void)s;
 	struct tag *t = arg;
 	struct queue *q = t->q;
+	struct qpath *p = &q->p[t->path];
 	const struct ublksrv_io_desc *iod = &q->descs[t->tag];
-	if (r->err == -EIO && r->sense.valid && r->sense.key == 6 && t->ua_left && !atomic_load(&q->d->stopping)) {
-		t->ua_left--; /* a unit attention (reset, capacity or LUN changes): the command did not run */
-		start_io(q, t);
+	bool stopping = atomic_load(&q->d->stopping);
+	if (r->err == -EIO && r->sense.valid && r->sense.key == 6 && t->ua_left && !stopping) {
+		t->ua_left--; /* a unit attention (reset, capacity, LUN or ALUA changes): the command did not run */
+		if (r->sense.asc == 0x2a && r->sense.ascq == 0x06)
+			for (unsigned i = 0; i < q->d->npaths; i++)
+				atomic_store(&q->p[i].standby, false); /* access states changed: try them all again */
+		dispatch(q, t);
 		return;
 	}
-	if (r->err == -ECONNRESET)
-		atomic_store(&q->state, PATH_FAILED);
+	bool lost = r->err == -ECONNRESET || r->err == -ECANCELED || r->err == -ENOTCONN;
+	/* ALUA: LOGICAL UNIT NOT ACCESSIBLE, transitioning (0Ah), standby (0Bh), unavailable (0Ch). */
+	bool refused = r->err == -EIO && r->sense.valid && r->sense.key == 2 && r->sense.asc == 0x04 &&
+		       r->sense.ascq >= 0x0a && r->sense.ascq <= 0x0c;
+	if (lost)
+		atomic_store(&p->state, PATH_FAILED);
+	if (refused)
+		atomic_store(&p->standby, true);
+	if ((lost || refused) && q->d->npaths > 1 && !stopping) {
+		dispatch(q, t); /* another path, or wait for one within the replacement timeout */
+		return;
+	}
 	int32_t res;
 	if (r->err == 0)
 		res = ublksrv_get_op(iod) <= UBLK_IO_OP_WRITE ? (int32_t)((uint64_t)iod->nr_sectors << 9) : 0;
@@ -296,14 +383,20 @@ static void io_done(struct isc_session *s, const struct isc_result *r, void *arg
 	commit(q, t, res);
 }
 
-static void start_io(struct queue *q, struct tag *t)
+static void dispatch(struct queue *q, struct tag *t)
 {
 	struct map_dev *d = q->d;
+	int pi = pick_path(q);
+	if (pi < 0) {
+		wait_push(q, t);
+		return;
+	}
+	t->path = pi;
 	const struct ublksrv_io_desc *iod = &q->descs[t->tag];
 	uint32_t bs = d->li.block_size;
 	uint64_t lba = (iod->start_sector << 9) / bs;
 	uint32_t blocks = (uint32_t)(((uint64_t)iod->nr_sectors << 9) / bs);
-	uint64_t lun = d->u.lun;
+	uint64_t lun = d->paths[pi].u.lun;
 	struct isc_cmd c;
 	switch (ublksrv_get_op(iod)) {
 	case UBLK_IO_OP_READ:
@@ -332,10 +425,44 @@ static void start_io(struct queue *q, struct tag *t)
 		commit(q, t, -EOPNOTSUPP);
 		return;
 	}
-	if (!isc_submit(q->s, &c, io_done, t)) {
-		/* Not logged in and not reconnecting: the replacement timeout has passed. */
-		atomic_store(&q->state, PATH_FAILED);
+	if (isc_submit(q->p[pi].s, &c, io_done, t))
+		return;
+	/* Not logged in and not logging in again: the path has failed. */
+	atomic_store(&q->p[pi].state, PATH_FAILED);
+	if (d->npaths > 1)
+		wait_push(q, t);
+	else
 		commit(q, t, -EIO);
+}
+
+/* Commands waiting for a path: to one that works now, or failed past their deadline. */
+static void drain_wait(struct queue *q, bool expire)
+{
+	uint64_t now = expire ? now_ns() : 0;
+	struct tag *t = q->wait_head, *keep = NULL, *keep_tail = NULL;
+	q->wait_head = q->wait_tail = NULL;
+	while (t) {
+		struct tag *next = t->wnext;
+		if (expire && now >= t->deadline_ns) {
+			commit(q, t, -EIO);
+		} else if (pick_path(q) >= 0) {
+			dispatch(q, t);
+		} else {
+			t->wnext = NULL;
+			if (keep_tail)
+				keep_tail->wnext = t;
+			else
+				keep = t;
+			keep_tail = t;
+		}
+		t = next;
+	}
+	/* dispatch() may have queued some again meanwhile: keep both. */
+	if (keep) {
+		keep_tail->wnext = q->wait_head;
+		if (!q->wait_head)
+			q->wait_tail = keep_tail;
+		q->wait_head = keep;
 	}
 }
 
@@ -350,46 +477,65 @@ static void on_fetch(struct queue *q, struct io_uring_cqe *cqe)
 	t->busy = true;
 	q->busy++;
 	t->ua_left = UA_RETRIES;
-	start_io(q, t);
+	t->deadline_ns = 0;
+	dispatch(q, t);
 }
 
 static void relogin_done(struct isc_session *s, int err, void *arg)
 {
 	(void)s;
-	struct queue *q = arg;
-	q->relogin_pending = false;
+	struct qpath *p = arg;
+	p->relogin_pending = false;
 	if (!err) {
-		atomic_store(&q->state, PATH_UP);
-		atomic_fetch_add(&q->reconnects, 1);
+		atomic_store(&p->state, PATH_UP);
+		atomic_fetch_add(&p->reconnects, 1);
 	}
 }
 
-/* Every few seconds while the session has given up: try to log in again. */
-static void relogin_tick(struct queue *q)
+static void probe_done(struct isc_session *s, const struct isc_result *r, void *arg)
 {
-	if (!atomic_load(&q->d->stopping) && atomic_load(&q->state) == PATH_FAILED && !isc_logged_in(q->s) &&
-	    !q->relogin_pending) {
-		const struct isc_url *u = &q->d->u;
-		if (isc_connect_async(q->s, u->host, u->port, u->target, relogin_done, q) == 0)
-			q->relogin_pending = true;
+	(void)s;
+	struct qpath *p = arg;
+	p->probing = false;
+	if (r->err == 0)
+		atomic_store(&p->standby, false);
+}
+
+/* Every few seconds: log in again where a session gave up; ask standby paths whether they serve again. */
+static void paths_retry(struct queue *q)
+{
+	if (atomic_load(&q->d->stopping))
+		return;
+	for (unsigned i = 0; i < q->d->npaths; i++) {
+		struct qpath *p = &q->p[i];
+		const struct isc_url *u = &q->d->paths[i].u;
+		if (atomic_load(&p->state) == PATH_FAILED && !isc_logged_in(p->s) && !p->relogin_pending) {
+			if (isc_connect_async(p->s, u->host, u->port, u->target, relogin_done, p) == 0)
+				p->relogin_pending = true;
+		} else if (atomic_load(&p->standby) && !p->probing && isc_logged_in(p->s)) {
+			struct isc_cmd c;
+			isc_cmd_tur(&c, u->lun);
+			if (isc_submit(p->s, &c, probe_done, p))
+				p->probing = true;
+		}
 	}
-	q->relogin_ts = (struct __kernel_timespec){ .tv_sec = RELOGIN_EVERY_S };
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
-	io_uring_prep_timeout(sqe, &q->relogin_ts, 0, 0);
-	sqe->user_data = UD_TIMER;
 }
 
 static void update_state(struct queue *q)
 {
-	int st = atomic_load(&q->state);
-	if (isc_logged_in(q->s)) {
-		if (st != PATH_UP)
-			atomic_store(&q->state, PATH_UP);
-		struct isc_params p;
-		if (isc_get_params(q->s, &p) == 0 && p.reconnects > atomic_load(&q->reconnects))
-			atomic_store(&q->reconnects, p.reconnects);
-	} else if (st == PATH_UP) {
-		atomic_store(&q->state, PATH_RECONNECTING);
+	for (unsigned i = 0; i < q->d->npaths; i++) {
+		struct qpath *p = &q->p[i];
+		int st = atomic_load(&p->state);
+		if (isc_logged_in(p->s)) {
+			if (st != PATH_UP)
+				atomic_store(&p->state, PATH_UP);
+			struct isc_params prm;
+			if (isc_get_params(p->s, &prm) == 0 && prm.reconnects > atomic_load(&p->reconnects))
+				atomic_store(&p->reconnects, prm.reconnects);
+		} else if (st == PATH_UP) {
+			/* One path: the session logs in again itself; several: paths_retry() does. */
+			atomic_store(&p->state, q->d->npaths == 1 ? PATH_RECONNECTING : PATH_FAILED);
+		}
 	}
 }
 
@@ -402,28 +548,42 @@ static void queue_setup_done(struct queue *q, int err)
 	pthread_mutex_unlock(&q->lock);
 }
 
+static void queue_free_sessions(struct queue *q)
+{
+	for (unsigned i = 0; i < q->d->npaths; i++) {
+		if (q->p[i].s && isc_logged_in(q->p[i].s))
+			isc_logout(q->p[i].s);
+		isc_session_free(q->p[i].s);
+		q->p[i].s = NULL;
+	}
+}
+
 static void *queue_main(void *arg)
 {
 	struct queue *q = arg;
 	struct map_dev *d = q->d;
-	int rc;
-	q->s = isc_session_new(&d->o);
-	if (!q->s) {
-		snprintf(q->errmsg, sizeof(q->errmsg), "cannot create a session: %s", strerror(errno));
-		queue_setup_done(q, -errno);
-		return NULL;
+	int rc = 0;
+	for (unsigned i = 0; i < d->npaths; i++) {
+		struct qpath *p = &q->p[i];
+		p->q = q;
+		p->s = isc_session_new(&d->o);
+		if (!p->s) {
+			rc = -errno;
+			snprintf(q->errmsg, sizeof(q->errmsg), "cannot create a session: %s", strerror(errno));
+			goto fail;
+		}
+		rc = isc_connect_url(p->s, &d->paths[i].u);
+		if (rc) {
+			snprintf(q->errmsg, sizeof(q->errmsg), "%s: %s", d->paths[i].url, isc_errmsg(p->s));
+			goto fail;
+		}
+		struct isc_result r;
+		for (int k = 0; k < UA_RETRIES; k++)
+			if (isc_tur_sync(p->s, d->paths[i].u.lun, &r) != -EIO || !r.sense.valid || r.sense.key != 6)
+				break;
+		atomic_store(&p->state, PATH_UP);
 	}
-	rc = isc_connect_url(q->s, &d->u);
-	if (rc) {
-		snprintf(q->errmsg, sizeof(q->errmsg), "%s", isc_errmsg(q->s));
-		goto fail;
-	}
-	struct isc_result r;
-	for (int i = 0; i < UA_RETRIES; i++)
-		if (isc_tur_sync(q->s, d->u.lun, &r) != -EIO || !r.sense.valid || r.sense.key != 6)
-			break;
-	atomic_store(&q->state, PATH_UP);
-	rc = io_uring_queue_init(2 * d->mo.depth + 8, &q->ring, 0);
+	rc = io_uring_queue_init(2 * d->mo.depth + 8 + 2 * d->npaths, &q->ring, 0);
 	if (rc) {
 		snprintf(q->errmsg, sizeof(q->errmsg), "io_uring: %s", strerror(-rc));
 		goto fail;
@@ -442,7 +602,8 @@ static void *queue_main(void *arg)
 		goto fail_ring;
 	}
 	for (unsigned i = 0; i < d->mo.depth; i++) {
-		q->tags[i] = (struct tag){ .q = q, .tag = (uint16_t)i, .buf = isc_buf_alloc(q->s, d->max_io) };
+		/* From the first path's pool: registered there; another path registers it per command. */
+		q->tags[i] = (struct tag){ .q = q, .tag = (uint16_t)i, .buf = isc_buf_alloc(q->p[0].s, d->max_io) };
 		if (!q->tags[i].buf) {
 			rc = -ENOMEM;
 			snprintf(q->errmsg, sizeof(q->errmsg), "%u I/O buffers of %u KiB: %s", d->mo.depth,
@@ -452,9 +613,10 @@ static void *queue_main(void *arg)
 		ublk_prep_io(io_uring_get_sqe(&q->ring), d->cdev, UBLK_IO_FETCH_REQ, (uint16_t)q->id, (uint16_t)i, 0,
 			     q->tags[i].buf);
 	}
-	arm_poll(q);
+	for (unsigned i = 0; i < d->npaths; i++)
+		arm_poll(q, i);
 	arm_wake(q);
-	relogin_tick(q);
+	arm_tick(q);
 	rc = io_uring_submit(&q->ring);
 	if (rc < 0) {
 		snprintf(q->errmsg, sizeof(q->errmsg), "submitting the queue's fetch commands: %s", strerror(-rc));
@@ -472,39 +634,45 @@ static void *queue_main(void *arg)
 			break;
 		struct io_uring_cqe *cqe;
 		unsigned head, n = 0;
-		bool service = false;
+		uint32_t polled = 0; /* paths whose fd was ready */
+		bool tick = false;
 		io_uring_for_each_cqe(&q->ring, head, cqe) {
 			n++;
-			switch (cqe->user_data) {
-			case UD_POLL: service = true; break;
-			case UD_WAKE: {
+			uint64_t kind = cqe->user_data & ~0xffffffffull;
+			if (kind == UD_POLL) {
+				polled |= 1u << (cqe->user_data & 0xff);
+			} else if (kind == UD_WAKE) {
 				uint64_t v;
 				if (read(q->wake_fd, &v, sizeof(v)) < 0) {
 					/* nothing to drain */
 				}
 				arm_wake(q);
-				break;
-			}
-			case UD_TIMER:
-				if (!atomic_load(&d->stopping))
-					relogin_tick(q);
-				break;
-			default:
+			} else if (kind == UD_TICK) {
+				tick = true;
+			} else {
 				on_fetch(q, cqe);
 			}
 		}
 		io_uring_cq_advance(&q->ring, n);
-		/* Service after every batch: submissions may have left work in the session's loop. */
-		isc_service(q->s, service ? POLLIN : 0);
-		if (service)
-			arm_poll(q);
+		/* Service after every batch: submissions may have left work in the sessions' loops. */
+		for (unsigned i = 0; i < d->npaths; i++) {
+			isc_service(q->p[i].s, (polled >> i) & 1 ? POLLIN : 0);
+			if ((polled >> i) & 1)
+				arm_poll(q, i);
+		}
 		update_state(q);
+		if (tick) {
+			if (++q->ticks % RELOGIN_EVERY_S == 0)
+				paths_retry(q);
+			if (!atomic_load(&d->stopping))
+				arm_tick(q);
+		}
+		if (q->wait_head)
+			drain_wait(q, tick || atomic_load(&d->stopping));
 	}
-	atomic_store(&q->state, PATH_CLOSED);
-	if (isc_logged_in(q->s))
-		isc_logout(q->s);
-	isc_session_free(q->s);
-	q->s = NULL;
+	for (unsigned i = 0; i < d->npaths; i++)
+		atomic_store(&q->p[i].state, PATH_CLOSED);
+	queue_free_sessions(q);
 	munmap(q->descs, dlen);
 	io_uring_queue_exit(&q->ring);
 	free(q->tags);
@@ -518,8 +686,7 @@ fail_ring:
 	free(q->tags);
 	q->tags = NULL;
 fail:
-	isc_session_free(q->s);
-	q->s = NULL;
+	queue_free_sessions(q);
 	queue_setup_done(q, rc ? rc : -EIO);
 	return NULL;
 }
@@ -694,23 +861,33 @@ static int daemonize(void)
 	return 0;
 }
 
-int map_run(const struct isc_url *u, const struct isc_options *o, const struct map_opts *mo)
+int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options *o, const struct map_opts *mo)
 {
+	if (!nurls || nurls > MAP_MAX_PATHS)
+		return -EINVAL;
 	struct map_dev *d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->u = *u;
+	d->npaths = nurls;
+	for (unsigned i = 0; i < nurls; i++) {
+		const struct isc_url *u = &urls[i];
+		d->paths[i].u = *u;
+		snprintf(d->paths[i].url, sizeof(d->paths[i].url), "%s://%s:%u/%s/%" PRIu64, u->iser ? "iser" : "iscsi",
+			 u->host, u->port, u->target, u->lun);
+	}
 	d->o = *o;
 	d->mo = *mo;
 	d->cdev = -1;
-	d->o.reconnect_timeout_s = mo->timeout_s;
-	d->o.iser = u->iser;
+	/*
+	 * One path: the session's own reconnect is the replacement timeout.  Several: a lost
+	 * connection fails its commands at once, they go to another path (or wait for one up
+	 * to the timeout), and paths_retry() logs the path in again.
+	 */
+	d->o.reconnect_timeout_s = nurls == 1 ? mo->timeout_s : 0;
 	if (!d->o.nop_interval_s) {
 		d->o.nop_interval_s = 5; /* notice a dead target without waiting for I/O */
 		d->o.nop_timeout_s = 5;
 	}
-	snprintf(url_str, sizeof(url_str), "%s://%s:%u/%s/%" PRIu64, u->iser ? "iser" : "iscsi", u->host, u->port,
-		 u->target, u->lun);
 	int rc;
 	struct ublk_ctrl c = { .fd = -1 };
 	if (mo->daemon && (rc = daemonize()) < 0) {
@@ -727,21 +904,37 @@ int map_run(const struct isc_url *u, const struct isc_options *o, const struct m
 	sigaddset(&ss, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &ss, NULL);
 
-	struct isc_session *ps = isc_session_new(&d->o);
-	if (!ps) {
-		rc = -errno;
-		goto out;
-	}
-	rc = isc_connect_url(ps, u);
-	if (!rc)
-		rc = probe_lun(ps, u->lun, &d->li);
-	if (rc) {
-		fprintf(stderr, "iseradm map: %s: %s\n", url_str, isc_errmsg(ps));
+	for (unsigned i = 0; i < nurls; i++) {
+		struct lun_info li = { 0 };
+		struct isc_session *ps = isc_session_new(&d->o);
+		if (!ps) {
+			rc = -errno;
+			goto out;
+		}
+		rc = isc_connect_url(ps, &urls[i]);
+		if (!rc)
+			rc = probe_lun(ps, urls[i].lun, &li);
+		if (rc) {
+			fprintf(stderr, "iseradm map: %s: %s\n", d->paths[i].url, isc_errmsg(ps));
+			isc_session_free(ps);
+			goto out;
+		}
+		isc_logout(ps);
 		isc_session_free(ps);
-		goto out;
+		/* Several URLs must reach one LU: the same VPD 83h designator, capacity and block size. */
+		if (i && (strcmp(li.id, d->li.id) || !li.id[0] || li.blocks != d->li.blocks ||
+			  li.block_size != d->li.block_size)) {
+			fprintf(stderr, "iseradm map: %s is not the LU of %s (VPD 83h '%s' vs '%s', %" PRIu64 " vs %"
+				PRIu64 " blocks of %u vs %u bytes)\n", d->paths[i].url, d->paths[0].url, li.id, d->li.id,
+				li.blocks, d->li.blocks, li.block_size, d->li.block_size);
+			rc = -EINVAL;
+			goto out;
+		}
+		if (!i)
+			d->li = li;
+		else
+			d->li.read_only |= li.read_only;
 	}
-	isc_logout(ps);
-	isc_session_free(ps);
 
 	d->max_io = mo->max_io_kib << 10;
 	if (d->li.max_xfer_blocks && (uint64_t)d->li.max_xfer_blocks * d->li.block_size < d->max_io)
@@ -872,22 +1065,21 @@ int map_run(const struct isc_url *u, const struct isc_options *o, const struct m
 
 	/* Until told to stop (or the device is removed under us): keep the state file current. */
 	struct timespec tick = { .tv_sec = 1 };
-	char last[1024] = "";
+	char *last = NULL;
 	while (atomic_load(&d->running) == d->mo.queues) {
 		if (sigtimedwait(&ss, NULL, &tick) > 0)
 			break;
-		json_object *jo = json_object_new_array();
-		for (unsigned i = 0; i < d->mo.queues; i++) {
-			json_object_array_add(jo, json_object_new_int(atomic_load(&d->qs[i].state)));
-			json_object_array_add(jo, json_object_new_int((int)atomic_load(&d->qs[i].reconnects)));
-		}
-		const char *now = json_object_to_json_string(jo);
-		if (strcmp(now, last)) {
-			snprintf(last, sizeof(last), "%s", now);
+		json_object *jo = map_json(d), *paths;
+		json_object_object_get_ex(jo, "paths", &paths);
+		const char *now = json_object_to_json_string(paths);
+		if (!last || strcmp(now, last)) {
+			free(last);
+			last = strdup(now);
 			state_write(d);
 		}
 		json_object_put(jo);
 	}
+	free(last);
 	/* The queues serve what is in flight until STOP_DEV returns (it drains the device). */
 	atomic_store(&d->stopping, true);
 	wake_queues(d);
@@ -1047,11 +1239,14 @@ int map_list(bool json)
 			if (json_object_object_get_ex(o, "paths", &paths))
 				for (size_t k = 0; k < json_object_array_length(paths); k++) {
 					json_object *p = json_object_array_get_idx(paths, k);
-					json_object *qv, *sv, *rv;
+					json_object *qv, *pv, *uv, *sv, *rv;
 					json_object_object_get_ex(p, "queue", &qv);
+					json_object_object_get_ex(p, "path", &pv);
+					json_object_object_get_ex(p, "url", &uv);
 					json_object_object_get_ex(p, "state", &sv);
 					json_object_object_get_ex(p, "reconnects", &rv);
-					printf("  queue %s: %s, %s reconnects\n", json_object_get_string(qv),
+					printf("  queue %s path %s %s: %s, %s reconnects\n", json_object_get_string(qv),
+					       json_object_get_string(pv), json_object_get_string(uv),
 					       json_object_get_string(sv), json_object_get_string(rv));
 				}
 #undef S

@@ -141,3 +141,35 @@ map_recovery() {
 	ok "recovery: killed again, iseradm unmap removes the waiting device" \
 		bash -c "sleep 1; $ADM unmap $dev && [ ! -e $dev ] && [ ! -e /dev/ublkc${dev#/dev/ublkb} ]"
 }
+
+# map_path_is DEV N STATE: `iseradm maps` shows path N of every queue of DEV in STATE.
+map_path_is() {
+	local lines
+	lines=$($ADM maps | awk -v d="$1" '$1 == d { p = 1; next } /^\// { p = 0 } p' | grep "path $2 ")
+	echo "$lines" | sed 's/^/    /'
+	[ -n "$lines" ] && ! grep -v ": $3," <<< "$lines" | grep -q .
+}
+map_refused() { local x; ! map_up x "$@"; }
+# map_multipath NETDEV URL-ISER URL-TCP URL-OTHER-LU: two paths to one LU,
+# the iSER one first (failover); its link goes down under fio and comes back.
+map_multipath() {
+	local nd=$1 u1=$2 u2=$3 dev fpid rc out=$VM_WORK/fio-map-mp.txt
+	ok "multipath: a URL of another LU is refused (VPD 83h differs)" map_refused "$u1" "$4"
+	ok "multipath: iseradm map with two URLs of one LU (iSER, TCP)" map_up dev "$u1" "$u2" --queues 2 || return 1
+	ok "multipath: maps shows both paths up on both queues" map_queues_up $dev "$u1" 4
+	fio --name=mp --filename=$dev --direct=1 --ioengine=io_uring --iodepth=16 --rw=randwrite --bsrange=4k-64k \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 --size=24m --loops=4 --eta=never --output=$out >/dev/null 2>&1 &
+	fpid=$!
+	sleep 3
+	# The link only: with its address removed and added again, rxe0 takes no new connection
+	# to isertd's listener on it (a listener bound to an address that went away).
+	ip link set $nd down
+	ok "multipath: the iSER path's link down mid-fio: maps shows it failed" wait_for 60 map_path_is $dev 0 failed
+	ok "multipath: fio still writes over TCP" bash -c "kill -0 $fpid"
+	ip link set $nd up
+	ok "multipath: the link back, the iSER path logs in again" wait_for 60 map_path_is $dev 0 up
+	wait $fpid; rc=$?
+	grep -E "err=|verify" $out | head -3 | sed 's/^/    /'
+	ok "multipath: fio finished with no error and verified" bash -c "[ $rc -eq 0 ] && grep -q 'err= 0' $out"
+	ok "multipath: unmapped" map_down $dev
+}
