@@ -14,17 +14,13 @@
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
 source "$(dirname "$VM_LIB")/lio.sh"
+source "$(dirname "$VM_LIB")/bench-lib.sh"
 SECS=${BENCH_SECS:-15}
 INIT=${BENCH_INITIATOR:-kernel}
 IQN=iqn.2026-11.org.isert.vm:bench
 RES=$VM_WORK/bench-results.txt
 : > "$RES"
 
-proc_cpu() { awk '{printf "%.2f", ($14 + $15) / 100}' /proc/$1/stat; }
-busy_cpu() { awk '/^cpu / {printf "%.2f", ($2 + $3 + $4 + $7 + $8) / 100}' /proc/stat; }
-
-# cpu_mark PID: "process-CPU guest-CPU" now (process "-" without a PID)
-cpu_mark() { echo "$([ -n "$1" ] && proc_cpu $1 || echo -) $(busy_cpu)"; }
 # row NAME LABEL IOPS MIBS MARK0 MARK1: one result line
 row() {
 	local p0 g0 p1 g1
@@ -43,8 +39,7 @@ run_fio() {
 		fio --name=b --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=16 --rw=$rw --bs=$bs \
 			--time_based --runtime=$SECS --size=200m --eta=never --output-format=json > /tmp/fio.json 2>/dev/null
 		m1=$(cpu_mark "$pid")
-		iops=$(python3 -c 'import json;j=json.load(open("/tmp/fio.json"))["jobs"][0]["read"];print(int(j["iops"]), round(j["bw"]/1024,1))')
-		read -r iops bw <<< "$iops"
+		read -r iops bw <<< "$(fio_read_result /tmp/fio.json)"
 		row "$name" $label $iops $bw "$m0" "$m1"
 	done
 }

@@ -1,0 +1,11 @@
+# Helpers for the guest benchmarks (bench-iser.sh, bench-map.sh).
+
+# CPU seconds of process PID, and of the whole guest (busy: user, nice, system, irq, softirq).
+proc_cpu() { awk '{printf "%.2f", ($14 + $15) / 100}' /proc/$1/stat; }
+busy_cpu() { awk '/^cpu / {printf "%.2f", ($2 + $3 + $4 + $7 + $8) / 100}' /proc/stat; }
+# cpu_mark PID: "process-CPU guest-CPU" now (process "-" without a PID)
+cpu_mark() { echo "$([ -n "$1" ] && proc_cpu $1 || echo -) $(busy_cpu)"; }
+# fio_read_result FILE: "IOPS MiB/s" of the read side of fio's JSON output
+fio_read_result() {
+	python3 -c 'import json,sys;j=json.load(open(sys.argv[1]))["jobs"][0]["read"];print(int(j["iops"]), round(j["bw"]/1024,1))' "$1"
+}
