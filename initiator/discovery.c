@@ -191,8 +191,9 @@ int isc_discover(const char *host, uint16_t port, const struct isc_options *o, s
 {
 	struct isc_session *s = isc_session_new(o);
 	if (!s) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		int e = errno;
+		snprintf(err, errlen, "%s", e == EINVAL ? "bad options (struct_size)" : strerror(e));
+		return -e;
 	}
 	int rc = isc_connect(s, host, port, NULL);
 	if (!rc) {

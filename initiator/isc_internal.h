@@ -122,6 +122,17 @@ struct isc_session {
 	unsigned reconnects;
 };
 
+/*
+ * Everything below is the library's own business: hidden, so that the
+ * shared library's version script (isc_* global) exports only what
+ * include/isert/initiator.h declares.
+ */
+#pragma GCC visibility push(hidden)
+
+/* log.c */
+void isc_log_init(void);
+void isc_log(enum isc_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* session.c */
 void isc_seterr(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
@@ -160,5 +171,7 @@ void isc_bufs_free_all(struct isc_session *s);
 
 /* errors.c */
 void isc_sense_parse(const uint8_t *p, uint32_t len, struct isc_sense *out);
+
+#pragma GCC visibility pop
 
 #endif

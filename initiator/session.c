@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,15 @@
 
 static void on_tick(void *arg, uint32_t events);
 
+unsigned isc_version(void)
+{
+	return ISC_API_VERSION;
+}
+
 void isc_options_default(struct isc_options *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->struct_size = sizeof(*o);
 	o->initiator_name = "iqn.2026-11.org.isert:initiator";
 	o->chap_algs[0] = CHAP_SHA256;
 	o->chap_algs[1] = CHAP_SHA1;
@@ -64,15 +71,42 @@ static char *dup_opt(struct isc_session *s, int i, const char *v)
 	return s->strs[i];
 }
 
+/* The end of the last field of version 1.0 of struct isc_options. */
+#define ISC_OPTIONS_V1_SIZE (offsetof(struct isc_options, iser) + sizeof(bool))
+
+/* Copy the caller's options by the rule in initiator.h (struct_size). */
+static int copy_options(struct isc_options *dst, const struct isc_options *o)
+{
+	isc_options_default(dst);
+	if (!o)
+		return 0;
+	size_t n = o->struct_size;
+	if (n < ISC_OPTIONS_V1_SIZE)
+		return -EINVAL;
+	if (n > sizeof(*dst)) {
+		for (size_t i = sizeof(*dst); i < n; i++)
+			if (((const unsigned char *)o)[i])
+				return -EINVAL;
+		n = sizeof(*dst);
+	}
+	memcpy(dst, o, n);
+	dst->struct_size = sizeof(*dst);
+	return 0;
+}
+
 struct isc_session *isc_session_new(const struct isc_options *o)
 {
+	isc_log_init();
 	struct isc_session *s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		errno = ENOMEM;
 		return NULL;
-	if (o)
-		s->o = *o;
-	else
-		isc_options_default(&s->o);
+	}
+	if (copy_options(&s->o, o)) {
+		free(s);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (!s->o.initiator_name)
 		s->o.initiator_name = "iqn.2026-11.org.isert:initiator";
 	s->o.initiator_name = dup_opt(s, 0, s->o.initiator_name);
@@ -82,7 +116,8 @@ struct isc_session *isc_session_new(const struct isc_options *o)
 	s->o.target_user = dup_opt(s, 4, s->o.target_user);
 	s->o.target_password = dup_opt(s, 5, s->o.target_password);
 	s->tfd = -1;
-	s->r = reactor_create(0, REACTOR_EVENT);
+	/* Event mode, no io_uring ring, outside the target's reactor registry. */
+	s->r = reactor_create_private();
 	if (!s->r || !s->o.initiator_name)
 		goto fail;
 	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -95,6 +130,7 @@ struct isc_session *isc_session_new(const struct isc_options *o)
 	return s;
 fail:
 	isc_session_free(s);
+	errno = ENOMEM; /* out of memory or of file descriptors */
 	return NULL;
 }
 
@@ -438,15 +474,11 @@ static void give_up(struct isc_session *s, int err)
 	finish_login(s, err);
 }
 
-/* ISC_DEBUG=1 in the environment: connection events on stderr. */
+/* Connection events at debug level (ISC_DEBUG in the environment: on stderr without a callback). */
 static void dbg(const struct isc_session *s, const char *what, int err)
 {
-	static int on = -1;
-	if (on < 0)
-		on = getenv("ISC_DEBUG") != NULL;
-	if (on)
-		fprintf(stderr, "isc %s:%u: %s (state %d, err %d, tasks %u)\n", s->host, s->port, what, s->state, err,
-			s->ntasks);
+	isc_log(ISC_LOG_DEBUG, "%s:%u: %s (state %d, err %d, tasks %u)", s->host, s->port, what, s->state, err,
+		s->ntasks);
 }
 
 static void destroy_conn(void *arg)
