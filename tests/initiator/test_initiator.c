@@ -861,6 +861,33 @@ static bool restart_tgtd(void)
 	return tgtd_start() == 0;
 }
 
+static const char *iseradm_bin;
+
+/*
+ * iseradm ls shows the disk's size: tgtd greets each new I_T nexus with a
+ * unit attention on every LUN, which INQUIRY does not report and READ
+ * CAPACITY does; ls must not take that for "no capacity".
+ */
+static void check_iseradm_ls(void)
+{
+	char cmd[600], line[512];
+	snprintf(cmd, sizeof(cmd), "%s ls 127.0.0.1:%d 2>&1", iseradm_bin, port);
+	FILE *f = popen(cmd, "r");
+	bool in_t = false, disk = false;
+	char seen[2048] = "";
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strlen(seen) + strlen(line) < sizeof(seen))
+			strcat(seen, line);
+		if (!strncmp(line, "Target: ", 8))
+			in_t = !strncmp(line + 8, T, strlen(T)) && line[8 + strlen(T)] == '\n';
+		else if (in_t && strstr(line, "LUN 1: ") && strstr(line, " 131072 blocks x 512 bytes"))
+			disk = true;
+	}
+	if (f)
+		pclose(f);
+	check("tgtd: iseradm ls shows the disk LUN's size", disk, "output:\n%s", seen);
+}
+
 static int run_tgtd(int p, int control)
 {
 	port = p;
@@ -888,6 +915,8 @@ static int run_tgtd(int p, int control)
 	}
 	check("tgtd: discovery lists both targets with portals", f1 && f2, "rc %d %s", rc, emsg);
 	isc_discovery_free(d);
+	if (iseradm_bin)
+		check_iseradm_ls();
 
 	int err;
 	struct isc_session *s = login("127.0.0.1", port, T, &o, &err);
@@ -967,10 +996,12 @@ int main(int argc, char **argv)
 	int rc = 1;
 	if (argc == 4 && !strcmp(argv[1], "isertd"))
 		rc = run_isertd(argv[2], atoi(argv[3]));
-	else if (argc == 4 && !strcmp(argv[1], "tgtd"))
+	else if ((argc == 4 || argc == 5) && !strcmp(argv[1], "tgtd")) {
+		iseradm_bin = argc == 5 ? argv[4] : NULL;
 		rc = run_tgtd(atoi(argv[2]), atoi(argv[3]));
+	}
 	else {
-		fprintf(stderr, "usage: %s isertd ISERTD PORT | tgtd PORT CONTROL_PORT\n", argv[0]);
+		fprintf(stderr, "usage: %s isertd ISERTD PORT | tgtd PORT CONTROL_PORT [ISERADM]\n", argv[0]);
 		return 2;
 	}
 	if (rc == 77)
