@@ -135,6 +135,11 @@ void isc_log(enum isc_log_level lvl, const char *fmt, ...) __attribute__((format
 
 /* session.c */
 void isc_seterr(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Replace the session's owned copy of option string i (s->strs[i]); returns it. */
+char *isc_dup_opt(struct isc_session *s, int i, const char *v);
+
+/* conn.c */
+void isc_on_tick(void *arg, uint32_t events);
 int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
 		 struct isc_task *t);
 /* The same with iSER buffer descriptors (its *_stag* fields) taken from iser. */
@@ -142,9 +147,22 @@ int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data,
 		 struct isc_task *t, const struct xp_pdu *iser);
 void isc_update_sn(struct isc_session *s, uint32_t exp_cmdsn, uint32_t max_cmdsn);
 void isc_conn_lost(struct isc_session *s, int err, const char *why);
-int isc_wait(struct isc_session *s, const bool *done);
 void isc_kick(struct isc_session *s);
 void isc_arm_timer(struct isc_session *s);
+
+/* sync.c: one waiter for every synchronous wrapper */
+struct isc_waiter {
+	bool done;
+	int err;
+	int response;             /* TMF */
+	struct isc_result res;    /* SCSI task */
+};
+int isc_wait(struct isc_session *s, const bool *done);
+void isc_waiter_done(struct isc_session *s, int err, void *arg);  /* an isc_done_cb */
+void isc_waiter_tmf(struct isc_session *s, int err, int response, void *arg);
+void isc_waiter_task(struct isc_session *s, const struct isc_result *r, void *arg);
+/* rc: what starting the asynchronous call returned; then the loop runs until w is done. */
+int isc_waiter_wait(struct isc_session *s, struct isc_waiter *w, int rc);
 
 /* login.c */
 int isc_login_start(struct isc_session *s);
