@@ -309,6 +309,7 @@ static void up_closed(struct xp_conn *c, int err)
 	c->upper = NULL;
 	reactor_defer(s->r, destroy_conn, c);
 	s->ping = NULL;
+	isc_login_end(s); /* a login on this connection is over, whatever it got to */
 	dbg(s, "connection closed", err);
 	if (s->state == ISC_S_FREEING)
 		return;
@@ -400,7 +401,7 @@ static int conn_open(struct isc_session *s)
 	s->xc = xc;
 	s->state = ISC_S_CONNECT;
 	/* One time limit for connecting and logging in (the transport's own fires first). */
-	s->login_deadline_ns = reactor_now_ns() + ((uint64_t)tmo_s * 1000 + 500) * 1000000ull;
+	s->deadline_ns = reactor_now_ns() + ((uint64_t)tmo_s * 1000 + 500) * 1000000ull;
 	isc_arm_timer(s);
 	return 0;
 }
@@ -455,7 +456,7 @@ void isc_on_tick(void *arg, uint32_t events)
 	case ISC_S_CONNECT:
 	case ISC_S_LOGIN:
 	case ISC_S_LOGOUT:
-		if (now > s->login_deadline_ns)
+		if (now > s->deadline_ns)
 			isc_conn_lost(s, -ETIMEDOUT, s->state == ISC_S_CONNECT ? "connect timed out"
 						     : s->state == ISC_S_LOGIN ? "login timed out" : "logout timed out");
 		break;
@@ -521,7 +522,7 @@ int isc_logout_async(struct isc_session *s, isc_done_cb cb, void *arg)
 		return -ENOMEM;
 	s->user_logout = true;
 	s->state = ISC_S_LOGOUT;
-	s->login_deadline_ns = reactor_now_ns() + 10000000000ull;
+	s->deadline_ns = reactor_now_ns() + 10000000000ull;
 	t->cb = logout_done;
 	t->done_cb = cb;
 	t->arg = arg;

@@ -163,8 +163,7 @@ void isc_session_free(struct isc_session *s)
 	}
 	if (s->r)
 		reactor_destroy(s->r);
-	text_buf_free(&s->pending_answers);
-	text_buf_free(&s->login_rsp_text);
+	isc_login_end(s);
 	for (size_t i = 0; i < ARRAY_SIZE(s->strs); i++)
 		free(s->strs[i]);
 	free(s->slots);
@@ -201,7 +200,7 @@ uint16_t isc_login_status(const struct isc_session *s) { return s->login_status;
 int isc_get_params(const struct isc_session *s, struct isc_params *p)
 {
 	memset(p, 0, sizeof(*p));
-	const struct neg_params *n = &s->neg.result;
+	const struct neg_params *n = &s->params;
 	p->header_digest = n->header_digest;
 	p->data_digest = n->data_digest;
 	p->immediate_data = n->immediate_data;

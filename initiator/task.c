@@ -156,7 +156,7 @@ void isc_task_pdu_done(struct isc_session *s, struct isc_task *t)
 
 static uint32_t seg_max(const struct isc_session *s)
 {
-	uint32_t m = s->neg.result.peer_max_recv_dsl;
+	uint32_t m = s->params.peer_max_recv_dsl;
 	return m ? m : 8192;
 }
 
@@ -193,7 +193,7 @@ static int send_data_out(struct isc_session *s, struct isc_task *t, uint32_t ttt
  */
 static uint32_t iser_imm(const struct isc_session *s, const struct isc_task *t)
 {
-	const struct neg_params *n = &s->neg.result;
+	const struct neg_params *n = &s->params;
 	if (t->cmd.dir != ISC_DIR_WRITE || !n->immediate_data)
 		return 0;
 	uint32_t max = MIN(n->target_recv_dsl ? n->target_recv_dsl : 8192u, (uint32_t)ISER_INITIATOR_SEND_DSL);
@@ -232,7 +232,7 @@ static int issue_scsi_iser(struct isc_session *s, struct isc_task *t, uint8_t *b
 
 static int issue_scsi(struct isc_session *s, struct isc_task *t)
 {
-	const struct neg_params *n = &s->neg.result;
+	const struct neg_params *n = &s->params;
 	uint8_t bhs[PDU_BHS_LEN] = { 0 };
 	struct pdu_scsi_cmd *c = (void *)bhs;
 	uint32_t imm = 0, unsol = 0, len = t->cmd.len;
