@@ -19,6 +19,14 @@ enum { EX_OK = 0, EX_USAGE = 1, EX_CONNECT = 2, EX_LOGIN = 3, EX_AUTH = 4, EX_SC
 static bool json_out;
 static struct isc_options opts;
 
+/* The library is silent unless asked: a tool wants its warnings on stderr. */
+static void log_stderr(enum isc_log_level lvl, const char *msg, void *arg)
+{
+	static const char *const name[] = { "error", "warning", "info", "debug" };
+	(void)arg;
+	fprintf(stderr, "iseradm %s: %s\n", name[lvl <= ISC_LOG_DEBUG ? lvl : ISC_LOG_DEBUG], msg);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -484,6 +492,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	isc_options_default(&opts);
+	isc_set_log_cb(log_stderr, NULL, getenv("ISC_DEBUG") ? ISC_LOG_DEBUG : ISC_LOG_INFO);
 	opts.reconnect_timeout_s = 0; /* a one-shot tool reports a lost connection */
 	opts.nop_interval_s = 0;
 	const char *target = NULL, *portal = NULL;
