@@ -4,9 +4,13 @@
 # pkg-config and cc, run it against isertd on loopback and check what it
 # prints; and check that libisert-initiator.so exports only isc_* (and the
 # version node), each declared in the installed header.
-# usage: test_install.sh SOURCE_ROOT BUILD_DIR ISERTD PORT
+# usage: test_install.sh SOURCE_ROOT BUILD_DIR ISERTD PORT [SANITIZE]
+# SANITIZE: the build's b_sanitize ("none" or e.g. "address,undefined"); a
+# sanitized library needs the example built with the same runtime.
 set -u
-src=$1 build=$2 isertd=$3 port=$4
+src=$1 build=$2 isertd=$3 port=$4 sanitize=${5:-none}
+san=
+[ "$sanitize" = none ] || san=-fsanitize=$sanitize
 tmp=$(mktemp -d /tmp/isert-install.XXXXXX)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
@@ -42,7 +46,7 @@ ok "soname libisert-initiator.so.1"
 # Build the example the way the documentation says, with the DESTDIR as sysroot.
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$dest
 flags=$(pkg-config --cflags --libs isert-initiator) || fail "pkg-config isert-initiator"
-cc -Wall -Werror -o "$tmp/isc-example" "$src/docs/examples/isc-example.c" $flags 2>"$tmp/cc.log" ||
+cc -Wall -Werror $san -o "$tmp/isc-example" "$src/docs/examples/isc-example.c" $flags 2>"$tmp/cc.log" ||
 	{ cat "$tmp/cc.log"; fail "cc isc-example.c $flags"; }
 ok "built the example: cc ... $flags"
 
