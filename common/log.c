@@ -8,6 +8,7 @@
 #include <time.h>
 
 enum log_level log_threshold = LOG_INFO;
+log_sink_fn log_sink;
 
 static const char *const level_name[] = { "error", "warning", "info", "debug" };
 
@@ -15,6 +16,12 @@ static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_lis
 {
 	char line[1024];
 	vsnprintf(line, sizeof(line), fmt, ap);
+	if (log_sink) {
+		char full[1024 + 80];
+		snprintf(full, sizeof(full), "%s%s", line, suffix);
+		log_sink(lvl, full);
+		return;
+	}
 	/* One fprintf per line so lines from different reactors do not interleave. */
 	fprintf(stderr, "isert %s: %s%s\n", level_name[lvl], line, suffix);
 }

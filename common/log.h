@@ -8,6 +8,13 @@
 enum log_level { LOG_ERR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 extern enum log_level log_threshold;
+/*
+ * Where lines go instead of stderr (the initiator library hands them to
+ * its caller's callback); NULL: stderr.  line has no level prefix and no
+ * newline.
+ */
+typedef void (*log_sink_fn)(enum log_level lvl, const char *line);
+extern log_sink_fn log_sink;
 
 void log_msg(enum log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

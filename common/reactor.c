@@ -71,6 +71,7 @@ struct reactor {
 	struct reactor_timer *timers; /* sorted by deadline */
 	struct io_uring ring;
 	bool have_ring;
+	bool registered;     /* in the registry reactor_next() walks (not a private one) */
 	unsigned ring_pending;
 	struct bufpool *pool;
 	struct reactor_fd ring_entry, ev_entry;
@@ -187,7 +188,7 @@ static int epoll_add(struct reactor *r, int fd, uint32_t events, struct reactor_
 	return epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-struct reactor *reactor_create(int index, enum reactor_poll_mode mode)
+static struct reactor *create(int index, enum reactor_poll_mode mode, bool private)
 {
 	struct reactor *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -203,6 +204,8 @@ struct reactor *reactor_create(int index, enum reactor_poll_mode mode)
 	r->ev_entry = (struct reactor_fd){ .fd = r->evfd, .cb = drain_msgs, .arg = r };
 	if (epoll_add(r, r->evfd, EPOLLIN, &r->ev_entry))
 		goto fail;
+	if (private)
+		return r;
 	int rc = io_uring_queue_init(REACTOR_RING_ENTRIES, &r->ring, 0);
 	if (rc == 0) {
 		r->have_ring = true;
@@ -216,17 +219,29 @@ struct reactor *reactor_create(int index, enum reactor_poll_mode mode)
 		log_warn("io_uring unavailable (%s): file and block I/O fall back to synchronous calls",
 			 strerror(-rc));
 	registry_set(r, true);
+	r->registered = true;
 	return r;
 fail:
 	reactor_destroy(r);
 	return NULL;
 }
 
+struct reactor *reactor_create(int index, enum reactor_poll_mode mode)
+{
+	return create(index, mode, false);
+}
+
+struct reactor *reactor_create_private(void)
+{
+	return create(-1, REACTOR_EVENT, true);
+}
+
 void reactor_destroy(struct reactor *r)
 {
 	if (!r)
 		return;
-	registry_set(r, false);
+	if (r->registered)
+		registry_set(r, false);
 	if (r->have_ring)
 		io_uring_queue_exit(&r->ring);
 	for (int i = 0; i < r->nfds; i++)

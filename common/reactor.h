@@ -26,6 +26,13 @@ struct reactor_uring_op {
 };
 
 struct reactor *reactor_create(int index, enum reactor_poll_mode mode);
+/*
+ * A reactor for a library that lives in its caller's event loop (the
+ * initiator): event mode, no io_uring ring (reactor_ring() is NULL, file I/O
+ * is not its business) and outside the registry, so reactor_next() never
+ * hands it a target connection.  reactor_index() is -1.
+ */
+struct reactor *reactor_create_private(void);
 void reactor_destroy(struct reactor *r);
 /* Run the loop on the calling thread until reactor_stop(). */
 void reactor_run(struct reactor *r);

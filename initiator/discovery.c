@@ -121,19 +121,6 @@ nomem:
 	return -ENOMEM;
 }
 
-struct st_wait {
-	bool done;
-	int err;
-};
-
-static void st_done(struct isc_session *s, int err, void *arg)
-{
-	struct st_wait *w = arg;
-	(void)s;
-	w->done = true;
-	w->err = err;
-}
-
 int isc_send_targets_sync(struct isc_session *s, struct isc_discovery **out)
 {
 	if (s->state != ISC_S_FFP)
@@ -161,15 +148,13 @@ int isc_send_targets_sync(struct isc_session *s, struct isc_discovery **out)
 		return -ENOMEM;
 	}
 	text_buf_init(keep);
-	struct st_wait w = { false, 0 };
-	t->done_cb = st_done;
+	struct isc_waiter w = { 0 };
+	t->done_cb = isc_waiter_done;
 	t->arg = &w;
 	t->text_sink = keep;
 	isc_task_queue(s, t);
 	isc_task_pump(s);
-	int rc = isc_wait(s, &w.done);
-	if (!rc)
-		rc = w.err;
+	int rc = isc_waiter_wait(s, &w, 0);
 	if (!rc) {
 		struct text_list kv;
 		char why[200];
@@ -191,8 +176,9 @@ int isc_discover(const char *host, uint16_t port, const struct isc_options *o, s
 {
 	struct isc_session *s = isc_session_new(o);
 	if (!s) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		int e = errno;
+		snprintf(err, errlen, "%s", e == EINVAL ? "bad options (struct_size)" : strerror(e));
+		return -e;
 	}
 	int rc = isc_connect(s, host, port, NULL);
 	if (!rc) {

@@ -60,6 +60,18 @@ enum isc_state {
 
 enum isc_login_step { LS_SEC_START, LS_CHAP_A, LS_CHAP_R, LS_OP };
 
+/* One login's state: from isc_login_start() to isc_login_end(). */
+struct isc_login {
+	enum isc_login_step step;
+	struct neg_ctx neg;
+	struct text_buf pending_answers; /* our answers to keys the target offered */
+	struct text_buf rsp_text;        /* continuation of login responses */
+	uint32_t itt;
+	uint8_t csg;
+	uint8_t mutual_id;
+	uint8_t mutual_chal[16];
+};
+
 struct isc_session {
 	struct reactor *r;
 	struct xp_conn *xc;
@@ -75,25 +87,19 @@ struct isc_session {
 	uint8_t isid[6];
 	uint16_t tsih;
 	uint16_t cid;
-	/* login */
-	enum isc_login_step step;
-	struct neg_ctx neg;
-	struct text_buf pending_answers; /* our answers to keys the target offered */
-	char sent_keys[1024];   /* ",Key,Key," we offered in this login */
+	/* login: the one in progress, and what the last one left */
+	struct isc_login *login; /* NULL outside a login */
+	struct neg_params params; /* negotiated: in force since the last login */
 	uint16_t login_status;
 	int login_err;          /* why the login failed (-EACCES, -EPERM, -EPROTO) */
 	bool reconnecting;
-	uint32_t login_itt;
-	uint8_t login_csg;
+	uint32_t login_itt;     /* the last login's ITT (each login takes the next) */
 	int chap_alg;
 	bool mutual;
-	uint8_t mutual_id;
-	uint8_t mutual_chal[16];
 	char target_alias[256];
-	uint64_t login_deadline_ns;
+	uint64_t deadline_ns;   /* connect + login, or logout, must end by then */
 	isc_done_cb login_cb;
 	void *login_arg;
-	struct text_buf login_rsp_text; /* continuation of login responses */
 	/* sequencing */
 	uint32_t cmdsn, exp_cmdsn, max_cmdsn, exp_statsn;
 	/* tasks */
@@ -122,8 +128,24 @@ struct isc_session {
 	unsigned reconnects;
 };
 
+/*
+ * Everything below is the library's own business: hidden, so that the
+ * shared library's version script (isc_* global) exports only what
+ * include/isert/initiator.h declares.
+ */
+#pragma GCC visibility push(hidden)
+
+/* log.c */
+void isc_log_init(void);
+void isc_log(enum isc_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3), nonnull(2)));
+
 /* session.c */
 void isc_seterr(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Replace the session's owned copy of option string i (s->strs[i]); returns it. */
+char *isc_dup_opt(struct isc_session *s, int i, const char *v);
+
+/* conn.c */
+void isc_on_tick(void *arg, uint32_t events);
 int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
 		 struct isc_task *t);
 /* The same with iSER buffer descriptors (its *_stag* fields) taken from iser. */
@@ -131,13 +153,28 @@ int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data,
 		 struct isc_task *t, const struct xp_pdu *iser);
 void isc_update_sn(struct isc_session *s, uint32_t exp_cmdsn, uint32_t max_cmdsn);
 void isc_conn_lost(struct isc_session *s, int err, const char *why);
-int isc_wait(struct isc_session *s, const bool *done);
 void isc_kick(struct isc_session *s);
 void isc_arm_timer(struct isc_session *s);
+
+/* sync.c: one waiter for every synchronous wrapper */
+struct isc_waiter {
+	bool done;
+	int err;
+	int response;             /* TMF */
+	struct isc_result res;    /* SCSI task */
+};
+int isc_wait(struct isc_session *s, const bool *done);
+void isc_waiter_done(struct isc_session *s, int err, void *arg);  /* an isc_done_cb */
+void isc_waiter_tmf(struct isc_session *s, int err, int response, void *arg);
+void isc_waiter_task(struct isc_session *s, const struct isc_result *r, void *arg);
+/* rc: what starting the asynchronous call returned; then the loop runs until w is done. */
+int isc_waiter_wait(struct isc_session *s, struct isc_waiter *w, int rc);
 
 /* login.c */
 int isc_login_start(struct isc_session *s);
 void isc_login_rx(struct isc_session *s, struct xp_rx *rx);
+/* Free the login's state (done, refused, connection closed, session freed). */
+void isc_login_end(struct isc_session *s);
 
 /* task.c */
 struct isc_task *isc_task_alloc(struct isc_session *s, enum isc_kind kind);
@@ -160,5 +197,7 @@ void isc_bufs_free_all(struct isc_session *s);
 
 /* errors.c */
 void isc_sense_parse(const uint8_t *p, uint32_t len, struct isc_sense *out);
+
+#pragma GCC visibility pop
 
 #endif

@@ -2,6 +2,8 @@
  * Initiator login (RFC 7143 sec. 6.3): security stage with AuthMethod None
  * or CHAP (one-way or mutual, CHAP_A 5/6/7/8), then the operational stage
  * through the shared negotiation engine (common/text.h, role NEG_INITIATOR).
+ * The login's own state (struct isc_login) lives from isc_login_start() to
+ * the end of the login: done, refused, or the connection closed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 
 static int send_login(struct isc_session *s, int csg, int nsg, bool transit, struct text_buf *tb)
 {
+	struct isc_login *l = s->login;
 	if (tb && tb->oom)
 		return -ENOMEM;
 	uint8_t bhs[PDU_BHS_LEN] = { 0 };
@@ -25,11 +28,22 @@ static int send_login(struct isc_session *s, int csg, int nsg, bool transit, str
 	q->flags = (uint8_t)(csg << 2) | (transit ? PDU_LOGIN_TRANSIT | (uint8_t)nsg : 0);
 	memcpy(q->isid, s->isid, 6);
 	q->tsih = htobe16(s->tsih);
-	q->itt = htobe32(s->login_itt);
+	q->itt = htobe32(l->itt);
 	q->cid = htobe16(s->cid);
 	q->cmdsn = htobe32(s->cmdsn);
-	s->login_csg = (uint8_t)csg;
+	l->csg = (uint8_t)csg;
 	return isc_send_bhs(s, bhs, tb ? tb->data : NULL, tb ? tb->len : 0, true, NULL);
+}
+
+void isc_login_end(struct isc_session *s)
+{
+	struct isc_login *l = s->login;
+	if (!l)
+		return;
+	s->login = NULL;
+	text_buf_free(&l->pending_answers);
+	text_buf_free(&l->rsp_text);
+	free(l);
 }
 
 static bool want_chap(const struct isc_session *s)
@@ -39,13 +53,14 @@ static bool want_chap(const struct isc_session *s)
 
 static int send_operational(struct isc_session *s)
 {
+	struct isc_login *l = s->login;
 	struct text_buf tb;
 	text_buf_init(&tb);
-	if (s->pending_answers.len)
-		text_append(&tb, s->pending_answers.data, s->pending_answers.len);
-	s->pending_answers.len = 0;
-	neg_offer(&s->neg, &tb);
-	s->step = LS_OP;
+	if (l->pending_answers.len)
+		text_append(&tb, l->pending_answers.data, l->pending_answers.len);
+	l->pending_answers.len = 0;
+	neg_offer(&l->neg, &tb);
+	l->step = LS_OP;
 	int rc = send_login(s, PDU_STAGE_OPERATIONAL, PDU_STAGE_FULL_FEATURE, true, &tb);
 	text_buf_free(&tb);
 	return rc;
@@ -84,20 +99,23 @@ int isc_login_start(struct isc_session *s)
 		 */
 		local.initial_r2t = true;
 	}
-	neg_init(&s->neg, NEG_INITIATOR, &local);
-	s->neg.discovery = s->discovery;
-	text_buf_free(&s->pending_answers);
-	text_buf_init(&s->pending_answers);
-	text_buf_free(&s->login_rsp_text);
-	text_buf_init(&s->login_rsp_text);
+	isc_login_end(s);
+	struct isc_login *l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	s->login = l;
+	neg_init(&l->neg, NEG_INITIATOR, &local);
+	l->neg.discovery = s->discovery;
+	text_buf_init(&l->pending_answers);
+	text_buf_init(&l->rsp_text);
 	s->login_status = 0;
 	s->login_err = 0;
 	s->chap_alg = 0;
 	s->mutual = false;
 	s->target_alias[0] = 0;
 	s->exp_statsn = 0;
-	s->login_itt++;
-	s->step = LS_SEC_START;
+	l->itt = ++s->login_itt;
+	l->step = LS_SEC_START;
 
 	struct text_buf tb;
 	text_buf_init(&tb);
@@ -119,8 +137,8 @@ int isc_login_start(struct isc_session *s)
 		 * target that requires CHAP refuses this login with 0x0201 as it
 		 * would refuse AuthMethod=None.
 		 */
-		neg_offer(&s->neg, &tb);
-		s->step = LS_OP;
+		neg_offer(&l->neg, &tb);
+		l->step = LS_OP;
 		rc = send_login(s, PDU_STAGE_OPERATIONAL, PDU_STAGE_FULL_FEATURE, true, &tb);
 	}
 	text_buf_free(&tb);
@@ -138,6 +156,7 @@ static void login_fail(struct isc_session *s, int err, const char *fmt, const ch
 
 static void send_chap_a(struct isc_session *s)
 {
+	struct isc_login *l = s->login;
 	char list[32] = "";
 	size_t n = 0;
 	for (int i = 0; i < 4 && s->o.chap_algs[i]; i++)
@@ -148,7 +167,7 @@ static void send_chap_a(struct isc_session *s)
 	struct text_buf tb;
 	text_buf_init(&tb);
 	text_add(&tb, "CHAP_A", list);
-	s->step = LS_CHAP_A;
+	l->step = LS_CHAP_A;
 	int rc = send_login(s, PDU_STAGE_SECURITY, PDU_STAGE_OPERATIONAL, false, &tb);
 	text_buf_free(&tb);
 	if (rc)
@@ -157,6 +176,7 @@ static void send_chap_a(struct isc_session *s)
 
 static void send_chap_r(struct isc_session *s, const struct text_list *kv)
 {
+	struct isc_login *l = s->login;
 	const char *a = text_get(kv, "CHAP_A"), *i = text_get(kv, "CHAP_I"), *c = text_get(kv, "CHAP_C");
 	uint64_t alg, id;
 	if (!a || !i || !c) {
@@ -195,20 +215,20 @@ static void send_chap_r(struct isc_session *s, const struct text_list *kv)
 	if (s->o.target_user && s->o.target_password) {
 		s->mutual = true;
 		/* Without randomness the challenge would be guessable: give up instead. */
-		if (chap_random(&s->mutual_id, 1) || chap_random(s->mutual_chal, sizeof(s->mutual_chal))) {
+		if (chap_random(&l->mutual_id, 1) || chap_random(l->mutual_chal, sizeof(l->mutual_chal))) {
 			text_buf_free(&tb);
 			login_fail(s, -EIO, "no random bytes for the mutual CHAP challenge%s", NULL);
 			return;
 		}
 		/* A challenge equal to the target's would let it reflect our answer back. */
-		if ((size_t)clen == sizeof(s->mutual_chal) && !memcmp(chal, s->mutual_chal, (size_t)clen))
-			s->mutual_chal[0] ^= 0xff;
-		char chex[2 * sizeof(s->mutual_chal) + 3];
-		chap_encode_hex(s->mutual_chal, sizeof(s->mutual_chal), chex, sizeof(chex));
-		text_addf(&tb, "CHAP_I", "%u", s->mutual_id);
+		if ((size_t)clen == sizeof(l->mutual_chal) && !memcmp(chal, l->mutual_chal, (size_t)clen))
+			l->mutual_chal[0] ^= 0xff;
+		char chex[2 * sizeof(l->mutual_chal) + 3];
+		chap_encode_hex(l->mutual_chal, sizeof(l->mutual_chal), chex, sizeof(chex));
+		text_addf(&tb, "CHAP_I", "%u", l->mutual_id);
 		text_add(&tb, "CHAP_C", chex);
 	}
-	s->step = LS_CHAP_R;
+	l->step = LS_CHAP_R;
 	int rc = send_login(s, PDU_STAGE_SECURITY, PDU_STAGE_OPERATIONAL, true, &tb);
 	text_buf_free(&tb);
 	if (rc)
@@ -217,6 +237,7 @@ static void send_chap_r(struct isc_session *s, const struct text_list *kv)
 
 static bool check_mutual(struct isc_session *s, const struct text_list *kv)
 {
+	struct isc_login *l = s->login;
 	const char *n = text_get(kv, "CHAP_N"), *r = text_get(kv, "CHAP_R");
 	if (!n || !r) {
 		login_fail(s, -EACCES, "target did not answer the mutual CHAP challenge%s", NULL);
@@ -228,8 +249,8 @@ static bool check_mutual(struct isc_session *s, const struct text_list *kv)
 	}
 	uint8_t got[CHAP_MAX_BINARY], want[CHAP_MAX_DIGEST];
 	int glen = chap_decode(r, got, sizeof(got));
-	if (chap_response((enum chap_alg)s->chap_alg, s->mutual_id, s->o.target_password, s->mutual_chal,
-			  sizeof(s->mutual_chal), want) ||
+	if (chap_response((enum chap_alg)s->chap_alg, l->mutual_id, s->o.target_password, l->mutual_chal,
+			  sizeof(l->mutual_chal), want) ||
 	    glen != (int)chap_digest_len((enum chap_alg)s->chap_alg) || !chap_equal(got, want, (size_t)glen)) {
 		login_fail(s, -EACCES, "mutual CHAP: the target's response is wrong (target secret mismatch)%s",
 			   NULL);
@@ -240,8 +261,9 @@ static bool check_mutual(struct isc_session *s, const struct text_list *kv)
 
 static void login_done(struct isc_session *s, const struct pdu_login_rsp *r)
 {
+	struct isc_login *l = s->login;
 	/* Without RDMAExtensions=Yes the target would move data with Data-In/R2T PDUs, which iSER cannot carry. */
-	if (s->o.iser && !s->discovery && !s->neg.result.rdma_extensions) {
+	if (s->o.iser && !s->discovery && !l->neg.result.rdma_extensions) {
 		login_fail(s, -EPROTO, "the target did not accept RDMAExtensions=Yes on an iSER connection%s", NULL);
 		return;
 	}
@@ -254,8 +276,10 @@ static void login_done(struct isc_session *s, const struct pdu_login_rsp *r)
 	 * says: tgtd's iSER login answers ExpCmdSN = CmdSN + 1 but waits for
 	 * CmdSN, as open-iscsi sends it.
 	 */
-	s->xc->header_digest = s->neg.result.header_digest;
-	s->xc->data_digest = s->neg.result.data_digest;
+	s->xc->header_digest = l->neg.result.header_digest;
+	s->xc->data_digest = l->neg.result.data_digest;
+	s->params = l->neg.result;
+	isc_login_end(s);
 	s->state = ISC_S_FFP;
 	s->login_status = 0;
 	s->last_rx_ns = reactor_now_ns();
@@ -276,7 +300,8 @@ static void login_done(struct isc_session *s, const struct pdu_login_rsp *r)
 void isc_login_rx(struct isc_session *s, struct xp_rx *rx)
 {
 	const struct pdu_login_rsp *r = (const void *)rx->bhs;
-	if (s->state != ISC_S_LOGIN) {
+	struct isc_login *l = s->login;
+	if (s->state != ISC_S_LOGIN || !l) {
 		isc_conn_lost(s, -EPROTO, "target sent a Login Response outside login");
 		return;
 	}
@@ -291,25 +316,25 @@ void isc_login_rx(struct isc_session *s, struct xp_rx *rx)
 		login_fail(s, status == PDU_LOGIN_AUTH_FAILED ? -EACCES : -EPERM, "%s", msg);
 		return;
 	}
-	if (be32toh(r->itt) != s->login_itt || memcmp(r->isid, s->isid, 6)) {
+	if (be32toh(r->itt) != l->itt || memcmp(r->isid, s->isid, 6)) {
 		login_fail(s, -EPROTO, "Login Response for another request (ITT/ISID)%s", NULL);
 		return;
 	}
 	if (rx->data && rx->data_len)
-		text_append(&s->login_rsp_text, rx->data, rx->data_len);
-	if (s->login_rsp_text.len > TEXT_MAX_TOTAL) {
+		text_append(&l->rsp_text, rx->data, rx->data_len);
+	if (l->rsp_text.len > TEXT_MAX_TOTAL) {
 		login_fail(s, -EPROTO, "login text too long%s", NULL);
 		return;
 	}
 	if (r->flags & PDU_LOGIN_CONTINUE) {
 		/* Partial text: an empty request fetches the rest. */
-		send_login(s, s->login_csg, 0, false, NULL);
+		send_login(s, l->csg, 0, false, NULL);
 		return;
 	}
 	struct text_list kv;
 	char why[200];
-	int rc = text_parse(s->login_rsp_text.data, s->login_rsp_text.len, &kv, why, sizeof(why));
-	s->login_rsp_text.len = 0;
+	int rc = text_parse(l->rsp_text.data, l->rsp_text.len, &kv, why, sizeof(why));
+	l->rsp_text.len = 0;
 	if (rc) {
 		login_fail(s, -EPROTO, "bad login text: %s", why);
 		return;
@@ -321,7 +346,7 @@ void isc_login_rx(struct isc_session *s, struct xp_rx *rx)
 		if (!strcmp(k, "TargetAlias")) {
 			snprintf(s->target_alias, sizeof(s->target_alias), "%s", v);
 		} else if (neg_is_operational_key(k)) {
-			if (neg_respond(&s->neg, k, v, &s->pending_answers, why, sizeof(why))) {
+			if (neg_respond(&l->neg, k, v, &l->pending_answers, why, sizeof(why))) {
 				text_list_free(&kv);
 				login_fail(s, -EPROTO, "negotiation: %s", why);
 				return;
@@ -329,7 +354,7 @@ void isc_login_rx(struct isc_session *s, struct xp_rx *rx)
 		}
 	}
 	const char *am = text_get(&kv, "AuthMethod");
-	switch (s->step) {
+	switch (l->step) {
 	case LS_SEC_START:
 		if (am && !strcmp(am, "CHAP")) {
 			send_chap_a(s);

@@ -1,12 +1,13 @@
 /*
- * Initiator session: the private reactor, the connection and its upcalls,
- * PDU sending, CmdSN window, NOP keepalive, and reconnect with back-off
- * (a new login with the same ISID reinstates the session; unfinished tasks
- * are issued again, so the caller's workload completes).
+ * Initiator session, the public lifecycle: options (defaults and the
+ * struct_size rule), session new/free, the caller's event loop entry
+ * points, the error message and what the login negotiated.  The connection
+ * is conn.c, the login login.c, the synchronous wrappers sync.c.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,19 +16,18 @@
 
 #include "common/chap.h"
 #include "common/reactor.h"
-#include "common/serial.h"
 #include "common/util.h"
 #include "isc_internal.h"
 
-#define ISC_TICK_MS 100
-#define ISC_BACKOFF_MIN_MS 100
-#define ISC_BACKOFF_MAX_MS 2000
-
-static void on_tick(void *arg, uint32_t events);
+unsigned isc_version(void)
+{
+	return ISC_API_VERSION;
+}
 
 void isc_options_default(struct isc_options *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->struct_size = sizeof(*o);
 	o->initiator_name = "iqn.2026-11.org.isert:initiator";
 	o->chap_algs[0] = CHAP_SHA256;
 	o->chap_algs[1] = CHAP_SHA1;
@@ -57,36 +57,64 @@ const char *isc_errmsg(const struct isc_session *s)
 	return s->errmsg[0] ? s->errmsg : "no error";
 }
 
-static char *dup_opt(struct isc_session *s, int i, const char *v)
+char *isc_dup_opt(struct isc_session *s, int i, const char *v)
 {
 	free(s->strs[i]);
 	s->strs[i] = v ? strdup(v) : NULL;
 	return s->strs[i];
 }
 
+/* The end of the last field of version 1.0 of struct isc_options. */
+#define ISC_OPTIONS_V1_SIZE (offsetof(struct isc_options, iser) + sizeof(bool))
+
+/* Copy the caller's options by the rule in initiator.h (struct_size). */
+static int copy_options(struct isc_options *dst, const struct isc_options *o)
+{
+	isc_options_default(dst);
+	if (!o)
+		return 0;
+	size_t n = o->struct_size;
+	if (n < ISC_OPTIONS_V1_SIZE)
+		return -EINVAL;
+	if (n > sizeof(*dst)) {
+		for (size_t i = sizeof(*dst); i < n; i++)
+			if (((const unsigned char *)o)[i])
+				return -EINVAL;
+		n = sizeof(*dst);
+	}
+	memcpy(dst, o, n);
+	dst->struct_size = sizeof(*dst);
+	return 0;
+}
+
 struct isc_session *isc_session_new(const struct isc_options *o)
 {
+	isc_log_init();
 	struct isc_session *s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		errno = ENOMEM;
 		return NULL;
-	if (o)
-		s->o = *o;
-	else
-		isc_options_default(&s->o);
+	}
+	if (copy_options(&s->o, o)) {
+		free(s);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (!s->o.initiator_name)
 		s->o.initiator_name = "iqn.2026-11.org.isert:initiator";
-	s->o.initiator_name = dup_opt(s, 0, s->o.initiator_name);
-	s->o.initiator_alias = dup_opt(s, 1, s->o.initiator_alias);
-	s->o.user = dup_opt(s, 2, s->o.user);
-	s->o.password = dup_opt(s, 3, s->o.password);
-	s->o.target_user = dup_opt(s, 4, s->o.target_user);
-	s->o.target_password = dup_opt(s, 5, s->o.target_password);
+	s->o.initiator_name = isc_dup_opt(s, 0, s->o.initiator_name);
+	s->o.initiator_alias = isc_dup_opt(s, 1, s->o.initiator_alias);
+	s->o.user = isc_dup_opt(s, 2, s->o.user);
+	s->o.password = isc_dup_opt(s, 3, s->o.password);
+	s->o.target_user = isc_dup_opt(s, 4, s->o.target_user);
+	s->o.target_password = isc_dup_opt(s, 5, s->o.target_password);
 	s->tfd = -1;
-	s->r = reactor_create(0, REACTOR_EVENT);
+	/* Event mode, no io_uring ring, outside the target's reactor registry. */
+	s->r = reactor_create_private();
 	if (!s->r || !s->o.initiator_name)
 		goto fail;
 	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (s->tfd < 0 || reactor_add_fd(s->r, s->tfd, EPOLLIN, on_tick, s))
+	if (s->tfd < 0 || reactor_add_fd(s->r, s->tfd, EPOLLIN, isc_on_tick, s))
 		goto fail;
 	/* ISID type 0x80 (random): kept for the session's life so a re-login reinstates it. */
 	chap_random(s->isid, sizeof(s->isid));
@@ -95,6 +123,7 @@ struct isc_session *isc_session_new(const struct isc_options *o)
 	return s;
 fail:
 	isc_session_free(s);
+	errno = ENOMEM; /* out of memory or of file descriptors */
 	return NULL;
 }
 
@@ -134,8 +163,7 @@ void isc_session_free(struct isc_session *s)
 	}
 	if (s->r)
 		reactor_destroy(s->r);
-	text_buf_free(&s->pending_answers);
-	text_buf_free(&s->login_rsp_text);
+	isc_login_end(s);
 	for (size_t i = 0; i < ARRAY_SIZE(s->strs); i++)
 		free(s->strs[i]);
 	free(s->slots);
@@ -156,581 +184,14 @@ int isc_service(struct isc_session *s, int revents)
 	return rc < 0 ? rc : 0;
 }
 
-/* Run the loop until *done (sync wrappers). */
-int isc_wait(struct isc_session *s, const bool *done)
-{
-	bool was = s->in_service;
-	s->in_service = true;
-	int rc = 0;
-	while (!*done) {
-		rc = reactor_poll_once(s->r, 1000);
-		if (rc < 0 && rc != -EINTR)
-			break;
-		rc = 0;
-	}
-	s->in_service = was;
-	return rc;
-}
-
-static void unkick(void *arg)
-{
-	struct isc_session *s = arg;
-	s->kicked = false;
-}
-
-/*
- * Work queued outside isc_service() (a submit from the caller's code) sits
- * in the reactor's deferred list, which does not make the fd readable: poke
- * the reactor's eventfd once so the caller's loop comes back to service.
- */
-void isc_kick(struct isc_session *s)
-{
-	if (s->in_service || s->kicked)
-		return;
-	if (reactor_send(s->r, unkick, s) == 0)
-		s->kicked = true;
-}
-
-struct isc_opdu {
-	struct xp_pdu x;
-	struct isc_session *s;
-	struct isc_task *t;
-	uint8_t buf[];
-};
-
-static void opdu_done(struct xp_pdu *p, int err)
-{
-	struct isc_opdu *o = container_of(p, struct isc_opdu, x);
-	(void)err;
-	if (o->t)
-		isc_task_pdu_done(o->s, o->t);
-	free(o);
-}
-
-int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
-		 struct isc_task *t)
-{
-	return isc_send_pdu(s, bhs, data, len, copy, t, NULL);
-}
-
-int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
-		 struct isc_task *t, const struct xp_pdu *iser)
-{
-	if (!s->xc)
-		return -ENOTCONN;
-	struct isc_opdu *o = malloc(sizeof(*o) + (copy ? len : 0));
-	if (!o)
-		return -ENOMEM;
-	memset(&o->x, 0, sizeof(o->x));
-	memcpy(o->x.bhs, bhs, PDU_BHS_LEN);
-	put_be32(o->x.bhs + 28, s->exp_statsn);
-	pdu_set_dlen(o->x.bhs, len);
-	if (copy && len)
-		memcpy(o->buf, data, len);
-	o->x.data = copy ? o->buf : data;
-	o->x.data_len = len;
-	o->x.done = opdu_done;
-	if (iser) {
-		o->x.read_stag_valid = iser->read_stag_valid;
-		o->x.read_stag = iser->read_stag;
-		o->x.read_va = iser->read_va;
-		o->x.write_stag_valid = iser->write_stag_valid;
-		o->x.write_stag = iser->write_stag;
-		o->x.write_va = iser->write_va;
-	}
-	o->s = s;
-	o->t = t;
-	if (t)
-		t->pdus++;
-	/* A failure comes back through opdu_done() and the connection's closed() upcall. */
-	s->xc->ops->send(s->xc, &o->x);
-	isc_kick(s);
-	return 0;
-}
-
-void isc_update_sn(struct isc_session *s, uint32_t exp_cmdsn, uint32_t max_cmdsn)
-{
-	/* RFC 7143 sec. 4.2.2.1: ignore a window that closes below ExpCmdSN - 1. */
-	if (serial_lt(max_cmdsn, exp_cmdsn - 1))
-		return;
-	if (serial_gt(exp_cmdsn, s->exp_cmdsn))
-		s->exp_cmdsn = exp_cmdsn;
-	if (serial_gt(max_cmdsn, s->max_cmdsn))
-		s->max_cmdsn = max_cmdsn;
-}
-
-static void arm(struct isc_session *s, bool on)
-{
-	struct itimerspec its = { 0 };
-	if (on) {
-		its.it_value.tv_nsec = ISC_TICK_MS * 1000000L;
-		its.it_interval.tv_nsec = ISC_TICK_MS * 1000000L;
-	}
-	timerfd_settime(s->tfd, 0, &its, NULL);
-}
-
-void isc_arm_timer(struct isc_session *s)
-{
-	bool need = s->state == ISC_S_CONNECT || s->state == ISC_S_LOGIN || s->state == ISC_S_RECONNECT ||
-		    s->state == ISC_S_LOGOUT || (s->state == ISC_S_FFP && s->o.nop_interval_s);
-	arm(s, need);
-}
-
-/* ---- transport upcalls ---- */
-
-static int up_rx_bhs(struct xp_conn *c, const uint8_t *bhs, uint8_t **dest)
-{
-	struct isc_session *s = c->upper;
-	if (!s)
-		return -ECONNRESET;
-	char why[128];
-	uint32_t max = s->state == ISC_S_LOGIN ? MAX(8192u, s->o.max_recv_dsl) : s->o.max_recv_dsl;
-	if (pdu_check_bhs(bhs, false, max, why, sizeof(why))) {
-		isc_seterr(s, "target sent a bad PDU: %s", why);
-		return -EPROTO;
-	}
-	if (pdu_opcode(bhs) == PDU_OP_DATA_IN)
-		return isc_task_rx_bhs(s, bhs, dest);
-	*dest = NULL;
-	return 0;
-}
-
-static void update_statsn(struct isc_session *s, const uint8_t *bhs)
-{
-	uint32_t statsn = get_be32(bhs + 24);
-	if (serial_ge(statsn, s->exp_statsn))
-		s->exp_statsn = statsn + 1;
-}
-
-static void on_nop_in(struct isc_session *s, struct xp_rx *rx)
-{
-	const struct pdu_nop *n = (const void *)rx->bhs;
-	isc_update_sn(s, be32toh(n->sn2), be32toh(n->max_cmdsn));
-	if (n->itt != htobe32(PDU_RESERVED_TAG)) {
-		update_statsn(s, rx->bhs);
-		struct isc_task *t = isc_task_by_itt(s, be32toh(n->itt));
-		if (t && t->kind == ISC_K_NOP) {
-			if (t == s->ping)
-				s->ping = NULL;
-			isc_task_finish(s, t, 0);
-		}
-		return;
-	}
-	if (n->ttt == htobe32(PDU_RESERVED_TAG))
-		return;
-	/* The target pings us: answer with its TTT, echoing its data. */
-	uint8_t bhs[PDU_BHS_LEN] = { 0 };
-	struct pdu_nop *o = (void *)bhs;
-	o->opcode = PDU_OP_NOP_OUT | PDU_FLAG_IMMEDIATE;
-	o->flags = PDU_FLAG_FINAL;
-	memcpy(o->lun, n->lun, 8);
-	o->itt = htobe32(PDU_RESERVED_TAG);
-	o->ttt = n->ttt;
-	o->sn1 = htobe32(s->cmdsn);
-	isc_send_bhs(s, bhs, rx->data, rx->data ? rx->data_len : 0, true, NULL);
-}
-
-static void on_reject(struct isc_session *s, struct xp_rx *rx)
-{
-	const struct pdu_reject *rj = (const void *)rx->bhs;
-	isc_update_sn(s, be32toh(rj->exp_cmdsn), be32toh(rj->max_cmdsn));
-	update_statsn(s, rx->bhs);
-	if (!rx->data || rx->data_len < PDU_BHS_LEN) {
-		isc_conn_lost(s, -EPROTO, "target sent a Reject without the rejected header");
-		return;
-	}
-	struct isc_task *t = isc_task_by_itt(s, get_be32(rx->data + 16));
-	isc_seterr(s, "target rejected a %s PDU (reason 0x%02x)", pdu_opcode_name(rx->data[0] & 0x3f),
-		   rj->reason);
-	if (t && t->issued && !t->completed)
-		isc_task_finish(s, t, -EPROTO);
-}
-
-static void on_async(struct isc_session *s, struct xp_rx *rx)
-{
-	const struct pdu_async *a = (const void *)rx->bhs;
-	isc_update_sn(s, be32toh(a->exp_cmdsn), be32toh(a->max_cmdsn));
-	update_statsn(s, rx->bhs);
-	switch (a->event) {
-	case PDU_ASYNC_LOGOUT_REQUEST:
-	case PDU_ASYNC_DROP_CONNECTION:
-	case PDU_ASYNC_DROP_SESSION:
-		isc_conn_lost(s, -ECONNRESET, "target asked us to leave (async event)");
-		break;
-	default:
-		break;
-	}
-}
-
-static void on_logout_rsp(struct isc_session *s, struct xp_rx *rx)
-{
-	const struct pdu_logout_rsp *l = (const void *)rx->bhs;
-	update_statsn(s, rx->bhs);
-	struct isc_task *t = isc_task_by_itt(s, be32toh(l->itt));
-	if (t && t->kind == ISC_K_LOGOUT)
-		isc_task_finish(s, t, l->response ? -EPROTO : 0);
-	if (s->xc)
-		s->xc->ops->close(s->xc);
-}
-
-static void up_rx_pdu(struct xp_conn *c, struct xp_rx *rx)
-{
-	struct isc_session *s = c->upper;
-	if (!s)
-		return;
-	s->last_rx_ns = reactor_now_ns();
-	uint8_t op = pdu_opcode(rx->bhs);
-	if (op == PDU_OP_LOGIN_RSP) {
-		isc_login_rx(s, rx);
-		return;
-	}
-	if (s->state == ISC_S_LOGIN) {
-		isc_conn_lost(s, -EPROTO, "target sent a non-login PDU during login");
-		return;
-	}
-	if (s->o.iser && (op == PDU_OP_DATA_IN || op == PDU_OP_R2T)) {
-		/* RFC 7145: data moves by RDMA; these PDUs have no place to land. */
-		isc_conn_lost(s, -EPROTO, op == PDU_OP_DATA_IN ? "target sent a Data-In PDU over iSER"
-							      : "target sent an R2T over iSER");
-		return;
-	}
-	switch (op) {
-	case PDU_OP_SCSI_RSP:
-	case PDU_OP_DATA_IN:
-	case PDU_OP_R2T:
-	case PDU_OP_TMF_RSP:
-	case PDU_OP_TEXT_RSP:
-		isc_task_rx(s, rx);
-		break;
-	case PDU_OP_NOP_IN:
-		on_nop_in(s, rx);
-		break;
-	case PDU_OP_REJECT:
-		on_reject(s, rx);
-		break;
-	case PDU_OP_ASYNC_MSG:
-		on_async(s, rx);
-		break;
-	case PDU_OP_LOGOUT_RSP:
-		on_logout_rsp(s, rx);
-		break;
-	default:
-		isc_conn_lost(s, -EPROTO, "unexpected opcode from target");
-		return;
-	}
-	isc_task_pump(s);
-}
-
-static void finish_login(struct isc_session *s, int err)
-{
-	isc_done_cb cb = s->login_cb;
-	s->login_cb = NULL;
-	if (cb)
-		cb(s, err, s->login_arg);
-}
-
-static void give_up(struct isc_session *s, int err)
-{
-	s->state = ISC_S_FAILED;
-	s->reconnecting = false;
-	isc_arm_timer(s);
-	isc_tasks_fail_all(s, err);
-	finish_login(s, err);
-}
-
-/* ISC_DEBUG=1 in the environment: connection events on stderr. */
-static void dbg(const struct isc_session *s, const char *what, int err)
-{
-	static int on = -1;
-	if (on < 0)
-		on = getenv("ISC_DEBUG") != NULL;
-	if (on)
-		fprintf(stderr, "isc %s:%u: %s (state %d, err %d, tasks %u)\n", s->host, s->port, what, s->state, err,
-			s->ntasks);
-}
-
-static void destroy_conn(void *arg)
-{
-	struct xp_conn *c = arg;
-	c->ops->destroy(c);
-}
-
-static void up_closed(struct xp_conn *c, int err)
-{
-	struct isc_session *s = c->upper;
-	if (!s || s->xc != c)
-		return;
-	/* Destroy from a fresh stack: the transport is still unwinding this call. */
-	s->xc = NULL;
-	c->upper = NULL;
-	reactor_defer(s->r, destroy_conn, c);
-	s->ping = NULL;
-	dbg(s, "connection closed", err);
-	if (s->state == ISC_S_FREEING)
-		return;
-	if (!err)
-		err = -ECONNRESET;
-	bool was_ffp = s->state == ISC_S_FFP;
-	if (s->state == ISC_S_CONNECT && c->why[0])
-		isc_seterr(s, "%s", c->why);
-	if (s->state == ISC_S_LOGOUT || s->user_logout) {
-		s->state = ISC_S_IDLE;
-		isc_arm_timer(s);
-		isc_tasks_fail_all(s, -ECANCELED);
-		return;
-	}
-	if (s->o.reconnect_timeout_s && !s->discovery && (was_ffp || s->reconnecting)) {
-		if (was_ffp) {
-			s->reconnecting = true;
-			s->reconnect_start_ns = reactor_now_ns();
-			s->backoff_ms = ISC_BACKOFF_MIN_MS;
-			if (!s->errmsg[0])
-				isc_seterr(s, "connection to %s:%u lost", s->host, s->port);
-		}
-		s->state = ISC_S_RECONNECT;
-		s->reconnect_next_ns = reactor_now_ns() + (uint64_t)s->backoff_ms * 1000000ull;
-		s->backoff_ms = MIN(s->backoff_ms * 2, ISC_BACKOFF_MAX_MS);
-		isc_tasks_requeue(s);
-		isc_arm_timer(s);
-		return;
-	}
-	if (s->state == ISC_S_LOGIN && !s->errmsg[0])
-		isc_seterr(s, "connection to %s:%u closed during login", s->host, s->port);
-	give_up(s, s->login_err ? s->login_err : err);
-}
-
-static void up_connected(struct xp_conn *c)
-{
-	struct isc_session *s = c->upper;
-	if (!s || s->xc != c || s->state != ISC_S_CONNECT)
-		return;
-	dbg(s, "connected", 0);
-	int rc = s->o.iser ? isc_mem_attach(s, c) : 0;
-	if (!rc && (rc = c->ops->start(c, s->r)))
-		isc_seterr(s, "cannot start the connection to %s:%u: %s", s->host, s->port, strerror(-rc));
-	if (!rc) {
-		s->last_rx_ns = reactor_now_ns();
-		s->state = ISC_S_LOGIN;
-		rc = isc_login_start(s);
-	}
-	if (rc) {
-		s->login_err = rc;
-		isc_conn_lost(s, rc, NULL);
-	}
-	isc_task_pump(s);
-}
-
-static const struct xp_upcalls isc_upcalls = {
-	.rx_bhs = up_rx_bhs,
-	.rx_pdu = up_rx_pdu,
-	.closed = up_closed,
-	.connected = up_connected,
-};
-
-void isc_conn_lost(struct isc_session *s, int err, const char *why)
-{
-	if (why)
-		isc_seterr(s, "%s", why);
-	/* While connecting or logging in, this is the error the caller gets. */
-	if ((s->state == ISC_S_CONNECT || s->state == ISC_S_LOGIN) && !s->login_err)
-		s->login_err = err;
-	if (s->xc)
-		s->xc->ops->close(s->xc);
-}
-
-/* Start connecting; up_connected() logs in, up_closed() reports a failure. */
-static int conn_open(struct isc_session *s)
-{
-	char err[256];
-	struct xp_conn *xc = NULL;
-	unsigned tmo_s = s->o.connect_timeout_s ? s->o.connect_timeout_s : 15;
-	s->xops = s->o.iser ? &iser_transport : &tcp_transport;
-	s->login_err = 0;
-	int rc = s->xops->connect(s->host, s->port, s->r, tmo_s * 1000, &xc, err, sizeof(err));
-	if (rc) {
-		isc_seterr(s, "%s", err);
-		return rc;
-	}
-	xc->up = &isc_upcalls;
-	xc->upper = s;
-	s->xc = xc;
-	s->state = ISC_S_CONNECT;
-	/* One time limit for connecting and logging in (the transport's own fires first). */
-	s->login_deadline_ns = reactor_now_ns() + ((uint64_t)tmo_s * 1000 + 500) * 1000000ull;
-	isc_arm_timer(s);
-	return 0;
-}
-
-static void reconnected(struct isc_session *s, int err, void *arg)
-{
-	(void)arg;
-	dbg(s, "re-login done", err);
-	if (!err) {
-		s->reconnects++;
-		s->reconnecting = false;
-		s->errmsg[0] = 0;
-	}
-}
-
-static void try_reconnect(struct isc_session *s)
-{
-	uint64_t now = reactor_now_ns();
-	if (now - s->reconnect_start_ns > (uint64_t)s->o.reconnect_timeout_s * 1000000000ull) {
-		char msg[sizeof(s->errmsg)];
-		snprintf(msg, sizeof(msg), "%s", s->errmsg);
-		isc_seterr(s, "gave up reconnecting after %u s: %.400s", s->o.reconnect_timeout_s, msg);
-		give_up(s, -ECONNRESET);
-		return;
-	}
-	if (now < s->reconnect_next_ns)
-		return;
-	s->login_cb = reconnected;
-	s->login_arg = NULL;
-	dbg(s, "reconnecting", 0);
-	s->tsih = 0; /* a new session with the old ISID: the target reinstates (drops) the old one */
-	if (conn_open(s)) {
-		s->state = ISC_S_RECONNECT;
-		s->reconnect_next_ns = now + (uint64_t)s->backoff_ms * 1000000ull;
-		s->backoff_ms = MIN(s->backoff_ms * 2, ISC_BACKOFF_MAX_MS);
-	}
-}
-
-static void on_tick(void *arg, uint32_t events)
-{
-	struct isc_session *s = arg;
-	uint64_t ticks;
-	(void)events;
-	if (read(s->tfd, &ticks, sizeof(ticks)) < 0) {
-		/* nothing to read: spurious wake-up */
-	}
-	uint64_t now = reactor_now_ns();
-	switch (s->state) {
-	case ISC_S_RECONNECT:
-		try_reconnect(s);
-		break;
-	case ISC_S_CONNECT:
-	case ISC_S_LOGIN:
-	case ISC_S_LOGOUT:
-		if (now > s->login_deadline_ns)
-			isc_conn_lost(s, -ETIMEDOUT, s->state == ISC_S_CONNECT ? "connect timed out"
-						     : s->state == ISC_S_LOGIN ? "login timed out" : "logout timed out");
-		break;
-	case ISC_S_FFP:
-		if (!s->o.nop_interval_s)
-			break;
-		if (s->ping) {
-			if (now - s->ping_sent_ns > (uint64_t)(s->o.nop_timeout_s ? s->o.nop_timeout_s : 10) *
-							    1000000000ull)
-				isc_conn_lost(s, -ETIMEDOUT, "target did not answer a NOP-Out ping");
-		} else if (now - s->last_rx_ns > (uint64_t)s->o.nop_interval_s * 1000000000ull) {
-			struct isc_task *t = isc_task_alloc(s, ISC_K_NOP);
-			if (t) {
-				s->ping = t;
-				s->ping_sent_ns = now;
-				isc_task_queue(s, t);
-			}
-		}
-		break;
-	default:
-		break;
-	}
-	isc_task_pump(s);
-}
-
-int isc_connect_async(struct isc_session *s, const char *host, uint16_t port, const char *target,
-		      isc_done_cb cb, void *arg)
-{
-	if (s->state != ISC_S_IDLE && s->state != ISC_S_FAILED)
-		return -EBUSY;
-	if (!host || strlen(host) >= sizeof(s->host) || (target && strlen(target) >= sizeof(s->target)))
-		return -EINVAL;
-	snprintf(s->host, sizeof(s->host), "%s", host);
-	s->port = port ? port : 3260;
-	s->discovery = !target;
-	snprintf(s->target, sizeof(s->target), "%s", target ? target : "");
-	s->errmsg[0] = 0;
-	s->user_logout = false;
-	s->tsih = 0;
-	s->login_cb = cb;
-	s->login_arg = arg;
-	int rc = conn_open(s);
-	if (rc) {
-		s->login_cb = NULL;
-		s->state = ISC_S_FAILED;
-	}
-	return rc;
-}
-
-struct sync_done {
-	bool done;
-	int err;
-};
-
-static void sync_cb(struct isc_session *s, int err, void *arg)
-{
-	struct sync_done *d = arg;
-	(void)s;
-	d->done = true;
-	d->err = err;
-}
-
-int isc_connect(struct isc_session *s, const char *host, uint16_t port, const char *target)
-{
-	struct sync_done d = { 0 };
-	int rc = isc_connect_async(s, host, port, target, sync_cb, &d);
-	if (rc)
-		return rc;
-	rc = isc_wait(s, &d.done);
-	return rc ? rc : d.err;
-}
-
 int isc_connect_url(struct isc_session *s, const struct isc_url *u)
 {
 	s->o.iser = u->iser;
 	if (u->user[0]) {
-		s->o.user = dup_opt(s, 2, u->user);
-		s->o.password = dup_opt(s, 3, u->password);
+		s->o.user = isc_dup_opt(s, 2, u->user);
+		s->o.password = isc_dup_opt(s, 3, u->password);
 	}
 	return isc_connect(s, u->host, u->port, u->target[0] ? u->target : NULL);
-}
-
-static void logout_done(struct isc_session *s, const struct isc_result *r, void *arg)
-{
-	(void)s;
-	(void)r;
-	(void)arg;
-}
-
-int isc_logout_async(struct isc_session *s, isc_done_cb cb, void *arg)
-{
-	if (s->state != ISC_S_FFP)
-		return -ENOTCONN;
-	struct isc_task *t = isc_task_alloc(s, ISC_K_LOGOUT);
-	if (!t)
-		return -ENOMEM;
-	s->user_logout = true;
-	s->state = ISC_S_LOGOUT;
-	s->login_deadline_ns = reactor_now_ns() + 10000000000ull;
-	t->cb = logout_done;
-	t->done_cb = cb;
-	t->arg = arg;
-	isc_task_queue(s, t);
-	isc_task_pump(s);
-	isc_arm_timer(s);
-	return 0;
-}
-
-int isc_logout(struct isc_session *s)
-{
-	struct sync_done d = { 0 };
-	int rc = isc_logout_async(s, sync_cb, &d);
-	if (rc)
-		return rc;
-	rc = isc_wait(s, &d.done);
-	/* Wait for the connection to close as well, so a new connect may follow. */
-	for (int i = 0; i < 100 && s->xc; i++)
-		reactor_poll_once(s->r, 10);
-	return rc ? rc : d.err;
 }
 
 bool isc_logged_in(const struct isc_session *s) { return s->state == ISC_S_FFP; }
@@ -739,7 +200,7 @@ uint16_t isc_login_status(const struct isc_session *s) { return s->login_status;
 int isc_get_params(const struct isc_session *s, struct isc_params *p)
 {
 	memset(p, 0, sizeof(*p));
-	const struct neg_params *n = &s->neg.result;
+	const struct neg_params *n = &s->params;
 	p->header_digest = n->header_digest;
 	p->data_digest = n->data_digest;
 	p->immediate_data = n->immediate_data;
@@ -767,34 +228,3 @@ int isc_get_params(const struct isc_session *s, struct isc_params *p)
 	return s->state == ISC_S_FFP ? 0 : -ENOTCONN;
 }
 
-static void nop_cb(struct isc_session *s, const struct isc_result *r, void *arg)
-{
-	(void)s;
-	(void)r;
-	(void)arg;
-}
-
-int isc_nop_async(struct isc_session *s, isc_done_cb cb, void *arg)
-{
-	if (s->state != ISC_S_FFP)
-		return -ENOTCONN;
-	struct isc_task *t = isc_task_alloc(s, ISC_K_NOP);
-	if (!t)
-		return -ENOMEM;
-	t->cb = nop_cb;
-	t->done_cb = cb;
-	t->arg = arg;
-	isc_task_queue(s, t);
-	isc_task_pump(s);
-	return 0;
-}
-
-int isc_nop_sync(struct isc_session *s)
-{
-	struct sync_done d = { 0 };
-	int rc = isc_nop_async(s, sync_cb, &d);
-	if (rc)
-		return rc;
-	rc = isc_wait(s, &d.done);
-	return rc ? rc : d.err;
-}

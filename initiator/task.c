@@ -156,7 +156,7 @@ void isc_task_pdu_done(struct isc_session *s, struct isc_task *t)
 
 static uint32_t seg_max(const struct isc_session *s)
 {
-	uint32_t m = s->neg.result.peer_max_recv_dsl;
+	uint32_t m = s->params.peer_max_recv_dsl;
 	return m ? m : 8192;
 }
 
@@ -193,7 +193,7 @@ static int send_data_out(struct isc_session *s, struct isc_task *t, uint32_t ttt
  */
 static uint32_t iser_imm(const struct isc_session *s, const struct isc_task *t)
 {
-	const struct neg_params *n = &s->neg.result;
+	const struct neg_params *n = &s->params;
 	if (t->cmd.dir != ISC_DIR_WRITE || !n->immediate_data)
 		return 0;
 	uint32_t max = MIN(n->target_recv_dsl ? n->target_recv_dsl : 8192u, (uint32_t)ISER_INITIATOR_SEND_DSL);
@@ -232,7 +232,7 @@ static int issue_scsi_iser(struct isc_session *s, struct isc_task *t, uint8_t *b
 
 static int issue_scsi(struct isc_session *s, struct isc_task *t)
 {
-	const struct neg_params *n = &s->neg.result;
+	const struct neg_params *n = &s->params;
 	uint8_t bhs[PDU_BHS_LEN] = { 0 };
 	struct pdu_scsi_cmd *c = (void *)bhs;
 	uint32_t imm = 0, unsol = 0, len = t->cmd.len;
@@ -383,37 +383,6 @@ struct isc_task *isc_submit(struct isc_session *s, const struct isc_cmd *cmd, is
 }
 
 unsigned isc_tasks_pending(const struct isc_session *s) { return s->ntasks; }
-
-struct sync_task {
-	bool done;
-	struct isc_result res;
-};
-
-static void sync_task_cb(struct isc_session *s, const struct isc_result *r, void *arg)
-{
-	struct sync_task *st = arg;
-	(void)s;
-	st->res = *r;
-	st->done = true;
-}
-
-int isc_submit_sync(struct isc_session *s, const struct isc_cmd *cmd, struct isc_result *r)
-{
-	struct sync_task st = { 0 };
-	if (!isc_submit(s, cmd, sync_task_cb, &st))
-		return -errno;
-	int rc = isc_wait(s, &st.done);
-	if (r)
-		*r = st.res;
-	if (rc)
-		return rc;
-	if (st.res.err == -EIO) {
-		char why[256];
-		isc_result_str(&st.res, why, sizeof(why));
-		isc_seterr(s, "%s", why);
-	}
-	return st.res.err;
-}
 
 /* ---- receive ---- */
 
@@ -730,40 +699,4 @@ int isc_abort_task_async(struct isc_session *s, struct isc_task *ref, isc_tmf_cb
 int isc_lu_reset_async(struct isc_session *s, uint64_t lun, isc_tmf_cb cb, void *arg)
 {
 	return tmf_submit(s, PDU_TMF_LU_RESET, lun, NULL, cb, arg);
-}
-
-struct sync_tmf {
-	bool done;
-	int err, response;
-};
-
-static void sync_tmf_cb(struct isc_session *s, int err, int response, void *arg)
-{
-	struct sync_tmf *st = arg;
-	(void)s;
-	st->done = true;
-	st->err = err;
-	st->response = response;
-}
-
-static int tmf_wait(struct isc_session *s, int rc, struct sync_tmf *st)
-{
-	if (rc == -EALREADY)
-		return PDU_TMF_RSP_COMPLETE;
-	if (rc)
-		return rc;
-	rc = isc_wait(s, &st->done);
-	return rc ? rc : st->err ? st->err : st->response;
-}
-
-int isc_abort_task_sync(struct isc_session *s, struct isc_task *t)
-{
-	struct sync_tmf st = { 0 };
-	return tmf_wait(s, isc_abort_task_async(s, t, sync_tmf_cb, &st), &st);
-}
-
-int isc_lu_reset_sync(struct isc_session *s, uint64_t lun)
-{
-	struct sync_tmf st = { 0 };
-	return tmf_wait(s, isc_lu_reset_async(s, lun, sync_tmf_cb, &st), &st);
 }

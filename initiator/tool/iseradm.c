@@ -20,6 +20,14 @@ enum { EX_OK = 0, EX_USAGE = 1, EX_CONNECT = 2, EX_LOGIN = 3, EX_AUTH = 4, EX_SC
 static bool json_out;
 static struct isc_options opts;
 
+/* The library is silent unless asked: a tool wants its warnings on stderr. */
+static void log_stderr(enum isc_log_level lvl, const char *msg, void *arg)
+{
+	static const char *const name[] = { "error", "warning", "info", "debug" };
+	(void)arg;
+	fprintf(stderr, "iseradm %s: %s\n", name[lvl <= ISC_LOG_DEBUG ? lvl : ISC_LOG_DEBUG], msg);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -215,10 +223,21 @@ static json_object *list_luns(struct isc_session *s, const char *indent)
 		struct isc_inquiry inq = { 0 };
 		struct isc_capacity cap = { 0 };
 		struct isc_result r;
-		/* A pending unit attention (e.g. after a reset) fails the first command: retry once. */
-		if (isc_inquiry_sync(s, luns[i], &inq, &r) == -EIO && r.sense.key == 6)
-			isc_inquiry_sync(s, luns[i], &inq, &r);
-		bool has_cap = isc_readcap16_sync(s, luns[i], &cap, NULL) == 0;
+		/*
+		 * A pending unit attention (a reset, or tgtd greeting a new nexus)
+		 * fails the first command that may report it; INQUIRY does not report
+		 * one (SAM), so READ CAPACITY meets it: retry each, a few times
+		 * (one unit attention per condition is queued).
+		 */
+		int rc1, tries = 0;
+		do
+			rc1 = isc_inquiry_sync(s, luns[i], &inq, &r);
+		while (rc1 == -EIO && r.sense.key == 6 && ++tries < 4);
+		tries = 0;
+		do
+			rc1 = isc_readcap16_sync(s, luns[i], &cap, &r);
+		while (rc1 == -EIO && r.sense.key == 6 && ++tries < 4);
+		bool has_cap = rc1 == 0;
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "lun", json_object_new_int64((int64_t)luns[i]));
 		json_object_object_add(o, "vendor", json_object_new_string(inq.vendor));
@@ -509,6 +528,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	isc_options_default(&opts);
+	isc_set_log_cb(log_stderr, NULL, getenv("ISC_DEBUG") ? ISC_LOG_DEBUG : ISC_LOG_INFO);
 	opts.reconnect_timeout_s = 0; /* a one-shot tool reports a lost connection */
 	opts.nop_interval_s = 0;
 	const char *target = NULL, *portal = NULL;

@@ -751,6 +751,77 @@ static void test_reconnect(const char *who, const char *target, uint64_t lun, bo
 	isc_session_free(s);
 }
 
+struct log_seen {
+	int lines, debug;
+	char last[300];
+};
+
+static void log_cb(enum isc_log_level lvl, const char *msg, void *arg)
+{
+	struct log_seen *l = arg;
+	l->lines++;
+	l->debug += lvl == ISC_LOG_DEBUG;
+	snprintf(l->last, sizeof(l->last), "%s", msg);
+}
+
+/* What the header promises about versions, options and the log callback. */
+static void test_api_rules(void)
+{
+	check("isc_version() is the header's ISC_API_VERSION", isc_version() == ISC_API_VERSION &&
+	      ISC_API_VERSION >> 16 == ISC_API_VERSION_MAJOR, "0x%x", isc_version());
+
+	struct {
+		struct isc_options o;
+		uint64_t newer_field;
+	} big;
+	isc_options_default(&big.o);
+	check("options: struct_size set by isc_options_default", big.o.struct_size == sizeof(struct isc_options),
+	      "%zu", big.o.struct_size);
+	struct isc_session *s = isc_session_new(&big.o);
+	check("options: the default struct_size is accepted", s != NULL, "errno %d", errno);
+	isc_session_free(s);
+	/* A newer program's struct: larger, its extra field zero (accepted) or set (refused). */
+	big.o.struct_size = sizeof(big);
+	big.newer_field = 0;
+	s = isc_session_new(&big.o);
+	check("options: a larger struct with a zero tail is accepted", s != NULL, "errno %d", errno);
+	isc_session_free(s);
+	big.newer_field = 1;
+	errno = 0;
+	s = isc_session_new(&big.o);
+	check("options: a larger struct asking for more is refused (EINVAL)", !s && errno == EINVAL, "errno %d",
+	      errno);
+	isc_session_free(s);
+	struct isc_options o;
+	memset(&o, 0, sizeof(o)); /* struct_size 0: isc_options_default() was not called */
+	errno = 0;
+	s = isc_session_new(&o);
+	check("options: struct_size 0 is refused (EINVAL)", !s && errno == EINVAL, "errno %d", errno);
+	isc_session_free(s);
+	struct isc_discovery *d = NULL;
+	char err[200] = "";
+	int rc = isc_discover("127.0.0.1", (uint16_t)port, &o, &d, err, sizeof(err));
+	check("options: isc_discover passes the refusal on as -EINVAL", rc == -EINVAL, "rc %d %s", rc, err);
+
+	/* The log callback: debug lines when asked, nothing once removed. */
+	struct log_seen seen = { 0 };
+	isc_set_log_cb(log_cb, &seen, ISC_LOG_DEBUG);
+	isc_options_default(&o);
+	s = isc_session_new(&o);
+	rc = s ? isc_connect(s, "127.0.0.1", 1, NULL) : -ENOMEM;
+	isc_session_free(s);
+	check("log callback: connection events at debug level", rc == -ECONNREFUSED && seen.debug >= 1 &&
+	      strstr(seen.last, "127.0.0.1:1"), "rc %d, %d lines, last '%s'", rc, seen.lines, seen.last);
+	isc_set_log_cb(log_cb, &seen, ISC_LOG_WARN);
+	int before = seen.lines;
+	s = isc_session_new(&o);
+	rc = s ? isc_connect(s, "127.0.0.1", 1, NULL) : -ENOMEM;
+	isc_session_free(s);
+	check("log callback: no debug lines above max_level", rc == -ECONNREFUSED && seen.lines == before,
+	      "%d lines", seen.lines - before);
+	isc_set_log_cb(NULL, NULL, ISC_LOG_ERR);
+}
+
 static int run_isertd(const char *bin, int p)
 {
 	isertd_bin = bin;
@@ -777,6 +848,7 @@ static int run_isertd(const char *bin, int p)
 		return 1;
 	}
 	test_url();
+	test_api_rules();
 	test_connect_async();
 	test_isertd_login_and_chap();
 	test_io("127.0.0.1", port, "iqn.2026-11.org.isert:init-open", 0, 512, false, "isertd 512");
@@ -861,6 +933,33 @@ static bool restart_tgtd(void)
 	return tgtd_start() == 0;
 }
 
+static const char *iseradm_bin;
+
+/*
+ * iseradm ls shows the disk's size: tgtd greets each new I_T nexus with a
+ * unit attention on every LUN, which INQUIRY does not report and READ
+ * CAPACITY does; ls must not take that for "no capacity".
+ */
+static void check_iseradm_ls(void)
+{
+	char cmd[600], line[512];
+	snprintf(cmd, sizeof(cmd), "%s ls 127.0.0.1:%d 2>&1", iseradm_bin, port);
+	FILE *f = popen(cmd, "r");
+	bool in_t = false, disk = false;
+	char seen[2048] = "";
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strlen(seen) + strlen(line) < sizeof(seen))
+			strcat(seen, line);
+		if (!strncmp(line, "Target: ", 8))
+			in_t = !strncmp(line + 8, T, strlen(T)) && line[8 + strlen(T)] == '\n';
+		else if (in_t && strstr(line, "LUN 1: ") && strstr(line, " 131072 blocks x 512 bytes"))
+			disk = true;
+	}
+	if (f)
+		pclose(f);
+	check("tgtd: iseradm ls shows the disk LUN's size", disk, "output:\n%s", seen);
+}
+
 static int run_tgtd(int p, int control)
 {
 	port = p;
@@ -888,6 +987,8 @@ static int run_tgtd(int p, int control)
 	}
 	check("tgtd: discovery lists both targets with portals", f1 && f2, "rc %d %s", rc, emsg);
 	isc_discovery_free(d);
+	if (iseradm_bin)
+		check_iseradm_ls();
 
 	int err;
 	struct isc_session *s = login("127.0.0.1", port, T, &o, &err);
@@ -967,10 +1068,12 @@ int main(int argc, char **argv)
 	int rc = 1;
 	if (argc == 4 && !strcmp(argv[1], "isertd"))
 		rc = run_isertd(argv[2], atoi(argv[3]));
-	else if (argc == 4 && !strcmp(argv[1], "tgtd"))
+	else if ((argc == 4 || argc == 5) && !strcmp(argv[1], "tgtd")) {
+		iseradm_bin = argc == 5 ? argv[4] : NULL;
 		rc = run_tgtd(atoi(argv[2]), atoi(argv[3]));
+	}
 	else {
-		fprintf(stderr, "usage: %s isertd ISERTD PORT | tgtd PORT CONTROL_PORT\n", argv[0]);
+		fprintf(stderr, "usage: %s isertd ISERTD PORT | tgtd PORT CONTROL_PORT [ISERADM]\n", argv[0]);
 		return 2;
 	}
 	if (rc == 77)

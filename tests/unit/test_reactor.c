@@ -135,6 +135,36 @@ static void test_adaptive_mode(void)
 	reactor_destroy(r);
 }
 
+static void deferred(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* The initiator's reactor: no io_uring ring, never handed out by reactor_next(). */
+static void test_private(void)
+{
+	struct reactor *pub = reactor_create(0, REACTOR_EVENT);
+	struct reactor *priv = reactor_create_private();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pub);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(priv);
+	CU_ASSERT_PTR_NULL(reactor_ring(priv));
+	CU_ASSERT_EQUAL(reactor_index(priv), -1);
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_PTR_EQUAL(reactor_next(), pub);
+	/* It still runs deferred calls and messages. */
+	int n = 0;
+	reactor_defer(priv, deferred, &n);
+	CU_ASSERT_EQUAL(reactor_send(priv, deferred, &n), 0);
+	for (int i = 0; i < 5 && n < 2; i++)
+		reactor_poll_once(priv, 100);
+	CU_ASSERT_EQUAL(n, 2);
+	reactor_destroy(priv);
+	CU_ASSERT_PTR_EQUAL(reactor_next(), pub);
+	reactor_destroy(pub);
+	/* Destroying a private reactor left the registry alone: empty now. */
+	CU_ASSERT_PTR_NULL(reactor_next());
+}
+
 int main(void)
 {
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -143,6 +173,7 @@ int main(void)
 	CU_add_test(s, "event mode: notifications only", test_event_mode);
 	CU_add_test(s, "busy mode: polled, never armed", test_busy_mode);
 	CU_add_test(s, "adaptive mode: polled, armed before sleeping", test_adaptive_mode);
+	CU_add_test(s, "private reactor: no ring, not in the registry", test_private);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned fails = CU_get_number_of_failures();

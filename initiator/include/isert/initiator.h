@@ -8,7 +8,11 @@
  * Synchronous wrappers (*_sync, isc_connect, isc_discover) run that loop
  * themselves.  A session is used by one thread at a time.
  *
- * Errors are negative errno values; the words are in isc_errmsg():
+ * Error convention, for every function: one returning int returns 0 (or a
+ * count / a value >= 0 where stated) on success and a negative errno on
+ * failure; one returning a pointer returns NULL with errno set to the
+ * (positive) errno; a void function cannot fail.  The errors, and the words
+ * for the last one in isc_errmsg():
  *   -ECONNREFUSED, -EHOSTUNREACH, -ETIMEDOUT, -EINVAL(address)  cannot connect
  *   -EACCES   authentication failed (login status 0x0201, or mutual CHAP:
  *             the target's proof was wrong)
@@ -32,6 +36,36 @@
 extern "C" {
 #endif
 
+/*
+ * ABI and versions: libisert-initiator.so.ISC_API_VERSION_MAJOR.  Within a
+ * major version the library only adds: new functions, new enum values, new
+ * fields at the end of struct isc_options (see there).  Other structs in
+ * this header are filled by the library and keep their layout for the whole
+ * major version.  A change that breaks a built program bumps the major (and
+ * the soname).  The minor counts additions: compare isc_version() with the
+ * macros to learn what the library loaded at run time offers.
+ */
+#define ISC_API_VERSION_MAJOR 1
+#define ISC_API_VERSION_MINOR 0
+#define ISC_API_VERSION ((ISC_API_VERSION_MAJOR << 16) | ISC_API_VERSION_MINOR)
+/* The library's ISC_API_VERSION (major << 16 | minor). */
+unsigned isc_version(void);
+
+/*
+ * Logging: the library never writes to stderr or stdout by itself; its
+ * messages (connection trouble, bad PDUs from the target, the transport's
+ * warnings) go to one process-wide callback, none by default.  Set it
+ * before the first session; it may run on any thread that is inside a
+ * library call (isc_service(), a *_sync wrapper), concurrently when threads
+ * drive different sessions.  msg has no trailing newline.  max_level: the
+ * most verbose level delivered.  cb NULL: silent again.  The environment
+ * variable ISC_DEBUG, when set and no callback is, sends ISC_LOG_DEBUG
+ * connection events to stderr (for debugging a program you cannot change).
+ */
+enum isc_log_level { ISC_LOG_ERR, ISC_LOG_WARN, ISC_LOG_INFO, ISC_LOG_DEBUG };
+typedef void (*isc_log_cb)(enum isc_log_level level, const char *msg, void *arg);
+void isc_set_log_cb(isc_log_cb cb, void *arg, enum isc_log_level max_level);
+
 struct isc_session;
 struct isc_task;
 
@@ -53,7 +87,18 @@ int isc_url_parse(const char *url, bool portal_only, struct isc_url *out, char *
 
 /* ---- session options ---- */
 
+/*
+ * The options struct grows at its end from one minor version to the next.
+ * Rule: always fill it with isc_options_default() first (it sets
+ * struct_size to the size of the struct your program was compiled with),
+ * then change fields.  The library reads only struct_size bytes and takes
+ * defaults for fields it has and your program does not; it refuses
+ * (NULL, errno EINVAL) a struct_size below the first version's or one
+ * larger than its own whose extra bytes are not zero (a newer program
+ * asking for something this library cannot do).
+ */
 struct isc_options {
+	size_t struct_size;           /* set by isc_options_default() */
 	const char *initiator_name;   /* default "iqn.2026-11.org.isert:initiator" */
 	const char *initiator_alias;  /* optional */
 	const char *user, *password;  /* CHAP: we prove ourselves (URL user%password fills these) */
@@ -72,6 +117,7 @@ void isc_options_default(struct isc_options *o);
 
 /* ---- session and event loop ---- */
 
+/* o NULL: the defaults.  NULL with errno on failure (EINVAL: see struct isc_options). */
 struct isc_session *isc_session_new(const struct isc_options *o);
 /* Closes the connection without logout; pending tasks complete with -ECANCELED. */
 void isc_session_free(struct isc_session *s);
@@ -243,11 +289,26 @@ int isc_write_same16_sync(struct isc_session *s, uint64_t lun, uint64_t lba, uin
 
 /* ---- task management and keepalive ---- */
 
-/* TMF response: 0 complete, 1 no such task, 2 no such LUN, 5 not supported, ... */
+/* The target's TMF response (RFC 7143 sec. 11.6.1). */
+enum isc_tmf_response {
+	ISC_TMF_COMPLETE = 0,          /* function complete */
+	ISC_TMF_NO_TASK = 1,           /* task does not exist */
+	ISC_TMF_NO_LUN = 2,            /* LUN does not exist */
+	ISC_TMF_TASK_ALLEGIANT = 3,    /* task still allegiant */
+	ISC_TMF_NO_REASSIGN = 4,       /* task allegiance reassignment not supported */
+	ISC_TMF_NOT_SUPPORTED = 5,     /* task management function not supported */
+	ISC_TMF_AUTH_FAILED = 6,       /* function authorization failed */
+	ISC_TMF_REJECTED = 255,        /* function rejected */
+};
+/*
+ * err 0: response is the target's answer, an enum isc_tmf_response value
+ * (an int so that values a newer target sends still fit); err < 0: no
+ * answer (the connection was lost...) and response is meaningless.
+ */
 typedef void (*isc_tmf_cb)(struct isc_session *s, int err, int response, void *arg);
 int isc_abort_task_async(struct isc_session *s, struct isc_task *t, isc_tmf_cb cb, void *arg);
 int isc_lu_reset_async(struct isc_session *s, uint64_t lun, isc_tmf_cb cb, void *arg);
-/* Return the TMF response (>= 0) or a negative errno. */
+/* Return the TMF response (an enum isc_tmf_response, >= 0) or a negative errno. */
 int isc_abort_task_sync(struct isc_session *s, struct isc_task *t);
 int isc_lu_reset_sync(struct isc_session *s, uint64_t lun);
 /* A NOP-Out ping; cb when the target answered. */
