@@ -11,7 +11,8 @@
 # against all three; against isertd with a file LUN a reconnect after the
 # target is killed (-9) mid-workload and restarted, then the TMFs again.
 # iseradm map (ublk-map.sh): the LUN as /dev/ublkbN, used with fio and ext4,
-# against all three targets, over iSER and TCP, through a target restart.
+# against all three targets, over iSER and TCP, through a target restart, a
+# killed map (with and without recovery), and two paths with one going down.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
 source "$(dirname "$VM_LIB")/lio.sh"
@@ -167,11 +168,12 @@ on_isertd() {
 	tmf_checks "$p isertd" iser://$ip/$t/0 8m
 	if [ $p = rxe ]; then
 		map_full "$p isertd map" iser://$ip/$t/0 iser://$ip/$t/1
-		map_short "tcp isertd map" iscsi://127.0.0.1:3262/$t/1 fs
+		map_short "tcp isertd map" iscsi://127.0.0.1:3262/$t/1
 		map_killed iser://$ip/$t/0
 		map_recovery iser://$ip/$t/0
 	else
 		map_short "$p isertd map" iser://$ip/$t/0
+		map_multipath $ip vmnet_$p iser://$ip/$t/0 iscsi://127.0.0.1:3262/$t/0 iser://$ip/$t/1
 	fi
 	ok "$p isertd: survived and stops cleanly" isertd_stop
 	isertd_reconnect $p $ip

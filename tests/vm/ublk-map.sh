@@ -150,23 +150,24 @@ map_path_is() {
 	[ -n "$lines" ] && ! grep -v ": $3," <<< "$lines" | grep -q .
 }
 map_refused() { local x; ! map_up x "$@"; }
-# map_multipath NETDEV URL-ISER URL-TCP URL-OTHER-LU: two paths to one LU,
+# map_multipath IP NETDEV URL-ISER URL-TCP URL-OTHER-LU: two paths to one LU,
 # the iSER one first (failover); its link goes down under fio and comes back.
 map_multipath() {
-	local nd=$1 u1=$2 u2=$3 dev fpid rc out=$VM_WORK/fio-map-mp.txt
-	ok "multipath: a URL of another LU is refused (VPD 83h differs)" map_refused "$u1" "$4"
+	local ip=$1 nd=$2 u1=$3 u2=$4 dev fpid rc out=$VM_WORK/fio-map-mp.txt
+	ok "multipath: a URL of another LU is refused (VPD 83h differs)" map_refused "$u1" "$5"
 	ok "multipath: iseradm map with two URLs of one LU (iSER, TCP)" map_up dev "$u1" "$u2" --queues 2 || return 1
 	ok "multipath: maps shows both paths up on both queues" map_queues_up $dev "$u1" 4
 	fio --name=mp --filename=$dev --direct=1 --ioengine=io_uring --iodepth=16 --rw=randwrite --bsrange=4k-64k \
-		--verify=crc32c --verify_fatal=1 --do_verify=1 --size=24m --loops=4 --eta=never --output=$out >/dev/null 2>&1 &
+		--verify=crc32c --verify_fatal=1 --verify_backlog=64 --size=32m --time_based --runtime=45 --eta=never \
+		--output=$out >/dev/null 2>&1 &
 	fpid=$!
 	sleep 3
-	# The link only: with its address removed and added again, rxe0 takes no new connection
-	# to isertd's listener on it (a listener bound to an address that went away).
-	ip link set $nd down
+	# Link and address: siw's connections to a local address do not notice the link alone.
+	# (rxe0 takes no new connection to isertd's listener once its address went away and came back.)
+	ip link set $nd down && ip addr flush dev $nd
 	ok "multipath: the iSER path's link down mid-fio: maps shows it failed" wait_for 60 map_path_is $dev 0 failed
 	ok "multipath: fio still writes over TCP" bash -c "kill -0 $fpid"
-	ip link set $nd up
+	ip addr add $ip/24 dev $nd && ip link set $nd up
 	ok "multipath: the link back, the iSER path logs in again" wait_for 60 map_path_is $dev 0 up
 	wait $fpid; rc=$?
 	grep -E "err=|verify" $out | head -3 | sed 's/^/    /'
