@@ -17,7 +17,6 @@
  */
 #include "map.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -35,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "ublk.h"
 
 #define MAP_STATE_DIR "/run/isert/maps"
@@ -240,9 +240,9 @@ static int probe_lun(struct isc_session *s, uint64_t lun, struct lun_info *li)
 	uint8_t vpd[256];
 	memset(vpd, 0, sizeof(vpd));
 	if (isc_vpd_sync(s, lun, 0xb0, vpd, sizeof(vpd), NULL) == 0 && vpd[1] == 0xb0) {
-		li->max_xfer_blocks = be32toh(*(uint32_t *)&vpd[8]);
-		li->max_unmap_blocks = be32toh(*(uint32_t *)&vpd[20]);
-		uint64_t ws = be64toh(*(uint64_t *)&vpd[36]);
+		li->max_xfer_blocks = get_be32(&vpd[8]);
+		li->max_unmap_blocks = get_be32(&vpd[20]);
+		uint64_t ws = get_be64(&vpd[36]);
 		li->max_ws_blocks = ws > UINT32_MAX ? UINT32_MAX : (uint32_t)ws;
 	}
 	memset(vpd, 0, sizeof(vpd));
@@ -254,7 +254,7 @@ static int probe_lun(struct isc_session *s, uint64_t lun, struct lun_info *li)
 		li->write_same = true; /* WRITE SAME without UNMAP: any LU with a limit */
 	memset(vpd, 0, sizeof(vpd));
 	if (isc_vpd_sync(s, lun, 0x83, vpd, sizeof(vpd), NULL) == 0 && vpd[1] == 0x83) {
-		unsigned len = 4 + (unsigned)(vpd[2] << 8 | vpd[3]);
+		unsigned len = 4 + get_be16(&vpd[2]);
 		for (unsigned i = 4; i + 4 <= len && i + 4 <= sizeof(vpd);) {
 			unsigned dl = vpd[i + 3], type = vpd[i + 1] & 0x0f, assoc = (vpd[i + 1] >> 4) & 3;
 			if (i + 4 + dl > sizeof(vpd))
@@ -915,7 +915,8 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 		if (!rc)
 			rc = probe_lun(ps, urls[i].lun, &li);
 		if (rc) {
-			fprintf(stderr, "iseradm map: %s: %s\n", d->paths[i].url, isc_errmsg(ps));
+			if (rc != -EINVAL) /* probe_lun() said what it refuses */
+				fprintf(stderr, "iseradm map: %s: %s\n", d->paths[i].url, isc_errmsg(ps));
 			isc_session_free(ps);
 			goto out;
 		}
