@@ -61,7 +61,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return answer_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
 
 	/* Every section but the connections: per-connection series would churn; the portals sum them. */
-	const struct stats_filter f = { .lun = -1, .luns = true, .portals = true, .rdma_devices = true };
+	const struct stats_filter f = { .lun = -1, .luns = true, .portals = true, .rdma_devices = true,
+					.reactors = true };
 	json_object *st = json_object_new_object();
 	char err[256] = "", msg[300];
 	int rc = st ? stats_collect(st, &f, err, sizeof(err)) : -ENOMEM;

@@ -322,10 +322,28 @@ static void device_labels(struct metrics_buf *b, json_object *e)
 	putf(b, ",port=\"%" PRIu64 "\"", port);
 }
 
+static void reactor_labels(struct metrics_buf *b, json_object *e)
+{
+	uint64_t r = 0;
+	num(e, "reactor", &r);
+	putf(b, "reactor=\"%" PRIu64 "\"", r);
+}
+
+static void reactor_families(struct metrics_buf *b, json_object *reactors)
+{
+	simple(b, reactors, reactor_labels, "isert_reactor_connections", "gauge",
+	       "Live connections the reactor runs.", "connections");
+	simple(b, reactors, reactor_labels, "isert_reactor_buffer_pool_bytes", "gauge",
+	       "Bytes of data-buffer slabs the reactor's pool holds (registered with its RDMA devices).",
+	       "buffer_pool_bytes");
+	simple(b, reactors, reactor_labels, "isert_reactor_buffers_in_use", "gauge",
+	       "Data buffers of the reactor's pool handed out now.", "buffers_in_use");
+}
+
 void metrics_render(json_object *stats, struct metrics_buf *b)
 {
 	json_object *bounds = get(stats, "latency_bounds_us"), *luns = get(stats, "luns"),
-		    *portals = get(stats, "portals"), *devs = get(stats, "rdma_devices");
+		    *portals = get(stats, "portals"), *devs = get(stats, "rdma_devices"), *reactors = get(stats, "reactors");
 	json_object *none = json_object_new_array();
 	if (!none) {
 		b->oom = true;
@@ -340,6 +358,8 @@ void metrics_render(json_object *stats, struct metrics_buf *b)
 		portals = none;
 	if (!devs || !json_object_is_type(devs, json_type_array))
 		devs = none;
+	if (!reactors || !json_object_is_type(reactors, json_type_array))
+		reactors = none;
 	family(b, "isert_up", "gauge", "1: isertd answered this scrape with its statistics.");
 	puts_(b, "isert_up 1\n");
 	lun_families(b, luns, bounds);
@@ -349,5 +369,6 @@ void metrics_render(json_object *stats, struct metrics_buf *b)
 		  "The RDMA port's counters (sysfs ports/N/counters), by name.", "counter", port_path);
 	by_member(b, devs, device_labels, "isert_rdma_hw_counters_total", "counter",
 		  "The RDMA port's hardware counters (sysfs ports/N/hw_counters), by name.", "counter", hw_path);
+	reactor_families(b, reactors);
 	json_object_put(none);
 }

@@ -164,8 +164,9 @@ static int m_sessions(struct rpc_call *c)
 static int m_stats(struct rpc_call *c)
 {
 	static const char *const keys[] = { "target", "initiator", "lun", "tsih", "sections", NULL };
-	static const char *const sections[] = { "luns", "connections", "portals", "rdma_devices", NULL };
-	struct stats_filter f = { .lun = -1, .luns = true, .connections = true, .portals = true, .rdma_devices = true };
+	static const char *const sections[] = { "luns", "connections", "portals", "rdma_devices", "reactors", NULL };
+	struct stats_filter f = { .lun = -1, .luns = true, .connections = true, .portals = true, .rdma_devices = true,
+				  .reactors = true };
 	int64_t lun = -1, tsih = 0;
 	json_object *sec;
 	if (only_keys(c, keys) || str_param(c, "target", false, &f.target) ||
@@ -177,18 +178,19 @@ static int m_stats(struct rpc_call *c)
 	if (json_object_object_get_ex(c->params, "sections", &sec)) {
 		if (!json_object_is_type(sec, json_type_array))
 			return rpc_fail(c, RPC_INVALID_PARAMS, "sections: must be an array of luns, connections, portals, "
-							       "rdma_devices");
-		f.luns = f.connections = f.portals = f.rdma_devices = false;
+							       "rdma_devices, reactors");
+		f.luns = f.connections = f.portals = f.rdma_devices = f.reactors = false;
 		for (size_t i = 0; i < json_object_array_length(sec); i++) {
 			const char *s = json_object_get_string(json_object_array_get_idx(sec, i));
 			if (!json_object_is_type(json_object_array_get_idx(sec, i), json_type_string) ||
 			    !in_list(sections, s))
 				return rpc_fail(c, RPC_INVALID_PARAMS, "sections[%zu]: must be one of luns, connections, "
-								       "portals, rdma_devices", i);
+								       "portals, rdma_devices, reactors", i);
 			f.luns |= !strcmp(s, "luns");
 			f.connections |= !strcmp(s, "connections");
 			f.portals |= !strcmp(s, "portals");
 			f.rdma_devices |= !strcmp(s, "rdma_devices");
+			f.reactors |= !strcmp(s, "reactors");
 		}
 	}
 	char err[160];

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bufpool.h"
 #include "common/log.h"
 #include "common/reactor.h"
 #include "common/scsi_proto.h"
@@ -294,6 +295,13 @@ struct conn_copy {
 	struct stats_conn st;
 };
 
+/* What one reactor holds now (the reactors section). */
+struct reactor_copy {
+	bool seen;
+	unsigned connections;
+	uint64_t pool_bytes, pool_in_use;
+};
+
 struct portal_copy {
 	struct iscsi_portal *p;
 	unsigned live;                 /* connections now */
@@ -311,6 +319,8 @@ struct collect {
 	size_t nconns, capconn;
 	struct portal_copy *portals;
 	size_t nportals;
+	struct reactor_copy *reactors; /* indexed by reactor_index() */
+	size_t nreactors, capreactor;
 	int err;                       /* out of memory on a reactor */
 };
 
@@ -320,6 +330,7 @@ static void collect_free(void *arg)
 	free(k->luns);
 	free(k->conns);
 	free(k->portals);
+	free(k->reactors);
 	pthread_mutex_destroy(&k->mu);
 	free(k);
 }
@@ -424,10 +435,28 @@ static void collect_on_reactor(void *arg)
 	}
 	conn_foreach(conn_visit, &w);
 	pthread_mutex_lock(&k->mu);
+	unsigned live = 0;
 	for (size_t i = 0; i < k->nportals; i++) {
 		struct portal_copy *d = &k->portals[i], *s = &w.p[i];
 		d->live += s->live;
+		live += s->live;
 		add_counters(&d->sum, &s->sum, sizeof(s->sum));
+	}
+	if (k->f.reactors && idx >= 0) {
+		size_t old = k->capreactor;
+		if (grow((void **)&k->reactors, &k->capreactor, (size_t)idx + 1, sizeof(*k->reactors))) {
+			memset(k->reactors + old, 0, (k->capreactor - old) * sizeof(*k->reactors));
+			struct bufpool *bp = reactor_bufpool(reactor_self());
+			struct reactor_copy *rc = &k->reactors[idx];
+			rc->seen = true;
+			rc->connections = live;
+			rc->pool_bytes = bp ? bufpool_bytes(bp) : 0;
+			rc->pool_in_use = bp ? bufpool_in_use(bp) : 0;
+			if ((size_t)idx + 1 > k->nreactors)
+				k->nreactors = (size_t)idx + 1;
+		} else {
+			k->err = -ENOMEM;
+		}
 	}
 	if (w.n && grow((void **)&k->conns, &k->capconn, k->nconns + w.n, sizeof(*k->conns))) {
 		memcpy(k->conns + k->nconns, w.c, w.n * sizeof(*w.c));
@@ -748,6 +777,21 @@ int stats_collect(json_object *out, const struct stats_filter *f, char *err, siz
 	}
 	if (f->rdma_devices)
 		json_object_object_add(out, "rdma_devices", rdma_devices_json());
+	if (f->reactors) {
+		a = json_object_new_array();
+		for (size_t i = 0; i < k->nreactors; i++) {
+			const struct reactor_copy *rc = &k->reactors[i];
+			if (!rc->seen)
+				continue;
+			json_object *o = json_object_new_object();
+			add_u(o, "reactor", i);
+			add_u(o, "connections", rc->connections);
+			add_u(o, "buffer_pool_bytes", rc->pool_bytes);
+			add_u(o, "buffers_in_use", rc->pool_in_use);
+			json_object_array_add(a, o);
+		}
+		json_object_object_add(out, "reactors", a);
+	}
 	collect_free(k);
 	return 0;
 }

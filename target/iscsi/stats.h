@@ -128,7 +128,7 @@ struct stats_filter {
 	const char *initiator;
 	int64_t lun;                    /* -1: any */
 	int tsih;                       /* 0: any (connections) */
-	bool luns, connections, portals, rdma_devices; /* sections wanted */
+	bool luns, connections, portals, rdma_devices, reactors; /* sections wanted */
 };
 
 /*

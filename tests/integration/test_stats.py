@@ -194,6 +194,10 @@ def main():
               res['portals'][0]['logins']['accepted'] == 0 and res['portals'][0]['portal'] ==
               '127.0.0.1:%d' % PORT, res['portals'])
         check('rdma_devices is a list (empty without RDMA devices)', isinstance(res['rdma_devices'], list))
+        rs = res['reactors']
+        check('reactors: one entry per reactor, none with a connection or a buffer in use',
+              [r['reactor'] for r in rs] == list(range(len(rs))) and len(rs) >= 1 and
+              all(r['connections'] == 0 and r['buffers_in_use'] == 0 for r in rs), rs)
 
         # -- a known workload from initiator A on LUN 0 ------------------------
         c = Client(PORT)
@@ -273,6 +277,10 @@ def main():
             check('R2Ts: one per large write', x['r2ts'] == K, x)
             check('no digest errors, no NOP timeouts', x['digest_errors'] == 0 and x['nop_timeouts'] == 0, x)
             check('tcp connection has no rdma section', 'rdma' not in x and x['transport'] == 'tcp', x)
+        rs = s['reactors']
+        check('reactors: the connection of A counted on one reactor, nothing in use while A is idle, '
+              'the pool holds what the writes took', sum(r['connections'] for r in rs) == 1 and
+              all(r['buffers_in_use'] == 0 for r in rs) and sum(r['buffer_pool_bytes'] for r in rs) >= 32768, rs)
 
         # -- libiscsi on LUN 1 as initiator B -----------------------------------
         perf = subprocess.run(['iscsi-perf', '-i', INI_B, '-t', '3', '-b', '16', '-m', '8', '-r',

@@ -34,7 +34,10 @@ static const char doc[] =
 	"      \"rdma\": { \"reads\": 8, \"read_bytes\": 32768, \"writes\": 9, \"write_bytes\": 36864, \"sends\": 1,"
 	"                  \"recvs\": 2, \"cq_polls\": 30, \"cq_empty_polls\": 20, \"completions\": 10 } } ],"
 	"  \"rdma_devices\": [ { \"device\": \"rxe0\", \"port\": 1, \"counters\": { \"port_xmit_data\": 100 },"
-	"    \"hw_counters\": { \"retry_exceeded_err\": 0, \"rcvd_seq_err\": 5 } } ] }";
+	"    \"hw_counters\": { \"retry_exceeded_err\": 0, \"rcvd_seq_err\": 5 } } ],"
+	"  \"reactors\": [ { \"reactor\": 0, \"connections\": 2, \"buffer_pool_bytes\": 8388608,"
+	"    \"buffers_in_use\": 3 }, { \"reactor\": 1, \"connections\": 0, \"buffer_pool_bytes\": 0,"
+	"    \"buffers_in_use\": 0 } ] }";
 
 #define LUN "target=\"iqn.2024-01.org.x:d\",tpg=\"1\",lun=\"3\",initiator=\"a\\\\b\\\"c\\nd\",backstore=\"ram0\""
 
@@ -117,6 +120,10 @@ static void test_portals_devices(void)
 	LINE(t, PL("isert_portal_rdma_cq_empty_polls_total{%s} 20", q));
 	LINE(t, "isert_rdma_port_counters_total{device=\"rxe0\",port=\"1\",counter=\"port_xmit_data\"} 100");
 	LINE(t, "isert_rdma_hw_counters_total{device=\"rxe0\",port=\"1\",counter=\"rcvd_seq_err\"} 5");
+	LINE(t, "isert_reactor_connections{reactor=\"0\"} 2");
+	LINE(t, "isert_reactor_buffer_pool_bytes{reactor=\"0\"} 8388608");
+	LINE(t, "isert_reactor_buffers_in_use{reactor=\"0\"} 3");
+	LINE(t, "isert_reactor_buffer_pool_bytes{reactor=\"1\"} 0");
 	/* a TCP portal has no rdma object: no RDMA sample for it, not a 0 */
 	CU_ASSERT_PTR_NULL(strstr(t, PL("isert_portal_rdma_reads_total{%s}", p)));
 	free(t);

@@ -249,5 +249,8 @@ echo "run.sh: $NAME exited $rc; qemu ran ${elapsed} ms"
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
 	echo "run.sh: last guest kernel messages ($WORK/guest.dmesg):"
 	tail -25 "$WORK/guest.dmesg" 2>/dev/null
+	# Last, so that a log cut to its tail (meson, CI) still names them.
+	echo "run.sh: the checks that failed:"
+	grep -a "^not ok" "$WORK/console.log" | grep -v "# TODO known" | tr -d '\r'
 fi
 exit "$rc"

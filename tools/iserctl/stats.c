@@ -179,6 +179,18 @@ static void print_rdma_devices(json_object *ds)
 	}
 }
 
+static void print_reactors(json_object *rs)
+{
+	size_t n = rs ? json_object_array_length(rs) : 0;
+	printf("Reactors [%zu]\n", n);
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(rs, i);
+		printf("  reactor %s: %s connections, buffer pool %.1f MB held, %s buffers in use\n",
+		       gets(r, "reactor", "?"), gets(r, "connections", "?"),
+		       json_object_get_uint64(get(r, "buffer_pool_bytes")) / 1048576.0, gets(r, "buffers_in_use", "?"));
+	}
+}
+
 static int parse_u64(const char *opt, const char *v, uint64_t max, uint64_t *out)
 {
 	char *end;
@@ -234,6 +246,7 @@ int cmd_stats(int argc, char **argv)
 		print_connections(get(res, "connections"));
 		print_portals(get(res, "portals"));
 		print_rdma_devices(get(res, "rdma_devices"));
+		print_reactors(get(res, "reactors"));
 	}
 	json_object_put(res);
 	return 0;
