@@ -506,7 +506,8 @@ int isc_connect_async(struct isc_session *s, const char *host, uint16_t port, co
 	return rc;
 }
 
-static void logout_done(struct isc_session *s, const struct isc_result *r, void *arg)
+/* Logout and NOP tasks report through done_cb; their result callback has nothing to do. */
+static void no_result(struct isc_session *s, const struct isc_result *r, void *arg)
 {
 	(void)s;
 	(void)r;
@@ -523,20 +524,13 @@ int isc_logout_async(struct isc_session *s, isc_done_cb cb, void *arg)
 	s->user_logout = true;
 	s->state = ISC_S_LOGOUT;
 	s->deadline_ns = reactor_now_ns() + 10000000000ull;
-	t->cb = logout_done;
+	t->cb = no_result;
 	t->done_cb = cb;
 	t->arg = arg;
 	isc_task_queue(s, t);
 	isc_task_pump(s);
 	isc_arm_timer(s);
 	return 0;
-}
-
-static void nop_cb(struct isc_session *s, const struct isc_result *r, void *arg)
-{
-	(void)s;
-	(void)r;
-	(void)arg;
 }
 
 int isc_nop_async(struct isc_session *s, isc_done_cb cb, void *arg)
@@ -546,7 +540,7 @@ int isc_nop_async(struct isc_session *s, isc_done_cb cb, void *arg)
 	struct isc_task *t = isc_task_alloc(s, ISC_K_NOP);
 	if (!t)
 		return -ENOMEM;
-	t->cb = nop_cb;
+	t->cb = no_result;
 	t->done_cb = cb;
 	t->arg = arg;
 	isc_task_queue(s, t);

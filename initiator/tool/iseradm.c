@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "isert/initiator.h"
+#include "ua.h"
 #include "map.h"
 
 enum { EX_OK = 0, EX_USAGE = 1, EX_CONNECT = 2, EX_LOGIN = 3, EX_AUTH = 4, EX_SCSI = 5, EX_OTHER = 6 };
@@ -223,20 +224,10 @@ static json_object *list_luns(struct isc_session *s, const char *indent)
 		struct isc_inquiry inq = { 0 };
 		struct isc_capacity cap = { 0 };
 		struct isc_result r;
-		/*
-		 * A pending unit attention (a reset, or tgtd greeting a new nexus)
-		 * fails the first command that may report it; INQUIRY does not report
-		 * one (SAM), so READ CAPACITY meets it: retry each, a few times
-		 * (one unit attention per condition is queued).
-		 */
-		int rc1, tries = 0;
-		do
-			rc1 = isc_inquiry_sync(s, luns[i], &inq, &r);
-		while (rc1 == -EIO && r.sense.key == 6 && ++tries < 4);
-		tries = 0;
-		do
-			rc1 = isc_readcap16_sync(s, luns[i], &cap, &r);
-		while (rc1 == -EIO && r.sense.key == 6 && ++tries < 4);
+		/* INQUIRY does not report a pending unit attention (SAM), READ CAPACITY would. */
+		clear_unit_attentions(s, luns[i]);
+		isc_inquiry_sync(s, luns[i], &inq, &r);
+		int rc1 = isc_readcap16_sync(s, luns[i], &cap, &r);
 		bool has_cap = rc1 == 0;
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "lun", json_object_new_int64((int64_t)luns[i]));
@@ -406,7 +397,7 @@ static int do_inq(const struct isc_url *u, int vpd)
 	if (vpd >= 0) {
 		uint8_t buf[1024] = { 0 };
 		rc = isc_vpd_sync(s, u->lun, (uint8_t)vpd, buf, sizeof(buf), &r);
-		if (rc == -EIO && r.sense.key == 6)
+		if (is_unit_attention(rc, &r))
 			rc = isc_vpd_sync(s, u->lun, (uint8_t)vpd, buf, sizeof(buf), &r);
 		if (!rc) {
 			uint32_t n = sizeof(buf) - (r.underflow ? r.residual : 0);
@@ -427,7 +418,7 @@ static int do_inq(const struct isc_url *u, int vpd)
 	} else {
 		struct isc_inquiry inq;
 		rc = isc_inquiry_sync(s, u->lun, &inq, &r);
-		if (rc == -EIO && r.sense.key == 6)
+		if (is_unit_attention(rc, &r))
 			rc = isc_inquiry_sync(s, u->lun, &inq, &r);
 		if (!rc) {
 			if (json_out) {
@@ -462,7 +453,7 @@ static int do_readcap(const struct isc_url *u)
 	struct isc_capacity cap;
 	struct isc_result r;
 	int rc = isc_readcap16_sync(s, u->lun, &cap, &r);
-	if (rc == -EIO && r.sense.key == 6)
+	if (is_unit_attention(rc, &r))
 		rc = isc_readcap16_sync(s, u->lun, &cap, &r);
 	if (rc) {
 		code = fail("readcap", rc, isc_errmsg(s));

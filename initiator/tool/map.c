@@ -34,11 +34,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/reactor.h"
 #include "common/util.h"
+#include "ua.h"
 #include "ublk.h"
 
 #define MAP_STATE_DIR "/run/isert/maps"
-#define UA_RETRIES 8
 #define RELOGIN_EVERY_S 5     /* a failed path's login, a standby path's TEST UNIT READY */
 #define UD_POLL (1ull << 32)  /* | path: the poll on that path's session fd */
 #define UD_WAKE (2ull << 32)  /* the main thread asks the queue to look at `stopping` */
@@ -175,6 +176,20 @@ static json_object *map_json(struct map_dev *d)
 	return o;
 }
 
+/* What the state file says of the paths, folded (FNV-1a): it is rewritten when this changes. */
+static uint64_t paths_digest(struct map_dev *d)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (unsigned i = 0; i < d->mo.queues; i++)
+		for (unsigned k = 0; k < d->npaths; k++) {
+			const struct qpath *qp = &d->qs[i].p[k];
+			uint64_t v = (uint64_t)atomic_load(&qp->state) | (uint64_t)atomic_load(&qp->standby) << 8 |
+				     (uint64_t)atomic_load(&qp->reconnects) << 16;
+			h = (h ^ v) * 1099511628211ull;
+		}
+	return h;
+}
+
 /* Written to a temporary name and renamed: a reader never sees half a file. */
 static void state_write(struct map_dev *d)
 {
@@ -199,13 +214,8 @@ static void hex(const uint8_t *p, unsigned n, char *out, size_t outlen)
 static int probe_lun(struct isc_session *s, uint64_t lun, struct lun_info *li)
 {
 	struct isc_result r;
-	int rc = 0;
-	/* A new nexus starts with unit attentions (power on, reset): clear them. */
-	for (int i = 0; i < UA_RETRIES; i++) {
-		rc = isc_tur_sync(s, lun, &r);
-		if (rc != -EIO || !r.sense.valid || r.sense.key != 6)
-			break;
-	}
+	int rc;
+	clear_unit_attentions(s, lun);
 	struct isc_capacity cap;
 	uint8_t rc16[32] = { 0 };
 	struct isc_cmd c;
@@ -271,13 +281,6 @@ static int probe_lun(struct isc_session *s, uint64_t lun, struct lun_info *li)
 
 /* ---- a queue: ublk requests to SCSI commands ---- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void arm_poll(struct queue *q, unsigned i)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
@@ -332,7 +335,7 @@ static int pick_path(struct queue *q)
 static void wait_push(struct queue *q, struct tag *t)
 {
 	if (!t->deadline_ns)
-		t->deadline_ns = now_ns() + (uint64_t)q->d->mo.timeout_s * 1000000000ull;
+		t->deadline_ns = reactor_now_ns() + (uint64_t)q->d->mo.timeout_s * 1000000000ull;
 	t->wnext = NULL;
 	if (q->wait_tail)
 		q->wait_tail->wnext = t;
@@ -351,7 +354,7 @@ static void io_done(struct isc_session *s, const struct isc_result *r, void *arg
 	struct qpath *p = &q->p[t->path];
 	const struct ublksrv_io_desc *iod = &q->descs[t->tag];
 	bool stopping = atomic_load(&q->d->stopping);
-	if (r->err == -EIO && r->sense.valid && r->sense.key == 6 && t->ua_left && !stopping) {
+	if (is_unit_attention(r->err, r) && t->ua_left && !stopping) {
 		t->ua_left--; /* a unit attention (reset, capacity, LUN or ALUA changes): the command did not run */
 		if (r->sense.asc == 0x2a && r->sense.ascq == 0x06)
 			for (unsigned i = 0; i < q->d->npaths; i++)
@@ -438,7 +441,7 @@ static void dispatch(struct queue *q, struct tag *t)
 /* Commands waiting for a path: to one that works now, or failed past their deadline. */
 static void drain_wait(struct queue *q, bool expire)
 {
-	uint64_t now = expire ? now_ns() : 0;
+	uint64_t now = expire ? reactor_now_ns() : 0;
 	struct tag *t = q->wait_head, *keep = NULL, *keep_tail = NULL;
 	q->wait_head = q->wait_tail = NULL;
 	while (t) {
@@ -577,10 +580,7 @@ static void *queue_main(void *arg)
 			snprintf(q->errmsg, sizeof(q->errmsg), "%s: %s", d->paths[i].url, isc_errmsg(p->s));
 			goto fail;
 		}
-		struct isc_result r;
-		for (int k = 0; k < UA_RETRIES; k++)
-			if (isc_tur_sync(p->s, d->paths[i].u.lun, &r) != -EIO || !r.sense.valid || r.sense.key != 6)
-				break;
+		clear_unit_attentions(p->s, d->paths[i].u.lun);
 		atomic_store(&p->state, PATH_UP);
 	}
 	rc = io_uring_queue_init(2 * d->mo.depth + 8 + 2 * d->npaths, &q->ring, 0);
@@ -1066,21 +1066,16 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 
 	/* Until told to stop (or the device is removed under us): keep the state file current. */
 	struct timespec tick = { .tv_sec = 1 };
-	char *last = NULL;
+	uint64_t last = paths_digest(d);
 	while (atomic_load(&d->running) == d->mo.queues) {
 		if (sigtimedwait(&ss, NULL, &tick) > 0)
 			break;
-		json_object *jo = map_json(d), *paths;
-		json_object_object_get_ex(jo, "paths", &paths);
-		const char *now = json_object_to_json_string(paths);
-		if (!last || strcmp(now, last)) {
-			free(last);
-			last = strdup(now);
+		uint64_t now = paths_digest(d);
+		if (now != last) {
+			last = now;
 			state_write(d);
 		}
-		json_object_put(jo);
 	}
-	free(last);
 	/* The queues serve what is in flight until STOP_DEV returns (it drains the device). */
 	atomic_store(&d->stopping, true);
 	wake_queues(d);

@@ -8,8 +8,10 @@
 # connections dropped while isertd sends); live changes through the admin
 # socket (iserctl) in one session with ext4 mounted: a hot-added LUN after a
 # rescan, a grown file LUN's new size (isertd-iser-live.json).
-# Completion handling: Soft-RoCE runs in "adaptive" poll mode, Soft-iWARP in
-# "event", and each provider ends with a data check in "busy" mode.
+# Completion handling: Soft-RoCE runs in "adaptive" poll mode (which polls
+# while busy), Soft-iWARP in "event" and ends with a data check in "busy"
+# mode.  The live changes run over Soft-RoCE only: the admin path is the same
+# whatever carries the session.
 # Two RDMA devices at once (two_devices): one isertd, one reactor, iSER
 # portals on Soft-RoCE and Soft-iWARP, a kernel session through each with fio
 # verify running on both together.
@@ -118,7 +120,7 @@ one_provider() {
 	timeout -s KILL 4 iscsi-perf -i $ISCSI_INITIATOR -m 16 -b 64 iser://$ip/$t/1 >/dev/null 2>&1
 	ok "$p: after a killed initiator, isertd runs and the kernel session still reads" \
 		bash -c "kill -0 $ISERTD_PID && dd if=/dev/$dev of=/dev/null bs=1M count=8 iflag=direct status=none"
-	ok "$p: 8 MiB written and read back, 4 KiB direct I/O" dd_verify /dev/$dev 8 4K
+	ok "$p: 4 MiB written and read back, 4 KiB direct I/O" dd_verify /dev/$dev 4 4K
 	ok "$p: 32 MiB written and read back, 4 MiB direct I/O (several buffers per command)" dd_verify /dev/$dev 32 4M
 	ok "$p: ext4 on LUN 0: mkfs, write, fsck -n clean" fs_write /dev/$dev /mnt/iser
 	drop_caches
@@ -142,13 +144,13 @@ one_provider() {
 	hostile $p $ip
 	local before after
 	# Warm-up: each reactor's pool and registrations are set up by its first sessions.
-	ok "$p: 5 login/logout cycles over iSER (warm-up)" cycles $t $portal 5
+	ok "$p: 3 login/logout cycles over iSER (warm-up)" cycles $t $portal 3
 	# Measured once the connections are gone: a logout returns to the initiator
 	# before the target has flushed and freed the connection, and on siw that
 	# takes a moment; each live connection holds 2.6 MiB of registered slots.
 	wait_for 20 no_connections
 	before=$(heap_kb)
-	ok "$p: 20 more login/logout cycles over iSER" cycles $t $portal 20
+	ok "$p: 10 more login/logout cycles over iSER" cycles $t $portal 10
 	ok "$p: every iSER connection of isertd is freed after the cycles" wait_for 20 no_connections
 	after=$(heap_kb)
 	ok "$p: isertd memory (RSS less its buffer pools) flat over the cycles (< 1 MiB growth), no pool buffer in use" \
@@ -164,8 +166,9 @@ one_provider() {
 	ok "$p: CHAP session's LUN appears" iscsi_wait_disks $t 1
 	ok "$p: CHAP session logout" logout_gone $t $portal
 	ok "$p: isertd survived and stops cleanly" isertd_stop
-	live_iser $p $ip $mode
-	busy_mode $p $ip
+	[ $p = rxe ] && live_iser $p $ip $mode
+	[ $p = siw ] && busy_mode $p $ip
+	return 0
 }
 
 # live_iser P IP POLL_MODE: live_changes (initiator.sh) over iSER, on an isertd
@@ -212,8 +215,8 @@ hostile() {
 		hostile_run hostile-$p-reset-warmup reset-while-sending $a 8 8
 	ok "$p: hostile: every connection of the warm-up is freed" wait_for 20 no_connections
 	before=$(heap_kb)
-	ok "$p: hostile: 22 more connections dropped one a second while isertd sends 32 READs of 256 KiB" \
-		hostile_run hostile-$p-reset reset-while-sending $a 22 1 1000
+	ok "$p: hostile: 12 more connections dropped one a second while isertd sends 32 READs of 256 KiB" \
+		hostile_run hostile-$p-reset reset-while-sending $a 12 1 1000
 	ok "$p: hostile: every connection dropped while isertd sent is freed" wait_for 20 no_connections
 	after=$(heap_kb)
 	ok "$p: hostile: isertd memory (RSS less its buffer pools) flat over the dropped connections (< 1 MiB growth), no pool buffer in use" \
@@ -233,8 +236,8 @@ busy_mode() {  # the reactors poll their completion queues without sleeping
 	must "$p: busy: login over iSER" bash -c "iscsiadm -m node -T $t -p $portal -I iser --login >/dev/null"
 	must "$p: busy: disks appear" iscsi_wait_disks $t 2
 	read -r _ dev <<< "$(iscsi_disks $t | head -1)"
-	ok "$p: busy: 8 MiB written and read back, 4 KiB direct I/O" dd_verify /dev/$dev 8 4K
-	ok "$p: busy: 32 MiB written and read back, 4 MiB direct I/O" dd_verify /dev/$dev 32 4M
+	ok "$p: busy: 4 MiB written and read back, 4 KiB direct I/O" dd_verify /dev/$dev 4 4K
+	ok "$p: busy: 16 MiB written and read back, 4 MiB direct I/O" dd_verify /dev/$dev 16 4M
 	ok "$p: busy: logout" logout_gone $t $portal
 	ok "$p: busy: isertd stops cleanly" isertd_stop
 }

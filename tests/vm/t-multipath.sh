@@ -6,13 +6,16 @@
 # verifies the multipath device in rounds for the whole sequence while group
 # 1 goes standby and back, unavailable and back (iserctl alua set), and while
 # path 1's link goes down and up: I/O moves to path 2 and returns to path 1,
-# and every fio round verifies.
+# and every fio round verifies.  Then `iseradm map` over the same two
+# portal groups (ublk-map.sh, map_alua): group 1 standby and back under fio.
 # The link that goes down is Soft-iWARP's: when a Soft-RoCE link went down
 # under a busy connection, the guest kernel's rxe left its GSI QP (the one
 # RoCE's connection manager sends on) in the error state after the link came
 # back (`rdma res show qp`), and open-iscsi's reconnect never completed.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
+source "$(dirname "$VM_LIB")/ublk-map.sh"
+ADM="$ISERT_BUILD/initiator/iseradm --initiator-name $ISCSI_INITIATOR"
 ISERTD_SOCK=/run/isertd-vm.sock
 MP_T=$VM_PREFIX:mp
 MP_PATH2=${MP_PATH2:-rxe}
@@ -118,7 +121,7 @@ mp_rounds_ge() { [ "$(grep -c "^round" "$VM_WORK/mp-fio.txt")" -ge "$1" ]; }
 mp_show() { multipathd show paths raw format "%d %t %T %p %s" | sed 's/^/    /'; }
 
 multipath_suite() {
-	local ip1 ip2 iser2 if2 d1 d2 dm fio_pid r cfg=/tmp/isertd-multipath.json
+	local ip1 ip2 iser2 if2 d1 d2 dm fio_pid r u2 cfg=/tmp/isertd-multipath.json
 	vm_log "=== dm-multipath, ALUA: path 1 iSER on siw, path 2 $MP_PATH2"
 	ip1=$(rdma_up siw) || { ok "multipath: Soft-iWARP up" false; return 1; }
 	if [ "$MP_PATH2" = tcp ]; then ip2=127.0.0.2 iser2=false if2=default
@@ -166,6 +169,8 @@ multipath_suite() {
 	mp_stop
 	iscsiadm -m node -T $MP_T --logout >/dev/null 2>&1
 	rm -f /etc/multipath.conf
+	[ "$MP_PATH2" = tcp ] && u2=iscsi://$ip2/$MP_T/0 || u2=iser://$ip2/$MP_T/0
+	map_alua $MP_T iser://$ip1/$MP_T/0 $u2
 	ok "multipath: isertd stops cleanly" isertd_stop
 	rdma_down siw; [ "$MP_PATH2" = tcp ] || rdma_down rxe
 }
@@ -173,6 +178,7 @@ multipath_suite() {
 vm_cleanup_hook() {
 	touch "$VM_WORK/mp.stop"
 	mp_stop
+	$ADM maps 2>/dev/null | awk '/^\/dev\/ublkb/ {print $1}' | while read -r d; do $ADM unmap $d >/dev/null 2>&1; done
 	iscsiadm -m node --logoutall=all >/dev/null 2>&1
 	isertd_stop >/dev/null 2>&1
 }

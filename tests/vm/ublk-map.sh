@@ -1,4 +1,4 @@
-# `iseradm map` checks (sourced by t-initiator-iser.sh): a LUN as a ublk
+# `iseradm map` checks (sourced by t-initiator-iser.sh and t-multipath.sh): a LUN as a ublk
 # block device through the initiator library, used by the kernel's own tools.
 # Needs $ADM (iseradm with our initiator name) and lib.sh.
 
@@ -173,4 +173,43 @@ map_multipath() {
 	grep -E "err=|verify" $out | head -3 | sed 's/^/    /'
 	ok "multipath: fio finished with no error and verified" bash -c "[ $rc -eq 0 ] && grep -q 'err= 0' $out"
 	ok "multipath: unmapped" map_down $dev
+}
+
+# map_tpg_writes IQN TPG: WRITEs isertd counted for IQN's LUNs through portal group TPG.
+map_tpg_writes() {
+	iserctl stats --json | python3 -c "
+import json, sys
+print(sum(e['commands']['write'] for e in json.load(sys.stdin)['luns'] if e['target'] == '$1' and e['tpg'] == $2))"
+}
+# map_writes_via IQN TPG OTHER: over one second WRITEs reach portal group TPG and none OTHER.
+map_writes_via() {
+	local a1 b1 a2 b2
+	a1=$(map_tpg_writes $1 $2) b1=$(map_tpg_writes $1 $3); sleep 1
+	a2=$(map_tpg_writes $1 $2) b2=$(map_tpg_writes $1 $3)
+	[ -n "$a1" ] && [ -n "$b1" ] && [ $((a2 - a1)) -gt 0 ] && [ $((b2 - b1)) -eq 0 ]
+}
+# map_alua IQN URL1 URL2: one queue, two paths into isertd's portal groups 1
+# and 2 (isertd-multipath.json, failover policy); group 1 goes standby under
+# fio verify and comes back: the WRITEs move to group 2, `maps` shows path 0
+# standby, then up, and the WRITEs return to group 1; fio verifies throughout.
+map_alua() {
+	local t=$1 u1=$2 u2=$3 dev fpid rc out=$VM_WORK/fio-map-alua.txt
+	ok "map ALUA: iseradm map over portal groups 1 and 2 (one queue, failover)" \
+		map_up dev "$u1" "$u2" --queues 1 || return 1
+	fio --name=alua --filename=$dev --direct=1 --ioengine=io_uring --iodepth=16 --rw=randwrite --bsrange=4k-64k \
+		--verify=crc32c --verify_fatal=1 --verify_backlog=64 --size=32m --time_based --runtime=50 --eta=never \
+		--output=$out >/dev/null 2>&1 &
+	fpid=$!
+	ok "map ALUA: fio's WRITEs go through group 1 (path 0) only" wait_for 20 map_writes_via $t 1 2
+	iserctl alua set $t 1 standby >/dev/null
+	ok "map ALUA: group 1 standby: maps shows path 0 standby" wait_for 20 map_path_is $dev 0 standby
+	ok "map ALUA: the WRITEs go through group 2 only" wait_for 20 map_writes_via $t 2 1
+	iserctl alua set $t 1 active_optimized >/dev/null
+	ok "map ALUA: group 1 active again: maps shows path 0 up" wait_for 20 map_path_is $dev 0 up
+	ok "map ALUA: the WRITEs return to group 1" wait_for 20 map_writes_via $t 1 2
+	ok "map ALUA: fio was still running through the changes" bash -c "kill -0 $fpid"
+	wait $fpid; rc=$?
+	grep -E "err=|verify" $out | head -3 | sed 's/^/    /'
+	ok "map ALUA: fio finished with no error and verified" bash -c "[ $rc -eq 0 ] && grep -q 'err= 0' $out"
+	ok "map ALUA: unmapped" map_down $dev
 }
