@@ -123,6 +123,8 @@ struct map_dev {
 	_Atomic bool stopping;     /* no new logins, no re-arming */
 	_Atomic bool dev_stopped;  /* STOP_DEV has returned: queues exit once idle */
 	_Atomic unsigned running;  /* queue threads still serving */
+	/* The target reported CAPACITY DATA HAS CHANGED: ublk before Linux 6.16 cannot resize a started device. */
+	_Atomic bool capacity_changed;
 };
 
 static void state_path(uint32_t dev_id, char *p, size_t n)
@@ -154,6 +156,7 @@ static json_object *map_json(struct map_dev *d)
 	json_object_object_add(o, "block_size", json_object_new_int64(d->li.block_size));
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)(d->li.blocks * d->li.block_size)));
 	json_object_object_add(o, "read_only", json_object_new_boolean(d->li.read_only));
+	json_object_object_add(o, "capacity_changed", json_object_new_boolean(atomic_load(&d->capacity_changed)));
 	json_object_object_add(o, "queues", json_object_new_int64(d->mo.queues));
 	json_object_object_add(o, "depth", json_object_new_int64(d->mo.depth));
 	json_object_object_add(o, "timeout_s", json_object_new_int64(d->mo.timeout_s));
@@ -179,7 +182,7 @@ static json_object *map_json(struct map_dev *d)
 /* What the state file says of the paths, folded (FNV-1a): it is rewritten when this changes. */
 static uint64_t paths_digest(struct map_dev *d)
 {
-	uint64_t h = 14695981039346656037ull;
+	uint64_t h = 14695981039346656037ull ^ atomic_load(&d->capacity_changed);
 	for (unsigned i = 0; i < d->mo.queues; i++)
 		for (unsigned k = 0; k < d->npaths; k++) {
 			const struct qpath *qp = &d->qs[i].p[k];
@@ -356,6 +359,10 @@ static void io_done(struct isc_session *s, const struct isc_result *r, void *arg
 	bool stopping = atomic_load(&q->d->stopping);
 	if (is_unit_attention(r->err, r) && t->ua_left && !stopping) {
 		t->ua_left--; /* a unit attention (reset, capacity, LUN or ALUA changes): the command did not run */
+		if (r->sense.asc == 0x2a && r->sense.ascq == 0x09 && !atomic_exchange(&q->d->capacity_changed, true))
+			fprintf(stderr, "iseradm map: /dev/ublkb%u: the LUN's capacity changed on the target; the device "
+				"keeps its size (this kernel's ublk cannot resize a started device): iseradm unmap "
+				"and map again to use the new size\n", q->d->dev_id);
 		if (r->sense.asc == 0x2a && r->sense.ascq == 0x06)
 			for (unsigned i = 0; i < q->d->npaths; i++)
 				atomic_store(&q->p[i].standby, false); /* access states changed: try them all again */
@@ -1227,11 +1234,12 @@ int map_list(bool json)
 		for (size_t i = 0; i < n; i++) {
 			json_object *o = json_object_array_get_idx(all, i), *v, *paths;
 #define S(k) (json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "?")
+			bool ro = json_object_object_get_ex(o, "read_only", &v) && json_object_get_boolean(v);
+			bool grown = json_object_object_get_ex(o, "capacity_changed", &v) && json_object_get_boolean(v);
 			printf("%s  %s  %s  %s bytes, %s-byte blocks%s  pid %s  %s\n", S("device"), S("url"),
-			       S("transport"), S("bytes"), S("block_size"),
-			       json_object_object_get_ex(o, "read_only", &v) && json_object_get_boolean(v)
-				       ? ", read-only" : "",
-			       S("pid"), S("status"));
+			       S("transport"), S("bytes"), S("block_size"), ro ? ", read-only" : "", S("pid"), S("status"));
+			if (grown)
+				printf("  capacity changed on the target: unmap and map again to use the new size\n");
 			if (json_object_object_get_ex(o, "paths", &paths))
 				for (size_t k = 0; k < json_object_array_length(paths); k++) {
 					json_object *p = json_object_array_get_idx(paths, k);

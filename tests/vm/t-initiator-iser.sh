@@ -168,7 +168,7 @@ on_isertd() {
 	tmf_checks "$p isertd" iser://$ip/$t/0 8m
 	if [ $p = rxe ]; then
 		map_full "$p isertd map" iser://$ip/$t/0 iser://$ip/$t/1
-		map_short "tcp isertd map" iscsi://127.0.0.1:3262/$t/1
+		map_short "tcp isertd map" iscsi://127.0.0.1:3262/$t/1 fs
 		map_killed iser://$ip/$t/0
 		map_recovery iser://$ip/$t/0
 	else
@@ -207,7 +207,12 @@ on_tgtd() {
 	# as the end of those tasks and drops their buffers' registrations: the
 	# late RDMA WRITE breaks the connection.  Pool buffers stay registered.
 	tmf_checks "$p tgtd" iser://$ip/$t/1 512k --pool
-	[ $p = rxe ] && map_short "$p tgtd map" iser://$ip/$t/1 fs
+	if [ $p = rxe ]; then
+		map_short "$p tgtd map" iser://$ip/$t/1 fs
+		map_short "tcp tgtd map" iscsi://127.0.0.1:3263/$t/1
+	else
+		map_short "$p tgtd map" iser://$ip/$t/1
+	fi
 	ok "$p tgtd: survived" kill -0 $TGTD_PID
 	tgtd_stop $TGTD_PID; TGTD_PID=
 	rm -f /dev/shm/tgt-$p.img
@@ -239,7 +244,10 @@ on_lio() {
 	ok "$p LIO: data written and read back over iSER (4 KiB-8 MiB, QD 16), and over TCP" \
 		datacheck lio-$p -s 4k,128k,1m,8m --verify-url iscsi://127.0.0.1:3264/$t/0 iser://$ip/$t/0
 	tmf_checks "$p LIO" iser://$ip/$t/0 8m
-	[ $p = rxe ] && map_short "$p LIO map" iser://$ip/$t/0 fs
+	if [ $p = rxe ]; then
+		map_short "$p LIO map" iser://$ip/$t/0 fs
+		map_short "tcp LIO map" iscsi://127.0.0.1:3264/$t/0
+	fi
 	lio_iser_teardown $ip
 }
 

@@ -80,10 +80,19 @@ map_short() {
 }
 
 map_kill_restart() { kill -9 $ISERTD_PID; wait $ISERTD_PID 2>/dev/null; ISERTD_PID=; sleep 2; isertd_start $1 $2; }
+# map_grown DEV: after the target grew the LUN, a read works (the unit
+# attention retried), `maps` flags the change, the device keeps its size
+# (ublk before Linux 6.16 cannot resize a started device).
+map_grown() {
+	dd if=$1 of=/dev/null bs=4k count=1 skip=779 iflag=direct status=none &&
+		map_json_has '"capacity_changed":true' && map_listed $1 "capacity changed on the target" &&
+		map_attr $1 size 131072
+}
 # map_target_loss URL CONFIG PORT: isertd killed (-9) and restarted while fio
-# verifies the mapped device; then gone for longer than --timeout.
+# verifies the mapped device; then gone for longer than --timeout; back with
+# an admin socket, it grows the LUN.
 map_target_loss() {
-	local u=$1 cfg=$2 port=$3 dev fpid rc out=$VM_WORK/fio-map-kill.txt
+	local u=$1 cfg=$2 port=$3 dev fpid rc out=$VM_WORK/fio-map-kill.txt sock=/run/isertd-map.sock
 	ok "target loss: mapped with --timeout 20 (a file LUN: its data outlives isertd)" \
 		map_up dev "$u" --timeout 20 || return 1
 	fio --name=kill --filename=$dev --direct=1 --ioengine=io_uring --iodepth=16 --rw=randwrite --bsrange=4k-64k \
@@ -99,10 +108,13 @@ map_target_loss() {
 	ok "target loss: isertd gone for longer than the timeout: a read fails with an I/O error" \
 		bash -c "! timeout 90 dd if=$dev of=/dev/null bs=4k count=1 skip=777 iflag=direct status=none"
 	ok "target loss: iseradm maps shows the path failed" map_listed $dev failed
-	isertd_start $cfg $port
+	ISERTD_SOCK=$sock isertd_start $cfg $port
 	ok "target loss: the target back, the queue logs in again and reads work" \
 		wait_for 40 dd if=$dev of=/dev/null bs=4k count=1 skip=778 iflag=direct status=none
-	kill -9 $ISERTD_PID; wait $ISERTD_PID 2>/dev/null; ISERTD_PID=
+	ISERTD_SOCK=$sock iserctl set /backstores/file0 size=96M >/dev/null
+	ok "capacity: the file LUN grown to 96 MiB (iserctl): I/O goes on, maps says to map again, the device keeps 64 MiB" \
+		map_grown $dev
+	kill -9 $ISERTD_PID; wait $ISERTD_PID 2>/dev/null; ISERTD_PID=; rm -f $sock
 	ok "target loss: with the target gone, iseradm unmap still works" map_down $dev
 	isertd_start $cfg $port
 }
