@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "isert/initiator.h"
-#include "ua.h"
 #include "map.h"
+#include "ua.h"
 
 enum { EX_OK = 0, EX_USAGE = 1, EX_CONNECT = 2, EX_LOGIN = 3, EX_AUTH = 4, EX_SCSI = 5, EX_OTHER = 6 };
 

@@ -12,7 +12,7 @@
 
 #include "isert/initiator.h"
 
-#define UA_RETRIES 4
+#define UA_RETRIES 8
 
 static inline bool is_unit_attention(int rc, const struct isc_result *r)
 {

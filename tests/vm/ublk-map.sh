@@ -209,7 +209,7 @@ map_alua() {
 	ok "map ALUA: iseradm map over portal groups 1 and 2 (one queue, failover)" \
 		map_up dev "$u1" "$u2" --queues 1 || return 1
 	fio --name=alua --filename=$dev --direct=1 --ioengine=io_uring --iodepth=16 --rw=randwrite --bsrange=4k-64k \
-		--verify=crc32c --verify_fatal=1 --verify_backlog=64 --size=32m --time_based --runtime=50 --eta=never \
+		--verify=crc32c --verify_fatal=1 --verify_backlog=64 --size=32m --time_based --runtime=40 --eta=never \
 		--output=$out >/dev/null 2>&1 &
 	fpid=$!
 	ok "map ALUA: fio's WRITEs go through group 1 (path 0) only" wait_for 20 map_writes_via $t 1 2
