@@ -7,7 +7,7 @@
 # 1 goes standby and back, unavailable and back (iserctl alua set), and while
 # path 1's link goes down and up: I/O moves to path 2 and returns to path 1,
 # and every fio round verifies.  Then `iseradm map` over the same two
-# portal groups (ublk-map.sh, map_alua): group 1 standby and back under fio.
+# portal groups (map_alua): group 1 standby and back under fio.
 # The link that goes down is Soft-iWARP's: when a Soft-RoCE link went down
 # under a busy connection, the guest kernel's rxe left its GSI QP (the one
 # RoCE's connection manager sends on) in the error state after the link came
@@ -120,6 +120,47 @@ mp_fio_clean() {   # at least N rounds ended, every one with status 0
 mp_rounds_ge() { [ "$(grep -c "^round" "$VM_WORK/mp-fio.txt")" -ge "$1" ]; }
 mp_show() { multipathd show paths raw format "%d %t %T %p %s" | sed 's/^/    /'; }
 
+# mp_tpg_writes: "W1 W2", the WRITEs isertd counted for $MP_T through portal groups 1 and 2.
+mp_tpg_writes() {
+	iserctl stats --json | python3 -c "
+import json, sys
+w = {1: 0, 2: 0}
+for e in json.load(sys.stdin)['luns']:
+    if e['target'] == '$MP_T' and e['tpg'] in w:
+        w[e['tpg']] += e['commands']['write']
+print(w[1], w[2])"
+}
+# mp_writes_via N: over one second WRITEs reach portal group N (1 or 2) and none the other.
+mp_writes_via() {
+	local a1 a2 b1 b2
+	read -r a1 a2 <<< "$(mp_tpg_writes)"; sleep 1; read -r b1 b2 <<< "$(mp_tpg_writes)"
+	[ -n "$a1" ] && [ -n "$b2" ] || return 1
+	if [ $1 = 1 ]; then [ $((b1 - a1)) -gt 0 ] && [ $((b2 - a2)) -eq 0 ]
+	else [ $((b2 - a2)) -gt 0 ] && [ $((b1 - a1)) -eq 0 ]; fi
+}
+# map_alua URL1 URL2: `iseradm map` (ublk-map.sh) with one queue and two
+# paths into portal groups 1 and 2, failover; group 1 goes standby under the
+# fio rounds and comes back: the WRITEs move to group 2, `maps` shows path 0
+# standby, then up, and the WRITEs return to group 1; every round verifies.
+map_alua() {
+	local dev fio_pid
+	ok "map ALUA: iseradm map over portal groups 1 and 2 (one queue, failover)" \
+		map_up dev "$1" "$2" --queues 1 || return 1
+	rm -f "$VM_WORK/mp.stop"
+	mp_fio_loop ${dev#/dev/} & fio_pid=$!
+	ok "map ALUA: fio's WRITEs go through group 1 (path 0) only" wait_for 60 mp_writes_via 1
+	iserctl alua set $MP_T 1 standby >/dev/null
+	ok "map ALUA: group 1 standby: maps shows path 0 standby" wait_for 30 map_path_is $dev 0 standby
+	ok "map ALUA: the WRITEs go through group 2 only" wait_for 60 mp_writes_via 2
+	iserctl alua set $MP_T 1 active_optimized >/dev/null
+	ok "map ALUA: group 1 active again: maps shows path 0 up" wait_for 30 map_path_is $dev 0 up
+	ok "map ALUA: the WRITEs return to group 1" wait_for 60 mp_writes_via 1
+	touch "$VM_WORK/mp.stop"
+	wait $fio_pid
+	ok "map ALUA: every fio round wrote and verified with no error" mp_fio_clean 1
+	ok "map ALUA: unmapped" map_down $dev
+}
+
 multipath_suite() {
 	local ip1 ip2 iser2 if2 d1 d2 dm fio_pid r u2 cfg=/tmp/isertd-multipath.json
 	vm_log "=== dm-multipath, ALUA: path 1 iSER on siw, path 2 $MP_PATH2"
@@ -170,7 +211,7 @@ multipath_suite() {
 	iscsiadm -m node -T $MP_T --logout >/dev/null 2>&1
 	rm -f /etc/multipath.conf
 	[ "$MP_PATH2" = tcp ] && u2=iscsi://$ip2/$MP_T/0 || u2=iser://$ip2/$MP_T/0
-	map_alua $MP_T iser://$ip1/$MP_T/0 $u2
+	map_alua iser://$ip1/$MP_T/0 $u2
 	ok "multipath: isertd stops cleanly" isertd_stop
 	rdma_down siw; [ "$MP_PATH2" = tcp ] || rdma_down rxe
 }
