@@ -81,11 +81,12 @@ map_short() {
 
 map_kill_restart() { kill -9 $ISERTD_PID; wait $ISERTD_PID 2>/dev/null; ISERTD_PID=; sleep 2; isertd_start $1 $2; }
 # map_grown DEV: after the target grew the LUN, a read works (the unit
-# attention retried), `maps` flags the change, the device keeps its size
+# attention retried), `maps` flags the change (the state file follows
+# within a second), the device keeps its size
 # (ublk before Linux 6.16 cannot resize a started device).
 map_grown() {
 	dd if=$1 of=/dev/null bs=4k count=1 skip=779 iflag=direct status=none &&
-		map_json_has '"capacity_changed":true' && map_listed $1 "capacity changed on the target" &&
+		wait_for 10 map_json_has '"capacity_changed":true' && map_listed $1 "capacity changed on the target" &&
 		map_attr $1 size 131072
 }
 # map_target_loss URL CONFIG PORT: isertd killed (-9) and restarted while fio
@@ -107,7 +108,8 @@ map_target_loss() {
 	kill -9 $ISERTD_PID; wait $ISERTD_PID 2>/dev/null; ISERTD_PID=
 	ok "target loss: isertd gone for longer than the timeout: a read fails with an I/O error" \
 		bash -c "! timeout 90 dd if=$dev of=/dev/null bs=4k count=1 skip=777 iflag=direct status=none"
-	ok "target loss: iseradm maps shows the path failed" map_listed $dev failed
+	# (the state file follows within a second)
+	ok "target loss: iseradm maps shows the path failed" wait_for 10 map_listed $dev failed
 	ISERTD_SOCK=$sock isertd_start $cfg $port
 	ok "target loss: the target back, the queue logs in again and reads work" \
 		wait_for 40 dd if=$dev of=/dev/null bs=4k count=1 skip=778 iflag=direct status=none
