@@ -209,12 +209,13 @@ on_tgtd() {
 	tmf_checks "$p tgtd" iser://$ip/$t/1 512k --pool
 	if [ $p = rxe ]; then
 		map_short "$p tgtd map" iser://$ip/$t/1 fs
-		# tgtd's targets belong to one driver: the same image again for its iscsi (TCP) driver.
-		ok "tcp tgtd: the same image as a target of tgtd's TCP driver" bash -c "
-			tgtadm --lld iscsi --op new --mode target --tid 2 -T $t &&
+		# A tgtd target belongs to one driver, and names are unique across them:
+		# the same image again as a target of its iscsi (TCP) driver.
+		ok "tcp tgtd: the same image as $t-tcp, a target of tgtd's TCP driver" bash -c "
+			tgtadm --lld iscsi --op new --mode target --tid 2 -T $t-tcp &&
 			tgtadm --lld iscsi --op new --mode logicalunit --tid 2 --lun 1 -b /dev/shm/tgt-$p.img &&
 			tgtadm --lld iscsi --op bind --mode target --tid 2 -I ALL" &&
-			map_short "tcp tgtd map" iscsi://127.0.0.1:3263/$t/1
+			map_short "tcp tgtd map" iscsi://127.0.0.1:3263/$t-tcp/1
 	else
 		map_short "$p tgtd map" iser://$ip/$t/1
 	fi
