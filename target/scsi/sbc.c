@@ -701,10 +701,13 @@ bool sbc_prep_orwrite(struct scsi_cmd *cmd)
 	cmd->resid = (int64_t)cmd->edtl - (int64_t)xfer;
 	cmd->nblocks = len >> lu->block_shift;
 	cmd->dout_len = len;
-	if (!cmd->nblocks)
+	/* Less than a block of Data-Out (EDTL under the block size) is still
+	 * received, into buf, and then ORs nothing: like a WRITE's. */
+	if (!len)
 		return true;
-	return get_buf(cmd, &cmd->buf, len) &&
-	       get_buf(cmd, &cmd->buf2, (size_t)cmd->nblocks << lu->block_shift);
+	if (!get_buf(cmd, &cmd->buf, len))
+		return false;
+	return !cmd->nblocks || get_buf(cmd, &cmd->buf2, (size_t)cmd->nblocks << lu->block_shift);
 }
 
 static void orwrite_read_done(struct bs_io *io, int res)

@@ -420,6 +420,24 @@ def ro_mapping(t):
     rw.close()
 
 
+# -- a Data-Out shorter than one block ---------------------------------------------------------------------------
+
+def short_data_out(t):
+    """EDTL under the block size on commands that take whole blocks: ORWRITE(16)
+    once crashed isertd here (no buffer for the 256 bytes it still receives)."""
+    c, st = session(t.port, RW)
+    lba1 = (7).to_bytes(8, 'big') + (1).to_bytes(4, 'big')
+    for name, cdb in (('ORWRITE(16)', bytes([0x8B, 0]) + lba1 + b'\0\0'),
+                      ('WRITE(16)', bytes([0x8A, 0]) + lba1 + b'\0\0'),
+                      ('WRITE AND VERIFY(16)', bytes([0x8E, 0]) + lba1 + b'\0\0'),
+                      ('VERIFY(16) BYTCHK', bytes([0x8F, 0x02]) + lba1 + b'\0\0')):
+        status, _, sense = c.command(cdb, 256, write_data=b'o' * 256)
+        check(f'{name} with 256 bytes of Data-Out for a 512-byte block: answered ({status:#x})',
+              status in (0, 2), f'sense {sense[:14].hex()}')
+    c.close()
+    serves(t, 'short Data-Out')
+
+
 # -- finding 7: target resets ----------------------------------------------------------------------------------
 
 def target_reset(t):
@@ -561,7 +579,7 @@ def main():
     try:
         config_mode(t)
         for f in (cmdsn_window, immediate_cap, stash_bound, login_timeout, conn_caps, nop_burst, unread_replies,
-                  keepalive, ro_mapping,
+                  keepalive, ro_mapping, short_data_out,
                   target_reset, dup_cmdsn, discovery_portals, chap_challenges, log_escape, close_during_send):
             if ONLY and f.__name__ not in ONLY:
                 continue

@@ -1010,6 +1010,15 @@ static void test_orwrite(void)
 	CU_ASSERT_EQUAL(r[BS - 1], 0xff);
 	CU_ASSERT_EQUAL(r[BS], 0xcf);
 
+	/* less than a block of Data-Out: received (into a buffer: isertd crashed
+	 * here once), nothing ORed, the residual says so */
+	memset(blk, 0x01, BS);
+	CU_ASSERT_EQUAL(orwrite(300, 1, blk, BS / 2, 0, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.resid, -(int64_t)(BS / 2));
+	CU_ASSERT_EQUAL(rw10(false, 300, 1, BS, r, &c), SCSI_GOOD);
+	CU_ASSERT_EQUAL(r[0], 0xff);
+	CU_ASSERT_EQUAL(r[BS - 1], 0xff);
+
 	/* ORPROTECT without protection information, range, the transfer limit */
 	orwrite(300, 1, blk, BS, 0x20, &c);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
