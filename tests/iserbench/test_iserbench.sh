@@ -97,6 +97,18 @@ check "curve targets are 50% and 100% of the max rate (rates $rates; targets $ta
 	exit !(b[1] >= int(a[1]) * 0.5 - 1 && b[1] <= int(a[1]) * 0.5 + 100 &&
 	       b[2] >= int(a[1]) - 1 && b[2] <= int(a[1]) + 100) }'
 check "both paced runs moved I/O ($rates)" awk -v r="$rates" 'BEGIN { split(r, a, " "); exit !(a[2] > 0 && a[3] > 0) }'
+# vdbench's definitions: response time from the start, so the queue depth
+# (Little's law on it) is what is in flight, never above threads=2; the
+# arrivals' wait for a thread is reported apart, for the paced runs only.
+depths=$(awk '{ for (i = 1; i < NF; i++) if ($i ~ /^avg_/) print $(i + 10) }' curve.out | tr '\n' ' ')
+check "every run's queue depth is at most threads=2 ($depths)" awk -v d="$depths" 'BEGIN {
+	n = split(d, a, " "); if (n != 3) exit 1; for (i = 1; i <= n; i++) if (a[i] > 2.05) exit 1 }'
+check "a queue wait line for each paced run, none for the max run" [ "$(grep -c '^queue wait (arrival to start): avg [0-9.]* ms, max [0-9.]* ms$' curve.out)" -eq 2 ]
+check "results.json has each interval's queue wait" python3 -c '
+import json, sys
+r = json.load(open("out2/results.json"))["runs"]
+ivs = [iv for run in r for iv in run["intervals"]]
+sys.exit(not (ivs and all("queue_wait_ms" in iv and "queue_wait_max_ms" in iv for iv in ivs)))'
 
 echo "== 3: data validation catches a corrupted region of the backing file"
 cat >val.parm <<EOF

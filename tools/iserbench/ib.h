@@ -153,6 +153,9 @@ struct ib_stats {                   /* one interval, or a sum of them */
 	double rresp_us, wresp_us;  /* sums of response times */
 	double resp_sq_us;          /* sum of squares, for the stddev */
 	double resp_max_us;
+	/* Fixed rates: time from an arrival to its start (waiting for a free
+	 * thread, or for the loop's next batch), summed over counted I/Os. */
+	double wait_us, wait_max_us;
 	double cpu_total, cpu_sys;  /* host CPU busy percent (all CPUs) */
 	uint64_t errors;            /* I/O errors and validation errors */
 	struct ib_hist hist;

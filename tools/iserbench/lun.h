@@ -27,7 +27,8 @@ struct ib_io {
 	uint32_t len;
 	bool write;
 	/* the engine's */
-	uint64_t arrival_ns;        /* response time is measured from here */
+	uint64_t arrival_ns;        /* when it was due (a fixed rate's arrival) */
+	uint64_t start_ns;          /* when it was submitted: response time counts from here */
 	unsigned wd;
 	bool counted;               /* false while draining: not in the statistics */
 	struct ib_io *next_free;

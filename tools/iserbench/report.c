@@ -62,6 +62,9 @@ void ib_stats_add(struct ib_stats *into, const struct ib_stats *s)
 	into->resp_sq_us += s->resp_sq_us;
 	if (s->resp_max_us > into->resp_max_us)
 		into->resp_max_us = s->resp_max_us;
+	into->wait_us += s->wait_us;
+	if (s->wait_max_us > into->wait_max_us)
+		into->wait_max_us = s->wait_max_us;
 	into->errors += s->errors;
 	for (i = 0; i < IB_HIST_BUCKETS; i++)
 		into->hist.count[i] += s->hist.count[i];
@@ -94,7 +97,8 @@ static struct derived derive(const struct ib_stats *s)
 	if (s->seconds > 0) {
 		d.rate = ios / s->seconds;
 		d.mbs = bytes / s->seconds / (1024.0 * 1024.0);
-		/* Little's law: the mean number of I/Os in flight. */
+		/* Little's law on the response time (from the start): the mean
+		 * number of I/Os in flight, as vdbench's queue depth. */
 		d.qdepth = resp / 1e6 / s->seconds;
 	}
 	if (ios > 0) {
@@ -176,6 +180,12 @@ static void tgt_fields(FILE *f, const struct ib_stats *s, const char *fmt)
 
 void ib_report_run_counts(FILE *f, const struct ib_result *r)
 {
+	double ios = (double)r->avg.reads + (double)r->avg.writes;
+	/* A fixed rate's arrivals that waited for a free thread (vdbench counts
+	 * its response time from the start, so it would not show). */
+	if ((r->target_rate > 0 || r->avg.wait_max_us > 0) && ios > 0)
+		fprintf(f, "queue wait (arrival to start): avg %.3f ms, max %.3f ms\n", r->avg.wait_us / ios / 1000,
+			r->avg.wait_max_us / 1000);
 	if (r->tgt)
 		fprintf(f, "target: %llu reads, %llu writes in this run; iserbench completed %llu reads, %llu writes\n",
 			(unsigned long long)r->tgt_reads, (unsigned long long)r->tgt_writes,
@@ -562,6 +572,9 @@ static json_object *jstats(const struct ib_stats *s)
 	jset(o, "resp_max_ms", jnum(d.max));
 	jset(o, "resp_stddev_ms", jnum(d.std));
 	jset(o, "queue_depth", jnum(d.qdepth));
+	double ios = (double)s->reads + (double)s->writes;
+	jset(o, "queue_wait_ms", jnum(ios > 0 && isfinite(s->wait_us) ? s->wait_us / ios / 1000 : 0));
+	jset(o, "queue_wait_max_ms", jnum(s->wait_max_us / 1000));
 	jset(o, "cpu_used", jnum(d.cpu));
 	jset(o, "cpu_sys", jnum(d.sys));
 	jset(o, "errors", json_object_new_int64((int64_t)s->errors));
