@@ -542,8 +542,12 @@ static bool step(struct xjob *j)
 		}
 		if (j->inflight >= j->width)
 			return false;
+		/* A yield is pending: the deferred pump goes on (pump() calling
+		 * again after an inline completion must not). */
+		if (j->deferred)
+			return false;
 		/* A RAM backstore completes inline: let the reactor breathe now and then. */
-		if (started >= XCOPY_YIELD_BYTES && j->cmd->reactor && !j->deferred &&
+		if (started >= XCOPY_YIELD_BYTES && j->cmd->reactor &&
 		    reactor_defer(j->cmd->reactor, pump_deferred, j) == 0) {
 			j->deferred = true;
 			return false;

@@ -16,6 +16,7 @@ usage: test_xcopy.py ISERTD [PORT]"""
 import json
 import os
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -249,24 +250,30 @@ def main():
               struct.unpack('>H', d[5:7])[0] == 1 and struct.unpack('>I', d[8:12])[0] == 51200, d.hex())
 
         # -- copies cut short ---------------------------------------------------
-        big = plist([tgt(naa[0], 512), tgt(naa[1], 512)], [seg(0, 1, 32000, 0, 0)] * 4)
-        itt = c.next_itt()
-        cdb = bytes([0x83, 0]) + b'\0' * 8 + struct.pack('>I', len(big)) + b'\0\0'
-        c.send(c.scsi_bhs(cdb, len(big), write=True, data_len=len(big), itt=itt), big)
-        tmf = bytes([ic.OP_TMF | 0x40, 0x80 | 1, 0, 0, 0, 0, 0, 0]) + b'\0' * 8
-        tmf += struct.pack('>IIIII', c.next_itt(), itt, c.cmdsn, c.statsn + 1, c.cmdsn - 1) + b'\0' * 12
-        c.send(tmf)
-        got_tmf = got_rsp = False
-        for _ in range(4):
-            op, bhs, _ = c.recv()
-            got_rsp |= op == ic.OP_SCSI_RSP
-            if op == ic.OP_TMF_RSP:
-                got_tmf = True
-                # 64 MB take longer than a round trip: the copy is stopped, not finished
-                check('ABORT TASK during a 64 MB copy: function complete, the copy answered nothing',
-                      bhs[2] == 0 and not got_rsp, (bhs[2], got_rsp))
-                break
-        check('the TMF response came', got_tmf)
+        # LUN 1 is a file (its writes come back through io_uring); LUN 0 onto
+        # itself is RAM to RAM (completes inline and must yield to the reactor)
+        for tds, what in (([naa[0], naa[1]], 'RAM to file'), ([naa[0]], 'RAM to RAM')):
+            big = plist([tgt(n, 512) for n in tds], [seg(0, len(tds) - 1, 32000, 0, 0)] * 4)
+            itt = c.next_itt()
+            cdb = bytes([0x83, 0]) + b'\0' * 8 + struct.pack('>I', len(big)) + b'\0\0'
+            # No Nagle: the TMF goes out at once, not after the target's delayed ACK
+            # (40 ms, longer than the copy on a fast host)
+            c.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            c.send(c.scsi_bhs(cdb, len(big), write=True, data_len=len(big), itt=itt), big)
+            tmf = bytes([ic.OP_TMF | 0x40, 0x80 | 1, 0, 0, 0, 0, 0, 0]) + b'\0' * 8
+            tmf += struct.pack('>IIIII', c.next_itt(), itt, c.cmdsn, c.statsn + 1, c.cmdsn - 1) + b'\0' * 12
+            c.send(tmf)
+            got_tmf = got_rsp = False
+            for _ in range(4):
+                op, bhs, _ = c.recv()
+                got_rsp |= op == ic.OP_SCSI_RSP
+                if op == ic.OP_TMF_RSP:
+                    got_tmf = True
+                    # 64 MB take longer than a round trip: the copy is stopped, not finished
+                    check(f'ABORT TASK during a 64 MB copy {what}: function complete, the copy answered nothing',
+                          bhs[2] == 0 and not got_rsp, (bhs[2], got_rsp))
+                    break
+            check(f'the TMF response came ({what})', got_tmf)
         check('the session goes on after the abort', c.command(b'\0' * 6)[0] == GOOD)
         # a connection dropped in the middle of a copy
         d = ic.Conn(PORT)

@@ -5,7 +5,8 @@
  * refusal), RECEIVE COPY RESULTS, VPD 8Fh, and a backstore that completes
  * later (the in-flight window, a second copy of a running list identifier,
  * an abort mid-copy) or fails (COPY ABORTED).  Commands run without a
- * reactor; every buffer must be back in the pool at the end.
+ * reactor (but one, which checks the copy's yields); every buffer must be
+ * back in the pool at the end.
  */
 #include <CUnit/Basic.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "common/bufpool.h"
+#include "common/reactor.h"
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/backstore/backstore_impl.h"
@@ -489,6 +491,41 @@ static void test_copy_within_and_across(void)
 	/* parameter list length 0: nothing happens, GOOD */
 	CU_ASSERT_EQUAL(xcopy_on(lus[A], p, 0, &c), SCSI_GOOD);
 	scsi_cmd_release(&c);
+}
+
+/*
+ * RAM completes inline, so a copy yields to its reactor every
+ * XCOPY_YIELD_BYTES by itself: 64 MiB take several loop iterations, not one
+ * call (pump() re-entering step() after an inline completion once skipped
+ * every yield after the first).
+ */
+static void test_ram_copy_yields(void)
+{
+	static uint8_t p[XCOPY_MAX_PARAM_LEN];
+	struct scsi_cmd c;
+	struct reactor *r = reactor_create(0, REACTOR_EVENT);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	uint32_t off = 16 + tgt(p + 16, A) + tgt(p + 48, B);
+	for (int i = 0; i < 8; i++)
+		off += seg(p + off, 0, 1, NBLK, 0, 0);   /* 8 MiB each */
+	hdr(p, 0, XCOPY_USAGE_NONE, 64, off - 80);
+	uint8_t cdb[16] = { 0x83 };
+	put_be32(cdb + 10, off);
+	cmd_init(&c, lus[A], cdb, 16, off, false, true);
+	c.reactor = r;
+	CU_ASSERT_TRUE_FATAL(start(&c, p, off));
+	CU_ASSERT_EQUAL(ndone, 0);   /* the first 8 MiB, then a yield */
+	int iters = 0;
+	while (!ndone && iters < 100) {
+		reactor_poll_once(r, 0);
+		iters++;
+	}
+	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
+	CU_ASSERT(iters >= 3);   /* 8 yields; reactor_poll_once() runs two rounds of deferred calls */
+	scsi_cmd_release(&c);
+	CU_ASSERT_EQUAL(bufpool_in_use(reactor_bufpool(r)), 0);
+	reactor_destroy(r);
 }
 
 /* Overlapping ranges of one LU copy as memmove would, in both directions, across chunks. */
@@ -1006,6 +1043,7 @@ int main(void)
 	CU_add_test(s, "parse_hostile", test_parse_hostile);
 	CU_add_test(s, "copy_within_and_across", test_copy_within_and_across);
 	CU_add_test(s, "copy_overlap", test_copy_overlap);
+	CU_add_test(s, "ram_copy_yields", test_ram_copy_yields);
 	CU_add_test(s, "refusals", test_refusals);
 	CU_add_test(s, "receive_copy_results", test_receive_copy_results);
 	CU_add_test(s, "vpd_and_inquiry", test_vpd_and_inquiry);
