@@ -96,15 +96,18 @@ map_target_loss() {
 	local u=$1 cfg=$2 port=$3 dev fpid rc out=$VM_WORK/fio-map-kill.txt sock=/run/isertd-map.sock
 	ok "target loss: mapped with --timeout 20 (a file LUN: its data outlives isertd)" \
 		map_up dev "$u" --timeout 20 || return 1
+	# Paced (about 10 s of writes) so the kill lands mid-fio however fast the host is.
 	fio --name=kill --filename=$dev --direct=1 --ioengine=io_uring --iodepth=16 --rw=randwrite --bsrange=4k-64k \
-		--verify=crc32c --verify_fatal=1 --do_verify=1 --size=32m --eta=never --output=$out >/dev/null 2>&1 &
+		--rate_iops=,100 --verify=crc32c --verify_fatal=1 --do_verify=1 --size=32m --eta=never --output=$out \
+		>/dev/null 2>&1 &
 	fpid=$!
 	sleep 3
+	ok "target loss: fio still writing when isertd is killed" kill -0 $fpid
 	ok "target loss: isertd killed (-9) mid-fio, started again 2 s later" map_kill_restart $cfg $port
 	wait $fpid; rc=$?
 	grep -E "err=|verify" $out | head -3 | sed 's/^/    /'
 	ok "target loss: fio finished with no error and verified" bash -c "[ $rc -eq 0 ] && grep -q 'err= 0' $out"
-	ok "target loss: iseradm maps counts the reconnect" map_json_has '"reconnects":1'
+	ok "target loss: iseradm maps counts the reconnect" wait_for 10 map_json_has '"reconnects":1'
 	kill -9 $ISERTD_PID; wait $ISERTD_PID 2>/dev/null; ISERTD_PID=
 	ok "target loss: isertd gone for longer than the timeout: a read fails with an I/O error" \
 		bash -c "! timeout 90 dd if=$dev of=/dev/null bs=4k count=1 skip=777 iflag=direct status=none"
@@ -139,10 +142,13 @@ map_pid() { $ADM --json maps | python3 -c "import json,sys; print([m['pid'] for 
 map_recovery() {
 	local u=$1 dev dev2 fpid rc out=$VM_WORK/fio-map-recover.txt
 	ok "recovery: mapped with --recoverable" map_up dev "$u" --recoverable || return 1
+	# Paced, as in map_target_loss: the kill lands mid-fio.
 	fio --name=recover --filename=$dev --direct=1 --ioengine=io_uring --iodepth=16 --rw=randwrite --bsrange=4k-64k \
-		--verify=crc32c --verify_fatal=1 --do_verify=1 --size=32m --eta=never --output=$out >/dev/null 2>&1 &
+		--rate_iops=,100 --verify=crc32c --verify_fatal=1 --do_verify=1 --size=32m --eta=never --output=$out \
+		>/dev/null 2>&1 &
 	fpid=$!
 	sleep 3
+	ok "recovery: fio still writing when iseradm map is killed" kill -0 $fpid
 	kill -9 "$(map_pid $dev)"
 	ok "recovery: iseradm map killed (-9) mid-fio: the device stays, maps says its I/O waits" \
 		wait_for 10 map_listed $dev "its I/O waits"
