@@ -77,6 +77,9 @@ struct reactor {
 	struct reactor_timer *timers; /* sorted by deadline */
 	struct io_uring ring;
 	bool have_ring;
+	struct io_uring pring;        /* polled (IOPOLL) ring, made on first use */
+	bool have_pring;
+	unsigned pring_pending, pring_inflight;
 	bool registered;     /* in the registry reactor_next() walks (not a private one) */
 	unsigned ring_pending;
 	struct bufpool *pool;
@@ -143,7 +146,7 @@ struct io_uring *reactor_ring(struct reactor *r) { return r->have_ring ? &r->rin
 
 uint32_t reactor_fixed_buf(const struct reactor *r, const struct buf *b)
 {
-	if (!b || r->fixed_dev < 0 || b->pool != r->pool)
+	if (!r || !b || r->fixed_dev < 0 || b->pool != r->pool)
 		return 0;
 	return b->keys[r->fixed_dev].lkey;
 }
@@ -162,9 +165,14 @@ static int fixed_reg(void *ctx, void *addr, size_t len, uint32_t *lkey, uint32_t
 	if (!r->have_ring || !r->nfixed_free || len > REACTOR_FIXED_MAX)
 		return 0;
 	uint32_t slot = r->fixed_free[r->nfixed_free - 1];
-	struct iovec iov = { .iov_base = addr, .iov_len = len };
+	struct iovec iov = { .iov_base = addr, .iov_len = len }, none = { 0 };
 	__u64 tag = 0;
 	int rc = io_uring_register_buffers_update_tag(&r->ring, slot, &iov, &tag, 1);
+	if (rc >= 0 && r->have_pring) {
+		rc = io_uring_register_buffers_update_tag(&r->pring, slot, &iov, &tag, 1);
+		if (rc < 0)
+			io_uring_register_buffers_update_tag(&r->ring, slot, &none, &tag, 1);
+	}
 	if (rc < 0) {
 		if (!r->fixed_warned)
 			log_warn("reactor %d: a buffer slab cannot be an io_uring fixed buffer (%s); its I/O is not fixed",
@@ -187,6 +195,8 @@ static void fixed_dereg(void *ctx, void *handle)
 	struct iovec iov = { 0 };
 	__u64 tag = 0;
 	io_uring_register_buffers_update_tag(&r->ring, slot, &iov, &tag, 1);
+	if (r->have_pring)
+		io_uring_register_buffers_update_tag(&r->pring, slot, &iov, &tag, 1);
 	r->fixed_free[r->nfixed_free++] = slot;
 }
 
@@ -207,7 +217,8 @@ static void fixed_setup(struct reactor *r)
 		return;
 	}
 	r->fixed_free = malloc(REACTOR_FIXED_BUFS * sizeof(*r->fixed_free));
-	if (!r->fixed_free || io_uring_register_buffers_sparse(&r->ring, REACTOR_FIXED_BUFS) < 0) {
+	if (!r->fixed_free || io_uring_register_buffers_sparse(&r->ring, REACTOR_FIXED_BUFS) < 0 ||
+	    (r->have_pring && io_uring_register_buffers_sparse(&r->pring, REACTOR_FIXED_BUFS) < 0)) {
 		free(r->fixed_free);
 		r->fixed_free = NULL;
 		return;
@@ -236,6 +247,68 @@ struct io_uring_sqe *reactor_uring_sqe(struct reactor *r)
 	}
 	if (sqe)
 		r->ring_pending++;
+	return sqe;
+}
+
+/* The polled ring's poller: submit what is queued, poll the device, run completions. */
+static int pring_poll(void *arg)
+{
+	struct reactor *r = arg;
+	struct io_uring_cqe *cqe;
+	int n = 0;
+	if (!r->pring_inflight)
+		return 0;
+	r->pring_pending = 0;
+	io_uring_submit_and_get_events(&r->pring);
+	while (io_uring_peek_cqe(&r->pring, &cqe) == 0) {
+		struct reactor_uring_op *op = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+		io_uring_cqe_seen(&r->pring, cqe);
+		r->pring_inflight--;
+		n++;
+		if (op && op->cb)
+			op->cb(op, res);
+	}
+	return n;
+}
+
+/* No interrupt will come: an adaptive reactor must not sleep with requests in flight. */
+static int pring_arm(void *arg)
+{
+	struct reactor *r = arg;
+	return r->pring_inflight > 0;
+}
+
+/* A busy or adaptive reactor's polled ring, made with the main one (before any slab is fixed). */
+static void pring_setup(struct reactor *r)
+{
+	int rc = io_uring_queue_init(REACTOR_RING_ENTRIES, &r->pring, IORING_SETUP_IOPOLL);
+	if (rc == 0 && !reactor_poller_add(r, pring_poll, pring_arm, r)) {
+		io_uring_queue_exit(&r->pring);
+		rc = -ENOMEM;
+	}
+	if (rc) {
+		if (r->index == 0)
+			log_warn("no polled io_uring (%s): block I/O completes by interrupt", strerror(-rc));
+		return;
+	}
+	r->have_pring = true;
+}
+
+struct io_uring_sqe *reactor_uring_sqe_polled(struct reactor *r)
+{
+	if (!r->have_pring)
+		return NULL;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->pring);
+	if (!sqe) {
+		io_uring_submit(&r->pring);
+		r->pring_pending = 0;
+		sqe = io_uring_get_sqe(&r->pring);
+	}
+	if (sqe) {
+		r->pring_pending++;
+		r->pring_inflight++;
+	}
 	return sqe;
 }
 
@@ -307,6 +380,8 @@ static struct reactor *create(int index, enum reactor_poll_mode mode, bool priva
 			io_uring_queue_exit(&r->ring);
 			r->have_ring = false;
 		} else {
+			if (mode != REACTOR_EVENT)
+				pring_setup(r);
 			fixed_setup(r);
 		}
 	}
@@ -341,6 +416,8 @@ void reactor_destroy(struct reactor *r)
 		r->have_ring = false;   /* fixed_dereg: nothing to unregister once the ring is gone */
 		io_uring_queue_exit(&r->ring);
 	}
+	if (r->have_pring)
+		io_uring_queue_exit(&r->pring);
 	for (int i = 0; i < r->nfds; i++)
 		free(r->fds[i]);
 	free(r->fds);

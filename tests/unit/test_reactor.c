@@ -2,7 +2,8 @@
  * Unit tests for common/reactor.c pollers: who polls and who arms in each
  * poll mode, with a fake completion queue (an eventfd stands for the
  * notification channel, a counter for pending completions); the private
- * reactor; the pool's slabs as the ring's fixed buffers (a real READ_FIXED).
+ * reactor; the pool's slabs as the ring's fixed buffers (a real READ_FIXED);
+ * the polled ring.
  */
 #include <CUnit/Basic.h>
 #include <errno.h>
@@ -243,6 +244,32 @@ static void test_fixed_buffers(void)
 	reactor_destroy(r);
 }
 
+/* Only busy and adaptive reactors have a polled ring (no interrupt would wake an event-mode one). */
+static void test_polled_ring(void)
+{
+	struct reactor *ev = reactor_create(0, REACTOR_EVENT);
+	struct reactor *busy = reactor_create(1, REACTOR_BUSY_POLL);
+	struct reactor *priv = reactor_create_private();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(busy);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(priv);
+	CU_ASSERT_PTR_NULL(reactor_uring_sqe_polled(ev));
+	CU_ASSERT_PTR_NULL(reactor_uring_sqe_polled(priv));
+	struct io_uring_sqe *sqe = reactor_uring_sqe_polled(busy);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sqe);
+	/* A NOP completes on the polled ring too; its poller finds it. */
+	struct read_op rd = { .op.cb = read_done };
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data(sqe, &rd.op);
+	for (int i = 0; i < 50 && !rd.done; i++)
+		reactor_poll_once(busy, 0);
+	CU_ASSERT_TRUE(rd.done);
+	CU_ASSERT_EQUAL(rd.res, 0);
+	reactor_destroy(priv);
+	reactor_destroy(busy);
+	reactor_destroy(ev);
+}
+
 int main(void)
 {
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -253,6 +280,7 @@ int main(void)
 	CU_add_test(s, "adaptive mode: polled, armed before sleeping", test_adaptive_mode);
 	CU_add_test(s, "private reactor: no ring, not in the registry", test_private);
 	CU_add_test(s, "fixed buffers: the pool's slabs on the ring", test_fixed_buffers);
+	CU_add_test(s, "polled ring: busy and adaptive reactors only", test_polled_ring);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned fails = CU_get_number_of_failures();
