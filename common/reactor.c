@@ -234,41 +234,52 @@ static void fixed_setup(struct reactor *r)
 		r->fixed_dev = idx;
 }
 
-struct io_uring_sqe *reactor_uring_sqe(struct reactor *r)
+/* An SQE of ring; *pending counts those not submitted yet. */
+static struct io_uring_sqe *ring_sqe(struct io_uring *ring, unsigned *pending)
 {
-	if (!r->have_ring)
-		return NULL;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 	if (!sqe) {
 		/* Ring full: push what is queued and try once more. */
-		io_uring_submit(&r->ring);
-		r->ring_pending = 0;
-		sqe = io_uring_get_sqe(&r->ring);
+		io_uring_submit(ring);
+		*pending = 0;
+		sqe = io_uring_get_sqe(ring);
 	}
 	if (sqe)
-		r->ring_pending++;
+		(*pending)++;
 	return sqe;
+}
+
+/* Run the callback of every completion ring holds; how many there were. */
+static int ring_reap(struct io_uring *ring)
+{
+	struct io_uring_cqe *cqe;
+	int n = 0;
+	while (io_uring_peek_cqe(ring, &cqe) == 0) {
+		struct reactor_uring_op *op = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+		n++;
+		if (op && op->cb)
+			op->cb(op, res);
+	}
+	return n;
+}
+
+struct io_uring_sqe *reactor_uring_sqe(struct reactor *r)
+{
+	return r->have_ring ? ring_sqe(&r->ring, &r->ring_pending) : NULL;
 }
 
 /* The polled ring's poller: submit what is queued, poll the device, run completions. */
 static int pring_poll(void *arg)
 {
 	struct reactor *r = arg;
-	struct io_uring_cqe *cqe;
-	int n = 0;
 	if (!r->pring_inflight)
 		return 0;
 	r->pring_pending = 0;
 	io_uring_submit_and_get_events(&r->pring);
-	while (io_uring_peek_cqe(&r->pring, &cqe) == 0) {
-		struct reactor_uring_op *op = io_uring_cqe_get_data(cqe);
-		int res = cqe->res;
-		io_uring_cqe_seen(&r->pring, cqe);
-		r->pring_inflight--;
-		n++;
-		if (op && op->cb)
-			op->cb(op, res);
-	}
+	int n = ring_reap(&r->pring);
+	r->pring_inflight -= (unsigned)n;
 	return n;
 }
 
@@ -297,33 +308,17 @@ static void pring_setup(struct reactor *r)
 
 struct io_uring_sqe *reactor_uring_sqe_polled(struct reactor *r)
 {
-	if (!r->have_pring)
-		return NULL;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->pring);
-	if (!sqe) {
-		io_uring_submit(&r->pring);
-		r->pring_pending = 0;
-		sqe = io_uring_get_sqe(&r->pring);
-	}
-	if (sqe) {
-		r->pring_pending++;
+	struct io_uring_sqe *sqe = r->have_pring ? ring_sqe(&r->pring, &r->pring_pending) : NULL;
+	if (sqe)
 		r->pring_inflight++;
-	}
 	return sqe;
 }
 
 static void reap_ring(void *arg, uint32_t events)
 {
 	struct reactor *r = arg;
-	struct io_uring_cqe *cqe;
 	(void)events;
-	while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
-		struct reactor_uring_op *op = io_uring_cqe_get_data(cqe);
-		int res = cqe->res;
-		io_uring_cqe_seen(&r->ring, cqe);
-		if (op && op->cb)
-			op->cb(op, res);
-	}
+	ring_reap(&r->ring);
 }
 
 static void drain_msgs(void *arg, uint32_t events)
