@@ -83,9 +83,28 @@ int reactor_send(struct reactor *r, reactor_fn fn, void *arg);
  */
 struct io_uring *reactor_ring(struct reactor *r);
 struct io_uring_sqe *reactor_uring_sqe(struct reactor *r);
+/*
+ * An SQE on the reactor's polled ring (IORING_SETUP_IOPOLL, made on first
+ * use): for O_DIRECT reads and writes of a block device with poll queues.
+ * Completions are found by polling the device, never by an interrupt, so
+ * only a busy or adaptive reactor has one (NULL in event mode, or if the
+ * ring cannot be made): it polls while requests are in flight and does not
+ * sleep until they are done.  user_data is a struct reactor_uring_op, as on
+ * the main ring.
+ */
+struct io_uring_sqe *reactor_uring_sqe_polled(struct reactor *r);
 
 /* Per-reactor registered buffer pool. */
 struct bufpool *reactor_bufpool(struct reactor *r);
+/*
+ * The pool's slabs are also registered with the reactor's io_uring as fixed
+ * buffers (when the kernel and RLIMIT_MEMLOCK allow): the index + 1 of the
+ * one holding b, for io_uring_prep_read_fixed()/write_fixed() on this
+ * reactor's rings; 0 when r or b is NULL, b is from another pool, or not
+ * registered.
+ */
+struct buf;
+uint32_t reactor_fixed_buf(const struct reactor *r, const struct buf *b);
 
 /* The reactors created so far, in turn: where a new connection goes. */
 struct reactor *reactor_next(void);

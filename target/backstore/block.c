@@ -13,6 +13,11 @@
  * The discard ioctl is synchronous on the reactor (the kernel offers no
  * asynchronous discard to this liburing); it is rare and bounded by UNMAP's
  * limits in VPD B0.
+ *
+ * A device with poll queues (queue/io_poll) gets its reads and writes on the
+ * reactor's polled ring (reactor_uring_sqe_polled(): busy and adaptive
+ * reactors only): no interrupt, no wake-up, the reactor finds the
+ * completion while it spins.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,20 +31,19 @@
 
 #include "target/backstore/backstore_impl.h"
 
-/* Does the kernel say this device can discard?  (/sys/dev/block/MAJ:MIN/queue/discard_max_bytes) */
-static bool device_discards(const struct stat *st)
+/* A number from /sys/dev/block/MAJ:MIN/queue/NAME (0 when it cannot be read). */
+static unsigned long long queue_attr(const struct stat *st, const char *name)
 {
-	char path[96];
-	unsigned long long max = 0;
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/discard_max_bytes", major(st->st_rdev),
-		 minor(st->st_rdev));
+	char path[128];
+	unsigned long long v = 0;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/%s", major(st->st_rdev), minor(st->st_rdev), name);
 	FILE *f = fopen(path, "r");
 	if (!f)
-		return false;
-	if (fscanf(f, "%llu", &max) != 1)
-		max = 0;
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
 	fclose(f);
-	return max > 0;
+	return v;
 }
 
 static int block_fail(struct backstore *bs, int fd, char *err, size_t errlen, const char *path,
@@ -119,7 +123,9 @@ static int block_open(struct backstore *bs, const struct backstore_cfg *cfg, cha
 		return -EINVAL;
 	}
 	bs->fd = fd;
-	bs->discard = cfg->thin && !cfg->readonly && device_discards(&st);
+	bs->discard = cfg->thin && !cfg->readonly && queue_attr(&st, "discard_max_bytes") > 0;
+	/* Poll queues (NVMe with nvme.poll_queues=N): polled completions on busy or adaptive reactors. */
+	bs->iopoll = queue_attr(&st, "io_poll") > 0;
 	bs->direct = true;
 	bs->dio_align = (uint32_t)lbs;
 	bs->optimal_io = opt;
