@@ -486,7 +486,12 @@ static int nv_result(struct backstore *bs, struct bs_io *io, int res)
 	uint64_t piece;
 	enum nvme_step st = (enum nvme_step)io->stage;
 
-	if (res == -EINTR || res == -EAGAIN)
+	/*
+	 * -EAGAIN: the ring could not take it now, so again.  Not -EINTR: from
+	 * passthrough that is a command the driver cancelled (timeout, reset),
+	 * and sending it again could wait out the timeout for ever.
+	 */
+	if (res == -EAGAIN)
 		return 1;
 	if (res > 0 && nvme_status_unsupported(res) &&
 	    (st == NVME_STEP_WZ || st == NVME_STEP_WZ_DEAC || st == NVME_STEP_DSM)) {

@@ -489,7 +489,7 @@ static void test_engine_results(void)
 	CU_ASSERT_EQUAL(nv_start(&BS, &io), 0);
 	CU_ASSERT_EQUAL(nv_result(&BS, &io, 0), 1);
 	CU_ASSERT_EQUAL(io.done, 128 * 1024);
-	CU_ASSERT_EQUAL(nv_result(&BS, &io, -EINTR), 1);   /* the same piece again */
+	CU_ASSERT_EQUAL(nv_result(&BS, &io, -EAGAIN), 1);   /* the same piece again */
 	CU_ASSERT_EQUAL(io.done, 128 * 1024);
 	CU_ASSERT_EQUAL(nv_result(&BS, &io, 0), 0);
 	CU_ASSERT_EQUAL(io.err, 0);
@@ -508,6 +508,11 @@ static void test_engine_results(void)
 	CU_ASSERT_EQUAL(nv_start(&BS, &io), 0);
 	CU_ASSERT_EQUAL(nv_result(&BS, &io, -ENODEV), 0);
 	CU_ASSERT_EQUAL(io.err, -ENODEV);
+	/* Cancelled by the driver (timeout, reset): an error, not sent again. */
+	io = io_of(BS_WRITE, 0, 4096, buf);
+	CU_ASSERT_EQUAL(nv_start(&BS, &io), 0);
+	CU_ASSERT_EQUAL(nv_result(&BS, &io, -EINTR), 0);
+	CU_ASSERT_EQUAL(io.err, -EINTR);
 
 	/* DSM refused as an invalid opcode: this UNMAP goes on as Write Zeroes, later ones start there. */
 	BS.discard = true;
