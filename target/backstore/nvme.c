@@ -298,8 +298,6 @@ static int nv_open(struct backstore *bs, const struct backstore_cfg *cfg, char *
 		n->unmap = NVME_STEP_WZ;
 	/* UNMAP reads back zeroes (LBPRZ) unless it is an advisory DSM deallocate. */
 	bs->discard = cfg->thin && !cfg->readonly && n->unmap == NVME_STEP_DSM;
-	bs->direct = true;
-	bs->dio_align = 4;
 	bs->compare_write_max = 0;   /* see the header: fused commands cannot be passed through */
 	nvme_serial(&n->ctrl, &n->ns, nsid, bs->serial, sizeof(bs->serial));
 	log_info("backstore '%s': %s namespace %u (%s, serial %s): %llu blocks of %u bytes, %u bytes per command, "
