@@ -24,6 +24,8 @@
  * buffer); slabs past this many are used unregistered. */
 #define REACTOR_FIXED_BUFS 1024
 #define REACTOR_FIXED_MAX (1ull << 30)   /* io_uring's limit for one fixed buffer */
+/* The big ring carries passthrough commands only (nvme): fewer, larger entries. */
+#define REACTOR_BIG_ENTRIES 128
 #define REACTOR_MAX_EVENTS 64
 /* Adaptive mode keeps spinning this long after the last piece of work. */
 #define REACTOR_ADAPTIVE_SPIN_NS 50000ull
@@ -82,12 +84,21 @@ struct reactor {
 	unsigned pring_pending, pring_inflight;
 	bool registered;     /* in the registry reactor_next() walks (not a private one) */
 	unsigned ring_pending;
+	/*
+	 * The big ring (SQE128 | CQE32) for uring_cmd passthrough, made on the
+	 * first reactor_uring_sqe_cmd(): most reactors never need one, and a
+	 * ring of 128-byte entries for every reactor would cost memory and a
+	 * kernel that lacks the flags a warning at start for nothing.
+	 */
+	struct io_uring big;
+	bool have_big, big_failed;
+	unsigned big_pending;
 	struct bufpool *pool;
 	int fixed_dev;       /* the ring's device index in the pool, -1: no fixed buffers */
 	uint32_t *fixed_free; /* free fixed-buffer slots, a stack */
 	unsigned nfixed_free;
 	bool fixed_warned;
-	struct reactor_fd ring_entry, ev_entry;
+	struct reactor_fd ring_entry, ev_entry, big_entry;
 };
 
 static __thread struct reactor *tls_reactor;
@@ -316,9 +327,48 @@ struct io_uring_sqe *reactor_uring_sqe_polled(struct reactor *r)
 
 static void reap_ring(void *arg, uint32_t events)
 {
-	struct reactor *r = arg;
 	(void)events;
-	ring_reap(&r->ring);
+	ring_reap(&((struct reactor *)arg)->ring);
+}
+
+static void reap_big(void *arg, uint32_t events)
+{
+	(void)events;
+	ring_reap(&((struct reactor *)arg)->big);
+}
+
+static int epoll_add(struct reactor *r, int fd, uint32_t events, struct reactor_fd *e);
+
+/* The big ring, reaped and submitted like the main one; false if the kernel refuses it (said once). */
+static bool big_ring(struct reactor *r)
+{
+	if (r->have_big || r->big_failed)
+		return r->have_big;
+	if (!r->have_ring) {
+		/* A private reactor, or io_uring unavailable (already said): callers go synchronous. */
+		r->big_failed = true;
+		return false;
+	}
+	int rc = io_uring_queue_init(REACTOR_BIG_ENTRIES, &r->big, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+	if (rc == 0) {
+		r->big_entry = (struct reactor_fd){ .fd = r->big.ring_fd, .cb = reap_big, .arg = r };
+		rc = epoll_add(r, r->big.ring_fd, EPOLLIN, &r->big_entry);
+		if (rc)
+			io_uring_queue_exit(&r->big);
+	}
+	if (rc) {
+		r->big_failed = true;
+		log_warn("reactor %d: io_uring with 128-byte SQEs unavailable (%s; Linux 5.19 or later has them): "
+			 "NVMe passthrough runs synchronously on this reactor", r->index, strerror(-rc));
+		return false;
+	}
+	r->have_big = true;
+	return true;
+}
+
+struct io_uring_sqe *reactor_uring_sqe_cmd(struct reactor *r)
+{
+	return big_ring(r) ? ring_sqe(&r->big, &r->big_pending) : NULL;
 }
 
 static void drain_msgs(void *arg, uint32_t events)
@@ -413,6 +463,8 @@ void reactor_destroy(struct reactor *r)
 	}
 	if (r->have_pring)
 		io_uring_queue_exit(&r->pring);
+	if (r->have_big)
+		io_uring_queue_exit(&r->big);
 	for (int i = 0; i < r->nfds; i++)
 		free(r->fds[i]);
 	free(r->fds);
@@ -657,6 +709,10 @@ static int iterate(struct reactor *r, int max_timeout, uint64_t *last_work)
 	if (r->have_ring && r->ring_pending) {
 		io_uring_submit(&r->ring);
 		r->ring_pending = 0;
+	}
+	if (r->have_big && r->big_pending) {
+		io_uring_submit(&r->big);
+		r->big_pending = 0;
 	}
 	int timeout = max_timeout;
 	uint64_t now = reactor_now_ns();

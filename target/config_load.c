@@ -340,17 +340,19 @@ int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 		b->bs.type = BACKSTORE_BLOCK;
 	else if (!strcmp(type, "rbd"))
 		b->bs.type = BACKSTORE_RBD;
+	else if (!strcmp(type, "nvme"))
+		b->bs.type = BACKSTORE_NVME;
 	else {
 		cfg_push_key(p, "type");
-		r = cfg_perr(p, "must be \"ram\", \"file\", \"block\" or \"rbd\", got \"%s\"", type);
+		r = cfg_perr(p, "must be \"ram\", \"file\", \"block\", \"nvme\" or \"rbd\", got \"%s\"", type);
 		free(type);
 		return r;
 	}
 	free(type);
 
 	bool rbd = b->bs.type == BACKSTORE_RBD;
-	if ((r = cfg_get_str(p, v, "path", b->bs.type == BACKSTORE_FILE || b->bs.type == BACKSTORE_BLOCK,
-			     PATH_MAX - 1, &b->path)) < 0)
+	if ((r = cfg_get_str(p, v, "path", b->bs.type == BACKSTORE_FILE || b->bs.type == BACKSTORE_BLOCK ||
+			     b->bs.type == BACKSTORE_NVME, PATH_MAX - 1, &b->path)) < 0)
 		return r;
 	if (b->path && (b->bs.type == BACKSTORE_RAM || rbd)) {
 		cfg_push_key(p, "path");

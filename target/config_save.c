@@ -65,6 +65,7 @@ static const char *bs_type_name(enum backstore_type t)
 	case BACKSTORE_FILE: return "file";
 	case BACKSTORE_BLOCK: return "block";
 	case BACKSTORE_RBD: return "rbd";
+	case BACKSTORE_NVME: return "nvme";
 	}
 	return "?";
 }

@@ -35,6 +35,7 @@ static const struct bs_ops *bs_ops_for(enum backstore_type t)
 	case BACKSTORE_FILE: return &bs_file_ops;
 	case BACKSTORE_BLOCK: return &bs_block_ops;
 	case BACKSTORE_RBD: return &bs_rbd_ops;
+	case BACKSTORE_NVME: return &bs_nvme_ops;
 	}
 	return NULL;
 }
@@ -62,9 +63,11 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 		bs_errf(&tmp, err, errlen, "%s: %s", field, why);
 		return -EINVAL;
 	}
-	if ((cfg->type == BACKSTORE_FILE || cfg->type == BACKSTORE_BLOCK) && (!cfg->path || !cfg->path[0])) {
-		bs_errf(&tmp, err, errlen, "path: required for a %s backstore",
-			cfg->type == BACKSTORE_FILE ? "file" : "block");
+	if ((cfg->type == BACKSTORE_FILE || cfg->type == BACKSTORE_BLOCK || cfg->type == BACKSTORE_NVME) &&
+	    (!cfg->path || !cfg->path[0])) {
+		bs_errf(&tmp, err, errlen, "path: required for %s backstore%s",
+			cfg->type == BACKSTORE_FILE ? "a file" : cfg->type == BACKSTORE_BLOCK ? "a block" : "an nvme",
+			cfg->type == BACKSTORE_NVME ? ": give the namespace's generic char device (/dev/ngXnY)" : "");
 		return -EINVAL;
 	}
 
@@ -154,17 +157,22 @@ void bs_size_changed(struct backstore *bs, uint64_t size)
 int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen)
 {
 	uint64_t have = bs->size;
-	if (bs->type == BACKSTORE_BLOCK) {
+	if (bs->type == BACKSTORE_BLOCK || bs->type == BACKSTORE_NVME) {
 		/* The device was resized underneath (lvextend, a namespace resize): follow it. */
 		uint64_t dev = 0;
-		if (ioctl(bs->fd, BLKGETSIZE64, &dev) < 0) {
+		if (bs->type == BACKSTORE_NVME) {
+			int rc = bs_nvme_dev_size(bs, &dev, err, errlen);
+			if (rc < 0)
+				return rc;
+		} else if (ioctl(bs->fd, BLKGETSIZE64, &dev) < 0) {
 			bs_errf(bs, err, errlen, "cannot read the device size: %s", strerror(errno));
 			return -errno;
 		}
 		dev -= dev % bs->block_size;
 		if (size && size != dev) {
-			bs_errf(bs, err, errlen, "size: a block backstore takes its device's size (%llu bytes); "
-				"resize the device, then give size 0 to follow it", (unsigned long long)dev);
+			bs_errf(bs, err, errlen, "size: a%s backstore takes its device's size (%llu bytes); "
+				"resize the device, then give size 0 to follow it",
+				bs->type == BACKSTORE_NVME ? "n nvme" : " block", (unsigned long long)dev);
 			return -EINVAL;
 		}
 		size = dev;

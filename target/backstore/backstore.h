@@ -17,7 +17,7 @@
 struct reactor;
 struct backstore;
 
-enum backstore_type { BACKSTORE_RAM, BACKSTORE_FILE, BACKSTORE_BLOCK, BACKSTORE_RBD };
+enum backstore_type { BACKSTORE_RAM, BACKSTORE_FILE, BACKSTORE_BLOCK, BACKSTORE_RBD, BACKSTORE_NVME };
 
 /* Where an rbd backstore's image lives (rbd.c); NULL fields take librados' defaults. */
 struct backstore_rbd_cfg {
@@ -33,11 +33,11 @@ struct backstore_rbd_cfg {
 struct backstore_cfg {
 	const char *name;
 	enum backstore_type type;
-	const char *path;      /* file, block */
-	uint64_t size;         /* bytes; ram: required; file: creates/extends if the file is smaller; block: 0 = device size;
+	const char *path;      /* file, block, nvme (the namespace's generic char device /dev/ngXnY) */
+	uint64_t size;         /* bytes; ram: required; file: creates/extends if the file is smaller; block, nvme: 0 = device size;
 	                          rbd: grows the image if smaller, 0 = the image size */
-	uint32_t block_size;   /* 512 or 4096; 0 = default (512, or the device's logical block size) */
-	bool thin;             /* file: UNMAP punches holes; block: UNMAP discards (if the device can) */
+	uint32_t block_size;   /* 512 or 4096; 0 = default (512, or the device's logical block size; nvme: must be the LBA size) */
+	bool thin;             /* file: UNMAP punches holes; block: UNMAP discards (if the device can); nvme: deallocates */
 	bool write_cache;      /* report a volatile write cache (WCE); FUA and flush are honoured anyway */
 	bool readonly;         /* open read-only */
 	struct backstore_rbd_cfg rbd;  /* rbd */
@@ -99,7 +99,7 @@ const char *backstore_check_geometry(enum backstore_type type, uint64_t size, ui
 /* Open per cfg; on failure returns -errno and writes a message naming the field/path to err. */
 int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char *err, size_t errlen);
 void backstore_close(struct backstore *bs);
-/* Grow to size bytes (file: extends the file; rbd: resizes the image; block: 0 = follow the device's new size); ram refuses. */
+/* Grow to size bytes (file: extends the file; rbd: resizes the image; block, nvme: 0 = follow the device's new size); ram refuses. */
 int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen);
 
 const char *backstore_name(const struct backstore *bs);
@@ -143,8 +143,8 @@ void backstore_on_resize(struct backstore *bs, void (*fn)(void *arg), void *arg)
  * Submit an operation; always ends with io->cb (maybe before returning).
  * Argument errors (offset/len not block multiples or past the end, a
  * readonly backstore written, a bad WRITE_SAME pattern_len) complete with
- * -EINVAL/-EROFS before returning.  io->reactor may be NULL: file and block
- * then do the I/O synchronously and complete before returning (tools,
+ * -EINVAL/-EROFS before returning.  io->reactor may be NULL: file, block and
+ * nvme then do the I/O synchronously and complete before returning (tools,
  * tests).  Close only with no I/O in flight.
  */
 void backstore_submit(struct backstore *bs, struct bs_io *io);

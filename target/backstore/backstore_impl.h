@@ -58,12 +58,18 @@ struct backstore {
 	pthread_mutex_t ram_atomic_mu;
 	/* rbd (rbd.c) */
 	void *rbd;
+	/* nvme (nvme.c; fd is the char device) */
+	void *nvme;
 };
 
 extern const struct bs_ops bs_ram_ops;
 extern const struct bs_ops bs_file_ops;
 extern const struct bs_ops bs_block_ops;
 extern const struct bs_ops bs_rbd_ops;   /* without librbd: open explains how to get it */
+extern const struct bs_ops bs_nvme_ops;
+
+/* nvme: the namespace's size now (Identify Namespace again), for backstore_resize. */
+int bs_nvme_dev_size(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen);
 
 /* "backstore 'NAME': " + fmt into err. */
 void bs_errf(const struct backstore *bs, char *err, size_t errlen, const char *fmt, ...)

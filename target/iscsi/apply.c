@@ -448,7 +448,7 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 			scsi_lu_set_write_cache(o->rt_lu, b->bs.write_cache);
 		}
 		uint64_t have = backstore_size(o->rt_bs);
-		bool follow = b->bs.type == BACKSTORE_BLOCK && b->bs.size != o->bs.size;
+		bool follow = (b->bs.type == BACKSTORE_BLOCK || b->bs.type == BACKSTORE_NVME) && b->bs.size != o->bs.size;
 		if (!follow && (b->bs.type != BACKSTORE_FILE || !b->bs.size || b->bs.size == have))
 			continue;
 		if ((rc = backstore_resize(o->rt_bs, b->bs.size, err, errlen)))

@@ -170,7 +170,7 @@ static void lu_resized(void *arg)
 
 int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct scsi_lu **out)
 {
-	static const char *const types[] = { "RAM", "FILE", "BLOCK", "RBD" };
+	static const char *const types[] = { "RAM", "FILE", "BLOCK", "RBD", "NVME" };
 	struct scsi_lu_params none = { 0 };
 	struct scsi_lu *lu;
 	uint32_t bsz;

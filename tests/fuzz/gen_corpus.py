@@ -134,6 +134,8 @@ for f in sorted(os.listdir(os.path.join(ROOT, 'configs'))):
     if f.endswith('.json'):
         shutil.copy(os.path.join(ROOT, 'configs', f), os.path.join(HERE, 'corpus', 'config', f))
 put('config', 'minimal.json', b'{"backstores":[{"name":"r","type":"ram","size":4096}],"targets":[]}')
+put('config', 'nvme.json', b'{"backstores":[{"name":"n","type":"nvme","path":"/dev/ng0n1","thin":true,'
+    b'"block_size":4096,"size":"1G"}],"targets":[]}')
 put('config', 'bad-syntax.json', b'{"backstores":[{"name":"r",}]')
 put('config', 'global.json', b'{"global":{"reactors":2,"poll_mode":"event","admin_socket":"/run/isertd.sock"},'
     b'"discovery":{"auth_required":false},"backstores":[],"targets":[]}')

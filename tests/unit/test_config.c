@@ -258,7 +258,7 @@ static void test_errors_backstores(void)
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":\"\"}]}", "size: must be a byte count");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":\"99999999999T\"}]}", "size: too large");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"tape\",\"size\":4096}]}",
-		 "backstores[0].type: must be \"ram\", \"file\", \"block\" or \"rbd\", got \"tape\"");
+		 "backstores[0].type: must be \"ram\", \"file\", \"block\", \"nvme\" or \"rbd\", got \"tape\"");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"file\"}]}", "backstores[0].path: required field missing");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"file\",\"path\":\"x.img\"}]}",
 		 "path: must be an absolute path");
@@ -782,6 +782,49 @@ static void test_rbd(void)
 		 "backstores[0].conf: only for an rbd backstore");
 }
 
+#define NVME_BS(extra) "{\"backstores\":[{\"name\":\"a\",\"type\":\"nvme\"" extra "}]}"
+
+/* type nvme: a path (the generic char device) required, block's keys otherwise, written back as given. */
+static void test_nvme(void)
+{
+	struct config *c = load_ok(NVME_BS(",\"path\":\"/dev/ng0n1\",\"thin\":true,\"write_cache\":true"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	const struct backstore_cfg *b = &c->backstores[0].bs;
+	CU_ASSERT_EQUAL(b->type, BACKSTORE_NVME);
+	CU_ASSERT_STRING_EQUAL(b->path, "/dev/ng0n1");
+	CU_ASSERT_TRUE(b->thin);
+	CU_ASSERT_TRUE(b->write_cache);
+	CU_ASSERT_EQUAL(b->size, 0);
+	CU_ASSERT_EQUAL(b->block_size, 0);
+	roundtrip(c);
+	char *j = config_to_json(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j, "\"nvme\""));
+	free(j);
+	config_free(c);
+
+	c = load_ok(NVME_BS(",\"path\":\"/dev/ng1n2\",\"size\":\"1G\",\"block_size\":4096,\"readonly\":true,"
+			    "\"serial\":\"ns2\""));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(c->backstores[0].bs.size, 1ull << 30);
+	CU_ASSERT_EQUAL(c->backstores[0].bs.block_size, 4096);
+	CU_ASSERT_TRUE(c->backstores[0].bs.readonly);
+	roundtrip(c);
+	config_free(c);
+
+	load_bad(NVME_BS(""), "backstores[0].path: required field missing");
+	load_bad(NVME_BS(",\"path\":\"ng0n1\""), "backstores[0].path: must be an absolute path");
+	load_bad(NVME_BS(",\"path\":\"/dev/ng0n1\",\"pool\":\"p\""), "backstores[0].pool: only for an rbd backstore");
+	load_bad(NVME_BS(",\"path\":\"/dev/ng0n1\",\"block_size\":520"), "backstores[0].block_size: must be 512");
+	load_bad(NVME_BS(",\"path\":\"/dev/ng0n1\",\"size\":1000"), "backstores[0].size: must be a multiple");
+	load_bad(NVME_BS(",\"path\":\"/dev/ng0n1\",\"bogus\":1"), "backstores[0].bogus");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"nvm\",\"path\":\"/dev/ng0n1\"}]}",
+		 "backstores[0].type: must be \"ram\", \"file\", \"block\", \"nvme\" or \"rbd\", got \"nvm\"");
+	/* The same path twice is refused as for block. */
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"nvme\",\"path\":\"/dev/ng0n1\"},"
+		 "{\"name\":\"b\",\"type\":\"nvme\",\"path\":\"/dev/ng0n1\"}]}", "backstores[1]");
+}
+
 static void test_alua(void)
 {
 	/* Without "alua": one group 1, active/optimized, every portal group; implicit only; not written back. */
@@ -1220,6 +1263,7 @@ int main(void)
 	CU_add_test(s, "override portals", test_override_portals);
 	CU_add_test(s, "round trip", test_roundtrip);
 	CU_add_test(s, "rbd backstores", test_rbd);
+	CU_add_test(s, "nvme backstores", test_nvme);
 	CU_add_test(s, "global.state_dir", test_state_dir);
 	CU_add_test(s, "save file", test_save_file);
 	CU_add_test(s, "load file errors", test_load_file_errors);

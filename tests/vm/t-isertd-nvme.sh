@@ -4,6 +4,10 @@
 # UNMAP reach the namespace; ext4 with fstrim; data survives a re-login.
 # APTPL (aptpl_restart): a registration and reservation made with sg_persist
 # --param-aptpl survive isertd killed with SIGKILL and started again.
+# Then the same namespace through the nvme backstore (suite_nvme_pt, its own
+# isertd run: that backstore holds /dev/nvme0n1 exclusively): NVMe passthrough
+# on /dev/ng0n1, checked as the block one is, plus its identity and COMPARE
+# AND WRITE.
 VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
@@ -57,6 +61,109 @@ aptpl_restart() {
 	must "$t: logout" logout_gone $t "$p"
 }
 
+# ---- the nvme backstore: passthrough on the generic char device --------------
+NG_DEV=/dev/ng0n1
+CONFIG_PT=$(dirname "$VM_LIB")/isertd-nvme-pt.json
+ng_ready() { wait_for 30 test -c $NG_DEV; }
+# isertd_refuses_held: with $NVME_DEV held open with O_EXCL (as a mount or a
+# block backstore holds it), the nvme backstore is refused at start, naming it.
+isertd_refuses_held() {
+	local rc line
+	coproc HOLD { exec python3 -c 'import os, sys, time
+os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL)
+print("held", flush=True)
+time.sleep(120)' "$NVME_DEV"; }
+	read -r -t 20 -u "${HOLD[0]}" line && [ "$line" = held ] || { kill $HOLD_PID 2>/dev/null; return 1; }
+	timeout 20 "$ISERT_BUILD/target/isertd" --config "$CONFIG_PT" > "$VM_WORK/isertd-busy.log" 2>&1; rc=$?
+	kill $HOLD_PID; wait $HOLD_PID 2>/dev/null
+	sed 's/^/    /' "$VM_WORK/isertd-busy.log" | tail -3
+	[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "$NVME_DEV is in use" "$VM_WORK/isertd-busy.log"
+}
+# The LU's serial as the nvme backstore derives it: NGUID, else EUI-64, else
+# the controller's serial and the namespace ID.
+ns_serial() {
+	local b=/sys/block/${NVME_DEV#/dev/} v sn
+	v=$(tr -d ' :-' < $b/nguid 2>/dev/null)
+	[ -n "$v" ] && [ -n "${v//0/}" ] && { echo "$v"; return; }
+	v=$(tr -d ' :-' < $b/eui 2>/dev/null)
+	[ -n "$v" ] && [ -n "${v//0/}" ] && { echo "$v"; return; }
+	sn=$(sed 's/ *$//; s/ /_/g' /sys/block/${NVME_DEV#/dev/}/device/serial)
+	echo "$sn-$(cat $b/nsid)"
+}
+readcap_is_ns() {   # readcap_is_ns DEV: READ CAPACITY(16) gives the namespace's size and block size
+	local out; out=$(sg_readcap --16 "$1") || return 1
+	echo "$out" | grep -E "Logical block length|Device size|lbprz" | sed 's/^/    /'
+	echo "$out" | grep -q "Device size: $(blockdev --getsize64 $NVME_DEV) bytes" &&
+		echo "$out" | grep -q "Logical block length=$(blockdev --getss $NVME_DEV) bytes"
+}
+lbprz() { sg_readcap --16 "$1" 2>/dev/null | grep -q "lbprz=1"; }
+vpd83_has() {   # vpd83_has DEV STRING: the Device Identification page carries STRING
+	local out; out=$(sg_inq -p 0x83 "$1") || return 1
+	echo "$out" | sed 's/^/    /' | head -12
+	echo "$out" | grep -qi -- "$2"
+}
+discard_reaches() {   # discard_reaches DEV: blkdiscard becomes a deallocation; zeroes read back if LBPRZ=1
+	nvmetrace_clear
+	blkdiscard -o $((64 << 20)) -l $((8 << 20)) "$1" || return 1
+	count_ge1 dealloc || return 1
+	lbprz "$1" || { echo "    LBPRZ=0 (DSM deallocate): contents after it not checked"; return 0; }
+	dd if="$1" iflag=direct bs=1M skip=64 count=8 status=none | cmp - <(head -c $((8 << 20)) /dev/zero)
+}
+# caw DEV: COMPARE AND WRITE that matches writes; one that does not is
+# refused with MISCOMPARE (sg_compare_and_write status 14) and writes nothing.
+caw() {
+	local dev=$1 bs lba rc
+	bs=$(blockdev --getss "$dev") lba=$(((80 << 20) / $(blockdev --getss "$dev")))
+	head -c $bs /dev/urandom > /tmp/caw-old && head -c $bs /dev/urandom > /tmp/caw-new &&
+		head -c $bs /dev/urandom > /tmp/caw-other || return 1
+	dd if=/tmp/caw-old of="$dev" bs=$bs seek=$lba oflag=direct status=none || return 1
+	cat /tmp/caw-old /tmp/caw-new > /tmp/caw-match
+	sg_compare_and_write --in=/tmp/caw-match --lba=$lba --num=1 --xferlen=$((2 * bs)) "$dev" || return 1
+	dd if="$dev" iflag=direct bs=$bs skip=$lba count=1 status=none | cmp - /tmp/caw-new || return 1
+	echo "    matching COMPARE AND WRITE wrote the new block"
+	cat /tmp/caw-old /tmp/caw-other > /tmp/caw-miss
+	sg_compare_and_write --quiet --in=/tmp/caw-miss --lba=$lba --num=1 --xferlen=$((2 * bs)) "$dev"; rc=$?
+	echo "    mismatching COMPARE AND WRITE: status $rc (14 is MISCOMPARE)"
+	[ $rc -eq 14 ] && dd if="$dev" iflag=direct bs=$bs skip=$lba count=1 status=none | cmp - /tmp/caw-new
+}
+suite_nvme_pt() {
+	local p=$1 t=$VM_PREFIX:nvmept lun dev hctl want
+	must "nvme: $NG_DEV present" ng_ready
+	ok "the nvme backstore is refused while $NVME_DEV is held exclusively" isertd_refuses_held
+	must "isertd starts (isertd-nvme-pt.json: type nvme on $NG_DEV)" isertd_start "$CONFIG_PT"
+	grep "backstore 'ng0n1'" "$VM_WORK/isertd.log" | tail -1 | sed 's/^/    /'
+	must "discovery lists $t" has_line $t <<< "$(iscsi_discover "$p")"
+	must "$t: login, 1 LUN" login_wait $t "$p" 1
+	read -r lun dev <<< "$(iscsi_disks $t)"
+	hctl=$(basename "$(readlink -f /sys/block/$dev/device)")
+	ok "$t ($dev): sg_readcap gives the namespace's size and block size" readcap_is_ns /dev/$dev
+	want=$(ns_serial)
+	ok "$t ($dev): VPD 0x83 carries the namespace's identity ($want)" vpd83_has /dev/$dev "$want"
+	ok "$t ($dev): initiator sees a volatile write cache" sysfs_is /sys/class/scsi_disk/$hctl/cache_type "write back"
+	ok "$t ($dev): initiator sees discard support" sysfs_gt0 /sys/block/$dev/queue/discard_max_bytes
+
+	must "tracing NVMe commands" nvmetrace_start
+	head -c 65536 /dev/urandom > /tmp/pat64k
+	nvmetrace_clear
+	ok "nvme: WRITE(10) FUA=1 via SG_IO succeeds" sg_dd if=/tmp/pat64k of=/dev/$dev bs=512 count=128 seek=40960 oflag=sgio,fua
+	ok "nvme: WRITE with FUA reaches $NVME_DEV as a FUA write" count_ge1 fua
+	ok "nvme: the FUA write's data is on the namespace" sectors_equal $NVME_DEV 40960 128 /tmp/pat64k
+	nvmetrace_clear
+	ok "nvme: SYNCHRONIZE CACHE succeeds" sg_sync /dev/$dev
+	ok "nvme: SYNCHRONIZE CACHE reaches $NVME_DEV as a flush" count_ge1 flush
+	ok "nvme: fio verify, 16 KiB random writes (io_uring, O_DIRECT)" \
+		fio --name=verify --filename=/dev/$dev --ioengine=io_uring --direct=1 --rw=randwrite --bs=16k \
+			--iodepth=8 --size=8m --offset=64m --verify=crc32c --do_verify=1 --output="$VM_WORK/fio-pt.log"
+	ok "nvme: fio verify, 4 KiB to 2 MiB writes (split at MDTS)" \
+		fio --name=verify --filename=/dev/$dev --ioengine=io_uring --direct=1 --rw=randwrite --bsrange=4k-2m \
+			--iodepth=4 --size=32m --offset=96m --verify=crc32c --do_verify=1 --output="$VM_WORK/fio-pt2.log"
+	ok "nvme: blkdiscard reaches $NVME_DEV as a deallocation" discard_reaches /dev/$dev
+	nvmetrace_stop
+	ok "nvme: COMPARE AND WRITE matches and writes, mismatches with MISCOMPARE" caw /dev/$dev
+	must "$t: logout" logout_gone $t "$p"
+	ok "isertd (nvme backstore) stops cleanly" isertd_stop
+}
+
 vm_cleanup_hook() {
 	iscsiadm -m node --logoutall=all >/dev/null 2>&1
 	ok "isertd stops cleanly on SIGTERM" isertd_stop
@@ -66,4 +173,6 @@ must "isertd starts (isertd-nvme.json)" isertd_start "$CONFIG"
 must "iscsid starts" iscsi_start
 suite_nvme $PORTAL
 aptpl_restart $PORTAL
+ok "isertd (block backstore) stops cleanly" isertd_stop
+suite_nvme_pt $PORTAL
 vm_done
