@@ -23,8 +23,11 @@ int iscsi_backstore_open(struct cfg_backstore *b, char *err, size_t errlen)
 	int rc = backstore_open(&b->bs, &b->rt_bs, err, errlen);
 	if (rc)
 		return rc;
+	/* The configured serial, else the store's own identity (an RBD image, an NVMe
+	 * namespace: every target serving it reports the same LU), else the name. */
 	char serial[64];
-	snprintf(serial, sizeof(serial), "%s", b->serial ? b->serial : b->name);
+	const char *own = backstore_serial(b->rt_bs);
+	snprintf(serial, sizeof(serial), "%s", b->serial ? b->serial : own ? own : b->name);
 	/* iscsi_setup sets iscsi_g.cfg before the first backstore opens; state_dir never changes after. */
 	struct scsi_lu_params p = { .serial = serial, .name = b->name, .state_dir = config_state_dir(iscsi_g.cfg) };
 	rc = scsi_lu_create(b->rt_bs, &p, &b->rt_lu);

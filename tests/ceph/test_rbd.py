@@ -135,9 +135,9 @@ def wait_for(cond, seconds):
     return cond()
 
 
-def gateway(work, name, port, tpg, own, other, extra_bs=()):
+def gateway(work, name, port, tpg, own, other, extra_bs=(), bs_name='vol'):
     """Config of one gateway: target T with portal group tpg, ALUA group own (tpg) and other (remote port)."""
-    bss = [{'name': 'vol', 'type': 'rbd', 'pool': 'rbd', 'image': 'vol', 'conf': CONF}] + list(extra_bs)
+    bss = [{'name': bs_name, 'type': 'rbd', 'pool': 'rbd', 'image': 'vol', 'conf': CONF}] + list(extra_bs)
     luns = [{'lun': i, 'backstore': b['name']} for i, b in enumerate(bss)]
     groups = [{'id': own[0], 'state': own[1], 'tpgs': [tpg]},
               {'id': other[0], 'state': other[1], 'remote_ports': [other[2]]}]
@@ -260,7 +260,8 @@ def data_checks(c, rpc):
 
 def failover(work, a, a_sock, c):
     """Gateway B (standby) joins; A is killed mid-stream; writes go on through B."""
-    cfg_b = gateway(work, 'b', PORT + 1, 2, (2, 'standby'), (1, 'active_optimized', 1))
+    # Another backstore name on B: the LU's identity comes from the image, not from the name.
+    cfg_b = gateway(work, 'b', PORT + 1, 2, (2, 'standby'), (1, 'active_optimized', 1), bs_name='vol-on-b')
     b, b_sock = start(work, 'b', cfg_b)
     cb = login(PORT + 1, timeout=120)
     va, vb = inquiry(c, 0x83), inquiry(cb, 0x83)
