@@ -300,8 +300,9 @@ static int nv_open(struct backstore *bs, const struct backstore_cfg *cfg, char *
 	bs->discard = cfg->thin && !cfg->readonly && n->unmap == NVME_STEP_DSM;
 	bs->compare_write_max = 0;   /* see the header: fused commands cannot be passed through */
 	nvme_serial(&n->ctrl, &n->ns, nsid, bs->serial, sizeof(bs->serial));
-	log_info("backstore '%s': %s namespace %u (%s, serial %s): %llu blocks of %u bytes, %u bytes per command, "
-		 "write cache %s, UNMAP as %s", bs->name, cfg->path, nsid, n->ctrl.model, n->ctrl.serial,
+	log_info("backstore '%s': %s namespace %u (%s, serial %s, identity %s): %llu blocks of %u bytes, "
+		 "%u bytes per command, write cache %s, UNMAP as %s", bs->name, cfg->path, nsid, n->ctrl.model,
+		 n->ctrl.serial, bs->serial,
 		 (unsigned long long)n->ns.nsze, lbs, n->geo.max_io, n->ctrl.vwc ? "present" : "absent",
 		 !cfg->thin ? "zeroes (not thin)" : n->unmap == NVME_STEP_WZ_DEAC ? "Write Zeroes with deallocate" :
 		 n->unmap == NVME_STEP_DSM ? "DSM deallocate" : "zeroes (no DSM)");

@@ -79,16 +79,21 @@ time.sleep(120)' "$NVME_DEV"; }
 	sed 's/^/    /' "$VM_WORK/isertd-busy.log" | tail -3
 	[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "$NVME_DEV is in use" "$VM_WORK/isertd-busy.log"
 }
-# The LU's serial as the nvme backstore derives it: NGUID, else EUI-64, else
-# the controller's serial and the namespace ID.
+# The LU's serial as the nvme backstore derives it (NGUID, else EUI-64, else
+# the controller's serial and the namespace ID), from Identify itself: the
+# kernel hides QEMU's EUI-64 (NVME_QUIRK_BOGUS_NID), so sysfs cannot say it
+# here; isertd logs it, and where sysfs shows an NGUID or EUI-64 it must be
+# that one.
 ns_serial() {
-	local b=/sys/block/${NVME_DEV#/dev/} v sn
+	local b=/sys/block/${NVME_DEV#/dev/} v id
+	id=$(grep -o "backstore 'ng0n1': .*identity [^)]*" "$VM_WORK/isertd.log" | tail -1 | sed 's/.*identity //')
 	v=$(tr -d ' :-' < $b/nguid 2>/dev/null)
-	[ -n "$v" ] && [ -n "${v//0/}" ] && { echo "$v"; return; }
-	v=$(tr -d ' :-' < $b/eui 2>/dev/null)
-	[ -n "$v" ] && [ -n "${v//0/}" ] && { echo "$v"; return; }
-	sn=$(sed 's/ *$//; s/ /_/g' /sys/block/${NVME_DEV#/dev/}/device/serial)
-	echo "$sn-$(cat $b/nsid)"
+	[ -n "$v" ] && [ -n "${v//0/}" ] || v=$(tr -d ' :-' < $b/eui 2>/dev/null)
+	if [ -n "$v" ] && [ -n "${v//0/}" ] && [ "$v" != "$id" ]; then
+		echo "sysfs-$v-isertd-$id"   # not the namespace's: fails below
+		return
+	fi
+	echo "$id"
 }
 readcap_is_ns() {   # readcap_is_ns DEV: READ CAPACITY(16) gives the namespace's size and block size
 	local out; out=$(sg_readcap --16 "$1") || return 1
@@ -97,10 +102,11 @@ readcap_is_ns() {   # readcap_is_ns DEV: READ CAPACITY(16) gives the namespace's
 		echo "$out" | grep -q "Logical block length=$(blockdev --getss $NVME_DEV) bytes"
 }
 lbprz() { sg_readcap --16 "$1" 2>/dev/null | grep -q "lbprz=1"; }
-vpd83_has() {   # vpd83_has DEV STRING: the Device Identification page carries STRING
-	local out; out=$(sg_inq -p 0x83 "$1") || return 1
-	echo "$out" | sed 's/^/    /' | head -12
-	echo "$out" | grep -qi -- "$2"
+vpd83_has() {   # vpd83_has DEV STRING: the Unit Serial Number is STRING, the Device Identification page carries it
+	local out sn; out=$(sg_inq -p 0x83 "$1") || return 1
+	sn=$(sg_inq -p 0x80 "$1" | sed -n 's/^ *Unit serial number: *//p')
+	echo "    VPD 0x80: $sn"
+	[ -n "$2" ] && [ "$sn" = "$2" ] && echo "$out" | grep -qi -- "$2" || { echo "$out" | sed 's/^/    /'; return 1; }
 }
 discard_reaches() {   # discard_reaches DEV: blkdiscard becomes a deallocation; zeroes read back if LBPRZ=1
 	nvmetrace_clear
