@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <linux/fs.h>
 
+#include "common/util.h"
 #include "target/backstore/backstore_impl.h"
 
 void bs_errf(const struct backstore *bs, char *err, size_t errlen, const char *fmt, ...)
@@ -229,6 +230,35 @@ bool bs_is_zero(const void *buf, size_t len)
 	const uint8_t *p = buf;
 	/* Compare the buffer with itself shifted by one: all equal to p[0]. */
 	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
+}
+
+void *bs_alloc_aligned(size_t len)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 4096, len ? len : 1))
+		return NULL;
+	return p;
+}
+
+int bs_fill_bounce(struct bs_io *io, bool zero, uint64_t n)
+{
+	uint8_t *b = bs_alloc_aligned((size_t)n);
+	if (!b)
+		return -ENOMEM;
+	if (zero) {
+		memset(b, 0, (size_t)n);
+	} else {
+		memcpy(b, io->buf, io->pattern_len);
+		for (uint64_t have = io->pattern_len; have < n;) {
+			uint64_t c = MIN(have, n - have);
+			memcpy(b + have, b, (size_t)c);
+			have += c;
+		}
+	}
+	free(io->bounce);
+	io->bounce = b;
+	io->bounce_len = (uint32_t)n;
+	return 0;
 }
 
 /* Range inside the backstore, block aligned, no overflow. */

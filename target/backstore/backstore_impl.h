@@ -87,5 +87,13 @@ void bs_fd_close(struct backstore *bs);
 
 /* True if the whole buffer is zero. */
 bool bs_is_zero(const void *buf, size_t len);
+/* A 4096-aligned buffer (every logical block size O_DIRECT and NVMe take); NULL: out of memory. */
+void *bs_alloc_aligned(size_t len);
+/*
+ * io->bounce becomes n bytes of zeroes, or of io->buf's pattern_len-byte
+ * pattern repeated (n a multiple of pattern_len): the buffer a WRITE SAME or
+ * zeroing writes again and again.  0 or -ENOMEM.
+ */
+int bs_fill_bounce(struct bs_io *io, bool zero, uint64_t n);
 
 #endif

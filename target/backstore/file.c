@@ -55,15 +55,6 @@ static bool fd_aligned(const struct backstore *bs, const void *p)
 	return !bs->direct || (uintptr_t)p % bs->dio_align == 0;
 }
 
-static void *fd_alloc(size_t len)
-{
-	void *p = NULL;
-	/* 4096 covers every logical block size we accept for O_DIRECT. */
-	if (posix_memalign(&p, 4096, len ? len : 1))
-		return NULL;
-	return p;
-}
-
 /* A buffer of whole patterns (or zeroes) for ST_FILL. */
 static int fd_fill_buf(struct bs_io *io, bool zero)
 {
@@ -75,24 +66,10 @@ static int fd_fill_buf(struct bs_io *io, bool zero)
 		n = MAX((uint64_t)io->pattern_len, FD_FILL_MAX / io->pattern_len * io->pattern_len);
 		n = MIN(n, io->len);
 	}
-	uint8_t *b = fd_alloc((size_t)n);
-	if (!b)
-		return -ENOMEM;
-	if (zero) {
-		memset(b, 0, (size_t)n);
-	} else {
-		memcpy(b, io->buf, io->pattern_len);
-		for (uint64_t have = io->pattern_len; have < n;) {
-			uint64_t c = MIN(have, n - have);
-			memcpy(b + have, b, (size_t)c);
-			have += c;
-		}
-	}
-	free(io->bounce);
-	io->bounce = b;
-	io->bounce_len = (uint32_t)n;
-	io->stage = ST_FILL;
-	return 0;
+	int rc = bs_fill_bounce(io, zero, n);
+	if (rc == 0)
+		io->stage = ST_FILL;
+	return rc;
 }
 
 /* First stage of zeroing [offset, offset+len). */
@@ -116,7 +93,7 @@ static int fd_start(struct backstore *bs, struct bs_io *io)
 	case BS_WRITE:
 		io->stage = ST_RW;
 		if (!fd_aligned(bs, io->buf)) {
-			io->bounce = fd_alloc((size_t)io->len);
+			io->bounce = bs_alloc_aligned((size_t)io->len);
 			if (!io->bounce)
 				return -ENOMEM;
 			if (io->op == BS_WRITE)

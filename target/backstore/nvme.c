@@ -338,14 +338,6 @@ static bool nv_fua(const struct backstore *bs, const struct bs_io *io)
 	return io->fua || !backstore_write_cache(bs);
 }
 
-static void *nv_alloc(size_t len)
-{
-	void *p = NULL;
-	if (posix_memalign(&p, 4096, len ? len : 1))
-		return NULL;
-	return p;
-}
-
 static uint64_t gcd(uint64_t a, uint64_t b)
 {
 	while (b) {
@@ -365,24 +357,10 @@ static int nv_fill_buf(struct backstore *bs, struct bs_io *io, bool zero)
 		return -EINVAL;
 	uint64_t n = MAX(unit, NV_FILL_MAX / unit * unit);
 	n = MIN(n, io->len);   /* io->len is a multiple of both, so of unit */
-	uint8_t *b = nv_alloc((size_t)n);
-	if (!b)
-		return -ENOMEM;
-	if (zero) {
-		memset(b, 0, (size_t)n);
-	} else {
-		memcpy(b, io->buf, io->pattern_len);
-		for (uint64_t have = io->pattern_len; have < n;) {
-			uint64_t c = MIN(have, n - have);
-			memcpy(b + have, b, (size_t)c);
-			have += c;
-		}
-	}
-	free(io->bounce);
-	io->bounce = b;
-	io->bounce_len = (uint32_t)n;
-	io->stage = NVME_STEP_FILL;
-	return 0;
+	int rc = bs_fill_bounce(io, zero, n);
+	if (rc == 0)
+		io->stage = NVME_STEP_FILL;
+	return rc;
 }
 
 /* Zero [offset, offset+len): Write Zeroes, or Writes of a zeroed buffer. */
@@ -404,7 +382,7 @@ static int nv_unmap_stage(struct backstore *bs, struct bs_io *io)
 		return nv_zero_stage(bs, io);
 	io->stage = n->unmap;
 	if (n->unmap == NVME_STEP_DSM) {
-		io->bounce = nv_alloc(sizeof(struct nvme_dsm_range));
+		io->bounce = bs_alloc_aligned(sizeof(struct nvme_dsm_range));
 		if (!io->bounce)
 			return -ENOMEM;
 	}
@@ -419,7 +397,7 @@ static int nv_start(struct backstore *bs, struct bs_io *io)
 	case BS_WRITE:
 		io->stage = io->op == BS_READ ? NVME_STEP_READ : NVME_STEP_WRITE;
 		if ((uintptr_t)io->buf % 4) {
-			io->bounce = nv_alloc((size_t)io->len);
+			io->bounce = bs_alloc_aligned((size_t)io->len);
 			if (!io->bounce)
 				return -ENOMEM;
 			if (io->op == BS_WRITE)
