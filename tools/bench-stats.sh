@@ -2,7 +2,7 @@
 # What statistics cost: isertd as built (statistics on) and isertd built with
 # -Dstats=false (hooks compiled out), side by side on loopback, each serving
 # a RAM LUN to iscsi-perf (libiscsi) doing 4 KiB random reads at queue depth
-# 32, as in tools/bench-tcp.sh (target and client pinned to different cores
+# 32 (target and client pinned to different cores
 # when there are two).  The two run in turns (ROUNDS rounds, the
 # order swapped each round) so drift hits both alike; prints IOPS and IOPS
 # per target CPU-second for each, and the ratio on/off.

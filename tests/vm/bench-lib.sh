@@ -1,4 +1,4 @@
-# Helpers for the guest benchmarks (bench-iser.sh, bench-map.sh).
+# Helpers for the guest benchmarks (tools/bench/guest.sh, bench-map.sh).
 
 # CPU seconds of process PID, and of the whole guest (busy: user, nice, system, irq, softirq).
 proc_cpu() { awk '{printf "%.2f", ($14 + $15) / 100}' /proc/$1/stat; }

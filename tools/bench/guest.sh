@@ -1,0 +1,163 @@
+#!/bin/bash
+# The guest section of tools/bench/bench.py, run in the test guest by
+# tests/vm/run.sh: over iSER on rxe and siw, with the kernel initiator
+# (ib_iser) and fio, isertd next to LIO and tgtd --iser on the same storage:
+#   NVMe  isertd-block (/dev/nvme0n1), isertd-nvme (passthrough, /dev/ng0n1),
+#         lio-iblock (/dev/nvme0n1), tgtd-block (rdwr, O_DIRECT, /dev/nvme0n1)
+#   RAM   isertd-ram, lio-ram (rd_mcp), tgtd-ram (rdwr on a tmpfs file)
+# LIO serves iSER on rxe only (on siw its TCP listener takes the port).
+# One JSON line per run in $VM_WORK/bench.jsonl: IOPS, MiB/s, fio's mean
+# latency, the target process's CPU per I/O (none for LIO: kernel threads)
+# and the whole guest's busy CPU per I/O (target, initiator and the soft RDMA
+# device: the one figure that compares all three).
+# BENCH_SECS (5), BENCH_ROUNDS (3), BENCH_QUICK (1: rxe, NVMe targets but
+# passthrough, 4 KiB random reads only), BENCH_REACTORS (1).
+source "$VM_LIB"
+source "$(dirname "$VM_LIB")/lio.sh"
+source "$(dirname "$VM_LIB")/bench-lib.sh"
+SECS=${BENCH_SECS:-5} ROUNDS=${BENCH_ROUNDS:-3}
+IQN=iqn.2026-11.org.isert.vm:bench
+OUT=$VM_WORK/bench.jsonl
+: > "$OUT"
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	PROVS=rxe TARGETS="isertd-block lio-iblock tgtd-block"
+	WLS="4k-randread-qd1:4k:randread:1 4k-randread-qd32:4k:randread:32"
+else
+	PROVS="rxe siw" TARGETS="isertd-block isertd-nvme lio-iblock tgtd-block isertd-ram lio-ram tgtd-ram"
+	WLS="4k-randread-qd1:4k:randread:1 4k-randread-qd32:4k:randread:32 4k-randwrite-qd32:4k:randwrite:32 128k-seqread-qd8:128k:read:8"
+fi
+TGTD_PID=
+vm_cleanup_hook() {
+	iscsiadm -m node --logoutall=all >/dev/null 2>&1
+	isertd_stop >/dev/null 2>&1
+	[ -n "$TGTD_PID" ] && tgtd_stop $TGTD_PID
+	lio_clear
+	return 0
+}
+
+# lio_clear: every LIO target and storage object gone, so the NVMe namespace is free again.
+lio_clear() {
+	local t d
+	for t in $LIO/iscsi/iqn.*/tpgt_1; do
+		[ -d "$t" ] || continue
+		echo 0 > $t/enable 2>/dev/null
+		for d in $t/np/*; do [ -d "$d" ] && { echo 0 > $d/iser 2>/dev/null; rmdir $d; }; done
+		for d in $t/lun/lun_*; do [ -d "$d" ] && { find $d -maxdepth 1 -type l -delete; rmdir $d; }; done
+		rmdir $t ${t%/tpgt_1}
+	done
+	for d in $LIO/core/*_[0-9]*/*/; do [ -d "$d" ] && rmdir "$d"; done
+	for d in $LIO/core/*_[0-9]*/; do [ -d "$d" ] && rmdir "$d"; done
+	return 0
+}
+
+# start_TARGET IP: serve LUN $LUN of $IQN on IP:3260 over iSER; PID is the process (empty for LIO).
+start_isertd() {   # start_isertd KIND IP
+	local bs
+	case $1 in
+	block) bs='{ "name": "lun", "type": "block", "path": "'$NVME_DEV'", "write_cache": true }';;
+	nvme) bs='{ "name": "lun", "type": "nvme", "path": "/dev/ng0n1", "write_cache": true }';;
+	ram) bs='{ "name": "lun", "type": "ram", "size": "256M" }';;
+	esac
+	cat > /tmp/bench.json <<JSON
+{ "backstores": [ $bs ],
+  "targets": [ { "iqn": "$IQN", "tpgs": [ { "tag": 1, "demo_mode": true,
+    "portals": [ { "ip": "$2", "port": 3260, "iser": true }, { "ip": "127.0.0.1", "port": 3262 } ],
+    "luns": [ { "lun": 0, "backstore": "lun" } ] } ] } ],
+  "global": { "reactors": ${BENCH_REACTORS:-1} } }
+JSON
+	isertd_start /tmp/bench.json 3262 || return 1
+	PID=$ISERTD_PID LUN=0
+}
+start_lio() {   # start_lio KIND IP
+	local so t=$LIO/iscsi/$IQN/tpgt_1
+	case $1 in
+	iblock) lio_iblock bench $NVME_DEV && so=iblock_0/bench;;
+	ram) lio_ram bench 256 && so=rd_mcp_0/bench;;
+	esac || return 1
+	mkdir -p $t/np/$2:3260 && echo 1 > $t/np/$2:3260/iser && mkdir -p $t/lun/lun_0 &&
+		ln -s $LIO/core/$so $t/lun/lun_0/bench &&
+		echo 1 > $t/attrib/generate_node_acls && echo 1 > $t/attrib/cache_dynamic_acls &&
+		echo 0 > $t/attrib/authentication && echo 0 > $t/attrib/demo_mode_write_protect &&
+		echo 1 > $t/enable || return 1
+	PID= LUN=0
+}
+start_tgtd() {   # start_tgtd KIND IP
+	local T="tgtadm --lld iser" dev=$NVME_DEV flags="--bsoflags direct"
+	[ $1 = ram ] && { truncate -s 256M /dev/shm/tgt.img; dev=/dev/shm/tgt.img; flags=; }
+	tgtd --iser pool_sz_mb=64 -f >> "$VM_WORK/tgtd.log" 2>&1 &
+	TGTD_PID=$!
+	wait_for 10 $T --op show --mode target || return 1
+	$T --op new --mode target --tid 1 -T $IQN && $T --op new --mode logicalunit --tid 1 --lun 1 -b $dev $flags &&
+		$T --op bind --mode target --tid 1 -I ALL && $T --op bind --mode target --tid 1 -Q $ISCSI_INITIATOR || return 1
+	PID=$TGTD_PID LUN=1
+}
+stop_target() {
+	case $1 in
+	isertd-*) isertd_stop;;
+	lio-*) lio_clear;;
+	tgtd-*) tgtd_stop $TGTD_PID; TGTD_PID=; rm -f /dev/shm/tgt.img;;
+	esac
+}
+
+login_dev() {   # login_dev IP: log in over iSER to $IQN, print LUN $LUN's disk
+	iscsiadm -m discovery -t sendtargets -p $1:3260 -I iser >/dev/null &&
+		iscsiadm -m node -T $IQN -p $1:3260 -I iser --login >/dev/null && iscsi_wait_disks $IQN 1 &&
+		iscsi_disks $IQN | awk -v l=$LUN '$1 == l {print $2}'
+}
+logout_all() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; iscsiadm -m node -o delete >/dev/null 2>&1; }
+
+# measure PROV TARGET ROUND DEV: every workload on DEV, one JSON line each
+measure() {
+	local wl name bs rw qd m0 m1
+	for wl in $WLS; do
+		IFS=: read -r name bs rw qd <<< "$wl"
+		m0=$(cpu_mark "$PID")
+		fio --name=b --filename=/dev/$4 --direct=1 --ioengine=libaio --iodepth=$qd --rw=$rw --bs=$bs \
+			--time_based --runtime=$SECS --size=200m --eta=never --output-format=json > /tmp/fio.json 2>/dev/null ||
+			{ vm_log "fio $name on $2 failed"; return 1; }
+		m1=$(cpu_mark "$PID")
+		python3 - "$1" "$2" "$name" "$3" "$m0" "$m1" /tmp/fio.json >> "$OUT" <<'PY' || return 1
+import json, sys
+prov, target, wl, rnd, m0, m1, f = sys.argv[1:]
+j = json.load(open(f))["jobs"][0]
+d = j["read"] if j["read"]["io_bytes"] else j["write"]
+ios = d["total_ios"]
+p0, g0 = m0.split(); p1, g1 = m1.split()
+print(json.dumps({"section": "guest", "prov": prov, "target": target, "workload": wl, "round": int(rnd),
+    "iops": d["iops"], "mib_s": d["bw_bytes"] / 1048576, "lat_us": d["lat_ns"]["mean"] / 1000,
+    "cpu_us_per_io": None if p0 == "-" else (float(p1) - float(p0)) * 1e6 / max(ios, 1),
+    "guest_cpu_us_per_io": (float(g1) - float(g0)) * 1e6 / max(ios, 1)}))
+PY
+		tail -1 "$OUT"
+	done
+}
+
+one() {   # one PROV IP ROUND TARGET
+	local dev kind=${4#*-} rc=0
+	[ $1 = siw ] && [ "${4%%-*}" = lio ] && return 0
+	start_${4%%-*} $kind $2 || { vm_log "$4 on $1: did not start"; stop_target $4; return 1; }
+	dev=$(login_dev $2) && [ -n "$dev" ] || { vm_log "$4 on $1: no disk"; logout_all; stop_target $4; return 1; }
+	measure $1 $4 $3 $dev || rc=1
+	logout_all
+	stop_target $4
+	return $rc
+}
+
+round() {   # round PROV IP ROUND: every target, a different one first each round
+	local t n=0 list=($TARGETS) rc=0 i
+	for ((i = 0; i < ${#list[@]}; i++)); do
+		t=${list[$(( (i + $3 - 1) % ${#list[@]} ))]}
+		one $1 $2 $3 $t || rc=1
+	done
+	return $rc
+}
+
+nvme_ready || { vm_log "no NVMe namespace"; exit 1; }
+iscsi_start || exit 1
+RDMA_PROVIDERS=$PROVS
+rc=0
+for r in $(seq $ROUNDS); do
+	vm_log "== round $r/$ROUNDS"
+	for_each_rdma round $r || rc=1
+done
+exit $rc
