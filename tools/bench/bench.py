@@ -390,8 +390,14 @@ def main():
         sys.exit(f"bench: --sections {args.sections}: tcp, guest or tcp,guest")
     out = args.out or os.path.join(SRC, "bench-results", time.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(out, exist_ok=True)
-    commit = subprocess.run(["git", "-C", SRC, "describe", "--always", "--dirty"],
-                            capture_output=True, text=True).stdout.strip()
+    # The commit measured is the build tree's source, which may be another checkout.
+    try:
+        with open(os.path.join(args.build, "meson-info/meson-info.json")) as f:
+            built_from = json.load(f)["directories"]["source"]
+    except (OSError, ValueError, KeyError):
+        built_from = SRC
+    commit = subprocess.run(["git", "-C", built_from, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
     log(f"bench: commit {commit}, build {args.build}, {args.rounds} round(s), sections {args.sections}; results in {out}")
     results, ok = [], True
     with tempfile.TemporaryDirectory(prefix="isert-bench-") as work:
