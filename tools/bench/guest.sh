@@ -11,7 +11,8 @@
 # and the whole guest's busy CPU per I/O (target, initiator and the soft RDMA
 # device: the one figure that compares all three).
 # BENCH_SECS (5), BENCH_ROUNDS (3), BENCH_QUICK (1: rxe, NVMe targets but
-# passthrough, 4 KiB random reads only), BENCH_REACTORS (1).
+# passthrough, 4 KiB random reads only), BENCH_REACTORS (1) and
+# BENCH_POLL_MODE (event) for isertd, BENCH_TARGETS (a subset of the names above).
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/lio.sh"
 source "$(dirname "$VM_LIB")/bench-lib.sh"
@@ -26,6 +27,7 @@ else
 	PROVS="rxe siw" TARGETS="isertd-block isertd-nvme lio-iblock tgtd-block isertd-ram lio-ram tgtd-ram"
 	WLS="4k-randread-qd1:4k:randread:1 4k-randread-qd32:4k:randread:32 4k-randwrite-qd32:4k:randwrite:32 128k-seqread-qd8:128k:read:8"
 fi
+TARGETS=${BENCH_TARGETS:-$TARGETS}
 TGTD_PID=
 vm_cleanup_hook() {
 	iscsiadm -m node --logoutall=all >/dev/null 2>&1
@@ -63,7 +65,7 @@ start_isertd() {   # start_isertd KIND IP
   "targets": [ { "iqn": "$IQN", "tpgs": [ { "tag": 1, "demo_mode": true,
     "portals": [ { "ip": "$2", "port": 3260, "iser": true }, { "ip": "127.0.0.1", "port": 3262 } ],
     "luns": [ { "lun": 0, "backstore": "lun" } ] } ] } ],
-  "global": { "reactors": ${BENCH_REACTORS:-1} } }
+  "global": { "reactors": ${BENCH_REACTORS:-1}, "poll_mode": "${BENCH_POLL_MODE:-event}" } }
 JSON
 	isertd_start /tmp/bench.json 3262 || return 1
 	PID=$ISERTD_PID LUN=0
