@@ -105,15 +105,6 @@ struct io_uring_sqe *reactor_uring_sqe_cmd(struct reactor *r);
 
 /* Per-reactor registered buffer pool. */
 struct bufpool *reactor_bufpool(struct reactor *r);
-/*
- * The pool's slabs are also registered with the reactor's io_uring as fixed
- * buffers (when the kernel and RLIMIT_MEMLOCK allow): the index + 1 of the
- * one holding b, for io_uring_prep_read_fixed()/write_fixed() on this
- * reactor's rings; 0 when r or b is NULL, b is from another pool, or not
- * registered.
- */
-struct buf;
-uint32_t reactor_fixed_buf(const struct reactor *r, const struct buf *b);
 
 /* The reactors created so far, in turn: where a new connection goes. */
 struct reactor *reactor_next(void);
