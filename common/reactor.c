@@ -73,9 +73,6 @@ struct reactor {
 	struct reactor_timer *timers; /* sorted by deadline */
 	struct io_uring ring;
 	bool have_ring;
-	struct io_uring pring;        /* polled (IOPOLL) ring, made on first use */
-	bool have_pring;
-	unsigned pring_pending, pring_inflight;
 	bool registered;     /* in the registry reactor_next() walks (not a private one) */
 	unsigned ring_pending;
 	/*
@@ -160,69 +157,22 @@ static struct io_uring_sqe *ring_sqe(struct io_uring *ring, unsigned *pending)
 	return sqe;
 }
 
-/* Run the callback of every completion ring holds; how many there were. */
-static int ring_reap(struct io_uring *ring)
+/* Run the callback of every completion ring holds. */
+static void ring_reap(struct io_uring *ring)
 {
 	struct io_uring_cqe *cqe;
-	int n = 0;
 	while (io_uring_peek_cqe(ring, &cqe) == 0) {
 		struct reactor_uring_op *op = io_uring_cqe_get_data(cqe);
 		int res = cqe->res;
 		io_uring_cqe_seen(ring, cqe);
-		n++;
 		if (op && op->cb)
 			op->cb(op, res);
 	}
-	return n;
 }
 
 struct io_uring_sqe *reactor_uring_sqe(struct reactor *r)
 {
 	return r->have_ring ? ring_sqe(&r->ring, &r->ring_pending) : NULL;
-}
-
-/* The polled ring's poller: submit what is queued, poll the device, run completions. */
-static int pring_poll(void *arg)
-{
-	struct reactor *r = arg;
-	if (!r->pring_inflight)
-		return 0;
-	r->pring_pending = 0;
-	io_uring_submit_and_get_events(&r->pring);
-	int n = ring_reap(&r->pring);
-	r->pring_inflight -= (unsigned)n;
-	return n;
-}
-
-/* No interrupt will come: an adaptive reactor must not sleep with requests in flight. */
-static int pring_arm(void *arg)
-{
-	struct reactor *r = arg;
-	return r->pring_inflight > 0;
-}
-
-/* A busy or adaptive reactor's polled ring, made with the main one. */
-static void pring_setup(struct reactor *r)
-{
-	int rc = io_uring_queue_init(REACTOR_RING_ENTRIES, &r->pring, IORING_SETUP_IOPOLL);
-	if (rc == 0 && !reactor_poller_add(r, pring_poll, pring_arm, r)) {
-		io_uring_queue_exit(&r->pring);
-		rc = -ENOMEM;
-	}
-	if (rc) {
-		if (r->index == 0)
-			log_warn("no polled io_uring (%s): block I/O completes by interrupt", strerror(-rc));
-		return;
-	}
-	r->have_pring = true;
-}
-
-struct io_uring_sqe *reactor_uring_sqe_polled(struct reactor *r)
-{
-	struct io_uring_sqe *sqe = r->have_pring ? ring_sqe(&r->pring, &r->pring_pending) : NULL;
-	if (sqe)
-		r->pring_inflight++;
-	return sqe;
 }
 
 static void reap_ring(void *arg, uint32_t events)
@@ -323,9 +273,6 @@ static struct reactor *create(int index, enum reactor_poll_mode mode, bool priva
 		if (epoll_add(r, r->ring.ring_fd, EPOLLIN, &r->ring_entry)) {
 			io_uring_queue_exit(&r->ring);
 			r->have_ring = false;
-		} else {
-			if (mode != REACTOR_EVENT)
-				pring_setup(r);
 		}
 	}
 	if (!r->have_ring && index == 0)
@@ -359,8 +306,6 @@ void reactor_destroy(struct reactor *r)
 		r->have_ring = false;
 		io_uring_queue_exit(&r->ring);
 	}
-	if (r->have_pring)
-		io_uring_queue_exit(&r->pring);
 	if (r->have_big)
 		io_uring_queue_exit(&r->big);
 	for (int i = 0; i < r->nfds; i++)

@@ -84,16 +84,6 @@ int reactor_send(struct reactor *r, reactor_fn fn, void *arg);
 struct io_uring *reactor_ring(struct reactor *r);
 struct io_uring_sqe *reactor_uring_sqe(struct reactor *r);
 /*
- * An SQE on the reactor's polled ring (IORING_SETUP_IOPOLL, made with the
- * main ring): for O_DIRECT reads and writes of a block device with poll queues.
- * Completions are found by polling the device, never by an interrupt, so
- * only a busy or adaptive reactor has one (NULL in event mode, or if the
- * ring cannot be made): it polls while requests are in flight and does not
- * sleep until they are done.  user_data is a struct reactor_uring_op, as on
- * the main ring.
- */
-struct io_uring_sqe *reactor_uring_sqe_polled(struct reactor *r);
-/*
  * An SQE of the reactor's "big" ring (IORING_SETUP_SQE128 | CQE32), for
  * IORING_OP_URING_CMD passthrough whose command does not fit a 64-byte SQE
  * (NVMe).  The ring is made on first use, its completions reach op->cb with

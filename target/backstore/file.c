@@ -292,12 +292,8 @@ static void fd_issue(struct backstore *bs, struct bs_io *io, bool in_submit)
 		struct fd_req rq;
 		fd_next(bs, io, &rq);
 		if (ring) {
-			struct io_uring_sqe *sqe = NULL;
-			if (bs->iopoll && (rq.kind == RQ_READ || rq.kind == RQ_WRITE))
-				sqe = reactor_uring_sqe_polled(io->reactor);
 			/* NULL only if the ring stays full: do this step synchronously. */
-			if (!sqe)
-				sqe = reactor_uring_sqe(io->reactor);
+			struct io_uring_sqe *sqe = reactor_uring_sqe(io->reactor);
 			if (sqe) {
 				io->uop.cb = fd_cqe;
 				io->inflight = 1;

@@ -2,7 +2,7 @@
  * Unit tests for common/reactor.c pollers: who polls and who arms in each
  * poll mode, with a fake completion queue (an eventfd stands for the
  * notification channel, a counter for pending completions); the private
- * reactor; the polled ring; the big ring.
+ * reactor; the big ring.
  */
 #include <CUnit/Basic.h>
 #include <liburing.h>
@@ -167,45 +167,6 @@ static void test_private(void)
 	CU_ASSERT_PTR_NULL(reactor_next());
 }
 
-struct read_op {
-	struct reactor_uring_op op;
-	int res;
-	bool done;
-};
-
-static void read_done(struct reactor_uring_op *op, int res)
-{
-	struct read_op *r = (struct read_op *)op;
-	r->res = res;
-	r->done = true;
-}
-
-/* Only busy and adaptive reactors have a polled ring (no interrupt would wake an event-mode one). */
-static void test_polled_ring(void)
-{
-	struct reactor *ev = reactor_create(0, REACTOR_EVENT);
-	struct reactor *busy = reactor_create(1, REACTOR_BUSY_POLL);
-	struct reactor *priv = reactor_create_private();
-	CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(busy);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(priv);
-	CU_ASSERT_PTR_NULL(reactor_uring_sqe_polled(ev));
-	CU_ASSERT_PTR_NULL(reactor_uring_sqe_polled(priv));
-	struct io_uring_sqe *sqe = reactor_uring_sqe_polled(busy);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(sqe);
-	/* A NOP completes on the polled ring too; its poller finds it. */
-	struct read_op rd = { .op.cb = read_done };
-	io_uring_prep_nop(sqe);
-	io_uring_sqe_set_data(sqe, &rd.op);
-	for (int i = 0; i < 50 && !rd.done; i++)
-		reactor_poll_once(busy, 0);
-	CU_ASSERT_TRUE(rd.done);
-	CU_ASSERT_EQUAL(rd.res, 0);
-	reactor_destroy(priv);
-	reactor_destroy(busy);
-	reactor_destroy(ev);
-}
-
 struct big_op {
 	struct reactor_uring_op op;
 	int done, res;
@@ -266,7 +227,6 @@ int main(void)
 	CU_add_test(s, "busy mode: polled, never armed", test_busy_mode);
 	CU_add_test(s, "adaptive mode: polled, armed before sleeping", test_adaptive_mode);
 	CU_add_test(s, "private reactor: no ring, not in the registry", test_private);
-	CU_add_test(s, "polled ring: busy and adaptive reactors only", test_polled_ring);
 	CU_add_test(s, "big ring: SQE128, made on first use, reaped by the loop", test_big_ring);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

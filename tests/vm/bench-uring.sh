@@ -1,5 +1,6 @@
 #!/bin/bash
-# isertd's io_uring choices, measured against each other in one guest boot:
+# isertd's reactor poll modes under block I/O, measured against each other in
+# one guest boot:
 # isertd serves the guest's NVMe namespace (/dev/nvme0n1, block backstore,
 # one reactor) to the kernel initiator over TCP (iscsi_tcp on loopback) and
 # over iSER (ib_iser on rxe); fio runs 4 KiB randread QD1 and QD32, 4 KiB
@@ -7,11 +8,8 @@
 # isertd start (a poll_mode and environment variables for isertd); the
 # variants alternate within every round (A B C, then C B A, ...) so that
 # drift in a noisy host (TCG, other guests) falls on all of them alike.
-# The NVMe driver is loaded again with poll_queues=1 first (BENCH_POLL_QUEUES),
-# so busy and adaptive reactors get a device their polled ring takes (the
-# guest loads its modules with insmod, which does not read nvme.poll_queues
-# from the kernel command line; the module parameter and a controller reset
-# instead left QEMU's NVMe with 10 s latencies).
+# (It also measured fixed buffers and the polled ring, both removed since:
+# docs/architecture.md, "Measured".)
 # Prints one line per run and, at the end, the median per variant of IOPS,
 # fio's mean latency (us), isertd's CPU per I/O (us, /proc/PID/stat utime +
 # stime) and the whole guest's busy CPU per I/O (us).  Not part of the test
@@ -19,7 +17,7 @@
 #   tests/vm/run.sh --cache CACHE --timeout 2400 tests/vm/bench-uring.sh
 #   BENCH_SECS=5 BENCH_ROUNDS=3 BENCH_TRANSPORTS="tcp iser"
 #   BENCH_VARIANTS="NAME:POLL_MODE[:VAR=VALUE,...] ..." (default: event and
-#   adaptive); BENCH_POLL_QUEUES=1 (0: the driver as booted, none)
+#   adaptive)
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/bench-lib.sh"
 SECS=${BENCH_SECS:-5}
@@ -29,14 +27,6 @@ VARIANTS=${BENCH_VARIANTS:-event:event adaptive:adaptive}
 IQN=iqn.2026-11.org.isert.vm:uring
 RES=$VM_WORK/bench-uring.txt
 WORKLOADS="rr4k-qd1:4k:randread:1 rr4k-qd32:4k:randread:32 rw4k-qd32:4k:randwrite:32 sr128k-qd8:128k:read:8"
-
-POLLQ=${BENCH_POLL_QUEUES:-1}
-io_poll() { cat /sys/block/${NVME_DEV#/dev/}/queue/io_poll 2>/dev/null; }
-# poll_queues N: the NVMe driver again, with N poll queues
-poll_queues() {
-	rmmod nvme && insmod /lib/modules/$(uname -r)/nvme.ko poll_queues=$1 || return 1
-	wait_for 30 test -b "$NVME_DEV"
-}
 
 config() {   # config POLL_MODE RDMA_IP
 	local iser=
@@ -101,8 +91,6 @@ variant() {
 }
 
 nvme_ready || exit 1
-if [ "$POLLQ" != 0 ]; then poll_queues $POLLQ || { vm_log "cannot reload nvme with poll queues"; exit 1; }; fi
-vm_log "nvme.poll_queues=$(cat /sys/module/nvme/parameters/poll_queues): $NVME_DEV queue/io_poll=$(io_poll)"
 # Written once, so reads find data rather than holes of the image file.
 dd if=/dev/urandom of=$NVME_DEV bs=1M count=256 oflag=direct status=none || exit 1
 RDMA_IP=
