@@ -48,12 +48,6 @@ struct bufpool_reg_ops {
 	void *ctx;
 };
 
-/* Does p point into b's memory? (b may be NULL) */
-static inline bool buf_holds(const struct buf *b, const void *p)
-{
-	return b && (const uint8_t *)p >= b->data && (const uint8_t *)p < b->data + b->cap;
-}
-
 struct bufpool *bufpool_create(void);
 void bufpool_destroy(struct bufpool *p);
 /*

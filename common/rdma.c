@@ -222,8 +222,7 @@ static int pool_attach(struct rdma_conn *c, struct bufpool *p)
 	int rc = atomic_load(&c->dev->removed) ? -ENODEV : bufpool_dev_attach(p, &ops);
 	if (rc == -E2BIG)
 		log_limited(LOG_WARN, "%s: iSER connection on RDMA device %s refused: this reactor's buffer pool is "
-				      "registered with %d devices already (its io_uring's fixed buffers count as one), "
-				      "the most it serves",
+				      "registered with %d RDMA devices already, the most it serves",
 			    c->xc.peer, ibv_get_device_name(c->id->verbs->device), BUFPOOL_MAX_DEVS);
 	else if (rc < 0)
 		log_limited(LOG_WARN, "%s: cannot register the buffer pool with RDMA device %s: %s", c->xc.peer,

@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,10 +18,6 @@
 #include "common/log.h"
 
 #define REACTOR_RING_ENTRIES 256
-/* Fixed-buffer slots of a ring: one per pool slab (4 MiB, or one large
- * buffer); slabs past this many are used unregistered. */
-#define REACTOR_FIXED_BUFS 1024
-#define REACTOR_FIXED_MAX (1ull << 30)   /* io_uring's limit for one fixed buffer */
 /* The big ring carries passthrough commands only (nvme): fewer, larger entries. */
 #define REACTOR_BIG_ENTRIES 128
 #define REACTOR_MAX_EVENTS 64
@@ -79,9 +73,6 @@ struct reactor {
 	struct reactor_timer *timers; /* sorted by deadline */
 	struct io_uring ring;
 	bool have_ring;
-	struct io_uring pring;        /* polled (IOPOLL) ring, made on first use */
-	bool have_pring;
-	unsigned pring_pending, pring_inflight;
 	bool registered;     /* in the registry reactor_next() walks (not a private one) */
 	unsigned ring_pending;
 	/*
@@ -94,10 +85,6 @@ struct reactor {
 	bool have_big, big_failed;
 	unsigned big_pending;
 	struct bufpool *pool;
-	int fixed_dev;       /* the ring's device index in the pool, -1: no fixed buffers */
-	uint32_t *fixed_free; /* free fixed-buffer slots, a stack */
-	unsigned nfixed_free;
-	bool fixed_warned;
 	struct reactor_fd ring_entry, ev_entry, big_entry;
 };
 
@@ -155,96 +142,6 @@ int reactor_index(const struct reactor *r) { return r->index; }
 struct bufpool *reactor_bufpool(struct reactor *r) { return r->pool; }
 struct io_uring *reactor_ring(struct reactor *r) { return r->have_ring ? &r->ring : NULL; }
 
-uint32_t reactor_fixed_buf(const struct reactor *r, const struct buf *b)
-{
-	if (!r || !b || r->fixed_dev < 0 || b->pool != r->pool)
-		return 0;
-	return b->keys[r->fixed_dev].lkey;
-}
-
-/*
- * The ring as one more "device" of the pool (bufpool_reg_ops): a slab takes a
- * slot of the ring's sparse buffer table, its key is the slot + 1.  A slab
- * that gets no slot (table full, too large, memlock limit) is simply not
- * fixed: never a failure, its I/O goes the ordinary way.
- */
-static int fixed_reg(void *ctx, void *addr, size_t len, uint32_t *lkey, uint32_t *rkey, void **handle)
-{
-	struct reactor *r = ctx;
-	*lkey = *rkey = 0;
-	*handle = NULL;
-	if (!r->have_ring || !r->nfixed_free || len > REACTOR_FIXED_MAX)
-		return 0;
-	uint32_t slot = r->fixed_free[r->nfixed_free - 1];
-	struct iovec iov = { .iov_base = addr, .iov_len = len }, none = { 0 };
-	__u64 tag = 0;
-	int rc = io_uring_register_buffers_update_tag(&r->ring, slot, &iov, &tag, 1);
-	if (rc >= 0 && r->have_pring) {
-		rc = io_uring_register_buffers_update_tag(&r->pring, slot, &iov, &tag, 1);
-		if (rc < 0)
-			io_uring_register_buffers_update_tag(&r->ring, slot, &none, &tag, 1);
-	}
-	if (rc < 0) {
-		if (!r->fixed_warned)
-			log_warn("reactor %d: a buffer slab cannot be an io_uring fixed buffer (%s); its I/O is not fixed",
-				 r->index, strerror(-rc));
-		r->fixed_warned = true;
-		return 0;
-	}
-	r->nfixed_free--;
-	*lkey = slot + 1;
-	*handle = (void *)(uintptr_t)(slot + 1);
-	return 0;
-}
-
-static void fixed_dereg(void *ctx, void *handle)
-{
-	struct reactor *r = ctx;
-	uint32_t slot = (uint32_t)(uintptr_t)handle - 1;
-	if (!r->have_ring)
-		return;   /* the ring is gone, and its table with it */
-	struct iovec iov = { 0 };
-	__u64 tag = 0;
-	io_uring_register_buffers_update_tag(&r->ring, slot, &iov, &tag, 1);
-	if (r->have_pring)
-		io_uring_register_buffers_update_tag(&r->pring, slot, &iov, &tag, 1);
-	r->fixed_free[r->nfixed_free++] = slot;
-}
-
-/*
- * A sparse fixed-buffer table on the ring, and the ring attached to the pool.
- * Fixed buffers are pinned and counted against RLIMIT_MEMLOCK like RDMA
- * registrations: under a memlock limit they would take what iSER needs, so
- * they are used only where memory locking is unlimited (root, or the limit
- * raised).
- */
-static void fixed_setup(struct reactor *r)
-{
-	struct rlimit ml;
-	r->fixed_dev = -1;
-	if (geteuid() != 0 && (getrlimit(RLIMIT_MEMLOCK, &ml) || ml.rlim_cur != RLIM_INFINITY)) {
-		if (r->index == 0)
-			log_info("io_uring fixed buffers not used: RLIMIT_MEMLOCK is limited (iSER needs it)");
-		return;
-	}
-	r->fixed_free = malloc(REACTOR_FIXED_BUFS * sizeof(*r->fixed_free));
-	if (!r->fixed_free || io_uring_register_buffers_sparse(&r->ring, REACTOR_FIXED_BUFS) < 0 ||
-	    (r->have_pring && io_uring_register_buffers_sparse(&r->pring, REACTOR_FIXED_BUFS) < 0)) {
-		free(r->fixed_free);
-		r->fixed_free = NULL;
-		return;
-	}
-	for (unsigned i = 0; i < REACTOR_FIXED_BUFS; i++)
-		r->fixed_free[i] = REACTOR_FIXED_BUFS - 1 - i;
-	r->nfixed_free = REACTOR_FIXED_BUFS;
-	static const struct bufpool_reg_ops proto = { .reg = fixed_reg, .dereg = fixed_dereg };
-	struct bufpool_reg_ops ops = proto;
-	ops.ctx = r;
-	int idx = bufpool_dev_attach(r->pool, &ops);
-	if (idx >= 0)
-		r->fixed_dev = idx;
-}
-
 /* An SQE of ring; *pending counts those not submitted yet. */
 static struct io_uring_sqe *ring_sqe(struct io_uring *ring, unsigned *pending)
 {
@@ -260,69 +157,22 @@ static struct io_uring_sqe *ring_sqe(struct io_uring *ring, unsigned *pending)
 	return sqe;
 }
 
-/* Run the callback of every completion ring holds; how many there were. */
-static int ring_reap(struct io_uring *ring)
+/* Run the callback of every completion ring holds. */
+static void ring_reap(struct io_uring *ring)
 {
 	struct io_uring_cqe *cqe;
-	int n = 0;
 	while (io_uring_peek_cqe(ring, &cqe) == 0) {
 		struct reactor_uring_op *op = io_uring_cqe_get_data(cqe);
 		int res = cqe->res;
 		io_uring_cqe_seen(ring, cqe);
-		n++;
 		if (op && op->cb)
 			op->cb(op, res);
 	}
-	return n;
 }
 
 struct io_uring_sqe *reactor_uring_sqe(struct reactor *r)
 {
 	return r->have_ring ? ring_sqe(&r->ring, &r->ring_pending) : NULL;
-}
-
-/* The polled ring's poller: submit what is queued, poll the device, run completions. */
-static int pring_poll(void *arg)
-{
-	struct reactor *r = arg;
-	if (!r->pring_inflight)
-		return 0;
-	r->pring_pending = 0;
-	io_uring_submit_and_get_events(&r->pring);
-	int n = ring_reap(&r->pring);
-	r->pring_inflight -= (unsigned)n;
-	return n;
-}
-
-/* No interrupt will come: an adaptive reactor must not sleep with requests in flight. */
-static int pring_arm(void *arg)
-{
-	struct reactor *r = arg;
-	return r->pring_inflight > 0;
-}
-
-/* A busy or adaptive reactor's polled ring, made with the main one (before any slab is fixed). */
-static void pring_setup(struct reactor *r)
-{
-	int rc = io_uring_queue_init(REACTOR_RING_ENTRIES, &r->pring, IORING_SETUP_IOPOLL);
-	if (rc == 0 && !reactor_poller_add(r, pring_poll, pring_arm, r)) {
-		io_uring_queue_exit(&r->pring);
-		rc = -ENOMEM;
-	}
-	if (rc) {
-		if (r->index == 0)
-			log_warn("no polled io_uring (%s): block I/O completes by interrupt", strerror(-rc));
-		return;
-	}
-	r->have_pring = true;
-}
-
-struct io_uring_sqe *reactor_uring_sqe_polled(struct reactor *r)
-{
-	struct io_uring_sqe *sqe = r->have_pring ? ring_sqe(&r->pring, &r->pring_pending) : NULL;
-	if (sqe)
-		r->pring_inflight++;
-	return sqe;
 }
 
 static void reap_ring(void *arg, uint32_t events)
@@ -408,7 +258,6 @@ static struct reactor *create(int index, enum reactor_poll_mode mode, bool priva
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	r->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	r->pool = bufpool_create();
-	r->fixed_dev = -1;
 	pthread_mutex_init(&r->msg_lock, NULL);
 	if (r->epfd < 0 || r->evfd < 0 || !r->pool)
 		goto fail;
@@ -424,10 +273,6 @@ static struct reactor *create(int index, enum reactor_poll_mode mode, bool priva
 		if (epoll_add(r, r->ring.ring_fd, EPOLLIN, &r->ring_entry)) {
 			io_uring_queue_exit(&r->ring);
 			r->have_ring = false;
-		} else {
-			if (mode != REACTOR_EVENT)
-				pring_setup(r);
-			fixed_setup(r);
 		}
 	}
 	if (!r->have_ring && index == 0)
@@ -458,11 +303,9 @@ void reactor_destroy(struct reactor *r)
 	if (r->registered)
 		registry_set(r, false);
 	if (r->have_ring) {
-		r->have_ring = false;   /* fixed_dereg: nothing to unregister once the ring is gone */
+		r->have_ring = false;
 		io_uring_queue_exit(&r->ring);
 	}
-	if (r->have_pring)
-		io_uring_queue_exit(&r->pring);
 	if (r->have_big)
 		io_uring_queue_exit(&r->big);
 	for (int i = 0; i < r->nfds; i++)
@@ -491,7 +334,6 @@ void reactor_destroy(struct reactor *r)
 	if (r->evfd >= 0)
 		close(r->evfd);
 	bufpool_destroy(r->pool);
-	free(r->fixed_free);
 	pthread_mutex_destroy(&r->msg_lock);
 	free(r);
 }

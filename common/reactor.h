@@ -84,16 +84,6 @@ int reactor_send(struct reactor *r, reactor_fn fn, void *arg);
 struct io_uring *reactor_ring(struct reactor *r);
 struct io_uring_sqe *reactor_uring_sqe(struct reactor *r);
 /*
- * An SQE on the reactor's polled ring (IORING_SETUP_IOPOLL, made with the
- * main ring): for O_DIRECT reads and writes of a block device with poll queues.
- * Completions are found by polling the device, never by an interrupt, so
- * only a busy or adaptive reactor has one (NULL in event mode, or if the
- * ring cannot be made): it polls while requests are in flight and does not
- * sleep until they are done.  user_data is a struct reactor_uring_op, as on
- * the main ring.
- */
-struct io_uring_sqe *reactor_uring_sqe_polled(struct reactor *r);
-/*
  * An SQE of the reactor's "big" ring (IORING_SETUP_SQE128 | CQE32), for
  * IORING_OP_URING_CMD passthrough whose command does not fit a 64-byte SQE
  * (NVMe).  The ring is made on first use, its completions reach op->cb with
@@ -105,15 +95,6 @@ struct io_uring_sqe *reactor_uring_sqe_cmd(struct reactor *r);
 
 /* Per-reactor registered buffer pool. */
 struct bufpool *reactor_bufpool(struct reactor *r);
-/*
- * The pool's slabs are also registered with the reactor's io_uring as fixed
- * buffers (when the kernel and RLIMIT_MEMLOCK allow): the index + 1 of the
- * one holding b, for io_uring_prep_read_fixed()/write_fixed() on this
- * reactor's rings; 0 when r or b is NULL, b is from another pool, or not
- * registered.
- */
-struct buf;
-uint32_t reactor_fixed_buf(const struct reactor *r, const struct buf *b);
 
 /* The reactors created so far, in turn: where a new connection goes. */
 struct reactor *reactor_next(void);

@@ -71,7 +71,6 @@ struct bs_io {
 	uint64_t offset;       /* bytes, multiple of block size */
 	uint64_t len;          /* bytes */
 	void *buf;
-	uint32_t fixed;        /* reactor_fixed_buf() of the pool buffer holding buf, 0: none */
 	uint32_t pattern_len;  /* BS_WRITE_SAME */
 	bool fua;
 	struct reactor *reactor;                /* where to complete: the caller's */

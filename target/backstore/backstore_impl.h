@@ -45,7 +45,6 @@ struct backstore {
 	/* file, block */
 	int fd;
 	bool direct;             /* fd is O_DIRECT: buffers must be aligned to dio_align */
-	bool iopoll;             /* block: the device has poll queues (reads and writes on a polled ring) */
 	uint32_t dio_align;
 	/* Learned at run time, shared by reactors: only ever set to true. */
 	_Atomic bool no_punch;   /* FALLOC_FL_PUNCH_HOLE unsupported */

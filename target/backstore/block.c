@@ -13,11 +13,6 @@
  * The discard ioctl is synchronous on the reactor (the kernel offers no
  * asynchronous discard to this liburing); it is rare and bounded by UNMAP's
  * limits in VPD B0.
- *
- * A device with poll queues (queue/io_poll) gets its reads and writes on the
- * reactor's polled ring (reactor_uring_sqe_polled(): busy and adaptive
- * reactors only): no interrupt, no wake-up, the reactor finds the
- * completion while it spins.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -124,8 +119,6 @@ static int block_open(struct backstore *bs, const struct backstore_cfg *cfg, cha
 	}
 	bs->fd = fd;
 	bs->discard = cfg->thin && !cfg->readonly && queue_attr(&st, "discard_max_bytes") > 0;
-	/* Poll queues (NVMe with nvme.poll_queues=N): polled completions on busy or adaptive reactors. */
-	bs->iopoll = queue_attr(&st, "io_poll") > 0;
 	bs->direct = true;
 	bs->dio_align = (uint32_t)lbs;
 	bs->optimal_io = opt;

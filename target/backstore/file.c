@@ -9,10 +9,6 @@
  * system or device refused.  Without a ring (or a reactor) each step runs
  * synchronously instead.
  *
- * Reads and writes into a pool buffer use the ring's fixed buffer for its
- * slab (io->fixed, see reactor_fixed_buf()): the kernel then neither pins
- * nor maps the pages for each request.
- *
  * Files use buffered I/O: FUA is RWF_DSYNC on the write, FLUSH is fdatasync.
  * Without a volatile write cache (write_cache false) every write is FUA,
  * since WCE=0 promises durability at completion.
@@ -38,7 +34,6 @@ enum fd_kind { RQ_READ, RQ_WRITE, RQ_FSYNC, RQ_FALLOC };
 struct fd_req {
 	enum fd_kind kind;
 	void *buf;
-	uint32_t fixed;   /* buf is in the ring's fixed buffer fixed - 1 (0: not fixed) */
 	uint32_t len;
 	uint64_t pos;
 	int rwf;
@@ -124,7 +119,6 @@ static void fd_next(struct backstore *bs, struct bs_io *io, struct fd_req *rq)
 	case ST_RW:
 		rq->kind = io->op == BS_READ ? RQ_READ : RQ_WRITE;
 		rq->buf = (uint8_t *)(io->bounce ? io->bounce : io->buf) + io->done;
-		rq->fixed = io->bounce ? 0 : io->fixed;
 		rq->len = (uint32_t)MIN(left, (uint64_t)FD_MAX_IO);
 		rq->pos = io->offset + io->done;
 		if (rq->kind == RQ_WRITE && fd_fua(bs, io))
@@ -253,16 +247,10 @@ static void fd_prep(struct backstore *bs, struct bs_io *io, const struct fd_req 
 {
 	switch (rq->kind) {
 	case RQ_READ:
-		if (rq->fixed)
-			io_uring_prep_read_fixed(sqe, bs->fd, rq->buf, rq->len, rq->pos, (int)rq->fixed - 1);
-		else
-			io_uring_prep_read(sqe, bs->fd, rq->buf, rq->len, rq->pos);
+		io_uring_prep_read(sqe, bs->fd, rq->buf, rq->len, rq->pos);
 		break;
 	case RQ_WRITE:
-		if (rq->fixed)
-			io_uring_prep_write_fixed(sqe, bs->fd, rq->buf, rq->len, rq->pos, (int)rq->fixed - 1);
-		else
-			io_uring_prep_write(sqe, bs->fd, rq->buf, rq->len, rq->pos);
+		io_uring_prep_write(sqe, bs->fd, rq->buf, rq->len, rq->pos);
 		sqe->rw_flags = rq->rwf;
 		break;
 	case RQ_FSYNC:
@@ -304,12 +292,8 @@ static void fd_issue(struct backstore *bs, struct bs_io *io, bool in_submit)
 		struct fd_req rq;
 		fd_next(bs, io, &rq);
 		if (ring) {
-			struct io_uring_sqe *sqe = NULL;
-			if (bs->iopoll && (rq.kind == RQ_READ || rq.kind == RQ_WRITE))
-				sqe = reactor_uring_sqe_polled(io->reactor);
 			/* NULL only if the ring stays full: do this step synchronously. */
-			if (!sqe)
-				sqe = reactor_uring_sqe(io->reactor);
+			struct io_uring_sqe *sqe = reactor_uring_sqe(io->reactor);
 			if (sqe) {
 				io->uop.cb = fd_cqe;
 				io->inflight = 1;

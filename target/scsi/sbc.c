@@ -101,8 +101,6 @@ static void submit(struct scsi_cmd *cmd, enum backstore_op op, uint64_t lba, uin
 	io->offset = lba << sh;
 	io->len = nblocks << sh;
 	io->buf = data;
-	io->fixed = reactor_fixed_buf(cmd->reactor, buf_holds(cmd->buf, data) ? cmd->buf :
-						     buf_holds(cmd->buf2, data) ? cmd->buf2 : NULL);
 	io->pattern_len = op == BS_WRITE_SAME ? cmd->lu->block_size : 0;
 	io->fua = (cmd->flags & CF_FUA) != 0;
 	io->reactor = cmd->reactor;

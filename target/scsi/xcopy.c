@@ -477,7 +477,6 @@ static void chunk_submit(struct xchunk *c, enum backstore_op op, struct scsi_lu 
 	io->offset = lba << lu->block_shift;
 	io->len = (uint64_t)c->n << lu->block_shift;
 	io->buf = c->buf->data;
-	io->fixed = reactor_fixed_buf(c->j->cmd->reactor, c->buf);
 	io->fua = fua;
 	io->reactor = c->j->cmd->reactor;
 	io->cb = cb;

@@ -2,19 +2,14 @@
  * Unit tests for common/reactor.c pollers: who polls and who arms in each
  * poll mode, with a fake completion queue (an eventfd stands for the
  * notification channel, a counter for pending completions); the private
- * reactor; the pool's slabs as the ring's fixed buffers (a real READ_FIXED);
- * the polled ring; the big ring.
+ * reactor; the big ring.
  */
 #include <CUnit/Basic.h>
-#include <errno.h>
 #include <liburing.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "common/bufpool.h"
 #include "common/reactor.h"
 
 struct fake_cq {
@@ -172,104 +167,6 @@ static void test_private(void)
 	CU_ASSERT_PTR_NULL(reactor_next());
 }
 
-struct read_op {
-	struct reactor_uring_op op;
-	int res;
-	bool done;
-};
-
-static void read_done(struct reactor_uring_op *op, int res)
-{
-	struct read_op *r = (struct read_op *)op;
-	r->res = res;
-	r->done = true;
-}
-
-/* READ_FIXED of the file's first 4 KiB into b, on r's ring. */
-static int read_fixed(struct reactor *r, int fd, struct buf *b)
-{
-	struct read_op rd = { .op.cb = read_done };
-	struct io_uring_sqe *sqe = reactor_uring_sqe(r);
-	if (!sqe)
-		return -EAGAIN;
-	io_uring_prep_read_fixed(sqe, fd, b->data, 4096, 0, (int)reactor_fixed_buf(r, b) - 1);
-	io_uring_sqe_set_data(sqe, &rd.op);
-	for (int i = 0; i < 50 && !rd.done; i++)
-		reactor_poll_once(r, 100);
-	return rd.done ? rd.res : -ETIMEDOUT;
-}
-
-/* The pool's slabs are the ring's fixed buffers: a READ_FIXED into one lands there. */
-static void test_fixed_buffers(void)
-{
-	struct reactor *r = reactor_create(0, REACTOR_EVENT);
-	struct reactor *priv = reactor_create_private();
-	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(priv);
-	struct bufpool *p = reactor_bufpool(r);
-	bufpool_set_limits(p, 0, 0);   /* slabs go back as soon as they are free */
-	char path[] = "/tmp/isert-fixed-XXXXXX";
-	int fd = mkstemp(path);
-	CU_ASSERT_FATAL(fd >= 0);
-	unlink(path);
-	uint8_t want[4096];
-	for (size_t i = 0; i < sizeof(want); i++)
-		want[i] = (uint8_t)(i * 7 + 3);
-	CU_ASSERT_EQUAL_FATAL(pwrite(fd, want, sizeof(want), 0), (ssize_t)sizeof(want));
-
-	struct buf *b = bufpool_get(p, 4096), *big = bufpool_get(p, 8u << 20);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(big);
-	CU_ASSERT(reactor_fixed_buf(r, b) > 0);
-	CU_ASSERT(reactor_fixed_buf(r, big) > 0);   /* a slab of its own, a slot of its own */
-	CU_ASSERT_NOT_EQUAL(reactor_fixed_buf(r, b), reactor_fixed_buf(r, big));
-	CU_ASSERT_EQUAL(reactor_fixed_buf(r, NULL), 0);
-	CU_ASSERT_EQUAL(reactor_fixed_buf(priv, b), 0);   /* another reactor's ring: not its buffer */
-	memset(b->data, 0, 4096);
-	CU_ASSERT_EQUAL(read_fixed(r, fd, b), 4096);
-	CU_ASSERT_EQUAL(memcmp(b->data, want, 4096), 0);
-	/* The big slab goes back and its slot with it; the next one is fixed again. */
-	uint32_t slot = reactor_fixed_buf(r, big);
-	bufpool_put(big);
-	big = bufpool_get(p, 8u << 20);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(big);
-	CU_ASSERT_EQUAL(reactor_fixed_buf(r, big), slot);
-	memset(big->data, 0, 4096);
-	CU_ASSERT_EQUAL(read_fixed(r, fd, big), 4096);
-	CU_ASSERT_EQUAL(memcmp(big->data, want, 4096), 0);
-	bufpool_put(big);
-	bufpool_put(b);
-	close(fd);
-	reactor_destroy(priv);
-	reactor_destroy(r);
-}
-
-/* Only busy and adaptive reactors have a polled ring (no interrupt would wake an event-mode one). */
-static void test_polled_ring(void)
-{
-	struct reactor *ev = reactor_create(0, REACTOR_EVENT);
-	struct reactor *busy = reactor_create(1, REACTOR_BUSY_POLL);
-	struct reactor *priv = reactor_create_private();
-	CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(busy);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(priv);
-	CU_ASSERT_PTR_NULL(reactor_uring_sqe_polled(ev));
-	CU_ASSERT_PTR_NULL(reactor_uring_sqe_polled(priv));
-	struct io_uring_sqe *sqe = reactor_uring_sqe_polled(busy);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(sqe);
-	/* A NOP completes on the polled ring too; its poller finds it. */
-	struct read_op rd = { .op.cb = read_done };
-	io_uring_prep_nop(sqe);
-	io_uring_sqe_set_data(sqe, &rd.op);
-	for (int i = 0; i < 50 && !rd.done; i++)
-		reactor_poll_once(busy, 0);
-	CU_ASSERT_TRUE(rd.done);
-	CU_ASSERT_EQUAL(rd.res, 0);
-	reactor_destroy(priv);
-	reactor_destroy(busy);
-	reactor_destroy(ev);
-}
-
 struct big_op {
 	struct reactor_uring_op op;
 	int done, res;
@@ -330,8 +227,6 @@ int main(void)
 	CU_add_test(s, "busy mode: polled, never armed", test_busy_mode);
 	CU_add_test(s, "adaptive mode: polled, armed before sleeping", test_adaptive_mode);
 	CU_add_test(s, "private reactor: no ring, not in the registry", test_private);
-	CU_add_test(s, "fixed buffers: the pool's slabs on the ring", test_fixed_buffers);
-	CU_add_test(s, "polled ring: busy and adaptive reactors only", test_polled_ring);
 	CU_add_test(s, "big ring: SQE128, made on first use, reaped by the loop", test_big_ring);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
