@@ -13,13 +13,15 @@
 # usage: run-conformance.sh ISERTD [PORT]
 # CONFORMANCE_CONFIG (default conformance.json) and CONFORMANCE_RUNS (the
 # KIND:LUN:FAMILY:FLAG runs below) let another LUN kind use the same checks:
-# tests/ceph/conformance-rbd.sh runs them on an RBD image.
+# tests/ceph/conformance-rbd.sh runs them on an RBD image, tests/vm/t-isertd-nvme.sh
+# on an NVMe namespace.  CONFORMANCE_KEEP=DIR keeps isertd's log and each
+# run's iscsi-test-cu output there (the VM tests keep their work folder).
 set -u
 isertd=${1:?usage: run-conformance.sh ISERTD [PORT]}
 port=${2:-3261}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; [ -z "${CONFORMANCE_KEEP:-}" ] || cp -r "$work/." "$CONFORMANCE_KEEP"; rm -rf "$work"' EXIT
 
 command -v iscsi-test-cu >/dev/null || { echo "iscsi-test-cu not found: apt-get install libiscsi-bin"; exit 1; }
 
@@ -36,7 +38,7 @@ done
 iqn=iqn.2026-11.org.isert:conformance
 i1=iqn.2007-10.com.github:sahlberg:libiscsi:iscsi-test
 i2=iqn.2007-10.com.github:sahlberg:libiscsi:iscsi-test-2
-# "TEST<TAB>LUN kinds" of each list (kinds: thick, thin, readonly, all, or several joined by commas)
+# "TEST<TAB>LUN kinds" of each list (kinds: thick, thin, readonly, rbd, nvme, all, or several joined by commas)
 fails=$(grep -v '^#' "$here/skip-list.txt" 2>/dev/null | awk -F'\t' 'NF{print $1"\t"$2}')
 skips=$(grep -v '^#' "$here/expected-skips.txt" 2>/dev/null | awk -F'\t' 'NF{print $1"\t"$2}')
 listed() {   # listed LIST TEST KIND

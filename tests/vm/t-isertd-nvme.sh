@@ -7,7 +7,7 @@
 # Then the same namespace through the nvme backstore (suite_nvme_pt, its own
 # isertd run: that backstore holds /dev/nvme0n1 exclusively): NVMe passthrough
 # on /dev/ng0n1, checked as the block one is, plus its identity and COMPARE
-# AND WRITE.
+# AND WRITE; then libiscsi's conformance suite on it (suite_conformance_nvme).
 VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
@@ -170,6 +170,36 @@ suite_nvme_pt() {
 	ok "isertd (nvme backstore) stops cleanly" isertd_stop
 }
 
+# ---- libiscsi's conformance suite on the nvme backstore ----------------------
+# iscsi-test-cu ALL and LINUX with --dataloss over TCP on the guest's loopback
+# (two portals, so the MultipathIO tests run), with the host run's checks and
+# lists (tests/conformance/run-conformance.sh, LUN kind "nvme" in
+# expected-skips.txt and skip-list.txt).  One isertd per family, so each is
+# its own check.  The LUN is thin so that UNMAP, GET LBA STATUS and WRITE SAME
+# with UNMAP reach the namespace.  The block backstore on the same namespace
+# does not run it: under TCG one family takes minutes, and both backstores'
+# runs would put this test past its time budget (tests/vm/README.md).
+conformance_run() {   # conformance_run FAMILY: the run's summary indented; fails on a failure or an unlisted skip
+	local cfg=$VM_WORK/isertd-nvme-conformance.json keep=$VM_WORK/conformance-$1 rc
+	mkdir -p "$keep"
+	CONFORMANCE_CONFIG=$cfg CONFORMANCE_RUNS="nvme:0:$1:-d" CONFORMANCE_KEEP=$keep \
+		"$ISERT_SRC/tests/conformance/run-conformance.sh" "$ISERT_BUILD/target/isertd" 3260 \
+		> "$keep/run.log" 2>&1; rc=$?
+	grep -E "tests,|UNEXPECTED|^      |PASSES NOW|RUNS NOW|known failure|isertd (died|exited)|^conformance:" "$keep/run.log" |
+		sed 's/^ */    /'
+	return $rc
+}
+suite_conformance_nvme() {
+	cat > "$VM_WORK/isertd-nvme-conformance.json" <<JSON
+{ "backstores": [ { "name": "ng0n1", "type": "nvme", "path": "$NG_DEV", "thin": true, "write_cache": true } ],
+  "targets": [ { "iqn": "iqn.2026-11.org.isert:conformance",
+    "tpgs": [ { "tag": 1, "demo_mode": true, "demo_target_reset": true,
+      "portals": [ { "ip": "127.0.0.1", "port": 3260 } ], "luns": [ { "lun": 0, "backstore": "ng0n1" } ] } ] } ] }
+JSON
+	ok "nvme backstore: iscsi-test-cu ALL --dataloss over TCP, no failure, only listed skips" conformance_run ALL
+	ok "nvme backstore: iscsi-test-cu LINUX --dataloss over TCP, no failure, only listed skips" conformance_run LINUX
+}
+
 vm_cleanup_hook() {
 	iscsiadm -m node --logoutall=all >/dev/null 2>&1
 	ok "isertd stops cleanly on SIGTERM" isertd_stop
@@ -181,4 +211,5 @@ suite_nvme $PORTAL
 aptpl_restart $PORTAL
 ok "isertd (block backstore) stops cleanly" isertd_stop
 suite_nvme_pt $PORTAL
+suite_conformance_nvme
 vm_done
