@@ -7,7 +7,8 @@
 # Then the same namespace through the nvme backstore (suite_nvme_pt, its own
 # isertd run: that backstore holds /dev/nvme0n1 exclusively): NVMe passthrough
 # on /dev/ng0n1, checked as the block one is, plus its identity and COMPARE
-# AND WRITE; then libiscsi's conformance suite on it (suite_conformance_nvme).
+# AND WRITE; fio verify over iSER on rxe and siw (suite_nvme_pt_iser); then
+# libiscsi's conformance suite on it (suite_conformance_nvme).
 VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
@@ -170,6 +171,44 @@ suite_nvme_pt() {
 	ok "isertd (nvme backstore) stops cleanly" isertd_stop
 }
 
+# ---- the nvme backstore over iSER --------------------------------------------
+# fio crc32c verify through the kernel's iSER initiator (ib_iser) on rxe and
+# on siw: isertd-nvme-pt.json with an iSER portal on each device (both up at
+# once) and a TCP one for isertd_start to wait on.
+iser_login_1() { iscsi_login $1 $2 iser >/dev/null && iscsi_wait_disks $1 1; }
+iser_logout() { iscsi_logout $1 $2 iser >/dev/null && iscsi_no_session $1; }
+nvme_pt_iser_one() {   # nvme_pt_iser_one PROVIDER IP
+	local p=$1 portal=$2:3260 t=$VM_PREFIX:nvmept dev off
+	off=$([ $p = rxe ] && echo 160 || echo 224)   # MiB: apart from each other and from the TCP checks
+	ok "$p: discovery over iSER lists $t" has_line $t <<< "$(iscsi_discover $portal iser)" || return 1
+	ok "$p: login over iSER, 1 LUN" iser_login_1 $t $portal || return 1
+	ok "$p: the session runs over iSER" bash -c "iscsiadm -m session -P 1 | grep -q 'Iface Transport: iser'"
+	read -r _ dev <<< "$(iscsi_disks $t)"
+	ok "$p nvme: fio verify over iSER, 16 KiB random writes" \
+		fio --name=verify --filename=/dev/$dev --ioengine=io_uring --direct=1 --rw=randwrite --bs=16k \
+			--iodepth=8 --size=8m --offset=${off}m --verify=crc32c --do_verify=1 --eta=never --output="$VM_WORK/fio-pt-$p.log"
+	ok "$p nvme: fio verify over iSER, 4 KiB to 2 MiB writes (split at MDTS)" \
+		fio --name=verify --filename=/dev/$dev --ioengine=io_uring --direct=1 --rw=randwrite --bsrange=4k-2m \
+			--iodepth=4 --size=32m --offset=$((off + 16))m --verify=crc32c --do_verify=1 --eta=never --output="$VM_WORK/fio-pt2-$p.log"
+	ok "$p: logout" iser_logout $t $portal
+}
+suite_nvme_pt_iser() {
+	local rxe siw
+	rxe=$(rdma_up rxe) && siw=$(rdma_up siw) || { ok "rxe and siw come up" false; return 1; }
+	python3 - "$ISERT_SRC/tests/vm/isertd-nvme-pt.json" "$rxe" "$siw" > "$VM_WORK/isertd-nvme-pt-iser.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["targets"][0]["tpgs"][0]["portals"] = [{"ip": sys.argv[2], "port": 3260, "iser": True},
+    {"ip": sys.argv[3], "port": 3260, "iser": True}, {"ip": "127.0.0.1", "port": 3262}]
+print(json.dumps(c))
+PY
+	must "isertd starts (the nvme backstore, iSER portals on rxe and siw)" isertd_start "$VM_WORK/isertd-nvme-pt-iser.json" 3262
+	nvme_pt_iser_one rxe $rxe
+	nvme_pt_iser_one siw $siw
+	ok "isertd (nvme backstore, iSER) stops cleanly" isertd_stop
+	rdma_down siw; rdma_down rxe
+}
+
 # ---- libiscsi's conformance suite on the nvme backstore ----------------------
 # iscsi-test-cu ALL and LINUX with --dataloss over TCP on the guest's loopback
 # (two portals, so the MultipathIO tests run), with the host run's checks and
@@ -211,5 +250,6 @@ suite_nvme $PORTAL
 aptpl_restart $PORTAL
 ok "isertd (block backstore) stops cleanly" isertd_stop
 suite_nvme_pt $PORTAL
+suite_nvme_pt_iser
 suite_conformance_nvme
 vm_done
