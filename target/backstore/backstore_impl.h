@@ -34,7 +34,9 @@ struct backstore {
 	bool thin;
 	bool write_cache;
 	bool readonly;
-	bool discard;            /* block: UNMAP is a device discard (reads after it are undefined) */
+	/* block, nvme: UNMAP is a device discard (reads after it are undefined); atomic: a reactor
+	 * clears it when the device turns out to refuse discards, others read it */
+	_Atomic bool discard;
 	uint32_t compare_write_max;  /* BS_COMPARE_WRITE unit (bytes); 0: not offered */
 	bool shared;             /* other targets may serve the same blocks */
 	char serial[64];         /* the store's identity for the LU serial; "" if none */

@@ -198,6 +198,10 @@ static int nv_identify_all(struct backstore *bs, const char *path, int fd, uint3
 		bs_errf(bs, err, errlen, "path '%s': Identify Controller: %s", path, why);
 		goto out;
 	}
+	/* Controllers before NVMe 2.0 refuse CNS 6: no Write Zeroes limit then but NLB's. */
+	memset(page, 0, NVME_ID_SIZE);
+	if (nv_identify(fd, 0, 6, page) == 0)
+		nvme_parse_ctrl_nvm(page, 4096, c);
 	memset(page, 0, NVME_ID_SIZE);
 	if ((rc = nv_identify(fd, nsid, 0, page)) != 0) {
 		rc = nv_identify_fail(bs, path, "Identify Namespace", rc, err, errlen);
@@ -288,6 +292,7 @@ static int nv_open(struct backstore *bs, const struct backstore_cfg *cfg, char *
 		n->geo.lba_shift++;
 	n->geo.nsid = nsid;
 	n->geo.max_io = nvme_max_io(n->ctrl.max_xfer, qmax, qsegs, lbs);
+	n->geo.max_wz = n->ctrl.max_wz;
 	bool wz = n->ctrl.oncs & NVME_ONCS_WRITE_ZEROES;
 	if (wz && (n->ns.dlfeat & NVME_DLFEAT_WZ_DEAC) &&
 	    (n->ns.dlfeat & NVME_DLFEAT_READ_MASK) == NVME_DLFEAT_READ_ZERO)

@@ -76,6 +76,17 @@ int nvme_parse_ctrl(const uint8_t *id, uint32_t page_size, struct nvme_ctrl_id *
 	return 0;
 }
 
+/* WZSL counts in CAP.MPSMIN pages as a power of two, as MDTS does; 0 is no limit. */
+void nvme_parse_ctrl_nvm(const uint8_t *id, uint32_t page_size, struct nvme_ctrl_id *c)
+{
+	uint8_t wzsl = id[1];
+	c->max_wz = 0;
+	if (wzsl) {
+		uint64_t m = (uint64_t)page_size << (wzsl < 20 ? wzsl : 20);
+		c->max_wz = m > (1u << 31) ? (1u << 31) : (uint32_t)m;
+	}
+}
+
 int nvme_parse_ns(const uint8_t *id, struct nvme_ns_id *n, char *why, size_t whylen)
 {
 	memset(n, 0, sizeof(*n));
@@ -229,8 +240,11 @@ uint64_t nvme_build(const struct nvme_geo *g, const struct nvme_plan *p, uint64_
 		return piece;
 	}
 	case NVME_STEP_WZ:
-	case NVME_STEP_WZ_DEAC:
-		piece = left < (uint64_t)NVME_MAX_NLB * bsz ? left : (uint64_t)NVME_MAX_NLB * bsz;
+	case NVME_STEP_WZ_DEAC: {
+		uint64_t most = (uint64_t)NVME_MAX_NLB * bsz;
+		if (g->max_wz && g->max_wz < most)
+			most = g->max_wz >= bsz ? g->max_wz - g->max_wz % bsz : bsz;
+		piece = left < most ? left : most;
 		if (!piece)
 			return 0;
 		cmd->opcode = NVME_OPC_WRITE_ZEROES;
@@ -240,6 +254,7 @@ uint64_t nvme_build(const struct nvme_geo *g, const struct nvme_plan *p, uint64_
 		if (p->fua)
 			cmd->cdw12 |= NVME_RW_FUA;
 		return piece;
+	}
 	case NVME_STEP_DSM: {
 		piece = left < (uint64_t)NVME_DSM_MAX_NLB * bsz ? left : (uint64_t)NVME_DSM_MAX_NLB * bsz;
 		if (!piece)

@@ -50,6 +50,7 @@ struct nvme_ctrl_id {
 	char serial[21];      /* SN, trailing spaces cut */
 	char model[41];       /* MN, trailing spaces cut */
 	uint32_t max_xfer;    /* bytes per data command from MDTS; 0: no limit */
+	uint32_t max_wz;      /* bytes per Write Zeroes from WZSL; 0: no limit */
 	uint16_t oncs;
 	uint16_t fuses;
 	bool vwc;             /* volatile write cache present */
@@ -74,6 +75,8 @@ struct nvme_ns_id {
  * (MDTS counts in it).  0, or -EINVAL with why naming the field.
  */
 int nvme_parse_ctrl(const uint8_t *id, uint32_t page_size, struct nvme_ctrl_id *c, char *why, size_t whylen);
+/* The NVM command set's Identify Controller (CNS 6, CSI 0): WZSL into c->max_wz. */
+void nvme_parse_ctrl_nvm(const uint8_t *id, uint32_t page_size, struct nvme_ctrl_id *c);
 /* Identify Namespace (CNS 0) into n.  0, or -EINVAL with why naming the field and what to do. */
 int nvme_parse_ns(const uint8_t *id, struct nvme_ns_id *n, char *why, size_t whylen);
 /* The LU's identity: NGUID in hex, else EUI64 in hex, else "SN-nsid" (spaces as '_'). */
@@ -84,6 +87,7 @@ struct nvme_geo {
 	uint32_t nsid;
 	uint32_t lba_shift;   /* log2 of the LBA size */
 	uint32_t max_io;      /* bytes per data command: a multiple of the LBA size, at most NVME_MAX_NLB blocks */
+	uint32_t max_wz;      /* bytes per Write Zeroes (WZSL); 0: NVME_MAX_NLB blocks */
 };
 
 /* Bytes per data command: MDTS, the block layer's limits where known (0: unknown), NLB's 16 bits. */

@@ -73,6 +73,18 @@ static void test_parse_ctrl(void)
 	CU_ASSERT_EQUAL(c.max_xfer, 131072);
 	CU_ASSERT_EQUAL(nvme_parse_ctrl(page, 1000, &c, why, sizeof(why)), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "MPSMIN"));
+
+	/* The NVM command set's page: WZSL (byte 1) in MPSMIN pages, as a power of two; 0 is no limit. */
+	memset(page, 0, sizeof(page));
+	page[1] = 3;
+	nvme_parse_ctrl_nvm(page, 4096, &c);
+	CU_ASSERT_EQUAL(c.max_wz, 32768);
+	page[1] = 0;
+	nvme_parse_ctrl_nvm(page, 4096, &c);
+	CU_ASSERT_EQUAL(c.max_wz, 0);
+	page[1] = 255;
+	nvme_parse_ctrl_nvm(page, 4096, &c);
+	CU_ASSERT_EQUAL(c.max_wz, 1u << 31);
 }
 
 static void test_parse_ns(void)
@@ -308,6 +320,15 @@ static void test_build_flush_wz(void)
 	p.len = 512;
 	CU_ASSERT_EQUAL(nvme_build(&G512, &p, 0, &c), 512);
 	CU_ASSERT_EQUAL(c.cdw12, (1u << 25) | (1u << 30));
+	/* WZSL: no Write Zeroes past the controller's limit, in whole blocks. */
+	struct nvme_geo g = G512;
+	g.max_wz = 32768;
+	p = (struct nvme_plan){ .step = NVME_STEP_WZ, .offset = 0, .len = 1 << 20 };
+	CU_ASSERT_EQUAL(nvme_build(&g, &p, 0, &c), 32768);
+	CU_ASSERT_EQUAL(c.cdw12, 63);
+	CU_ASSERT_EQUAL(nvme_build(&g, &p, (1 << 20) - 32768, &c), 32768);
+	g.max_wz = 1000;   /* under one 512-byte block twice: one block per command */
+	CU_ASSERT_EQUAL(nvme_build(&g, &p, 0, &c), 512);
 }
 
 static void test_build_dsm(void)
