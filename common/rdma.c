@@ -954,7 +954,14 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r)
 	}
 	/* What the provider granted (it may round up): the bound on inline Sends. */
 	c->max_inline = qa.cap.max_inline_data;
-	if (!atomic_exchange(&c->dev->inline_told, true))
+	/*
+	 * Said once per device by the target; the initiator's tools keep their
+	 * stderr for what the user asked (iseradm map prints the device there).
+	 */
+	if (c->active)
+		log_debug("RDMA device %s: %u bytes of inline data per Send", ibv_get_device_name(c->id->verbs->device),
+			  c->max_inline);
+	else if (!atomic_exchange(&c->dev->inline_told, true))
 		log_info("RDMA device %s: %u bytes of inline data per Send", ibv_get_device_name(c->id->verbs->device),
 			 c->max_inline);
 	c->sq_size = qa.cap.max_send_wr;
