@@ -38,6 +38,17 @@
 /* After QP -> error, how long the flushes may take before we stop waiting. */
 #define RDMA_FLUSH_WAIT_MS 5000
 #define RDMA_QUEUE 160         /* receives posted / send slots per connection */
+/*
+ * Inline data asked for at QP creation: a target's largest full-feature
+ * control PDU is what the initiator's 128-byte receive takes (a SCSI
+ * Response with sense, a NOP-In with ping data); our initiator's command
+ * with an extended-CDB AHS is 28 + 48 + 64.  Providers differ (siw allows
+ * 80 bytes, rxe more) and refuse a QP that asks for more than they have, so
+ * a refusal is retried with the iSER header and BHS alone (every status
+ * without sense), then with none.
+ */
+#define RDMA_INLINE_WANT (ISER_HDR_LEN + PDU_BHS_LEN + RDMA_AHS_ROOM)
+#define RDMA_INLINE_MIN (ISER_HDR_LEN + PDU_BHS_LEN)
 #define RDMA_MAX_RD_ATOM 16
 
 /* One PD per device, shared by every reactor (verbs objects are thread safe). */
@@ -46,6 +57,7 @@ struct rdma_dev {
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
 	_Atomic bool removed;     /* DEVICE_REMOVAL seen: no new user, pools let go of it */
+	_Atomic bool inline_told; /* its inline size logged (once: every QP gets the same) */
 	struct rdma_dev *next;
 };
 
@@ -98,6 +110,7 @@ struct rdma_conn {
 	struct xp_pdu *txq_head, *txq_tail;      /* waiting for a send slot */
 	struct wr_ctx *wrq_head, *wrq_tail;      /* waiting for send-queue room / read credits */
 	uint32_t sq_size, sq_free, unsignaled;
+	uint32_t max_inline;                     /* granted at QP creation: Sends this long go inline */
 	uint32_t ord, reads_out;                 /* RDMA READs we may have in flight */
 	uint32_t wrs_out;                        /* posted, not yet completed (incl. recvs) */
 	bool qp_ready, established, closing, disconnected, close_notified, in_poll;
@@ -309,6 +322,16 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 			c->wrq_tail = NULL;
 		bool signaled = w->kind != WR_WRITE || c->signal_writes || c->unsignaled >= c->sq_size / 2;
 		w->wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+		/*
+		 * A Send that fits goes inline: the provider copies it at post
+		 * time instead of fetching it from the slot later (the small-
+		 * message latency win).  The slot could be reused at once, but it
+		 * still goes back at the Send's completion, which has to be
+		 * signaled anyway for the PDU's done() and the send-queue room.
+		 */
+		bool inl = w->kind == WR_SEND && w->sge.length <= c->max_inline;
+		if (inl)
+			w->wr.send_flags |= IBV_SEND_INLINE;
 		w->covers = signaled ? c->unsignaled + 1 : 0;
 		/*
 		 * An unsignaled WR still completes when it fails or is flushed
@@ -334,6 +357,7 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 			XP_STAT_ADD(&c->xc, rdma_write_bytes, w->sge.length);
 		} else {
 			XP_STAT_ADD(&c->xc, sends, 1);
+			XP_STAT_ADD(&c->xc, inline_sends, inl);
 			XP_STAT_ADD(&c->xc, pdus_out, w->pdu != NULL); /* not the Hello reply */
 			XP_STAT_ADD(&c->xc, bytes_out, w->sge.length);
 		}
@@ -914,12 +938,31 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r)
 	}
 	if (reactor_mode(r) != REACTOR_EVENT && !(c->poller = reactor_poller_add(r, cq_poll, cq_arm, c)))
 		return -ENOMEM;
-	struct ibv_qp_init_attr qa = {
-		.send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = c->sq_size, .max_recv_wr = RDMA_QUEUE, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	if (rdma_create_qp(c->id, c->dev->pd, &qa))
-		return -errno;
+	static const uint32_t inline_try[] = { RDMA_INLINE_WANT, RDMA_INLINE_MIN, 0 };
+	struct ibv_qp_init_attr qa;
+	for (size_t i = 0;; i++) {
+		qa = (struct ibv_qp_init_attr){
+			.send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = c->sq_size, .max_recv_wr = RDMA_QUEUE, .max_send_sge = 1,
+				 .max_recv_sge = 1, .max_inline_data = inline_try[i] },
+		};
+		if (!rdma_create_qp(c->id, c->dev->pd, &qa))
+			break;
+		if (errno != EINVAL || i + 1 == ARRAY_SIZE(inline_try))
+			return -errno;
+	}
+	/* What the provider granted (it may round up): the bound on inline Sends. */
+	c->max_inline = qa.cap.max_inline_data;
+	/*
+	 * Said once per device by the target; the initiator's tools keep their
+	 * stderr for what the user asked (iseradm map prints the device there).
+	 */
+	if (c->active)
+		log_debug("RDMA device %s: %u bytes of inline data per Send", ibv_get_device_name(c->id->verbs->device),
+			  c->max_inline);
+	else if (!atomic_exchange(&c->dev->inline_told, true))
+		log_info("RDMA device %s: %u bytes of inline data per Send", ibv_get_device_name(c->id->verbs->device),
+			 c->max_inline);
 	c->sq_size = qa.cap.max_send_wr;
 	c->sq_free = c->sq_size;
 	/*

@@ -257,6 +257,7 @@ static const struct {
 	{ "write_bytes", "isert_portal_rdma_write_bytes_total", "Bytes moved by RDMA WRITE." },
 	{ "sends", "isert_portal_rdma_sends_total", "RDMA Sends posted (control PDUs)." },
 	{ "recvs", "isert_portal_rdma_recvs_total", "RDMA receives completed." },
+	{ "inline_sends", "isert_portal_rdma_inline_sends_total", "RDMA Sends posted inline (IBV_SEND_INLINE)." },
 	{ "cq_polls", "isert_portal_rdma_cq_polls_total", "Completion queue polls." },
 	{ "cq_empty_polls", "isert_portal_rdma_cq_empty_polls_total", "Completion queue polls that found nothing." },
 	{ "completions", "isert_portal_rdma_completions_total", "Work completions reaped." },

@@ -9,7 +9,8 @@
       WRITE, one per read command (isertd sends a read's Data-In as one RDMA
       WRITE); at least MIN_READ bytes were read; exactly WRITTEN bytes were
       written, the part that did not come as unsolicited data in the command's
-      Send by RDMA READ; Sends and receives cover the commands; histograms hold
+      Send by RDMA READ; Sends and receives cover the commands, and the
+      statuses of reads and writes went inline; histograms hold
       every command; the kernel's counters of RDMA device DEVICE are reported
       exactly as sysfs has them (a counter sysfs lacks or cannot read is
       absent, never a zero), and its packet counters moved.
@@ -131,6 +132,9 @@ def main():
     cmds = reads + writes + other
     check('a Send per status at least, a receive per command at least', r['sends'] >= cmds and r['recvs'] >= cmds,
           (r['sends'], r['recvs'], cmds))
+    # A GOOD SCSI Response is the iSER header and the BHS, 76 bytes: inline on rxe and on siw (80 at most).
+    check('a Send inline per read and write status at least', reads + writes <= r.get('inline_sends', 0) <= r['sends'],
+          (r.get('inline_sends'), reads + writes, r['sends']))
     check('completions were polled (polls, completions counted)', r['cq_polls'] > 0 and r['completions'] >= r['recvs'],
           r)
     check('PDUs in/out cover the commands', cb['pdus_in'] - ca['pdus_in'] >= cmds and

@@ -1,0 +1,96 @@
+#!/bin/bash
+# QD1 4 KiB latency and isertd CPU per I/O, two isertd builds side by side,
+# inside the test guest: the kernel initiator (ib_iser) and fio (libaio,
+# direct, 4 KiB random read, then random write, QD1) against a 64 MiB RAM
+# LUN, on Soft-RoCE and on Soft-iWARP.  The builds alternate (A B A B ...,
+# BENCH_ROUNDS rounds each, one isertd start and login per run) so that load
+# on the host hits both alike; every run is printed, then the medians.
+#   BENCH_BASE=/path/to/other/build tests/vm/run.sh --build build --timeout 1500 tests/vm/bench-qd1.sh
+#   (BENCH_SECS=5 per workload, BENCH_ROUNDS=3, BENCH_POLL=event|adaptive|busy)
+# A is BENCH_BASE's isertd ("base"), B is the --build tree's ("new").  Columns:
+# fio's completion latency mean and median (us), IOPS, isertd's CPU time
+# (utime + stime from /proc/PID/stat) per I/O (us).  Not part of the test suite.
+source "$VM_LIB"
+source "$(dirname "$VM_LIB")/initiator.sh"
+source "$(dirname "$VM_LIB")/bench-lib.sh"
+SECS=${BENCH_SECS:-5}
+ROUNDS=${BENCH_ROUNDS:-3}
+POLL=${BENCH_POLL:-event}
+IQN=iqn.2026-11.org.isert.vm:qd1
+RES=$VM_WORK/bench-qd1.txt
+: > "$RES"
+[ -x "$BENCH_BASE/target/isertd" ] || { vm_log "BENCH_BASE must name a build tree with target/isertd"; exit 1; }
+vm_cleanup_hook() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; isertd_stop >/dev/null 2>&1; }
+
+login_dev() {   # login_dev PORTAL: log in over iser to $IQN, print the disk
+	iscsiadm -m discovery -t sendtargets -p $1 -I iser >/dev/null &&
+		iscsiadm -m node -T $IQN -p $1 -I iser --login >/dev/null && iscsi_wait_disks $IQN 1 &&
+		iscsi_disks $IQN | awk '{print $2; exit}'
+}
+logout_all() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; iscsiadm -m node -o delete >/dev/null 2>&1; }
+
+# run PROVIDER IP VARIANT BUILD ROUND: one isertd of BUILD, both workloads
+run() {
+	local prov=$1 ip=$2 var=$3 build=$4 round=$5 dev rw c0 c1 out
+	cat > /tmp/qd1.json <<JSON
+{ "backstores": [ { "name": "ram", "type": "ram", "size": "64M" } ],
+  "targets": [ { "iqn": "$IQN", "tpgs": [ { "tag": 1, "demo_mode": true,
+    "portals": [ { "ip": "$ip", "port": 3260, "iser": true }, { "ip": "127.0.0.1", "port": 3262 } ],
+    "luns": [ { "lun": 0, "backstore": "ram" } ] } ] } ],
+  "global": { "reactors": 1, "poll_mode": "$POLL" } }
+JSON
+	ISERT_BUILD=$build isertd_start /tmp/qd1.json 3262 || return 1
+	dev=$(login_dev $ip:3260) || { isertd_stop; return 1; }
+	for rw in randread randwrite; do
+		c0=$(proc_cpu $ISERTD_PID)
+		fio --name=q --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=1 --rw=$rw --bs=4k \
+			--time_based --runtime=$SECS --size=60m --eta=never --output-format=json > /tmp/fio.json 2>/dev/null
+		c1=$(proc_cpu $ISERTD_PID)
+		out=$(python3 - /tmp/fio.json $rw $c0 $c1 <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))['jobs'][0]
+s = j['read' if sys.argv[2] == 'randread' else 'write']
+n = s['total_ios']
+cpu = (float(sys.argv[4]) - float(sys.argv[3])) * 1e6 / max(n, 1)
+print('%.1f %.1f %d %.1f' % (s['clat_ns']['mean'] / 1e3, s['clat_ns']['percentile']['50.000000'] / 1e3,
+                             s['iops'], cpu))
+PY
+		) || out="- - - -"
+		printf '%-4s %-5s %d %-9s %s\n' $prov $var $round $rw "$out" | tee -a "$RES"
+	done
+	logout_all
+	isertd_stop
+}
+
+one() {
+	local r
+	for r in $(seq $ROUNDS); do
+		run $1 $2 base "$BENCH_BASE" $r || vm_log "base on $1 round $r failed"
+		run $1 $2 new "$ISERT_BUILD" $r || vm_log "new on $1 round $r failed"
+	done
+	return 0
+}
+
+iscsi_start || exit 1
+echo "prov var round workload clat_mean_us clat_p50_us IOPS cpu_us_per_io   (QD1 4k, ${SECS}s, poll_mode $POLL)"
+for_each_rdma one
+echo "== medians (new / base)"
+python3 - "$RES" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+res = {}
+for prov, var, _, wl, *v in rows:
+    if '-' not in v:
+        res.setdefault((prov, wl, var), []).append([float(x) for x in v])
+for prov, wl in sorted({(k[0], k[1]) for k in res}):
+    med = {var: [statistics.median(c) for c in zip(*res[(prov, wl, var)])] for var in ('base', 'new')
+           if (prov, wl, var) in res}
+    for var, m in med.items():
+        print('%-4s %-9s %-4s clat mean %7.1f us  p50 %7.1f us  IOPS %6d  CPU/IO %6.1f us  (%d runs)' %
+              (prov, wl, var, m[0], m[1], m[2], m[3], len(res[(prov, wl, var)])))
+    if len(med) == 2:
+        b, n = med['base'], med['new']
+        print('%-4s %-9s new/base: clat mean %.2fx, p50 %.2fx, CPU/IO %.2fx' %
+              (prov, wl, n[0] / b[0], n[1] / b[1], n[3] / max(b[3], 1e-9)))
+PY
+exit 0
