@@ -106,7 +106,9 @@ class Tcp:
                 f.truncate(self.size)
         bs = [{"name": "ram", "type": "ram", "size": self.size}]
         if "file" in self.kinds:
-            bs.append({"name": "file", "type": "file", "path": files["file"]})
+            # A volatile write cache, as tgtd reports by default (its rdwr backstore syncs only on
+            # FUA or with WCE off): without it every isertd write would be RWF_DSYNC.
+            bs.append({"name": "file", "type": "file", "path": files["file"], "write_cache": True})
         self.iport = free_port()
         cfg = {"backstores": bs, "targets": [{"iqn": IQN, "tpgs": [{"tag": 1, "demo_mode": True,
                "portals": [{"ip": "127.0.0.1", "port": self.iport}],
