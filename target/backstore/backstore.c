@@ -261,6 +261,21 @@ int bs_fill_bounce(struct bs_io *io, bool zero, uint64_t n)
 	return 0;
 }
 
+void bs_finish_bounce(struct bs_io *io)
+{
+	if (io->op == BS_READ && io->bounce && io->err == 0)
+		memcpy(io->buf, io->bounce, (size_t)io->len);
+	free(io->bounce);
+	io->bounce = NULL;
+	io->bounce_len = 0;
+	bs_complete(io, io->err);
+}
+
+void bs_finish_bounce_deferred(void *io)
+{
+	bs_finish_bounce(io);
+}
+
 /* Range inside the backstore, block aligned, no overflow. */
 static bool bs_range_ok(const struct backstore *bs, uint64_t off, uint64_t len)
 {

@@ -96,5 +96,12 @@ void *bs_alloc_aligned(size_t len);
  * zeroing writes again and again.  0 or -ENOMEM.
  */
 int bs_fill_bounce(struct bs_io *io, bool zero, uint64_t n);
+/*
+ * End a request of the fd engine or the nvme backstore: a read done through
+ * the bounce buffer is copied out, the bounce freed, io completed with
+ * io->err.  bs_finish_bounce_deferred is the same as a reactor_defer() call.
+ */
+void bs_finish_bounce(struct bs_io *io);
+void bs_finish_bounce_deferred(void *io);
 
 #endif

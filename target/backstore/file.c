@@ -263,21 +263,6 @@ static void fd_prep(struct backstore *bs, struct bs_io *io, const struct fd_req 
 	io_uring_sqe_set_data(sqe, &io->uop);
 }
 
-static void fd_finish(struct bs_io *io)
-{
-	if (io->op == BS_READ && io->bounce && io->err == 0)
-		memcpy(io->buf, io->bounce, (size_t)io->len);
-	free(io->bounce);
-	io->bounce = NULL;
-	io->bounce_len = 0;
-	bs_complete(io, io->err);
-}
-
-static void fd_finish_deferred(void *arg)
-{
-	fd_finish(arg);
-}
-
 static void fd_cqe(struct reactor_uring_op *op, int res);
 
 /*
@@ -303,9 +288,9 @@ static void fd_issue(struct backstore *bs, struct bs_io *io, bool in_submit)
 		}
 		if (fd_result(bs, io, fd_exec_sync(bs, io, &rq)))
 			continue;
-		if (in_submit && io->reactor && reactor_defer(io->reactor, fd_finish_deferred, io) == 0)
+		if (in_submit && io->reactor && reactor_defer(io->reactor, bs_finish_bounce_deferred, io) == 0)
 			return;
-		fd_finish(io);
+		bs_finish_bounce(io);
 		return;
 	}
 }
@@ -317,7 +302,7 @@ static void fd_cqe(struct reactor_uring_op *op, int res)
 	if (fd_result(io->bs, io, res))
 		fd_issue(io->bs, io, false);
 	else
-		fd_finish(io);
+		bs_finish_bounce(io);
 }
 
 void bs_fd_submit(struct backstore *bs, struct bs_io *io)
@@ -325,7 +310,7 @@ void bs_fd_submit(struct backstore *bs, struct bs_io *io)
 	int rc = fd_start(bs, io);
 	if (rc < 0) {
 		io->err = rc;
-		fd_finish(io);
+		bs_finish_bounce(io);
 		return;
 	}
 	fd_issue(bs, io, true);

@@ -532,21 +532,6 @@ static void nv_prep(struct backstore *bs, struct bs_io *io, const struct nvme_ur
 	io_uring_sqe_set_data(sqe, &io->uop);
 }
 
-static void nv_finish(struct bs_io *io)
-{
-	if (io->op == BS_READ && io->bounce && io->err == 0)
-		memcpy(io->buf, io->bounce, (size_t)io->len);
-	free(io->bounce);
-	io->bounce = NULL;
-	io->bounce_len = 0;
-	bs_complete(io, io->err);
-}
-
-static void nv_finish_deferred(void *arg)
-{
-	nv_finish(arg);
-}
-
 static void nv_cqe(struct reactor_uring_op *op, int res);
 
 /* Issue the next piece (see fd_issue in file.c: the same shape). */
@@ -569,9 +554,9 @@ static void nv_issue(struct backstore *bs, struct bs_io *io, bool in_submit)
 			if (nv_result(bs, io, nv_exec_sync(bs, &cmd)))
 				continue;
 		}
-		if (in_submit && io->reactor && reactor_defer(io->reactor, nv_finish_deferred, io) == 0)
+		if (in_submit && io->reactor && reactor_defer(io->reactor, bs_finish_bounce_deferred, io) == 0)
 			return;
-		nv_finish(io);
+		bs_finish_bounce(io);
 		return;
 	}
 }
@@ -583,7 +568,7 @@ static void nv_cqe(struct reactor_uring_op *op, int res)
 	if (nv_result(io->bs, io, res))
 		nv_issue(io->bs, io, false);
 	else
-		nv_finish(io);
+		bs_finish_bounce(io);
 }
 
 static void nv_submit(struct backstore *bs, struct bs_io *io)
@@ -591,7 +576,7 @@ static void nv_submit(struct backstore *bs, struct bs_io *io)
 	int rc = nv_start(bs, io);
 	if (rc != 0) {
 		io->err = rc < 0 ? rc : 0;
-		nv_finish(io);
+		bs_finish_bounce(io);
 		return;
 	}
 	nv_issue(bs, io, true);
