@@ -23,7 +23,8 @@
 # exit: the script's status; 77 when qemu or the kernel cannot be had (skip);
 #       125 when the guest crashed, hung or timed out.
 #       A boot that dies before the script starts is retried ("Boot failures"
-#       in run.sh).
+#       in run.sh); a guest-kernel panic that known-panics.txt lists runs the
+#       script once more ("Known guest-kernel panics").
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -191,7 +192,24 @@ boot_death() {
 # the test can still finish; with less, a retry would more likely end in a
 # TIMEOUT that hides the boot failure.  In practice a crash costs 3-20 s and is
 # always retried; a hung boot (120 s) is retried once in vm-guest's 270 s.
+# known_panic LOG: the "PATTERN | reason" line of known-panics.txt whose
+# PATTERN is in the first oops of LOG (from its Oops/BUG/panic line to the end
+# of its trace), if any.
+known_panic() {
+	local oops pat reason
+	oops=$(sed -n '/Oops\|kernel BUG\|BUG:\|general protection fault\|Kernel panic/,/end trace/p' "$1" 2>/dev/null)
+	[ -n "$oops" ] || return 1
+	while IFS='|' read -r pat reason; do
+		pat=${pat%"${pat##*[![:space:]]}"}
+		[[ -z $pat || $pat == \#* ]] && continue
+		if grep -qF -- "$pat" <<< "$oops"; then echo "$pat |$reason"; return 0; fi
+	done < "$HERE/known-panics.txt"
+	return 1
+}
+
 deadline_ms=$(( $(now_ms) + TIMEOUT * 1000 ))
+run=1
+while :; do   # runs: a second one only after a known guest-kernel panic (below)
 boot=1
 while :; do
 	left=$(( (deadline_ms - $(now_ms) + 999) / 1000 ))
@@ -233,6 +251,29 @@ while :; do
 	boot=$(( boot + 1 ))
 done
 [ "$boot" -eq 1 ] || echo "run.sh: boot $boot of $BOOT_TRIES reached the script; the failed boots' consoles are $WORK/console-boot*.log"
+# Known guest-kernel panics.  A panic after the script started is the test's
+# result, except one in a peer's kernel code that known-panics.txt lists with
+# its reason (LIO's login code, not ours: our code runs in user space): then
+# the whole script runs once more in a fresh guest, under the same deadline
+# and the same half-of-the-budget rule as a boot, and the panic is printed
+# either way.  A second panic, an unlisted one, or too little time left fails.
+if [ "$qrc" -eq 0 ] && [ ! -f "$WORK/guest.rc" ] && [ "$run" -eq 1 ] && known=$(known_panic "$WORK/console.log"); then
+	left=$(( (deadline_ms - $(now_ms)) / 1000 ))
+	echo "run.sh: KNOWN GUEST-KERNEL PANIC after the script started: $(boot_death)" >&2
+	echo "run.sh:   known-panics.txt: $known" >&2
+	if [ $(( left * 2 )) -ge "$TIMEOUT" ]; then
+		echo "run.sh: running the script once more in a fresh guest (${left}s of the ${TIMEOUT}s left); this run's console is $WORK/console-panic1.log" >&2
+		mv "$WORK/console.log" "$STATE/console-panic1.log"
+		new_work "$@"
+		mv "$STATE/console-panic1.log" "$WORK/"
+		run=2
+		continue
+	fi
+	echo "run.sh: not running it again: only ${left}s of the ${TIMEOUT}s left, a new run needs half of it" >&2
+fi
+break
+done
+[ "$run" -eq 1 ] || echo "run.sh: this is the second run, after a known guest-kernel panic in the first ($WORK/console-panic1.log)"
 if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
 	echo "run.sh: TIMEOUT: guest killed ${TIMEOUT}s after the first qemu start" >&2
 	[ -f "$WORK/guest.dmesg" ] || echo "run.sh: (no guest dmesg; see the console output above or $WORK/console.log)" >&2
