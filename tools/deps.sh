@@ -4,7 +4,7 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config python3
       liburing-dev libjson-c-dev libssl-dev libcunit1-dev libibverbs-dev librdmacm-dev
       libsystemd-dev scdoc tmux
-      libiscsi-dev libiscsi-bin tgt sg3-utils fio
+      libiscsi-dev libiscsi-bin tgt sg3-utils fio iperf3
       libmicrohttpd-dev prometheus curl
       clang libclang-rt-14-dev
       qemu-system-x86 busybox-static cpio kmod xz-utils open-iscsi e2fsprogs util-linux iproute2
