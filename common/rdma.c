@@ -88,6 +88,7 @@ struct wr_ctx {
 	void *arg;
 	struct wr_ctx *next;      /* waiting for send-queue room */
 	struct wr_ctx *fprev, *fnext; /* READ/WRITE posted and signaled: on rdma_conn.fly */
+	bool inl;                 /* SEND: posted inline */
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 };
@@ -114,6 +115,7 @@ struct rdma_conn {
 	uint32_t ord, reads_out;                 /* RDMA READs we may have in flight */
 	uint32_t wrs_out;                        /* posted, not yet completed (incl. recvs) */
 	bool qp_ready, established, closing, disconnected, close_notified, in_poll;
+	bool batching, post_scheduled;           /* WRs wait for one ibv_post_send (post_wr) */
 	bool signal_writes;                      /* iWARP: see setup_qp */
 	bool active;                             /* we connected (initiator side) */
 	bool cq_armed;                           /* notification requested, event not yet seen */
@@ -300,7 +302,18 @@ static int post_recv(struct rdma_conn *c, uint32_t slot)
 	return rc ? -rc : 0;
 }
 
-/* Post a send-queue WR now if there is room (and read credit), else queue it. */
+static void post_flush(void *arg);
+
+/*
+ * Queue a send-queue WR (w NULL: none), and post what waits, as far as
+ * there is room and read credit, with one ibv_post_send.  One post is one
+ * doorbell: on rxe and siw a system call, on a hardware NIC a write to the
+ * device.  So a WR queued while a CQ poll runs waits for the poll's end
+ * (poll_cq posts then), and one queued anywhere else (an io_uring
+ * completion, an upcall from the iSCSI layer) for a deferred call at the
+ * start of the reactor's next iteration, before it sleeps: every WR of one
+ * iteration, e.g. the RDMA WRITEs and Sends of 32 reads, goes in one post.
+ */
 static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 {
 	if (w) {
@@ -310,13 +323,20 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 		else
 			c->wrq_head = w;
 		c->wrq_tail = w;
+		if (c->batching || c->post_scheduled)
+			return;
+		if (c->xc.reactor && !defer(c, post_flush)) {
+			c->post_scheduled = true;
+			return;
+		}
 	}
+	struct wr_ctx *first = NULL, *last = NULL;
 	while (c->wrq_head && !c->closing) {
 		w = c->wrq_head;
 		bool read = w->kind == WR_READ;
 		/* Keep one entry for a signaled WR that frees the unsignaled ones before it. */
 		if (c->sq_free < 2 || (read && c->reads_out >= c->ord))
-			return;
+			break;
 		c->wrq_head = w->next;
 		if (!c->wrq_head)
 			c->wrq_tail = NULL;
@@ -340,15 +360,44 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 		 */
 		if (!signaled)
 			w->wr.wr_id = 0;
-		struct ibv_send_wr *bad;
-		int rc = ibv_post_send(c->id->qp, &w->wr, &bad);
-		if (rc) {
-			log_warn("%s: ibv_post_send: %s", c->xc.peer, strerror(rc));
-			conn_fail(c, -rc);
-			return;
-		}
+		w->inl = inl;
+		/* Counted as posted now: the send queue's room and read credit are spent. */
 		c->sq_free--;
 		c->wrs_out += signaled;
+		if (signaled)
+			c->unsignaled = 0;
+		else
+			c->unsignaled++;
+		if (read)
+			c->reads_out++;
+		w->wr.next = NULL;
+		if (last)
+			last->wr.next = &w->wr;
+		else
+			first = w;
+		last = w;
+	}
+	if (!first)
+		return;
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(c->id->qp, &first->wr, &bad);
+	XP_STAT_ADD(&c->xc, send_posts, 1);
+	/* Account for what the device took; on a failure, the rest goes back to the queue. */
+	struct wr_ctx *rest = NULL, *rest_tail = NULL;
+	for (struct ibv_send_wr *x = &first->wr, *nx; x; x = nx) {
+		nx = x->next;
+		w = container_of(x, struct wr_ctx, wr);
+		bool signaled = x->send_flags & IBV_SEND_SIGNALED;
+		if (rc && (!bad || x == bad || rest)) {
+			c->wrs_out -= signaled;   /* never reaches the CQ */
+			w->next = NULL;
+			if (rest_tail)
+				rest_tail->next = w;
+			else
+				rest = w;
+			rest_tail = w;
+			continue;
+		}
 		if (w->kind == WR_READ) {
 			XP_STAT_ADD(&c->xc, rdma_reads, 1);
 			XP_STAT_ADD(&c->xc, rdma_read_bytes, w->sge.length);
@@ -357,16 +406,10 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 			XP_STAT_ADD(&c->xc, rdma_write_bytes, w->sge.length);
 		} else {
 			XP_STAT_ADD(&c->xc, sends, 1);
-			XP_STAT_ADD(&c->xc, inline_sends, inl);
+			XP_STAT_ADD(&c->xc, inline_sends, w->inl);
 			XP_STAT_ADD(&c->xc, pdus_out, w->pdu != NULL); /* not the Hello reply */
 			XP_STAT_ADD(&c->xc, bytes_out, w->sge.length);
 		}
-		if (signaled)
-			c->unsignaled = 0;
-		else
-			c->unsignaled++;
-		if (read)
-			c->reads_out++;
 		/* An unsignaled RDMA WRITE never completes on its own: its context is done. */
 		if (!signaled) {
 			free(w);
@@ -378,6 +421,26 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 			c->fly = w;
 		}
 	}
+	if (rc) {
+		log_warn("%s: ibv_post_send: %s", c->xc.peer, strerror(rc));
+		/* Not posted: back at the head of the queue, which fail_queues() empties. */
+		if (rest) {
+			rest_tail->next = c->wrq_head;
+			if (!c->wrq_head)
+				c->wrq_tail = rest_tail;
+			c->wrq_head = rest;
+		}
+		conn_fail(c, -rc);
+	}
+}
+
+static void post_flush(void *arg)
+{
+	struct rdma_conn *c = arg;
+	if (deferred_gone(c))
+		return;
+	c->post_scheduled = false;
+	post_wr(c, NULL);
 }
 
 static void send_pdu_now(struct rdma_conn *c, struct xp_pdu *p)
@@ -639,6 +702,7 @@ static int poll_cq(struct rdma_conn *c)
 	if (c->forced)
 		return 0;
 	c->in_poll = true;
+	c->batching = true;
 	XP_STAT_ADD(&c->xc, cq_polls, 1);
 	while ((n = ibv_poll_cq(c->cq, 32, wc)) > 0) {
 		total += n;
@@ -648,10 +712,11 @@ static int poll_cq(struct rdma_conn *c)
 	c->in_poll = false;
 	XP_STAT_ADD(&c->xc, completions, (uint64_t)total);
 	XP_STAT_ADD(&c->xc, cq_empty_polls, total == 0);
-	if (!c->closing) {
+	if (!c->closing)
+		pump_tx(c);   /* PDUs that waited for a send slot the poll freed */
+	c->batching = false;
+	if (!c->closing)
 		post_wr(c, NULL);
-		pump_tx(c);
-	}
 	maybe_finish(c);
 	return total;
 }

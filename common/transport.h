@@ -172,6 +172,7 @@ struct xp_stats {
 	uint64_t rdma_reads, rdma_read_bytes, rdma_writes, rdma_write_bytes; /* iSER: posted */
 	uint64_t sends, recvs;             /* iSER: Sends posted, receives completed */
 	uint64_t inline_sends;             /* iSER: of the Sends, those posted inline (IBV_SEND_INLINE) */
+	uint64_t send_posts;               /* iSER: ibv_post_send calls (doorbells) for those WRs */
 	uint64_t cq_polls, cq_empty_polls, completions; /* iSER: CQ polls, those that found nothing */
 };
 

@@ -258,6 +258,7 @@ static const struct {
 	{ "sends", "isert_portal_rdma_sends_total", "RDMA Sends posted (control PDUs)." },
 	{ "recvs", "isert_portal_rdma_recvs_total", "RDMA receives completed." },
 	{ "inline_sends", "isert_portal_rdma_inline_sends_total", "RDMA Sends posted inline (IBV_SEND_INLINE)." },
+	{ "send_posts", "isert_portal_rdma_send_posts_total", "ibv_post_send calls (doorbells) that posted the READs, WRITEs and Sends." },
 	{ "cq_polls", "isert_portal_rdma_cq_polls_total", "Completion queue polls." },
 	{ "cq_empty_polls", "isert_portal_rdma_cq_empty_polls_total", "Completion queue polls that found nothing." },
 	{ "completions", "isert_portal_rdma_completions_total", "Work completions reaped." },

@@ -587,6 +587,7 @@ static void xp_json(json_object *o, const struct xp_stats *s, const struct stats
 	add_u(r, "sends", s->sends);
 	add_u(r, "recvs", s->recvs);
 	add_u(r, "inline_sends", s->inline_sends);
+	add_u(r, "send_posts", s->send_posts);
 	add_u(r, "cq_polls", s->cq_polls);
 	add_u(r, "cq_empty_polls", s->cq_empty_polls);
 	add_u(r, "completions", s->completions);

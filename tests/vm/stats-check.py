@@ -135,6 +135,11 @@ def main():
     # A GOOD SCSI Response is the iSER header and the BHS, 76 bytes: inline on rxe and on siw (80 at most).
     check('a Send inline per read and write status at least', reads + writes <= r.get('inline_sends', 0) <= r['sends'],
           (r.get('inline_sends'), reads + writes, r['sends']))
+    # Every WR queued in one reactor iteration goes in one ibv_post_send: a
+    # read's RDMA WRITE and its status Send at least share one.
+    wrs = r['reads'] + r['writes'] + r['sends']
+    check('fewer ibv_post_send calls than WRs (doorbells batched)', 0 < r.get('send_posts', 0) < wrs,
+          (r.get('send_posts'), wrs))
     check('completions were polled (polls, completions counted)', r['cq_polls'] > 0 and r['completions'] >= r['recvs'],
           r)
     check('PDUs in/out cover the commands', cb['pdus_in'] - ca['pdus_in'] >= cmds and
