@@ -32,7 +32,7 @@ static const char doc[] =
 	"    \"r2ts\": 2, \"nop_timeouts\": 0 },"
 	"    { \"portal\": \"[::1]:3260\", \"transport\": \"iser\", \"connections\": 0,"
 	"      \"rdma\": { \"reads\": 8, \"read_bytes\": 32768, \"writes\": 9, \"write_bytes\": 36864, \"sends\": 1,"
-	"                  \"recvs\": 2, \"inline_sends\": 1, \"cq_polls\": 30, \"cq_empty_polls\": 20, \"completions\": 10 } } ],"
+	"                  \"recvs\": 2, \"inline_sends\": 1, \"send_posts\": 7, \"cq_polls\": 30, \"cq_empty_polls\": 20, \"completions\": 10 } } ],"
 	"  \"rdma_devices\": [ { \"device\": \"rxe0\", \"port\": 1, \"counters\": { \"port_xmit_data\": 100 },"
 	"    \"hw_counters\": { \"retry_exceeded_err\": 0, \"rcvd_seq_err\": 5 } } ],"
 	"  \"reactors\": [ { \"reactor\": 0, \"connections\": 2, \"buffer_pool_bytes\": 8388608,"
@@ -119,6 +119,7 @@ static void test_portals_devices(void)
 	LINE(t, PL("isert_portal_rdma_read_bytes_total{%s} 32768", q));
 	LINE(t, PL("isert_portal_rdma_cq_empty_polls_total{%s} 20", q));
 	LINE(t, PL("isert_portal_rdma_inline_sends_total{%s} 1", q));
+	LINE(t, PL("isert_portal_rdma_send_posts_total{%s} 7", q));
 	LINE(t, "isert_rdma_port_counters_total{device=\"rxe0\",port=\"1\",counter=\"port_xmit_data\"} 100");
 	LINE(t, "isert_rdma_hw_counters_total{device=\"rxe0\",port=\"1\",counter=\"rcvd_seq_err\"} 5");
 	LINE(t, "isert_reactor_connections{reactor=\"0\"} 2");
