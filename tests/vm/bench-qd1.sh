@@ -6,16 +6,20 @@
 # BENCH_ROUNDS rounds each, one isertd start and login per run) so that load
 # on the host hits both alike; every run is printed, then the medians.
 #   BENCH_BASE=/path/to/other/build tests/vm/run.sh --build build --timeout 1500 tests/vm/bench-qd1.sh
-#   (BENCH_SECS=5 per workload, BENCH_ROUNDS=3, BENCH_POLL=event|adaptive|busy)
+#   (BENCH_SECS=5 per workload, BENCH_ROUNDS=3, BENCH_POLL=event|adaptive|busy,
+#   BENCH_QD=1: another queue depth, e.g. 32 for the cost per I/O under load)
 # A is BENCH_BASE's isertd ("base"), B is the --build tree's ("new").  Columns:
 # fio's completion latency mean and median (us), IOPS, isertd's CPU time
-# (utime + stime from /proc/PID/stat) per I/O (us).  Not part of the test suite.
+# (utime + stime from /proc/PID/stat) per I/O (us), the whole guest's busy CPU
+# per I/O (us: target, initiator and the soft RDMA device).  Not part of the
+# test suite.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
 source "$(dirname "$VM_LIB")/bench-lib.sh"
 SECS=${BENCH_SECS:-5}
 ROUNDS=${BENCH_ROUNDS:-3}
 POLL=${BENCH_POLL:-event}
+QD=${BENCH_QD:-1}
 IQN=iqn.2026-11.org.isert.vm:qd1
 RES=$VM_WORK/bench-qd1.txt
 : > "$RES"
@@ -42,20 +46,20 @@ JSON
 	ISERT_BUILD=$build isertd_start /tmp/qd1.json 3262 || return 1
 	dev=$(login_dev $ip:3260) || { isertd_stop; return 1; }
 	for rw in randread randwrite; do
-		c0=$(proc_cpu $ISERTD_PID)
-		fio --name=q --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=1 --rw=$rw --bs=4k \
+		c0=$(cpu_mark $ISERTD_PID)
+		fio --name=q --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=$QD --rw=$rw --bs=4k \
 			--time_based --runtime=$SECS --size=60m --eta=never --output-format=json > /tmp/fio.json 2>/dev/null
-		c1=$(proc_cpu $ISERTD_PID)
+		c1=$(cpu_mark $ISERTD_PID)
 		out=$(python3 - /tmp/fio.json $rw $c0 $c1 <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))['jobs'][0]
 s = j['read' if sys.argv[2] == 'randread' else 'write']
-n = s['total_ios']
-cpu = (float(sys.argv[4]) - float(sys.argv[3])) * 1e6 / max(n, 1)
-print('%.1f %.1f %d %.1f' % (s['clat_ns']['mean'] / 1e3, s['clat_ns']['percentile']['50.000000'] / 1e3,
-                             s['iops'], cpu))
+n = max(s['total_ios'], 1)
+p0, g0, p1, g1 = (float(x) for x in sys.argv[3:7])
+print('%.1f %.1f %d %.1f %.1f' % (s['clat_ns']['mean'] / 1e3, s['clat_ns']['percentile']['50.000000'] / 1e3,
+                                  s['iops'], (p1 - p0) * 1e6 / n, (g1 - g0) * 1e6 / n))
 PY
-		) || out="- - - -"
+		) || out="- - - - -"
 		printf '%-4s %-5s %d %-9s %s\n' $prov $var $round $rw "$out" | tee -a "$RES"
 	done
 	logout_all
@@ -72,7 +76,7 @@ one() {
 }
 
 iscsi_start || exit 1
-echo "prov var round workload clat_mean_us clat_p50_us IOPS cpu_us_per_io   (QD1 4k, ${SECS}s, poll_mode $POLL)"
+echo "prov var round workload clat_mean_us clat_p50_us IOPS cpu_us_per_io guest_cpu_us_per_io   (QD$QD 4k, ${SECS}s, poll_mode $POLL)"
 for_each_rdma one
 echo "== medians (new / base)"
 python3 - "$RES" <<'PY'
@@ -86,11 +90,12 @@ for prov, wl in sorted({(k[0], k[1]) for k in res}):
     med = {var: [statistics.median(c) for c in zip(*res[(prov, wl, var)])] for var in ('base', 'new')
            if (prov, wl, var) in res}
     for var, m in med.items():
-        print('%-4s %-9s %-4s clat mean %7.1f us  p50 %7.1f us  IOPS %6d  CPU/IO %6.1f us  (%d runs)' %
-              (prov, wl, var, m[0], m[1], m[2], m[3], len(res[(prov, wl, var)])))
+        print('%-4s %-9s %-4s clat mean %7.1f us  p50 %7.1f us  IOPS %6d  CPU/IO %6.1f us  guest CPU/IO %6.1f us  (%d runs)' %
+              (prov, wl, var, m[0], m[1], m[2], m[3], m[4], len(res[(prov, wl, var)])))
     if len(med) == 2:
         b, n = med['base'], med['new']
-        print('%-4s %-9s new/base: clat mean %.2fx, p50 %.2fx, CPU/IO %.2fx' %
-              (prov, wl, n[0] / b[0], n[1] / b[1], n[3] / max(b[3], 1e-9)))
+        print('%-4s %-9s new/base: clat mean %.2fx, p50 %.2fx, IOPS %.2fx, CPU/IO %.2fx, guest CPU/IO %.2fx' %
+              (prov, wl, n[0] / b[0], n[1] / b[1], n[2] / max(b[2], 1e-9), n[3] / max(b[3], 1e-9),
+               n[4] / max(b[4], 1e-9)))
 PY
 exit 0

@@ -13,6 +13,10 @@
 # BENCH_SECS (5), BENCH_ROUNDS (3), BENCH_QUICK (1: rxe, NVMe targets but
 # passthrough, 4 KiB random reads only), BENCH_REACTORS (1) and
 # BENCH_POLL_MODE (event) for isertd, BENCH_TARGETS (a subset of the names above).
+# BENCH_PERF=1: a system-wide perf profile of each run (cpu-clock, the guest
+# has no PMU) in $VM_WORK/perf/, PROV-TARGET-WORKLOAD-rROUND.txt: where the
+# guest's CPU went by command and by symbol.  Sampling slows TCG down: the
+# figures of a profiled run are not comparable with unprofiled ones.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/lio.sh"
 source "$(dirname "$VM_LIB")/bench-lib.sh"
@@ -108,16 +112,36 @@ login_dev() {   # login_dev IP: log in over iSER to $IQN, print LUN $LUN's disk
 }
 logout_all() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; iscsiadm -m node -o delete >/dev/null 2>&1; }
 
+# perf_start / perf_report BASE: a profile of the whole guest while fio runs,
+# reported by command (with the share of kernel and user time) and by symbol.
+PERF_PID=
+perf_start() {
+	mkdir -p "$VM_WORK/perf"
+	perf record -a -g -e cpu-clock -F 499 -o /tmp/perf.data > /tmp/perf.log 2>&1 &
+	PERF_PID=$!
+}
+perf_report() {
+	kill -INT $PERF_PID 2>/dev/null; wait $PERF_PID
+	{
+		echo "# $(basename "$1"): perf record -a -g -e cpu-clock -F 499 while fio ran"
+		perf report -i /tmp/perf.data --stdio --no-children --sort comm --percent-limit 1 -g none 2>/dev/null | grep -v '^$'
+		perf report -i /tmp/perf.data --stdio --no-children --sort comm,dso,sym --percent-limit 0.7 -g none 2>/dev/null | grep -v '^$'
+	} > "$1.txt"
+	rm -f /tmp/perf.data
+}
+
 # measure PROV TARGET ROUND DEV: every workload on DEV, one JSON line each
 measure() {
 	local wl name bs rw qd m0 m1
 	for wl in $WLS; do
 		IFS=: read -r name bs rw qd <<< "$wl"
 		m0=$(cpu_mark "$PID")
+		[ "${BENCH_PERF:-0}" = 1 ] && perf_start
 		fio --name=b --filename=/dev/$4 --direct=1 --ioengine=libaio --iodepth=$qd --rw=$rw --bs=$bs \
 			--time_based --runtime=$SECS --size=200m --eta=never --output-format=json > /tmp/fio.json 2>/dev/null ||
 			{ vm_log "fio $name on $2 failed"; return 1; }
 		m1=$(cpu_mark "$PID")
+		[ "${BENCH_PERF:-0}" = 1 ] && perf_report "$VM_WORK/perf/$1-$2-$name-r$3"
 		python3 - "$1" "$2" "$name" "$3" "$m0" "$m1" /tmp/fio.json >> "$OUT" <<'PY' || return 1
 import json, sys
 prov, target, wl, rnd, m0, m1, f = sys.argv[1:]
