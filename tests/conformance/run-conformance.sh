@@ -21,7 +21,8 @@ isertd=${1:?usage: run-conformance.sh ISERTD [PORT]}
 port=${2:-3261}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; [ -z "${CONFORMANCE_KEEP:-}" ] || cp -r "$work/." "$CONFORMANCE_KEEP"; rm -rf "$work"' EXIT
+pid=   # set once isertd runs; an early exit must still clean up under set -u
+trap '[ -z "$pid" ] || { kill $pid 2>/dev/null; wait $pid 2>/dev/null; }; [ -z "${CONFORMANCE_KEEP:-}" ] || cp -r "$work/." "$CONFORMANCE_KEEP"; rm -rf "$work"' EXIT
 
 command -v iscsi-test-cu >/dev/null || { echo "iscsi-test-cu not found: apt-get install libiscsi-bin"; exit 1; }
 
