@@ -9,3 +9,13 @@ cpu_mark() { echo "$([ -n "$1" ] && proc_cpu $1 || echo -) $(busy_cpu)"; }
 fio_read_result() {
 	python3 -c 'import json,sys;j=json.load(open(sys.argv[1]))["jobs"][0]["read"];print(int(j["iops"]), round(j["bw"]/1024,1))' "$1"
 }
+# bench_login IQN PORTAL IFACE [LUN]: discovery and login with the kernel
+# initiator through IFACE (iser, default); prints LUN's disk (the first
+# disk without LUN).
+bench_login() {
+	iscsiadm -m discovery -t sendtargets -p $2 -I $3 >/dev/null &&
+		iscsiadm -m node -T $1 -p $2 -I $3 --login >/dev/null && iscsi_wait_disks $1 1 &&
+		iscsi_disks $1 | awk -v l="${4:-}" 'l == "" || $1 == l {print $2; exit}'
+}
+# bench_logout: every session logged out, every node record deleted.
+bench_logout() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; iscsiadm -m node -o delete >/dev/null 2>&1; }

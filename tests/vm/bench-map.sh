@@ -43,11 +43,9 @@ measure() {
 # kernel TRANSPORT PORTAL IFACE: the kernel initiator's disk
 kernel() {
 	local dev
-	iscsiadm -m discovery -t sendtargets -p $2 -I $3 >/dev/null &&
-		iscsiadm -m node -T $IQN -p $2 -I $3 --login >/dev/null && iscsi_wait_disks $IQN 1 || return 1
-	dev=$(iscsi_disks $IQN | awk '{print $2; exit}')
+	dev=$(bench_login $IQN $2 $3) || return 1
 	measure $1 kernel /dev/$dev
-	iscsiadm -m node --logoutall=all >/dev/null 2>&1; iscsiadm -m node -o delete >/dev/null 2>&1
+	bench_logout
 }
 
 # map TRANSPORT URL: iseradm map's device

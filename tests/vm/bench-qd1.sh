@@ -24,14 +24,8 @@ IQN=iqn.2026-11.org.isert.vm:qd1
 RES=$VM_WORK/bench-qd1.txt
 : > "$RES"
 [ -x "$BENCH_BASE/target/isertd" ] || { vm_log "BENCH_BASE must name a build tree with target/isertd"; exit 1; }
-vm_cleanup_hook() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; isertd_stop >/dev/null 2>&1; }
+vm_cleanup_hook() { bench_logout; isertd_stop >/dev/null 2>&1; }
 
-login_dev() {   # login_dev PORTAL: log in over iser to $IQN, print the disk
-	iscsiadm -m discovery -t sendtargets -p $1 -I iser >/dev/null &&
-		iscsiadm -m node -T $IQN -p $1 -I iser --login >/dev/null && iscsi_wait_disks $IQN 1 &&
-		iscsi_disks $IQN | awk '{print $2; exit}'
-}
-logout_all() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; iscsiadm -m node -o delete >/dev/null 2>&1; }
 
 # run PROVIDER IP VARIANT BUILD ROUND: one isertd of BUILD, both workloads
 run() {
@@ -44,7 +38,7 @@ run() {
   "global": { "reactors": 1, "poll_mode": "$POLL" } }
 JSON
 	ISERT_BUILD=$build isertd_start /tmp/qd1.json 3262 || return 1
-	dev=$(login_dev $ip:3260) || { isertd_stop; return 1; }
+	dev=$(bench_login $IQN $ip:3260 iser) || { isertd_stop; return 1; }
 	for rw in randread randwrite; do
 		c0=$(cpu_mark $ISERTD_PID)
 		fio --name=q --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=$QD --rw=$rw --bs=4k \
@@ -62,7 +56,7 @@ PY
 		) || out="- - - - -"
 		printf '%-4s %-5s %d %-9s %s\n' $prov $var $round $rw "$out" | tee -a "$RES"
 	done
-	logout_all
+	bench_logout
 	isertd_stop
 }
 

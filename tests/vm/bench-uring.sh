@@ -41,12 +41,6 @@ config() {   # config POLL_MODE RDMA_IP
 JSON
 }
 
-login_dev() {   # login_dev PORTAL IFACE: log in, print the disk
-	iscsiadm -m discovery -t sendtargets -p $1 -I $2 >/dev/null &&
-		iscsiadm -m node -T $IQN -p $1 -I $2 --login >/dev/null && iscsi_wait_disks $IQN 1 &&
-		iscsi_disks $IQN | awk '{print $2; exit}'
-}
-logout_all() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; iscsiadm -m node -o delete >/dev/null 2>&1; }
 
 # fio_result FILE: "IOPS mean-latency-us total-ios" of the side that ran
 fio_result() {
@@ -82,9 +76,9 @@ variant() {
 	wait_for 20 port_listening 3260 || { vm_log "isertd ($name) did not start"; tail -5 "$VM_WORK/isertd.log"; return 1; }
 	for t in $TRANSPORTS; do
 		case $t in tcp) portal=127.0.0.1:3260 iface=default;; iser) portal=$RDMA_IP:3260 iface=iser;; esac
-		dev=$(login_dev $portal $iface) || { vm_log "$name: $t login failed"; rc=1; continue; }
+		dev=$(bench_login $IQN $portal $iface) || { vm_log "$name: $t login failed"; rc=1; continue; }
 		run_one $round $name $t $dev || rc=1
-		logout_all
+		bench_logout
 	done
 	isertd_stop || rc=1
 	return $rc

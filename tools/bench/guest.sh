@@ -90,7 +90,9 @@ start_lio() {   # start_lio KIND IP
 start_tgtd() {   # start_tgtd KIND IP
 	local T="tgtadm --lld iser" dev=$NVME_DEV flags="--bsoflags direct"
 	[ $1 = ram ] && { truncate -s 256M /dev/shm/tgt.img; dev=/dev/shm/tgt.img; flags=; }
-	tgtd --iser pool_sz_mb=64 -f >> "$VM_WORK/tgtd.log" 2>&1 &
+	# Its TCP listener off :3260: iWARP shares TCP's port space, and on siw
+	# the iSER listen on :3260 fails while tgtd's TCP portal holds it.
+	tgtd --iscsi portal=127.0.0.1:3263 --iser pool_sz_mb=64 -f >> "$VM_WORK/tgtd.log" 2>&1 &
 	TGTD_PID=$!
 	wait_for 10 $T --op show --mode target || return 1
 	$T --op new --mode target --tid 1 -T $IQN && $T --op new --mode logicalunit --tid 1 --lun 1 -b $dev $flags &&
@@ -105,12 +107,6 @@ stop_target() {
 	esac
 }
 
-login_dev() {   # login_dev IP: log in over iSER to $IQN, print LUN $LUN's disk
-	iscsiadm -m discovery -t sendtargets -p $1:3260 -I iser >/dev/null &&
-		iscsiadm -m node -T $IQN -p $1:3260 -I iser --login >/dev/null && iscsi_wait_disks $IQN 1 &&
-		iscsi_disks $IQN | awk -v l=$LUN '$1 == l {print $2}'
-}
-logout_all() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; iscsiadm -m node -o delete >/dev/null 2>&1; }
 
 # perf_start / perf_report BASE: a profile of the whole guest while fio runs,
 # reported by command (with the share of kernel and user time) and by symbol.
@@ -162,9 +158,9 @@ one() {   # one PROV IP ROUND TARGET
 	local dev kind=${4#*-} rc=0
 	[ $1 = siw ] && [ "${4%%-*}" = lio ] && return 0
 	start_${4%%-*} $kind $2 || { vm_log "$4 on $1: did not start"; stop_target $4; return 1; }
-	dev=$(login_dev $2) && [ -n "$dev" ] || { vm_log "$4 on $1: no disk"; logout_all; stop_target $4; return 1; }
+	dev=$(bench_login $IQN $2:3260 iser $LUN) && [ -n "$dev" ] || { vm_log "$4 on $1: no disk"; bench_logout; stop_target $4; return 1; }
 	measure $1 $4 $3 $dev || rc=1
-	logout_all
+	bench_logout
 	stop_target $4
 	return $rc
 }
