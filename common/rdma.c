@@ -115,7 +115,7 @@ struct rdma_conn {
 	uint32_t ord, reads_out;                 /* RDMA READs we may have in flight */
 	uint32_t wrs_out;                        /* posted, not yet completed (incl. recvs) */
 	bool qp_ready, established, closing, disconnected, close_notified, in_poll;
-	bool batching, post_scheduled;           /* WRs wait for one ibv_post_send (post_wr) */
+	bool post_scheduled;                     /* post_flush() queued: WRs wait for one ibv_post_send */
 	bool signal_writes;                      /* iWARP: see setup_qp */
 	bool active;                             /* we connected (initiator side) */
 	bool cq_armed;                           /* notification requested, event not yet seen */
@@ -323,7 +323,7 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 		else
 			c->wrq_head = w;
 		c->wrq_tail = w;
-		if (c->batching || c->post_scheduled)
+		if (c->in_poll || c->post_scheduled)
 			return;
 		if (c->xc.reactor && !defer(c, post_flush)) {
 			c->post_scheduled = true;
@@ -702,19 +702,17 @@ static int poll_cq(struct rdma_conn *c)
 	if (c->forced)
 		return 0;
 	c->in_poll = true;
-	c->batching = true;
 	XP_STAT_ADD(&c->xc, cq_polls, 1);
 	while ((n = ibv_poll_cq(c->cq, 32, wc)) > 0) {
 		total += n;
 		for (int i = 0; i < n; i++)
 			complete(c, &wc[i]);
 	}
-	c->in_poll = false;
 	XP_STAT_ADD(&c->xc, completions, (uint64_t)total);
 	XP_STAT_ADD(&c->xc, cq_empty_polls, total == 0);
 	if (!c->closing)
-		pump_tx(c);   /* PDUs that waited for a send slot the poll freed */
-	c->batching = false;
+		pump_tx(c);   /* PDUs that waited for a send slot the poll freed: queued, posted below */
+	c->in_poll = false;
 	if (!c->closing)
 		post_wr(c, NULL);
 	maybe_finish(c);
