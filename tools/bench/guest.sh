@@ -107,9 +107,8 @@ stop_target() {
 	esac
 }
 
-
 # perf_start / perf_report BASE: a profile of the whole guest while fio runs,
-# reported by command (with the share of kernel and user time) and by symbol.
+# reported by command, then by command, shared object and symbol.
 PERF_PID=
 perf_start() {
 	mkdir -p "$VM_WORK/perf"
@@ -117,7 +116,7 @@ perf_start() {
 	PERF_PID=$!
 }
 perf_report() {
-	kill -INT $PERF_PID 2>/dev/null; wait $PERF_PID
+	kill -INT $PERF_PID 2>/dev/null; wait $PERF_PID; PERF_PID=
 	{
 		echo "# $(basename "$1"): perf record -a -g -e cpu-clock -F 499 while fio ran"
 		perf report -i /tmp/perf.data --stdio --no-children --sort comm --percent-limit 1 -g none 2>/dev/null | grep -v '^$'
@@ -135,7 +134,7 @@ measure() {
 		[ "${BENCH_PERF:-0}" = 1 ] && perf_start
 		fio --name=b --filename=/dev/$4 --direct=1 --ioengine=libaio --iodepth=$qd --rw=$rw --bs=$bs \
 			--time_based --runtime=$SECS --size=200m --eta=never --output-format=json > /tmp/fio.json 2>/dev/null ||
-			{ vm_log "fio $name on $2 failed"; return 1; }
+			{ vm_log "fio $name on $2 failed"; [ -z "$PERF_PID" ] || kill -INT $PERF_PID; return 1; }
 		m1=$(cpu_mark "$PID")
 		[ "${BENCH_PERF:-0}" = 1 ] && perf_report "$VM_WORK/perf/$1-$2-$name-r$3"
 		python3 - "$1" "$2" "$name" "$3" "$m0" "$m1" /tmp/fio.json >> "$OUT" <<'PY' || return 1
