@@ -10,7 +10,7 @@ fio_read_result() {
 	python3 -c 'import json,sys;j=json.load(open(sys.argv[1]))["jobs"][0]["read"];print(int(j["iops"]), round(j["bw"]/1024,1))' "$1"
 }
 # bench_login IQN PORTAL IFACE [LUN]: discovery and login with the kernel
-# initiator through IFACE (iser, default); prints LUN's disk (the first
+# initiator through IFACE (iser, or default for TCP); prints LUN's disk (the first
 # disk without LUN).
 bench_login() {
 	iscsiadm -m discovery -t sendtargets -p $2 -I $3 >/dev/null &&
