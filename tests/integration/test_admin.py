@@ -16,7 +16,6 @@ import stat
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -100,7 +99,7 @@ class Verifier(threading.Thread):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix='isert-admin-')
+    work = checks.workdir('isert-admin-')
     sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:

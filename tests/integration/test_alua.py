@@ -18,7 +18,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -144,7 +143,7 @@ def login(port, target=T):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix='isert-alua-')
+    work = checks.workdir('isert-alua-')
     sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:

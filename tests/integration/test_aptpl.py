@@ -19,7 +19,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -195,7 +194,7 @@ def expect_state(t, what, holder, rtype, keys=(KEY_A, KEY_B)):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix='isert-aptpl-')
+    work = checks.workdir('isert-aptpl-')
     t = Target(work)
     try:
         t.start()

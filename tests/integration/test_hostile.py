@@ -15,7 +15,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,7 +30,7 @@ PFX = 'iqn.2026-11.org.isert.hostile'
 TGT, HIDDEN = PFX + ':t', PFX + ':hidden'
 RW, RO, RESET, CHAP = (PFX + ':' + n for n in ('rw', 'ro', 'reset', 'chap'))
 QUEUE_DEPTH, MAX_IMMEDIATE = 16, 4
-work = tempfile.mkdtemp(prefix='isertd-hostile-')
+work = checks.workdir('isertd-hostile-')
 
 
 def config(port, **glob):

@@ -16,7 +16,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -167,7 +166,7 @@ def dashboard_names():
 
 
 def main():
-    work = tempfile.mkdtemp(prefix='isert-metrics-')
+    work = checks.workdir('isert-metrics-')
     proc, log = start(work, 'on', config(PORT, f'127.0.0.1:{MPORT}'))
     perf = None
     try:

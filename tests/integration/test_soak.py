@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -55,7 +54,7 @@ def soak():
     global proc
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    work = tempfile.mkdtemp(prefix='isertd-soak-')
+    work = checks.workdir('isertd-soak-')
     cfg = os.path.join(work, 'soak.json')
     with open(cfg, 'w') as f:
         json.dump({'backstores': [{'name': 'ram', 'type': 'ram', 'size': '64M'}],

@@ -16,7 +16,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -113,7 +112,7 @@ def overflow(port):
     15 initiators x 1100 LUNs = 16500 pairs; the 116 past 16384 count in the overflow entry; once their
     sessions ended, a new initiator reuses an entry."""
     cap, nluns, nini = 16384, 1100, 15
-    work = tempfile.mkdtemp(prefix='isert-stats-cap-')
+    work = checks.workdir('isert-stats-cap-')
     sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     cfg = {'backstores': [{'name': 'b%d' % i, 'type': 'ram', 'size': '64K'} for i in range(nluns)],
@@ -169,7 +168,7 @@ def overflow(port):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix='isert-stats-')
+    work = checks.workdir('isert-stats-')
     sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -94,7 +93,7 @@ def interactive(sock, work, key):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix='isert-top-')
+    work = checks.workdir('isert-top-')
     sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:

@@ -20,12 +20,11 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
-from checks import check, finish  # noqa: E402
+from checks import check, finish, workdir  # noqa: E402
 
 ISERTD = sys.argv[1]
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3520
@@ -129,7 +128,7 @@ def expect(name, res, status, key=None, asc=None, field=None):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix='isert-xcopy-')
+    work = workdir('isert-xcopy-')
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:
         json.dump(config(work), f)
