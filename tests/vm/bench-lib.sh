@@ -13,7 +13,7 @@ fio_read_result() {
 # initiator through IFACE (iser, or default for TCP); prints LUN's disk (the first
 # disk without LUN).
 bench_login() {
-	iscsiadm -m discovery -t sendtargets -p $2 -I $3 >/dev/null &&
+	[ -n "$(iscsi_discover $2 $3)" ] &&
 		iscsiadm -m node -T $1 -p $2 -I $3 --login >/dev/null && iscsi_wait_disks $1 1 &&
 		iscsi_disks $1 | awk -v l="${4:-}" 'l == "" || $1 == l {print $2; exit}'
 }
