@@ -37,6 +37,17 @@
 #define RDMA_TX_SLOT (ISER_HDR_LEN + PDU_BHS_LEN + 8192) /* login responses carry text */
 /* After QP -> error, how long the flushes may take before we stop waiting. */
 #define RDMA_FLUSH_WAIT_MS 5000
+/*
+ * With a shared receive queue a connection holds a share of it: its command
+ * window plus RDMA_SRQ_SPARE for what comes outside the window (immediate
+ * commands and requests: NOP-Out, TMF, Text, Logout; the Hello).  A share
+ * never drops below RDMA_SRQ_MIN_WINDOW + RDMA_SRQ_SPARE, so every session
+ * can make progress; a connection that cannot get that much when it
+ * arrives posts receives of its own instead.
+ */
+#define RDMA_SRQ_SPARE 8
+#define RDMA_SRQ_MIN_WINDOW 16
+#define RDMA_SRQ_MIN_SHARE (RDMA_SRQ_MIN_WINDOW + RDMA_SRQ_SPARE)
 #define RDMA_QUEUE 160         /* receives posted / send slots per connection */
 /*
  * Inline data asked for at QP creation: a target's largest full-feature
@@ -83,6 +94,7 @@ struct wr_ctx {
 	enum wr_kind kind;
 	uint32_t covers;          /* send-queue entries this completion frees */
 	uint32_t slot;            /* RECV/SEND: slot index */
+	uint8_t *buf;             /* RECV: the slot's memory */
 	struct xp_pdu *pdu;       /* SEND */
 	void (*cb)(void *arg, int err);
 	void *arg;
@@ -104,6 +116,8 @@ struct rdma_conn {
 	int pool_dev;                            /* our device's index in pool: buf keys[pool_dev] */
 	uint8_t *rx_mem, *tx_mem;
 	struct ibv_mr *rx_mr, *tx_mr;
+	struct rdma_srq *srq;                    /* receives come from it (rx_mem unused) */
+	uint32_t srq_share;                      /* receives of it promised to this connection (srq_grant) */
 	struct wr_ctx rx_ctx[RDMA_QUEUE];
 	struct wr_ctx tx_ctx[RDMA_QUEUE];
 	uint32_t tx_free[RDMA_QUEUE];
@@ -286,6 +300,144 @@ static struct rdma_dev *dev_find(struct ibv_context *verbs)
 	return d;
 }
 
+/* ---- shared receive queues ------------------------------------------- */
+
+/*
+ * One shared receive queue per reactor and device (target, srq_depth > 0):
+ * receive memory is depth slots per reactor, whatever the number of
+ * connections, instead of RDMA_QUEUE slots per connection.  The shares of
+ * its connections never add up to more than the depth, so an initiator that
+ * keeps to its command window never finds the queue empty (iWARP, having no
+ * receiver-not-ready retry, would end the connection).  A share is the
+ * window the session last advertised plus RDMA_SRQ_SPARE; each time the
+ * session advertises a window, srq_grant() sizes it: at most an equal part
+ * of the depth as if one more connection were there (so a newcomer finds
+ * room), within what the other connections leave, never below what the
+ * initiator already has.  So windows shrink as connections arrive (as
+ * ExpCmdSN moves up to a MaxCmdSN that stays) and grow as they leave.
+ * Used only on its reactor; the list is under dev_lock.
+ */
+struct rdma_srq {
+	struct reactor *r;
+	struct rdma_dev *dev;
+	struct ibv_srq *srq;
+	uint8_t *mem;
+	struct ibv_mr *mr;
+	struct wr_ctx *ctx;
+	uint32_t depth, promised;
+	unsigned users;
+	struct rdma_srq *next;
+};
+
+static struct rdma_srq *srqs;
+
+static int srq_post(struct rdma_srq *s, struct wr_ctx *w)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)w->buf, .length = RDMA_RX_SLOT, .lkey = s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)w, .sg_list = &sge, .num_sge = 1 }, *bad;
+	return -ibv_post_srq_recv(s->srq, &wr, &bad);
+}
+
+static void srq_free(struct rdma_srq *s)
+{
+	if (s->srq)
+		ibv_destroy_srq(s->srq);
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->mem)
+		munmap(s->mem, (size_t)s->depth * RDMA_RX_SLOT);
+	free(s->ctx);
+	free(s);
+}
+
+static uint8_t *slots_alloc(size_t len);
+
+/* The shared receive queue of (r, d), made with its first user; NULL when the device has none to give. */
+static struct rdma_srq *srq_get(struct reactor *r, struct rdma_dev *d, unsigned depth)
+{
+	pthread_mutex_lock(&dev_lock);
+	struct rdma_srq *s = srqs;
+	while (s && (s->r != r || s->dev != d))
+		s = s->next;
+	pthread_mutex_unlock(&dev_lock);
+	if (s)
+		return s;
+	depth = MIN(depth, (unsigned)d->attr.max_srq_wr);
+	if (!d->attr.max_srq || depth < RDMA_SRQ_MIN_SHARE || !(s = calloc(1, sizeof(*s))))
+		return NULL;
+	*s = (struct rdma_srq){ .r = r, .dev = d, .depth = depth };
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = depth, .max_sge = 1 } };
+	s->mem = slots_alloc((size_t)depth * RDMA_RX_SLOT);
+	s->ctx = calloc(depth, sizeof(*s->ctx));
+	if (!s->mem || !s->ctx || !(s->mr = ibv_reg_mr(d->pd, s->mem, (size_t)depth * RDMA_RX_SLOT, IBV_ACCESS_LOCAL_WRITE)) ||
+	    !(s->srq = ibv_create_srq(d->pd, &sa))) {
+		log_limited(LOG_WARN, "reactor %d: no shared receive queue of %u on RDMA device %s (%s): its connections "
+				      "post receives of their own", reactor_index(r), depth,
+			    ibv_get_device_name(d->verbs->device), strerror(errno));
+		srq_free(s);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < depth; i++) {
+		s->ctx[i] = (struct wr_ctx){ .kind = WR_RECV, .slot = i, .buf = s->mem + (size_t)i * RDMA_RX_SLOT };
+		if (srq_post(s, &s->ctx[i])) {
+			srq_free(s);
+			return NULL;
+		}
+	}
+	pthread_mutex_lock(&dev_lock);
+	s->next = srqs;
+	srqs = s;
+	pthread_mutex_unlock(&dev_lock);
+	log_info("reactor %d: shared receive queue on RDMA device %s: %u receives, %.1f MiB", reactor_index(r),
+		 ibv_get_device_name(d->verbs->device), depth, (double)depth * RDMA_RX_SLOT / (1 << 20));
+	return s;
+}
+
+/* A new connection takes the smallest share of s; false when even that is promised to others. */
+static bool srq_join(struct rdma_srq *s, struct rdma_conn *c)
+{
+	if (s->depth - s->promised < RDMA_SRQ_MIN_SHARE)
+		return false;
+	s->promised += RDMA_SRQ_MIN_SHARE;
+	s->users++;
+	c->srq_share = RDMA_SRQ_MIN_SHARE;
+	return true;
+}
+
+/* transport_ops.grant: see struct rdma_srq. */
+static uint32_t srq_grant(struct xp_conn *xc, uint32_t floor, uint32_t want)
+{
+	struct rdma_conn *c = (struct rdma_conn *)xc;
+	struct rdma_srq *s = c->srq;
+	if (!s)
+		return want;
+	uint32_t others = s->promised - c->srq_share;
+	/* What the others leave; never below our old window, which our old share covered. */
+	uint32_t room = s->depth - others - RDMA_SRQ_SPARE;
+	uint32_t fair = MAX(s->depth / (s->users + 1), (uint32_t)RDMA_SRQ_MIN_SHARE) - RDMA_SRQ_SPARE;
+	uint32_t g = MAX(floor, MIN(want, MIN(fair, room)));
+	c->srq_share = MAX(g, (uint32_t)RDMA_SRQ_MIN_WINDOW) + RDMA_SRQ_SPARE;
+	s->promised = others + c->srq_share;
+	return g;
+}
+
+/* A connection gives its share back; the last one takes the queue with it (its QP is gone already). */
+static void srq_put(struct rdma_srq *s, uint32_t share)
+{
+	s->promised -= share;
+	if (--s->users)
+		return;
+	pthread_mutex_lock(&dev_lock);
+	struct rdma_srq **pp = &srqs;
+	while (*pp != s)
+		pp = &(*pp)->next;
+	*pp = s->next;
+	pthread_mutex_unlock(&dev_lock);
+	log_info("reactor %d: shared receive queue on RDMA device %s released with its last connection",
+		 reactor_index(s->r), ibv_get_device_name(s->dev->verbs->device));
+	srq_free(s);
+}
+
 /* ---- posting work requests ------------------------------------------- */
 
 static int post_recv(struct rdma_conn *c, uint32_t slot)
@@ -300,6 +452,19 @@ static int post_recv(struct rdma_conn *c, uint32_t slot)
 	if (!rc)
 		c->wrs_out++;
 	return rc ? -rc : 0;
+}
+
+/*
+ * A receive's buffer is free again.  A shared one always goes back to its
+ * queue (other connections count on it, even while this one closes); one of
+ * the connection's own only while the connection lives.
+ */
+static void recv_done(struct rdma_conn *c, struct wr_ctx *w)
+{
+	if (c->srq)
+		srq_post(c->srq, w);
+	else if (!c->closing)
+		post_recv(c, w->slot);
 }
 
 static void post_flush(void *arg);
@@ -576,7 +741,7 @@ static void hello_reply(struct rdma_conn *c, const struct iser_hello *h)
 
 static void on_recv(struct rdma_conn *c, struct wr_ctx *w, uint32_t byte_len)
 {
-	uint8_t *m = c->rx_mem + (size_t)w->slot * RDMA_RX_SLOT;
+	uint8_t *m = w->buf;
 	const struct iser_hdr *ih = (const void *)m;
 	XP_STAT_ADD(&c->xc, recvs, 1);
 	XP_STAT_ADD(&c->xc, bytes_in, byte_len);
@@ -588,7 +753,6 @@ static void on_recv(struct rdma_conn *c, struct wr_ctx *w, uint32_t byte_len)
 	uint8_t op = ih->flags & ISER_OP_MASK;
 	if (op == ISER_OP_HELLO) {
 		hello_reply(c, (const void *)m);
-		post_recv(c, w->slot);
 		return;
 	}
 	if (op != ISER_OP_ISCSI_CTRL || byte_len < ISER_HDR_LEN + PDU_BHS_LEN) {
@@ -628,8 +792,6 @@ static void on_recv(struct rdma_conn *c, struct wr_ctx *w, uint32_t byte_len)
 	}
 	/* Data already sits in our receive slot: never "placed". */
 	c->xc.up->rx_pdu(&c->xc, &rx);
-	if (!c->closing)
-		post_recv(c, w->slot);
 }
 
 /* A send slot's PDU is done (once: the slot forgets it, so a forced teardown cannot repeat it). */
@@ -664,7 +826,8 @@ static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 	}
 	/* Flushed: the QP went to error (peer gone or our close), not a fault of this WR. */
 	int err = wc->status == IBV_WC_SUCCESS ? 0 : wc->status == IBV_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
-	c->wrs_out--;
+	if (w->kind != WR_RECV || !c->srq)
+		c->wrs_out--;
 	if (err == -EIO && !c->closing)
 		log_info("%s: %s work request failed: %s (vendor error 0x%x)", c->xc.peer,
 			 w->kind == WR_RECV ? "receive" : w->kind == WR_SEND ? "send" : w->kind == WR_READ ? "RDMA READ" : "RDMA WRITE",
@@ -674,6 +837,7 @@ static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 			on_recv(c, w, wc->byte_len);
 		else if (err)
 			conn_fail(c, err);
+		recv_done(c, w);
 		return;
 	}
 	c->sq_free += w->covers;
@@ -899,10 +1063,17 @@ static void conn_free(struct rdma_conn *c)
 		atomic_store(&iwarp_destroyed_ns, reactor_now_ns());
 	if (c->id && c->id->qp)
 		rdma_destroy_qp(c->id);
+	/* Shared receives this QP took whose flush came after the last send's: back to the queue. */
+	struct ibv_wc wc;
+	while (c->srq && c->cq && !c->forced && ibv_poll_cq(c->cq, 1, &wc) > 0)
+		if (wc.wr_id && ((struct wr_ctx *)(uintptr_t)wc.wr_id)->kind == WR_RECV)
+			srq_post(c->srq, (struct wr_ctx *)(uintptr_t)wc.wr_id);
 	if (c->cq)
 		ibv_destroy_cq(c->cq);
 	if (c->cc)
 		ibv_destroy_comp_channel(c->cc);
+	if (c->srq)
+		srq_put(c->srq, c->srq_share);
 	if (c->rx_mr)
 		ibv_dereg_mr(c->rx_mr);
 	if (c->tx_mr)
@@ -976,11 +1147,19 @@ static uint8_t *slots_alloc(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static int setup_qp(struct rdma_conn *c, struct reactor *r)
+static int setup_qp(struct rdma_conn *c, struct reactor *r, unsigned srq_depth)
 {
 	c->dev = dev_get(c->id->verbs);
 	if (!c->dev)
 		return -ENODEV;
+	if (srq_depth && (c->srq = srq_get(r, c->dev, srq_depth)) && !srq_join(c->srq, c)) {
+		log_limited(LOG_INFO, "%s: the shared receive queue of reactor %d is promised in full: this connection "
+				      "posts receives of its own", c->xc.peer, reactor_index(r));
+		c->srq = NULL;
+	}
+	c->xc.shared_rx = c->srq;
+	/* The most login lets a session have; with a shared queue, srq_grant() decides as it goes. */
+	c->xc.max_queue_depth = ISER_MAX_QUEUE_DEPTH;
 	/* The initiator registers its session's pool itself (rdma_pool_register). */
 	int rc = c->active ? 0 : pool_attach(c, reactor_bufpool(r));
 	if (rc)
@@ -1006,8 +1185,9 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r)
 	for (size_t i = 0;; i++) {
 		qa = (struct ibv_qp_init_attr){
 			.send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = c->sq_size, .max_recv_wr = RDMA_QUEUE, .max_send_sge = 1,
+			.cap = { .max_send_wr = c->sq_size, .max_recv_wr = c->srq ? 0 : RDMA_QUEUE, .max_send_sge = 1,
 				 .max_recv_sge = 1, .max_inline_data = inline_try[i] },
+			.srq = c->srq ? c->srq->srq : NULL,
 		};
 		if (!rdma_create_qp(c->id, c->dev->pd, &qa))
 			break;
@@ -1040,19 +1220,22 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r)
 	c->signal_writes = c->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
 	c->qp_ready = true;
 	/* mmap, not malloc: these go back to the system when the connection ends. */
-	c->rx_mem = slots_alloc((size_t)RDMA_QUEUE * RDMA_RX_SLOT);
 	c->tx_mem = slots_alloc((size_t)RDMA_QUEUE * RDMA_TX_SLOT);
-	if (!c->rx_mem || !c->tx_mem)
-		return -ENOMEM;
-	c->rx_mr = ibv_reg_mr(c->dev->pd, c->rx_mem, (size_t)RDMA_QUEUE * RDMA_RX_SLOT, IBV_ACCESS_LOCAL_WRITE);
-	c->tx_mr = ibv_reg_mr(c->dev->pd, c->tx_mem, (size_t)RDMA_QUEUE * RDMA_TX_SLOT, 0);
-	if (!c->rx_mr || !c->tx_mr)
-		return -errno;
-	for (uint32_t i = 0; i < RDMA_QUEUE; i++) {
-		c->rx_ctx[i] = (struct wr_ctx){ .kind = WR_RECV, .slot = i };
+	if (!c->tx_mem || !(c->tx_mr = ibv_reg_mr(c->dev->pd, c->tx_mem, (size_t)RDMA_QUEUE * RDMA_TX_SLOT, 0)))
+		return c->tx_mem ? -errno : -ENOMEM;
+	for (uint32_t i = 0; i < RDMA_QUEUE; i++)
 		c->tx_free[i] = RDMA_QUEUE - 1 - i;
-		if ((rc = post_recv(c, i)))
-			return rc;
+	if (!c->srq) {
+		c->rx_mem = slots_alloc((size_t)RDMA_QUEUE * RDMA_RX_SLOT);
+		if (!c->rx_mem ||
+		    !(c->rx_mr = ibv_reg_mr(c->dev->pd, c->rx_mem, (size_t)RDMA_QUEUE * RDMA_RX_SLOT, IBV_ACCESS_LOCAL_WRITE)))
+			return c->rx_mem ? -errno : -ENOMEM;
+		for (uint32_t i = 0; i < RDMA_QUEUE; i++) {
+			c->rx_ctx[i] = (struct wr_ctx){ .kind = WR_RECV, .slot = i,
+							.buf = c->rx_mem + (size_t)i * RDMA_RX_SLOT };
+			if ((rc = post_recv(c, i)))
+				return rc;
+		}
 	}
 	c->ntx_free = RDMA_QUEUE;
 	if ((rc = reactor_add_fd(r, c->cc->fd, EPOLLIN, on_cq_event, c)))
@@ -1068,7 +1251,7 @@ static void accept_on_reactor(void *arg)
 	struct rdma_conn *c = m->c;
 	struct reactor *r = reactor_self();
 	c->xc.reactor = r;
-	int rc = setup_qp(c, r);
+	int rc = setup_qp(c, r, m->lp.srq_depth);
 	if (!rc) {
 		fcntl(c->ch->fd, F_SETFL, fcntl(c->ch->fd, F_GETFL) | O_NONBLOCK);
 		rc = reactor_add_fd(r, c->ch->fd, EPOLLIN, on_conn_event, c);
@@ -1282,7 +1465,7 @@ static void connect_now(void *arg)
 {
 	struct rdma_conn *c = arg;
 	c->gap_timer = NULL;
-	int rc = setup_qp(c, c->xc.reactor);
+	int rc = setup_qp(c, c->xc.reactor, 0);
 	if (rc) {
 		char why[96];
 		snprintf(why, sizeof(why), "cannot set up the queue pair: %s", strerror(-rc));
@@ -1480,6 +1663,7 @@ const struct transport_ops iser_transport = {
 	.send = rdma_send,
 	.close = rdma_close,
 	.destroy = rdma_destroy,
+	.grant = srq_grant,
 	.rdma_write = rdma_write,
 	.rdma_read = rdma_read,
 	.connect = rdma_connect_fn,

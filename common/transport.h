@@ -96,6 +96,9 @@ struct xp_listen_params {
 	 * start (then 3 probes 10 s apart, and unacknowledged data gives up
 	 * after the same total); 0: off. */
 	unsigned keepalive_s;
+	/* iSER: receives each reactor shares among its connections on one
+	 * device (a shared receive queue); 0: each connection posts its own. */
+	unsigned srq_depth;
 };
 
 struct transport_ops {
@@ -119,6 +122,13 @@ struct transport_ops {
 	/* Close: pending sends complete with an error, then closed() runs. */
 	void (*close)(struct xp_conn *c);
 	void (*destroy)(struct xp_conn *c);
+	/*
+	 * Optional, target side: the upper layer is about to tell the peer it
+	 * may send `want` commands beyond the last one taken (a command window);
+	 * returns how many the connection's receives can take now, never fewer
+	 * than `floor` (the window already granted, which cannot be taken back).
+	 */
+	uint32_t (*grant)(struct xp_conn *c, uint32_t floor, uint32_t want);
 	/*
 	 * RDMA only: move len bytes at offset off of a pool buffer to/from the
 	 * peer's buffer (remote VA/STag).  A write needs no completion: a Send
@@ -201,6 +211,13 @@ struct xp_conn {
 	/* Largest data segment a control PDU we send may carry (iSER: the
 	 * initiator's 128-byte receive buffers after login); 0: no limit. */
 	uint32_t max_ctrl_data;
+	/* iSER target: SCSI commands in flight its receives can take (the
+	 * session's QueueDepth is cut to it at login); 0: no bound of its own. */
+	uint32_t max_queue_depth;
+	/* iSER target: its receives come from a shared queue, where unsolicited
+	 * Data-Out Sends would go beyond what grant() promised: the login insists
+	 * on InitialR2T=Yes (the data then comes by RDMA READ). */
+	bool shared_rx;
 	char why[256];           /* why an active connection failed to come up */
 	struct xp_stats stats;
 };

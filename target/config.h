@@ -154,6 +154,7 @@ struct config {
 	bool discovery_auth_required;
 	unsigned reactors;               /* 0 = one per core */
 	enum reactor_poll_mode poll_mode;
+	unsigned iser_srq;               /* receives per reactor and RDMA device, shared; 0: per connection */
 	char *admin_socket;              /* may be NULL */
 	char *metrics;                   /* Prometheus endpoint HOST:PORT or PORT (target/metrics.h); NULL: off */
 	char *state_dir;                 /* APTPL state folder as configured; NULL: the default (config_state_dir) */
@@ -166,6 +167,10 @@ struct config {
 	unsigned shutdown_timeout_s;
 	unsigned file_mode;              /* permission bits of the file loaded (0: not a file) */
 };
+
+/* global.iser_srq: one connection's full share of receives (common/rdma.c) at least. */
+#define CFG_ISER_SRQ_MIN 160
+#define CFG_ISER_SRQ_MAX 65536
 
 /* The embedded default: one 1 GiB RAM LUN, portal 127.0.0.1:3260, demo mode. */
 extern const char config_default_json[];

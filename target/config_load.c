@@ -1009,7 +1009,7 @@ static int parse_state_dir(struct pctx *p, json_object *v, struct config *c)
 
 static int parse_global(struct pctx *p, json_object *v, struct config *c)
 {
-	static const char *const keys[] = { "reactors", "poll_mode", "admin_socket", "login_timeout",
+	static const char *const keys[] = { "reactors", "poll_mode", "iser_srq", "admin_socket", "login_timeout",
 					    "max_connections", "max_connections_per_portal",
 					    "max_connections_per_host", "max_sessions", "tcp_keepalive",
 					    "buffer_pool_mb", "shutdown_timeout", "metrics", "state_dir", NULL };
@@ -1029,6 +1029,15 @@ static int parse_global(struct pctx *p, json_object *v, struct config *c)
 	if ((r = cfg_get_u32(p, v, "reactors", false, 0, 1024, &n)) < 0)
 		return r;
 	c->reactors = n;
+	n = 0;
+	if ((r = cfg_get_u32(p, v, "iser_srq", false, 0, CFG_ISER_SRQ_MAX, &n)) < 0)
+		return r;
+	if (n && n < CFG_ISER_SRQ_MIN) {
+		cfg_push_key(p, "iser_srq");
+		return cfg_perr(p, "must be 0 (each connection posts its own receives) or %u-%u, got %u",
+				CFG_ISER_SRQ_MIN, CFG_ISER_SRQ_MAX, n);
+	}
+	c->iser_srq = n;
 	if ((r = cfg_get_str(p, v, "poll_mode", false, 16, &mode)) < 0)
 		return r;
 	if (mode) {

@@ -254,6 +254,7 @@ json_object *config_to_obj(const struct config *c)
 	     (!c->discovery_chap.userid || put(disc, "chap", chap_to_json(&c->discovery_chap))) &&
 	     put(glob, "reactors", json_object_new_int64(c->reactors)) &&
 	     put(glob, "poll_mode", json_object_new_string(poll_mode_name(c->poll_mode))) &&
+	     put(glob, "iser_srq", json_object_new_int64(c->iser_srq)) &&
 	     put_str(glob, "admin_socket", c->admin_socket) && put_str(glob, "metrics", c->metrics) &&
 	     put_str(glob, "state_dir", c->state_dir);
 	for (size_t i = 0; ok && i < cfg_nlimit_keys; i++)

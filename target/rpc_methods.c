@@ -1275,7 +1275,7 @@ out:
 /* Global settings a running isertd takes at once; the others need a restart. */
 static const char *const live_globals[] = { "login_timeout", "max_connections", "max_connections_per_portal",
 					    "max_connections_per_host", "max_sessions", "shutdown_timeout", NULL };
-static const char *const restart_globals[] = { "reactors", "poll_mode", "admin_socket", "tcp_keepalive",
+static const char *const restart_globals[] = { "reactors", "poll_mode", "iser_srq", "admin_socket", "tcp_keepalive",
 					       "buffer_pool_mb", "metrics", "state_dir", NULL };
 
 

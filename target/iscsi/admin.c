@@ -218,6 +218,9 @@ static void describe_session(struct iscsi_conn *c, void *arg)
 	add_u(o, "commands_active", s->active);
 	add_u(o, "tasks", c->ntasks);
 	add_u(o, "exp_cmdsn", s->exp_cmdsn);
+	add_u(o, "max_cmdsn", s->max_cmdsn);
+	if (iser)
+		json_object_object_add(o, "shared_receives", json_object_new_boolean(c->xp->shared_rx));
 	add_u(o, "buffer_bytes", s->buf_bytes);
 	json_object_object_add(o, "params", params_json(&c->params, iser));
 	pthread_mutex_lock(&f->mu);

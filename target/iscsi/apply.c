@@ -253,6 +253,10 @@ static void keep_restart_keys(struct config *r, struct config *n, json_object *r
 		json_object_array_add(restart, json_object_new_string("poll_mode"));
 		n->poll_mode = r->poll_mode;
 	}
+	if (n->iser_srq != r->iser_srq) {
+		json_object_array_add(restart, json_object_new_string("iser_srq"));
+		n->iser_srq = r->iser_srq;
+	}
 	if (n->tcp_keepalive_s != r->tcp_keepalive_s) {
 		json_object_array_add(restart, json_object_new_string("tcp_keepalive"));
 		n->tcp_keepalive_s = r->tcp_keepalive_s;

@@ -129,11 +129,6 @@ void conn_pdu_put(struct iscsi_conn *c, struct xp_pdu *p)
 	c->pdu_free = p;
 }
 
-uint32_t conn_max_cmdsn(const struct iscsi_conn *c)
-{
-	return c->sess ? session_max_cmdsn(c->sess) : 0;
-}
-
 void conn_fill_sn(struct iscsi_conn *c, void *bhs, bool status_pdu)
 {
 	struct pdu_bhs *h = bhs;
@@ -142,7 +137,7 @@ void conn_fill_sn(struct iscsi_conn *c, void *bhs, bool status_pdu)
 		c->statsn++;
 	if (c->sess) {
 		h->sn2 = htobe32(c->sess->exp_cmdsn);
-		h->sn3 = htobe32(conn_max_cmdsn(c));
+		h->sn3 = htobe32(session_next_max_cmdsn(c->sess));
 	}
 }
 

@@ -210,6 +210,7 @@ struct iscsi_session {
 	struct scsi_nexus nexus;
 	uint32_t exp_cmdsn;
 	uint32_t queue_depth;           /* CmdSN slots: the window is queue_depth - active */
+	uint32_t max_cmdsn;             /* the last MaxCmdSN sent: it never goes back */
 	uint32_t active;                /* slots held: commands taken in order and not yet answered */
 	uint32_t max_immediate;         /* immediate commands alive at once */
 	uint32_t immediate;
@@ -251,7 +252,6 @@ void conn_close(struct iscsi_conn *c);
 int conn_send_then_close(struct iscsi_conn *c, const void *bhs);
 /* Start the target's NOP-In pings (nop_in_interval of the portal group). */
 void conn_start_nop(struct iscsi_conn *c, uint32_t interval_s);
-uint32_t conn_max_cmdsn(const struct iscsi_conn *c);
 /* A PDU's done() saw an error: the connection cannot go on. */
 void conn_pdu_failed(struct iscsi_conn *c, int err);
 /* Shutdown (on each reactor): refuse new commands, close connections once idle. */
@@ -295,7 +295,10 @@ int session_data_out_dest(struct iscsi_conn *c, const uint8_t *bhs, uint8_t **de
 void session_data_out(struct iscsi_conn *c, struct xp_rx *rx);
 /* Buffer memory came back: start commands that waited for it (deferred). */
 void session_bufs_freed(struct iscsi_session *s);
+/* The window's end as last sent (what commands are checked against). */
 uint32_t session_max_cmdsn(const struct iscsi_session *s);
+/* MaxCmdSN for a PDU about to go out: the window the slots allow, as far as the transport can take it. */
+uint32_t session_next_max_cmdsn(struct iscsi_session *s);
 void session_conn_gone(struct iscsi_conn *c);
 /* A non-SCSI PDU with a CmdSN (NOP-Out, TMF, Text, Logout): update ExpCmdSN. Returns false to drop it. */
 bool session_check_cmdsn(struct iscsi_conn *c, const void *bhs);

@@ -83,7 +83,7 @@ static void login_reply(struct iscsi_conn *c, uint8_t flags, uint16_t status, st
 	r.statsn = htobe32(c->statsn++);
 	r.exp_cmdsn = htobe32(ls->cmdsn);
 	/* Before the session exists the window is exactly the login's CmdSN. */
-	r.max_cmdsn = htobe32(ls->cmdsn + (c->sess ? c->sess->queue_depth - 1 : 0));
+	r.max_cmdsn = htobe32(c->sess ? session_next_max_cmdsn(c->sess) : ls->cmdsn);
 	r.status_class = (uint8_t)(status >> 8);
 	r.status_detail = (uint8_t)status;
 	void *data = NULL;
@@ -226,6 +226,9 @@ static int login_identify(struct iscsi_conn *c, const struct text_list *kv, char
 		local.rdma_extensions = true;
 		local.target_recv_dsl = ISER_TARGET_RECV_DSL;
 		local.max_recv_dsl = ISER_TARGET_RECV_DSL;
+		/* Receives from a shared queue: no unsolicited Data-Out Sends beyond the command window. */
+		if (c->xp->shared_rx)
+			local.initial_r2t = true;
 	}
 	neg_init(&ls->neg, NEG_TARGET, &local);
 	ls->neg.discovery = ls->discovery;
@@ -405,12 +408,16 @@ static struct iscsi_session *session_new(struct iscsi_conn *c)
 	memcpy(s->isid, ls->isid, 6);
 	snprintf(s->initiator, sizeof(s->initiator), "%s", ls->initiator);
 	s->exp_cmdsn = ls->cmdsn;
+	s->max_cmdsn = ls->cmdsn - 1; /* nothing sent yet */
 	const struct cfg_params *p = ls->tpg ? &ls->tpg->cfg->params : NULL;
 	/* Discovery sessions carry text requests only: small bounds. */
 	s->queue_depth = p ? p->queue_depth : 16;
-	/* Before the last login answer carries MaxCmdSN: a window is never taken back (RFC 7143 3.2.2.1). */
-	if (c->xp->ops->rdma && s->queue_depth > ISER_MAX_QUEUE_DEPTH)
-		s->queue_depth = ISER_MAX_QUEUE_DEPTH;
+	/*
+	 * Before the last login answer carries MaxCmdSN: a window is never taken
+	 * back (RFC 7143 3.2.2.1).  iSER: what the connection's receives can take.
+	 */
+	if (c->xp->max_queue_depth && s->queue_depth > c->xp->max_queue_depth)
+		s->queue_depth = c->xp->max_queue_depth;
 	s->max_immediate = p ? p->max_immediate : 4;
 	s->buf_budget = (size_t)(p ? p->session_buffer_mb : 1) << 20;
 	return s;

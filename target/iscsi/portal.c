@@ -157,6 +157,7 @@ int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, st
 	struct xp_listen_params lp = {
 		.admit = admit_conn, .accept = conn_accept, .dropped = admit_dropped, .arg = ip,
 		.keepalive_s = cfg->tcp_keepalive_s,
+		.srq_depth = cfg->iser_srq,
 	};
 	int rc = ip->ops->listen(p->host, p->port, iscsi_g.reactors[0], &lp, &ip->l, err, errlen);
 	if (rc) {

@@ -36,13 +36,27 @@ const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun)
 /*
  * Every command taken in CmdSN order holds a slot until its status is on
  * its way (or it is aborted), so the window is QueueDepth minus the slots
- * held; with all held it is closed (MaxCmdSN = ExpCmdSN - 1).  ExpCmdSN and
- * the slots grow together, so MaxCmdSN never goes back, as sec. 3.2.2.1
- * requires (an initiator never lowers its own).
+ * held; with all held it is closed (MaxCmdSN = ExpCmdSN - 1).  A transport
+ * whose receives are shared (iSER with a shared receive queue) may grant
+ * less: the window then shrinks as ExpCmdSN moves up to a MaxCmdSN that
+ * stays, since MaxCmdSN never goes back (sec. 3.2.2.1: an initiator never
+ * lowers its own).
  */
 uint32_t session_max_cmdsn(const struct iscsi_session *s)
 {
-	return s->exp_cmdsn + (s->queue_depth - s->active) - 1;
+	return s->max_cmdsn;
+}
+
+uint32_t session_next_max_cmdsn(struct iscsi_session *s)
+{
+	struct xp_conn *xp = s->conn ? s->conn->xp : NULL;
+	uint32_t open = s->queue_depth - s->active;
+	/* Commands the initiator may send already: ExpCmdSN up to the MaxCmdSN it has. */
+	uint32_t floor = serial_lt(s->max_cmdsn, s->exp_cmdsn) ? 0 : s->max_cmdsn - s->exp_cmdsn + 1;
+	if (xp && xp->ops->grant)
+		open = xp->ops->grant(xp, floor, open);
+	s->max_cmdsn = s->exp_cmdsn + MAX(open, floor) - 1;
+	return s->max_cmdsn;
 }
 
 static void slot_take(struct iscsi_task *t)

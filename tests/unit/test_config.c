@@ -138,6 +138,7 @@ static void test_default(void)
 	CU_ASSERT_EQUAL(t->params.nop_in_interval, 0);
 	CU_ASSERT_EQUAL(c->reactors, 0);
 	CU_ASSERT_EQUAL(c->poll_mode, REACTOR_EVENT);
+	CU_ASSERT_EQUAL(c->iser_srq, 0);
 	CU_ASSERT_PTR_NULL(c->admin_socket);
 	CU_ASSERT_FALSE(c->discovery_auth_required);
 	config_free(c);
@@ -365,6 +366,9 @@ static void test_errors_chap_params_global(void)
 		 "discovery.auth_required: is true but no discovery chap is configured");
 	load_bad("{\"global\":{\"poll_mode\":\"spin\"}}", "global.poll_mode: must be \"event\", \"busy\" or \"adaptive\", got \"spin\"");
 	load_bad("{\"global\":{\"reactors\":5000}}", "global.reactors: must be 0-1024, got 5000");
+	load_bad("{\"global\":{\"iser_srq\":100}}",
+		 "global.iser_srq: must be 0 (each connection posts its own receives) or 160-65536, got 100");
+	load_bad("{\"global\":{\"iser_srq\":70000}}", "global.iser_srq: must be 0-65536, got 70000");
 
 	struct config *c = load_ok(DOC("\"tag\":1,\"params\":{\"InitialR2T\":\"Yes\",\"ImmediateData\":\"No\","
 				       "\"HeaderDigest\":\"None\",\"DataDigest\":\"None,CRC32C\"}"));
@@ -377,12 +381,13 @@ static void test_errors_chap_params_global(void)
 		CU_ASSERT_EQUAL(pr->max_burst, 1048576);
 	}
 	config_free(c);
-	c = load_ok("{\"global\":{\"poll_mode\":\"busy\",\"reactors\":3},\"discovery\":{\"auth_required\":false,"
+	c = load_ok("{\"global\":{\"poll_mode\":\"busy\",\"reactors\":3,\"iser_srq\":1024},\"discovery\":{\"auth_required\":false,"
 		    "\"chap\":{\"userid\":\"d\",\"password\":\"0123456789abc\",\"mutual_userid\":\"m\","
 		    "\"mutual_password\":\"cba9876543210\"}}}");
 	if (c) {
 		CU_ASSERT_EQUAL(c->poll_mode, REACTOR_BUSY_POLL);
 		CU_ASSERT_EQUAL(c->reactors, 3);
+		CU_ASSERT_EQUAL(c->iser_srq, 1024);
 		CU_ASSERT_STRING_EQUAL(c->discovery_chap.mutual_password, "cba9876543210");
 	}
 	config_free(c);
@@ -935,6 +940,7 @@ static bool config_eq(const struct config *a, const struct config *b)
 	if (a->nbackstores != b->nbackstores || a->ntargets != b->ntargets ||
 	    !chap_eq(&a->discovery_chap, &b->discovery_chap) ||
 	    a->discovery_auth_required != b->discovery_auth_required || a->reactors != b->reactors ||
+	    a->iser_srq != b->iser_srq ||
 	    a->poll_mode != b->poll_mode || !str_eq(a->admin_socket, b->admin_socket) ||
 	    !str_eq(a->state_dir, b->state_dir))
 		return false;
@@ -1012,7 +1018,7 @@ static void test_roundtrip(void)
 		"\"QueueDepth\":1,\"NopInInterval\":30}}]}],"
 		"\"discovery\":{\"auth_required\":true,\"chap\":{\"userid\":\"u\",\"password\":\"0123456789abc\","
 		"\"mutual_userid\":\"m\",\"mutual_password\":\"0123456789abd\"}},"
-		"\"global\":{\"reactors\":2,\"poll_mode\":\"adaptive\",\"admin_socket\":\"/run/x.sock\"}}");
+		"\"global\":{\"reactors\":2,\"poll_mode\":\"adaptive\",\"iser_srq\":4096,\"admin_socket\":\"/run/x.sock\"}}");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_STRING_EQUAL(c->backstores[0].path, "/tmp/a b/\xc3\xa9.img");
 	roundtrip(c);

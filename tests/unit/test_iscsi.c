@@ -180,12 +180,21 @@ static int fk_rdma_read(struct xp_conn *xc, struct buf *b, uint32_t off, uint32_
 	return 0;
 }
 
+/* The receives fk_iser "has": grant() cuts every window to grant_cap (at least the floor it is given). */
+static uint32_t grant_cap = UINT32_MAX;
+
+static uint32_t fk_grant(struct xp_conn *xc, uint32_t floor, uint32_t want)
+{
+	(void)xc;
+	return MAX(floor, MIN(want, grant_cap));
+}
+
 static const struct transport_ops fk_tcp = {
 	.name = "fake-tcp", .start = fk_start, .send = fk_send, .close = fk_close, .destroy = fk_destroy,
 };
 static const struct transport_ops fk_iser = {
 	.name = "fake-iser", .rdma = true, .start = fk_start, .send = fk_send, .close = fk_close,
-	.destroy = fk_destroy, .rdma_write = fk_rdma_write, .rdma_read = fk_rdma_read,
+	.destroy = fk_destroy, .grant = fk_grant, .rdma_write = fk_rdma_write, .rdma_read = fk_rdma_read,
 };
 
 static void pump(int n)
@@ -411,6 +420,43 @@ static void test_window(void)
 	CU_ASSERT_EQUAL(count_of(f, PDU_OP_R2T, 0), before);
 	fk_cmd(f, 201, cmdsn + 4, false, cdb, 4096, false, true, NULL);
 	CU_ASSERT_EQUAL(count_of(f, PDU_OP_R2T, 0), before + 1);
+	finish(f);
+}
+
+/*
+ * A transport that grants less (iSER on a shared receive queue): the window
+ * is cut to it, shrinks without MaxCmdSN going back, and opens again.
+ */
+static void test_window_grant(void)
+{
+	grant_cap = 2;
+	cmd_lun = 1;
+	struct fk *f = session(true);
+	const struct pdu_login_rsp *lr = (const void *)last_of(f, PDU_OP_LOGIN_RSP)->bhs;
+	CU_ASSERT_EQUAL(be32toh(lr->max_cmdsn), cmdsn + 1); /* a window of 2, not QueueDepth's 4 */
+	uint8_t tur[16] = { 0 };
+	const struct pdu_scsi_rsp *rsp;
+	/* Each TEST UNIT READY takes CmdSN cmdsn+i; its status carries the window the grant allows then. */
+	static const struct { uint32_t cap, max; } step[] = {
+		{ 2, 2 },          /* ExpCmdSN cmdsn+1, window 2 */
+		{ UINT32_MAX, 5 }, /* granted in full: QueueDepth 4 from ExpCmdSN cmdsn+2 */
+		{ 1, 5 },          /* cut to 1, but CmdSN up to cmdsn+5 was allowed: MaxCmdSN stays */
+		{ 1, 5 },          /* ExpCmdSN moves up to it: the window shrinks to 2 */
+	};
+	for (uint32_t i = 0; i < ARRAY_SIZE(step); i++) {
+		grant_cap = step[i].cap;
+		fk_cmd(f, 300 + i, cmdsn + i, false, tur, 0, false, false, NULL);
+		CU_ASSERT_FATAL(wait_op(f, PDU_OP_SCSI_RSP, i + 1));
+		rsp = (const void *)last_of(f, PDU_OP_SCSI_RSP)->bhs;
+		CU_ASSERT_EQUAL(be32toh(rsp->exp_cmdsn), cmdsn + i + 1);
+		CU_ASSERT_EQUAL(be32toh(rsp->max_cmdsn), cmdsn + step[i].max);
+	}
+	/* One past what was advertised is dropped. */
+	fk_cmd(f, 310, cmdsn + 6, false, tur, 0, false, false, NULL);
+	pump(5);
+	CU_ASSERT_EQUAL(count_of(f, PDU_OP_SCSI_RSP, 0), ARRAY_SIZE(step));
+	grant_cap = UINT32_MAX;
+	cmd_lun = 0;
 	finish(f);
 }
 
@@ -732,6 +778,8 @@ int main(void)
 		return 1;
 	CU_pSuite s = CU_add_suite("iscsi", suite_init, suite_clean);
 	CU_add_test(s, "CmdSN window: QueueDepth taken, the rest dropped, reopened by status", test_window);
+	CU_add_test(s, "CmdSN window cut by the transport's grant: shrinks, MaxCmdSN never back, reopens",
+		    test_window_grant);
 	CU_add_test(s, "immediate commands capped, Reject 0x06", test_immediate_cap);
 	CU_add_test(s, "session buffer budget: commands wait for memory", test_buffer_budget);
 	CU_add_test(s, "Data-Out for a command not started: bounded", test_stash_bound);

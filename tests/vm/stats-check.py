@@ -20,6 +20,14 @@
       and after, all on one reactor (so one buffer pool served every device),
       and each moved data both ways by RDMA (RDMA WRITEs and READs, and their
       bytes, grew on every connection).
+  stats-check.py SOCK receives TARGET DEPTH MIN_SHARED
+      the sessions to TARGET as `sessions` shows them, on one reactor whose
+      iSER connections share a receive queue of DEPTH (global.iser_srq): at
+      least MIN_SHARED of them take their receives from it, negotiated
+      InitialR2T=Yes (no unsolicited Data-Out Sends) and have windows
+      (MaxCmdSN - ExpCmdSN + 1, as last sent) of at least 16 whose sum, with
+      8 receives each for immediate PDUs, stays within DEPTH; any other has
+      its own receives and the full window QueueDepth allows over iSER (120).
 Prints one line per check ("ok"/"not ok") and exits 1 if one failed."""
 import json
 import os
@@ -86,12 +94,35 @@ def devices(sock, before_file, target, ini, ips):
     return 1 if failed else 0
 
 
+def receives(sock, target, depth, min_shared):
+    sess = [s for s in call(sock, 'sessions')['sessions'] if s.get('target') == target]
+    shared = [s for s in sess if s.get('shared_receives')]
+    own = [s for s in sess if not s.get('shared_receives')]
+
+    def window(s):
+        return (s['max_cmdsn'] - s['exp_cmdsn'] + 1) % (1 << 32)
+    for s in sess:
+        print('# TSIH %d: %s receives, window %d, InitialR2T %s' % (
+            s['tsih'], 'shared' if s.get('shared_receives') else 'own', window(s), s['params'].get('InitialR2T')))
+    check('%d sessions or more take their receives from the shared queue' % min_shared, len(shared) >= min_shared,
+          len(shared))
+    check('those negotiated InitialR2T=Yes', all(s['params'].get('InitialR2T') is True for s in shared))
+    check('their windows are 16 or more', all(window(s) >= 16 for s in shared), [window(s) for s in shared])
+    need = sum(window(s) + 8 for s in shared)
+    check('their windows with 8 spare receives each fit the queue (%d of %d)' % (need, depth), need <= depth)
+    check('a session with receives of its own has the full window (120)',
+          all(window(s) + s['commands_active'] == 120 for s in own), [window(s) for s in own])
+    return 1 if failed else 0
+
+
 def main():
     sock, verb = sys.argv[1], sys.argv[2]
     if verb == 'snap':
         with open(sys.argv[3], 'w') as f:
             json.dump(call(sock, 'stats'), f)
         return 0
+    if verb == 'receives':
+        return receives(sock, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     if verb == 'devices':
         return devices(sock, sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:])
     before_file, target, ini, lun, device, min_read, written = sys.argv[3:10]

@@ -12,6 +12,8 @@
 # while busy), Soft-iWARP in "event" and ends with a data check in "busy"
 # mode.  The live changes run over Soft-RoCE only: the admin path is the same
 # whatever carries the session.
+# A shared receive queue (shared_rq): four sessions on one reactor share it,
+# each window cut to fit, on Soft-RoCE and Soft-iWARP.
 # Two RDMA devices at once (two_devices): one isertd, one reactor, iSER
 # portals on Soft-RoCE and Soft-iWARP, a kernel session through each with fio
 # verify running on both together.
@@ -166,9 +168,60 @@ one_provider() {
 	ok "$p: CHAP session's LUN appears" iscsi_wait_disks $t 1
 	ok "$p: CHAP session logout" logout_gone $t $portal
 	ok "$p: isertd survived and stops cleanly" isertd_stop
+	shared_rq $p $ip
 	[ $p = rxe ] && live_iser $p $ip $mode
 	[ $p = siw ] && busy_mode $p $ip
 	return 0
+}
+
+# target_disks IQN LUN: the block device of LUN in every session to IQN.
+target_disks() {
+	local s d
+	for s in /sys/class/iscsi_session/session*; do
+		[ "$(cat $s/targetname 2>/dev/null)" = "$1" ] || continue
+		for d in $s/device/target*/*:*:*:$2/block/*; do
+			[ -b /dev/${d##*/} ] && echo "${d##*/}"
+		done
+	done
+}
+n_target_disks() { [ "$(target_disks $1 $2 | wc -l)" -eq $3 ]; }
+# shared_rq P IP: one reactor, its iSER connections sharing one receive queue
+# of 256 (global.iser_srq).  The kernel initiator logs in 4 sessions to one
+# target (node.session.nr_sessions); fio verify runs on all 4 at once, each
+# on its own quarter of LUN 0.  The session list then shows how the queue
+# was shared (stats-check.py receives): windows cut so that they fit, every
+# session on the queue with InitialR2T=Yes.  The queue is made with the
+# first connection and released with the last.
+shared_rq() {
+	local p=$1 portal=$2:3260 t=$VM_PREFIX:open cfg=/tmp/isertd-iser-srq.json secs i d pids=() rc=0 chk
+	secs=$((FIO_SECS < 20 ? FIO_SECS : 20))
+	chk="python3 $(dirname "$VM_LIB")/stats-check.py $ISERTD_SOCK"
+	vm_log "=== iSER on $p: one reactor, a shared receive queue of 160"
+	sed -e "s/@IP@/$2/" -e 's/"reactors": 2, "poll_mode": "@POLL@"/"reactors": 1, "poll_mode": "event", "iser_srq": 160/' \
+		"$(dirname "$VM_LIB")/isertd-iser.json" > $cfg
+	must "$p: srq: isertd starts with one reactor and iser_srq 160" isertd_start $cfg 3262
+	iscsiadm -m node -T $t -p $portal -I iser -o update -n node.session.nr_sessions -v 4 >/dev/null
+	ok "$p: srq: 4 sessions log in over iSER" bash -c "iscsiadm -m node -T $t -p $portal -I iser --login >/dev/null"
+	iscsiadm -m node -T $t -p $portal -I iser -o update -n node.session.nr_sessions -v 1 >/dev/null
+	must "$p: srq: LUN 0 appears in each of the 4 sessions" wait_for 30 n_target_disks $t 0 4
+	ok "$p: srq: one shared receive queue on ${p}0, of 160 receives" \
+		test "$(log_count "shared receive queue on RDMA device ${p}0: 160 receives")" -eq 1
+	i=0
+	for d in $(target_disks $t 0); do
+		fio --name=srq$i --filename=/dev/$d --direct=1 --ioengine=libaio --iodepth=32 --rw=randrw \
+			--bsrange=4k-256k --verify=crc32c --verify_fatal=1 --offset=$((i * 64))m --size=48m \
+			--time_based --runtime=$secs --eta=never --output="$VM_WORK/fio-srq-$p-$i.txt" & pids+=($!)
+		i=$((i + 1))
+	done
+	for i in "${pids[@]}"; do wait $i || rc=1; done
+	ok "$p: srq: fio crc32c verify, QD32, on the 4 sessions at once (${secs}s), no errors" test $rc -eq 0
+	grep -hE "READ:|WRITE:" "$VM_WORK"/fio-srq-$p-*.txt | sed 's/^/    /'
+	ok "$p: srq: windows cut to fit the queue, InitialR2T=Yes (the session list)" \
+		bash -c "$chk receives $t 160 2 > /tmp/srq-$p.txt; rc=\$?; sed 's/^/    /' /tmp/srq-$p.txt; exit \$rc"
+	ok "$p: srq: logout of the 4 sessions" logout_gone $t $portal
+	ok "$p: srq: the queue is released with the last connection" \
+		wait_for 20 grep -q "shared receive queue on RDMA device ${p}0 released" "$VM_WORK/isertd.log"
+	ok "$p: srq: isertd stops cleanly" isertd_stop
 }
 
 # live_iser P IP POLL_MODE: live_changes (initiator.sh) over iSER, on an isertd
@@ -263,6 +316,10 @@ portal_disk() {
 	return 1
 }
 two_disks() { portal_disk $1 0 >/dev/null && portal_disk $2 1 >/dev/null; }
+lists_target() {   # lists_target IQN PORTAL...: iSER discovery through each portal lists IQN
+	local t=$1 p; shift
+	for p in "$@"; do has_line "$t" <<< "$(iscsi_discover $p iser)" || return 1; done
+}
 log_more() { [ "$(log_count "$1")" -gt "$2" ]; }
 logout_two() { iscsi_logout $1 $2:3260 iser >/dev/null && iscsi_logout $1 $3:3260 iser >/dev/null && iscsi_no_session $1; }
 fio_verify() {   # fio_verify NAME DEV SIZE SECS: random read/write 4k-1m, QD16, crc32c verify
@@ -293,8 +350,7 @@ two_devices() {
 	ok "two devices: isertd listens on both" bash -c "grep -q 'listening on $rxe:3260 (iser)' '$VM_WORK/isertd.log' &&
 		grep -q 'listening on $siw:3260 (iser)' '$VM_WORK/isertd.log'"
 	ok "two devices: discovery over iSER through each portal lists $t" \
-		bash -c "iscsiadm -m discovery -t st -p $rxe:3260 -I iser | grep -q '$t' &&
-			iscsiadm -m discovery -t st -p $siw:3260 -I iser | grep -q '$t'"
+		lists_target $t $rxe:3260 $siw:3260
 	must "two devices: login over iSER through rxe0" bash -c "iscsiadm -m node -T $t -p $rxe:3260 -I iser --login >/dev/null"
 	must "two devices: login over iSER through siw0 while the rxe0 session stays" \
 		bash -c "iscsiadm -m node -T $t -p $siw:3260 -I iser --login >/dev/null"
