@@ -56,6 +56,10 @@ struct tcp_conn {
 	uint8_t *stage;
 	uint32_t stage_cap;
 	bool stage_full;
+	/* A read returned less than it asked: the socket was empty then, so the
+	 * next read waits for the next EPOLLIN (level-triggered, nothing is
+	 * lost) instead of costing a system call that would say EAGAIN. */
+	bool rx_dry;
 	size_t shead, stail;
 	enum rx_state state;
 	uint32_t need, got;
@@ -213,6 +217,8 @@ static int rx_fill(struct tcp_conn *c, uint8_t *p, uint32_t n)
 			continue;
 		}
 		c->shead = c->stail = 0;
+		if (c->rx_dry)
+			return 0;
 		if (!c->stage || (c->stage_full && c->stage_cap < TCP_STAGING)) {
 			uint32_t cap = c->stage ? TCP_STAGING : TCP_STAGING_MIN;
 			uint8_t *n = realloc(c->stage, cap);
@@ -234,12 +240,12 @@ static int rx_fill(struct tcp_conn *c, uint8_t *p, uint32_t n)
 		XP_STAT_ADD(&c->xc, bytes_in, (uint64_t)r);
 		if (direct) {
 			c->got += (uint32_t)r;
+			c->rx_dry = (uint32_t)r < want;
 		} else {
 			c->stail = (size_t)r;
 			c->stage_full = (size_t)r == c->stage_cap;
+			c->rx_dry = !c->stage_full;
 		}
-		if (r > 0 && (size_t)r < (want >= TCP_DIRECT_MIN ? want : 1))
-			continue;
 	}
 	return 1;
 }
@@ -392,8 +398,10 @@ static void tcp_on_event(void *arg, uint32_t events)
 	struct tcp_conn *c = arg;
 	if (events & EPOLLOUT)
 		flush_now(c);
-	if (!c->closing && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->rx_more_scheduled)
+	if (!c->closing && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->rx_more_scheduled) {
+		c->rx_dry = false;
 		rx_run(c);
+	}
 }
 
 static int set_events(struct tcp_conn *c, bool out)
