@@ -1158,8 +1158,6 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r, unsigned srq_depth)
 		c->srq = NULL;
 	}
 	c->xc.shared_rx = c->srq;
-	/* The most login lets a session have; with a shared queue, srq_grant() decides as it goes. */
-	c->xc.max_queue_depth = ISER_MAX_QUEUE_DEPTH;
 	/* The initiator registers its session's pool itself (rdma_pool_register). */
 	int rc = c->active ? 0 : pool_attach(c, reactor_bufpool(r));
 	if (rc)

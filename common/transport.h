@@ -211,9 +211,6 @@ struct xp_conn {
 	/* Largest data segment a control PDU we send may carry (iSER: the
 	 * initiator's 128-byte receive buffers after login); 0: no limit. */
 	uint32_t max_ctrl_data;
-	/* iSER target: SCSI commands in flight its receives can take (the
-	 * session's QueueDepth is cut to it at login); 0: no bound of its own. */
-	uint32_t max_queue_depth;
 	/* iSER target: its receives come from a shared queue, where unsolicited
 	 * Data-Out Sends would go beyond what grant() promised: the login insists
 	 * on InitialR2T=Yes (the data then comes by RDMA READ). */

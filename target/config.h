@@ -168,7 +168,7 @@ struct config {
 	unsigned file_mode;              /* permission bits of the file loaded (0: not a file) */
 };
 
-/* global.iser_srq: one connection's full share of receives (common/rdma.c) at least. */
+/* global.iser_srq: at least as many receives as one connection posts of its own (RDMA_QUEUE, common/rdma.c). */
 #define CFG_ISER_SRQ_MIN 160
 #define CFG_ISER_SRQ_MAX 65536
 

@@ -414,10 +414,11 @@ static struct iscsi_session *session_new(struct iscsi_conn *c)
 	s->queue_depth = p ? p->queue_depth : 16;
 	/*
 	 * Before the last login answer carries MaxCmdSN: a window is never taken
-	 * back (RFC 7143 3.2.2.1).  iSER: what the connection's receives can take.
+	 * back (RFC 7143 3.2.2.1).  iSER: what the connection's receives can take
+	 * (with a shared receive queue, the transport's grant() cuts it further).
 	 */
-	if (c->xp->max_queue_depth && s->queue_depth > c->xp->max_queue_depth)
-		s->queue_depth = c->xp->max_queue_depth;
+	if (c->xp->ops->rdma && s->queue_depth > ISER_MAX_QUEUE_DEPTH)
+		s->queue_depth = ISER_MAX_QUEUE_DEPTH;
 	s->max_immediate = p ? p->max_immediate : 4;
 	s->buf_budget = (size_t)(p ? p->session_buffer_mb : 1) << 20;
 	return s;
