@@ -1,6 +1,6 @@
 #!/bin/bash
-# QD1 4 KiB latency and isertd CPU per I/O, two isertd builds side by side,
-# inside the test guest: the kernel initiator (ib_iser) and fio (libaio,
+# QD1 4 KiB latency and isertd CPU per I/O, two isertd builds (or two
+# configurations of one) side by side, inside the test guest: the kernel initiator (ib_iser) and fio (libaio,
 # direct, 4 KiB random read, then random write, QD1) against a 64 MiB RAM
 # LUN, on Soft-RoCE and on Soft-iWARP.  The builds alternate (A B A B ...,
 # BENCH_ROUNDS rounds each, one isertd start and login per run) so that load
@@ -8,7 +8,10 @@
 #   BENCH_BASE=/path/to/other/build tests/vm/run.sh --build build --timeout 1500 tests/vm/bench-qd1.sh
 #   (BENCH_SECS=5 per workload, BENCH_ROUNDS=3, BENCH_POLL=event|adaptive|busy,
 #   BENCH_QD=1: another queue depth, e.g. 32 for the cost per I/O under load)
-# A is BENCH_BASE's isertd ("base"), B is the --build tree's ("new").  Columns:
+# A is BENCH_BASE's isertd ("base"), B is the --build tree's ("new").  Two
+# configurations instead: leave BENCH_BASE out (both run the --build tree)
+# and give BENCH_BASE_GLOBAL and/or BENCH_NEW_GLOBAL, members added to each
+# one's "global" section, e.g. BENCH_NEW_GLOBAL='"iser_srq": 256'.  Columns:
 # fio's completion latency mean and median (us), IOPS, isertd's CPU time
 # (utime + stime from /proc/PID/stat) per I/O (us), the whole guest's busy CPU
 # per I/O (us: target, initiator and the soft RDMA device).  Not part of the
@@ -23,19 +26,20 @@ QD=${BENCH_QD:-1}
 IQN=iqn.2026-11.org.isert.vm:qd1
 RES=$VM_WORK/bench-qd1.txt
 : > "$RES"
+BENCH_BASE=${BENCH_BASE:-$ISERT_BUILD}
 [ -x "$BENCH_BASE/target/isertd" ] || { vm_log "BENCH_BASE must name a build tree with target/isertd"; exit 1; }
 vm_cleanup_hook() { bench_logout; isertd_stop >/dev/null 2>&1; }
 
 
-# run PROVIDER IP VARIANT BUILD ROUND: one isertd of BUILD, both workloads
+# run PROVIDER IP VARIANT BUILD ROUND GLOBAL: one isertd of BUILD, both workloads
 run() {
-	local prov=$1 ip=$2 var=$3 build=$4 round=$5 dev rw c0 c1 out
+	local prov=$1 ip=$2 var=$3 build=$4 round=$5 extra=${6:+, $6} dev rw c0 c1 out
 	cat > /tmp/qd1.json <<JSON
 { "backstores": [ { "name": "ram", "type": "ram", "size": "64M" } ],
   "targets": [ { "iqn": "$IQN", "tpgs": [ { "tag": 1, "demo_mode": true,
     "portals": [ { "ip": "$ip", "port": 3260, "iser": true }, { "ip": "127.0.0.1", "port": 3262 } ],
     "luns": [ { "lun": 0, "backstore": "ram" } ] } ] } ],
-  "global": { "reactors": 1, "poll_mode": "$POLL" } }
+  "global": { "reactors": 1, "poll_mode": "$POLL"$extra } }
 JSON
 	ISERT_BUILD=$build isertd_start /tmp/qd1.json 3262 || return 1
 	dev=$(bench_login $IQN $ip:3260 iser) || { isertd_stop; return 1; }
@@ -63,14 +67,15 @@ PY
 one() {
 	local r
 	for r in $(seq $ROUNDS); do
-		run $1 $2 base "$BENCH_BASE" $r || vm_log "base on $1 round $r failed"
-		run $1 $2 new "$ISERT_BUILD" $r || vm_log "new on $1 round $r failed"
+		run $1 $2 base "$BENCH_BASE" $r "${BENCH_BASE_GLOBAL:-}" || vm_log "base on $1 round $r failed"
+		run $1 $2 new "$ISERT_BUILD" $r "${BENCH_NEW_GLOBAL:-}" || vm_log "new on $1 round $r failed"
 	done
 	return 0
 }
 
 iscsi_start || exit 1
 echo "prov var round workload clat_mean_us clat_p50_us IOPS cpu_us_per_io guest_cpu_us_per_io   (QD$QD 4k, ${SECS}s, poll_mode $POLL)"
+echo "base: $BENCH_BASE {${BENCH_BASE_GLOBAL:-}}  new: $ISERT_BUILD {${BENCH_NEW_GLOBAL:-}}"
 for_each_rdma one
 echo "== medians (new / base)"
 python3 - "$RES" <<'PY'
