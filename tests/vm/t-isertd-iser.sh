@@ -186,7 +186,7 @@ target_disks() {
 }
 n_target_disks() { [ "$(target_disks $1 $2 | wc -l)" -eq $3 ]; }
 # shared_rq P IP: one reactor, its iSER connections sharing one receive queue
-# of 256 (global.iser_srq).  The kernel initiator logs in 4 sessions to one
+# of 160 (global.iser_srq).  The kernel initiator logs in 4 sessions to one
 # target (node.session.nr_sessions); fio verify runs on all 4 at once, each
 # on its own quarter of LUN 0.  The session list then shows how the queue
 # was shared (stats-check.py receives): windows cut so that they fit, every
