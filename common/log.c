@@ -1,4 +1,5 @@
 #include "common/log.h"
+#include "common/utf8.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -12,10 +13,42 @@ log_sink_fn log_sink;
 
 static const char *const level_name[] = { "error", "warning", "info", "debug" };
 
+/*
+ * Every line is escaped here, whatever its arguments: a peer's string that
+ * reached a format without log_escape() still cannot start a line of its
+ * own (newline), move a terminal's cursor (ESC) or make the line invalid
+ * UTF-8 for the journal.  What is not printable UTF-8 becomes \xNN.
+ */
+static void escape_line(const char *in, char *out, size_t outlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)in;
+	size_t n = strlen(in), o = 0;
+	while (n && o + 5 < outlen) {
+		size_t len = utf8_printable_len(p, n);
+		if (len) {
+			if (o + len + 1 > outlen)
+				break;
+			memcpy(out + o, p, len);
+			o += len;
+		} else {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+			len = 1;
+		}
+		p += len;
+		n -= len;
+	}
+	out[o] = 0;
+}
+
 static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_list ap)
 {
-	char line[1024];
-	vsnprintf(line, sizeof(line), fmt, ap);
+	char raw[1024], line[1024];
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	escape_line(raw, line, sizeof(line));
 	if (log_sink) {
 		char full[1024 + 80];
 		snprintf(full, sizeof(full), "%s%s", line, suffix);

@@ -256,7 +256,9 @@ static void close_session(struct iscsi_conn *c, void *arg)
 	struct fanout *f = arg;
 	if (c->state == CONN_CLOSING || !session_matches(f, c->sess))
 		return;
-	log_info("%s: session TSIH %u of %s closed: %s", c->xp->peer, c->sess->tsih, c->sess->initiator, f->why);
+	char who[160];
+	log_info("%s: session TSIH %u of '%s' closed: %s", c->xp->peer, c->sess->tsih,
+		 log_escape(c->sess->initiator, who, sizeof(who)), f->why);
 	conn_close(c);
 	pthread_mutex_lock(&f->mu);
 	f->count++;
@@ -313,9 +315,11 @@ static void refresh_session(struct iscsi_conn *c, void *arg)
 	pthread_rwlock_rdlock(&iscsi_g.cfg_lock);
 	int rc = session_lun_map(s, &luns, &n);
 	pthread_rwlock_unlock(&iscsi_g.cfg_lock);
+	char who[160];
+	log_escape(s->initiator, who, sizeof(who));
 	if (rc == -EACCES) {
-		log_info("%s: session TSIH %u of %s closed: the changed configuration no longer admits it", c->xp->peer,
-			 s->tsih, s->initiator);
+		log_info("%s: session TSIH %u of '%s' closed: the changed configuration no longer admits it", c->xp->peer,
+			 s->tsih, who);
 		conn_close(c);
 		pthread_mutex_lock(&f->mu);
 		f->count++;
@@ -340,7 +344,7 @@ static void refresh_session(struct iscsi_conn *c, void *arg)
 	session_set_lun_map(s, luns, n, ids);
 	for (size_t i = 0; i < n; i++)
 		scsi_lu_luns_changed(luns[i].lu, &s->nexus);
-	log_info("%s: session TSIH %u of %s: LUN map changed (%zu LUN%s)", c->xp->peer, s->tsih, s->initiator, n,
+	log_info("%s: session TSIH %u of '%s': LUN map changed (%zu LUN%s)", c->xp->peer, s->tsih, who, n,
 		 n == 1 ? "" : "s");
 	pthread_mutex_lock(&f->mu);
 	f->changed++;
