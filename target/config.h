@@ -19,9 +19,11 @@ struct iscsi_tpg;
 
 struct cfg_chap {
 	char *userid;            /* NULL: no CHAP */
-	char *password;
+	char *password;          /* the secret, from the document or read from password_file */
 	char *mutual_userid;     /* NULL: one-way */
 	char *mutual_password;
+	char *password_file;     /* as the document gives it (NULL: the secret is inline) */
+	char *mutual_password_file;
 };
 
 struct cfg_backstore {
@@ -182,16 +184,38 @@ const char *config_state_dir(const struct config *c);
 bool config_valid_state_dir(const char *s);
 
 int config_load_file(const char *path, struct config **out, char *err, size_t errlen);
-/* Does the configuration hold CHAP secrets (any chap object)? */
+/* Does the document hold CHAP secrets (a chap object with an inline password)? */
 bool config_has_secrets(const struct config *c);
+
+/*
+ * Secrets by their place in the document (config_secret.c): the password and
+ * mutual_password of every chap object ("chap" of an ACL and of discovery,
+ * "demo_chap" of a portal group).  Whatever prints, logs or returns a
+ * document, a part of one or a change's parameters masks them first.
+ */
+#define CONFIG_REDACTED "********"
+/* Is key the name of an object that holds secrets ("chap", "demo_chap")? */
+bool config_secret_holder(const char *key);
+/* Mask every secret in o (a document, a part of one, or admin parameters holding one), in place. */
+struct json_object;
+void config_redact(struct json_object *o);
+/* A masked copy of v, the value of member key of an object that is itself member parent (NULL: none). */
+struct json_object *config_redacted(const char *parent, const char *key, struct json_object *v);
+/* Free what c holds, its secrets wiped first. */
+void config_chap_free(struct cfg_chap *c);
 int config_load_string(const char *json, const char *origin, struct config **out, char *err, size_t errlen);
 /* Write atomically (temp file, fsync, rename). */
 int config_save_file(const struct config *c, const char *path, char *err, size_t errlen);
 /* Serialize to a newly allocated JSON string (free()). */
 char *config_to_json(const struct config *c);
 /* The same document as a json-c object (json_object_put() it). */
-struct json_object;
 struct json_object *config_to_obj(const struct config *c);
+/*
+ * The document for comparing two configurations (apply's plan): a secret
+ * read from a file is there as well as the file's name, so a changed file is
+ * a change.  Never printed unmasked, never loaded.
+ */
+struct json_object *config_to_obj_compare(const struct config *c);
 void config_free(struct config *c);
 
 /*

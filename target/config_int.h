@@ -55,7 +55,8 @@ int cfg_enomem(struct pctx *p);
 size_t cfg_push_key(struct pctx *p, const char *key);
 size_t cfg_push_idx(struct pctx *p, size_t i);
 void cfg_pop(struct pctx *p, size_t mark);
-const char *cfg_jdesc(json_object *v, char *buf, size_t n);
+/* A short rendering of v for "got ..." (masked where p's path is inside a secret's holder). */
+const char *cfg_jdesc(struct pctx *p, json_object *v, char *buf, size_t n);
 
 /* Each returns 1 if the key is present and valid, 0 if absent (output
  * untouched), negative errno on error (message written). */
@@ -73,6 +74,11 @@ int cfg_get_array(struct pctx *p, json_object *o, const char *key, bool required
 int cfg_expect_object(struct pctx *p, json_object *v);
 int cfg_check_keys(struct pctx *p, json_object *o, const char *const *allowed);
 int cfg_json_to_u64(struct pctx *p, json_object *v, uint64_t min, uint64_t max, uint64_t *out);
+
+/* config_secret.c: is the loader's path inside a secret's holder ("...chap.password")? */
+bool cfg_path_secret(const char *path);
+/* The secret in file name (absolute, or a systemd credential's name): checked, one line, 0 or -errno. */
+int cfg_read_secret_file(struct pctx *p, const char *name, char **out);
 
 /* Value syntaxes. */
 bool cfg_valid_ip(const char *s, int *family, unsigned char bin[16]);

@@ -81,10 +81,11 @@ void cfg_pop(struct pctx *p, size_t mark)
 }
 
 /* A short rendering of a JSON value for "got ..." in messages. */
-const char *cfg_jdesc(json_object *v, char *buf, size_t n)
+const char *cfg_jdesc(struct pctx *p, json_object *v, char *buf, size_t n)
 {
-	const char *s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
-						       JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *s = cfg_path_secret(p->path) ? "(not shown: a secret's place)"
+						  : json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
+										      JSON_C_TO_STRING_NOSLASHESCAPE);
 
 	if (!s)
 		s = "?";
@@ -115,7 +116,7 @@ int cfg_expect_object(struct pctx *p, json_object *v)
 	char d[48];
 
 	if (!json_object_is_type(v, json_type_object))
-		return cfg_perr(p, "must be an object, got %s", cfg_jdesc(v, d, sizeof(d)));
+		return cfg_perr(p, "must be an object, got %s", cfg_jdesc(p, v, d, sizeof(d)));
 	return 0;
 }
 
@@ -167,7 +168,7 @@ int cfg_get_str(struct pctx *p, json_object *o, const char *key, bool required,
 		return r;
 	mark = cfg_push_key(p, key);
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(p, "must be a string, got %s", cfg_jdesc(v, d, sizeof(d)));
+		return cfg_perr(p, "must be a string, got %s", cfg_jdesc(p, v, d, sizeof(d)));
 	const char *s = json_object_get_string(v);
 	size_t len = (size_t)json_object_get_string_len(v);
 	if (strlen(s) != len)
@@ -196,7 +197,7 @@ int cfg_get_bool(struct pctx *p, json_object *o, const char *key, bool *out)
 		return r;
 	if (!json_object_is_type(v, json_type_boolean)) {
 		cfg_push_key(p, key);
-		return cfg_perr(p, "must be true or false, got %s", cfg_jdesc(v, d, sizeof(d)));
+		return cfg_perr(p, "must be true or false, got %s", cfg_jdesc(p, v, d, sizeof(d)));
 	}
 	*out = json_object_get_boolean(v);
 	return 1;
@@ -215,12 +216,12 @@ int cfg_json_to_u64(struct pctx *p, json_object *v, uint64_t min, uint64_t max, 
 	char d[48];
 
 	if (!json_object_is_type(v, json_type_int))
-		return cfg_perr(p, "must be an integer, got %s", cfg_jdesc(v, d, sizeof(d)));
+		return cfg_perr(p, "must be an integer, got %s", cfg_jdesc(p, v, d, sizeof(d)));
 	if (json_object_get_int64(v) < 0)
-		return range_err(p, min, max, cfg_jdesc(v, d, sizeof(d)));
+		return range_err(p, min, max, cfg_jdesc(p, v, d, sizeof(d)));
 	uint64_t u = json_object_get_uint64(v);
 	if (u < min || u > max || u == UINT64_MAX)
-		return range_err(p, min, max, cfg_jdesc(v, d, sizeof(d)));
+		return range_err(p, min, max, cfg_jdesc(p, v, d, sizeof(d)));
 	*out = u;
 	return 0;
 }
@@ -264,7 +265,7 @@ int cfg_get_array(struct pctx *p, json_object *o, const char *key, bool required
 		return r;
 	if (!json_object_is_type(v, json_type_array)) {
 		cfg_push_key(p, key);
-		return cfg_perr(p, "must be an array, got %s", cfg_jdesc(v, d, sizeof(d)));
+		return cfg_perr(p, "must be an array, got %s", cfg_jdesc(p, v, d, sizeof(d)));
 	}
 	*arr = v;
 	*n = json_object_array_length(v);

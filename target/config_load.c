@@ -208,41 +208,65 @@ int config_parse_metrics(const char *s, char **host, uint16_t *port)
 /* ------------------------------------------------------------------------ */
 /* Sections. */
 
+/* A secret given inline (key) or in a file (key_file): exactly one of them when required. */
+static int get_secret(struct pctx *p, json_object *v, const char *key, bool required, char **secret, char **file)
+{
+	char fkey[32];
+	snprintf(fkey, sizeof(fkey), "%s_file", key);
+	bool inline_ = json_object_object_get_ex(v, key, NULL), infile = json_object_object_get_ex(v, fkey, NULL);
+	int r;
+	if (inline_ && infile) {
+		cfg_push_key(p, fkey);
+		return cfg_perr(p, "give %s or %s, not both", key, fkey);
+	}
+	if (infile) {
+		if ((r = cfg_get_str(p, v, fkey, true, 4095, file)) < 0)
+			return r;
+		size_t mark = cfg_push_key(p, fkey);
+		if ((r = cfg_read_secret_file(p, *file, secret)))
+			return r;
+		cfg_pop(p, mark);
+	} else if ((r = cfg_get_str(p, v, key, required, CFG_CHAP_MAX, secret)) <= 0) {
+		return r;
+	} else if (!strcmp(*secret, CONFIG_REDACTED)) {
+		cfg_push_key(p, key);
+		return cfg_perr(p, "is the mask '%s' that config.get, iserctl config and plans show in a secret's "
+				   "place, not a secret: give the secret, or %s (iserctl config --show-secrets "
+				   "prints the running ones)", CONFIG_REDACTED, fkey);
+	}
+	if (strlen(*secret) < CFG_CHAP_MIN) {
+		cfg_push_key(p, infile ? fkey : key);
+		return cfg_perr(p, "CHAP secret must be at least %d characters (RFC 7143 sec. 12.1.3), got %zu",
+				CFG_CHAP_MIN, strlen(*secret));
+	}
+	return 1;
+}
+
 static int parse_chap(struct pctx *p, json_object *v, struct cfg_chap *c)
 {
-	static const char *const keys[] = { "userid", "password", "mutual_userid",
-					    "mutual_password", NULL };
+	static const char *const keys[] = { "userid", "password", "password_file", "mutual_userid",
+					    "mutual_password", "mutual_password_file", NULL };
 	int r;
 
 	if ((r = cfg_expect_object(p, v)) || (r = cfg_check_keys(p, v, keys)))
 		return r;
 	if (!json_object_object_get_ex(v, "userid", NULL) &&
 	    !json_object_object_get_ex(v, "password", NULL) &&
+	    !json_object_object_get_ex(v, "password_file", NULL) &&
 	    (json_object_object_get_ex(v, "mutual_userid", NULL) ||
-	     json_object_object_get_ex(v, "mutual_password", NULL)))
+	     json_object_object_get_ex(v, "mutual_password", NULL) ||
+	     json_object_object_get_ex(v, "mutual_password_file", NULL)))
 		return cfg_perr(p, "mutual CHAP requires one-way CHAP: set userid and password too");
 	if ((r = cfg_get_str(p, v, "userid", true, CFG_CHAP_MAX, &c->userid)) < 0 ||
-	    (r = cfg_get_str(p, v, "password", true, CFG_CHAP_MAX, &c->password)) < 0 ||
+	    (r = get_secret(p, v, "password", true, &c->password, &c->password_file)) < 0 ||
 	    (r = cfg_get_str(p, v, "mutual_userid", false, CFG_CHAP_MAX, &c->mutual_userid)) < 0 ||
-	    (r = cfg_get_str(p, v, "mutual_password", false, CFG_CHAP_MAX, &c->mutual_password)) < 0)
+	    (r = get_secret(p, v, "mutual_password", false, &c->mutual_password, &c->mutual_password_file)) < 0)
 		return r;
-	if (strlen(c->password) < CFG_CHAP_MIN) {
-		cfg_push_key(p, "password");
-		return cfg_perr(p, "CHAP secret must be at least %d characters (RFC 7143 sec. 12.1.3), got %zu",
-				CFG_CHAP_MIN, strlen(c->password));
-	}
 	if (!c->mutual_userid != !c->mutual_password)
-		return cfg_perr(p, "mutual CHAP needs both mutual_userid and mutual_password");
-	if (c->mutual_password) {
-		if (strlen(c->mutual_password) < CFG_CHAP_MIN) {
-			cfg_push_key(p, "mutual_password");
-			return cfg_perr(p, "CHAP secret must be at least %d characters (RFC 7143 sec. 12.1.3), got %zu",
-					CFG_CHAP_MIN, strlen(c->mutual_password));
-		}
-		if (!strcmp(c->mutual_password, c->password)) {
-			cfg_push_key(p, "mutual_password");
-			return cfg_perr(p, "must differ from password (RFC 7143 sec. 12.1.3 forbids reusing a secret in both directions)");
-		}
+		return cfg_perr(p, "mutual CHAP needs both mutual_userid and mutual_password (or mutual_password_file)");
+	if (c->mutual_password && !strcmp(c->mutual_password, c->password)) {
+		cfg_push_key(p, c->mutual_password_file ? "mutual_password_file" : "mutual_password");
+		return cfg_perr(p, "must differ from password (RFC 7143 sec. 12.1.3 forbids reusing a secret in both directions)");
 	}
 	return 0;
 }
@@ -378,10 +402,10 @@ int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 		if (json_object_is_type(sv, json_type_string)) {
 			int e = cfg_parse_size_str(json_object_get_string(sv), &b->bs.size);
 			if (e == -ERANGE || (!e && b->bs.size > INT64_MAX))
-				return cfg_perr(p, "too large, got %s", cfg_jdesc(sv, d, sizeof(d)));
+				return cfg_perr(p, "too large, got %s", cfg_jdesc(p, sv, d, sizeof(d)));
 			if (e)
 				return cfg_perr(p, "must be a byte count or a number with a K, M, G or T suffix (powers of 1024), got %s",
-						cfg_jdesc(sv, d, sizeof(d)));
+						cfg_jdesc(p, sv, d, sizeof(d)));
 		} else if ((r = cfg_json_to_u64(p, sv, 0, INT64_MAX, &b->bs.size))) {
 			return r;
 		}
@@ -474,7 +498,7 @@ static int get_yesno(struct pctx *p, json_object *o, const char *key, bool *out)
 		}
 	}
 	cfg_push_key(p, key);
-	return cfg_perr(p, "must be true, false, \"Yes\" or \"No\", got %s", cfg_jdesc(v, d, sizeof(d)));
+	return cfg_perr(p, "must be true, false, \"Yes\" or \"No\", got %s", cfg_jdesc(p, v, d, sizeof(d)));
 }
 
 /* Digest offer: a list of CRC32C and None; None must be in it. */
@@ -489,7 +513,7 @@ static int get_digest(struct pctx *p, json_object *o, const char *key, bool *out
 		return r;
 	mark = cfg_push_key(p, key);
 	if (!json_object_is_type(v, json_type_string))
-		return cfg_perr(p, "must be a string such as \"CRC32C,None\", got %s", cfg_jdesc(v, d, sizeof(d)));
+		return cfg_perr(p, "must be a string such as \"CRC32C,None\", got %s", cfg_jdesc(p, v, d, sizeof(d)));
 	const char *s = json_object_get_string(v);
 	if (!strcmp(s, "None"))
 		*out = false;
@@ -498,7 +522,7 @@ static int get_digest(struct pctx *p, json_object *o, const char *key, bool *out
 	else if (!strcmp(s, "CRC32C"))
 		return cfg_perr(p, "must include None (a CRC32C-only offer is not supported), got \"CRC32C\"");
 	else
-		return cfg_perr(p, "must be \"CRC32C,None\" or \"None\", got %s", cfg_jdesc(v, d, sizeof(d)));
+		return cfg_perr(p, "must be \"CRC32C,None\" or \"None\", got %s", cfg_jdesc(p, v, d, sizeof(d)));
 	cfg_pop(p, mark);
 	return 1;
 }
@@ -1245,14 +1269,6 @@ int config_load_file(const char *path, struct config **out, char *err, size_t er
 
 /* ------------------------------------------------------------------------ */
 
-static void chap_free(struct cfg_chap *c)
-{
-	free(c->userid);
-	free(c->password);
-	free(c->mutual_userid);
-	free(c->mutual_password);
-}
-
 static void tpg_free(struct cfg_tpg *t)
 {
 	for (size_t i = 0; i < t->nportals; i++)
@@ -1263,11 +1279,11 @@ static void tpg_free(struct cfg_tpg *t)
 	free(t->luns);
 	for (size_t i = 0; i < t->nacls; i++) {
 		free(t->acls[i].initiator);
-		chap_free(&t->acls[i].chap);
+		config_chap_free(&t->acls[i].chap);
 		free(t->acls[i].luns);
 	}
 	free(t->acls);
-	chap_free(&t->demo_chap);
+	config_chap_free(&t->demo_chap);
 }
 
 void config_free(struct config *c)
@@ -1287,7 +1303,7 @@ void config_free(struct config *c)
 		cfg_alua_free(tg);
 	}
 	free(c->targets);
-	chap_free(&c->discovery_chap);
+	config_chap_free(&c->discovery_chap);
 	free(c->admin_socket);
 	free(c->metrics);
 	free(c->state_dir);

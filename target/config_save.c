@@ -44,12 +44,16 @@ static bool arr_add(json_object *a, json_object *v)
 	return true;
 }
 
-static json_object *chap_to_json(const struct cfg_chap *c)
+/* A secret from a file is saved as the file's name; compare (config_to_obj_compare) adds the secret. */
+static json_object *chap_to_json(const struct cfg_chap *c, bool compare)
 {
 	json_object *o = json_object_new_object();
-	bool ok = o && put_str(o, "userid", c->userid) && put_str(o, "password", c->password) &&
+	bool ok = o && put_str(o, "userid", c->userid) &&
+		  put_str(o, "password", c->password_file && !compare ? NULL : c->password) &&
+		  put_str(o, "password_file", c->password_file) &&
 		  put_str(o, "mutual_userid", c->mutual_userid) &&
-		  put_str(o, "mutual_password", c->mutual_password);
+		  put_str(o, "mutual_password", c->mutual_password_file && !compare ? NULL : c->mutual_password) &&
+		  put_str(o, "mutual_password_file", c->mutual_password_file);
 
 	if (!ok) {
 		json_object_put(o);
@@ -124,7 +128,7 @@ static json_object *params_to_json(const struct cfg_params *pr)
 	return o;
 }
 
-static json_object *acl_to_json(const struct cfg_acl *a)
+static json_object *acl_to_json(const struct cfg_acl *a, bool compare)
 {
 	json_object *o = json_object_new_object();
 	json_object *ml = json_object_new_array();
@@ -141,7 +145,7 @@ static json_object *acl_to_json(const struct cfg_acl *a)
 			ok = arr_add(ml, m);
 	}
 	ok = ok && put_str(o, "initiator", a->initiator) &&
-	     (!a->chap.userid || put(o, "chap", chap_to_json(&a->chap))) &&
+	     (!a->chap.userid || put(o, "chap", chap_to_json(&a->chap, compare))) &&
 	     put(o, "allow_target_reset", json_object_new_boolean(a->allow_target_reset));
 	if (ok) {
 		ok = put(o, "mapped_luns", ml);
@@ -155,7 +159,7 @@ static json_object *acl_to_json(const struct cfg_acl *a)
 	return o;
 }
 
-static json_object *tpg_to_json(const struct cfg_tpg *t)
+static json_object *tpg_to_json(const struct cfg_tpg *t, bool compare)
 {
 	json_object *o = json_object_new_object();
 	json_object *ps = json_object_new_array(), *ls = json_object_new_array(),
@@ -177,13 +181,13 @@ static json_object *tpg_to_json(const struct cfg_tpg *t)
 		ok = ok ? arr_add(ls, e) : (json_object_put(e), false);
 	}
 	for (size_t i = 0; ok && i < t->nacls; i++)
-		ok = arr_add(as, acl_to_json(&t->acls[i]));
+		ok = arr_add(as, acl_to_json(&t->acls[i], compare));
 	ok = ok && put(o, "tag", json_object_new_int64(t->tag)) &&
 	     put(o, "enable", json_object_new_boolean(t->enable)) &&
 	     put(o, "demo_mode", json_object_new_boolean(t->demo_mode)) &&
 	     put(o, "demo_write_protect", json_object_new_boolean(t->demo_write_protect)) &&
 	     put(o, "demo_target_reset", json_object_new_boolean(t->demo_target_reset)) &&
-	     (!t->demo_chap.userid || put(o, "demo_chap", chap_to_json(&t->demo_chap)));
+	     (!t->demo_chap.userid || put(o, "demo_chap", chap_to_json(&t->demo_chap, compare)));
 	if (ok) {
 		ok = put(o, "portals", ps);
 		ps = NULL;
@@ -207,14 +211,14 @@ static json_object *tpg_to_json(const struct cfg_tpg *t)
 	return o;
 }
 
-static json_object *target_to_json(const struct cfg_target *tg)
+static json_object *target_to_json(const struct cfg_target *tg, bool compare)
 {
 	json_object *o = json_object_new_object();
 	json_object *ts = json_object_new_array();
 	bool ok = o && ts;
 
 	for (size_t i = 0; ok && i < tg->ntpgs; i++)
-		ok = arr_add(ts, tpg_to_json(&tg->tpgs[i]));
+		ok = arr_add(ts, tpg_to_json(&tg->tpgs[i], compare));
 	ok = ok && put_str(o, "iqn", tg->iqn) && put_str(o, "alias", tg->alias);
 	if (ok) {
 		ok = put(o, "tpgs", ts);
@@ -239,7 +243,7 @@ static const char *poll_mode_name(enum reactor_poll_mode m)
 	return "event";
 }
 
-json_object *config_to_obj(const struct config *c)
+static json_object *to_obj(const struct config *c, bool compare)
 {
 	json_object *root = json_object_new_object();
 	json_object *bs = json_object_new_array(), *ts = json_object_new_array();
@@ -249,9 +253,9 @@ json_object *config_to_obj(const struct config *c)
 	for (size_t i = 0; ok && i < c->nbackstores; i++)
 		ok = arr_add(bs, backstore_to_json(&c->backstores[i]));
 	for (size_t i = 0; ok && i < c->ntargets; i++)
-		ok = arr_add(ts, target_to_json(&c->targets[i]));
+		ok = arr_add(ts, target_to_json(&c->targets[i], compare));
 	ok = ok && put(disc, "auth_required", json_object_new_boolean(c->discovery_auth_required)) &&
-	     (!c->discovery_chap.userid || put(disc, "chap", chap_to_json(&c->discovery_chap))) &&
+	     (!c->discovery_chap.userid || put(disc, "chap", chap_to_json(&c->discovery_chap, compare))) &&
 	     put(glob, "reactors", json_object_new_int64(c->reactors)) &&
 	     put(glob, "poll_mode", json_object_new_string(poll_mode_name(c->poll_mode))) &&
 	     put(glob, "iser_srq", json_object_new_int64(c->iser_srq)) &&
@@ -273,6 +277,16 @@ json_object *config_to_obj(const struct config *c)
 		return NULL;
 	}
 	return root;
+}
+
+json_object *config_to_obj(const struct config *c)
+{
+	return to_obj(c, false);
+}
+
+json_object *config_to_obj_compare(const struct config *c)
+{
+	return to_obj(c, true);
 }
 
 char *config_to_json(const struct config *c)
@@ -393,17 +407,22 @@ out:
 	return r;
 }
 
+static bool inline_secret(const struct cfg_chap *c)
+{
+	return (c->password && !c->password_file) || (c->mutual_password && !c->mutual_password_file);
+}
+
 bool config_has_secrets(const struct config *c)
 {
-	if (c->discovery_chap.userid)
+	if (inline_secret(&c->discovery_chap))
 		return true;
 	for (size_t i = 0; i < c->ntargets; i++)
 		for (size_t j = 0; j < c->targets[i].ntpgs; j++) {
 			const struct cfg_tpg *t = &c->targets[i].tpgs[j];
-			if (t->demo_chap.userid)
+			if (inline_secret(&t->demo_chap))
 				return true;
 			for (size_t k = 0; k < t->nacls; k++)
-				if (t->acls[k].chap.userid)
+				if (inline_secret(&t->acls[k].chap))
 					return true;
 		}
 	return false;

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <json-c/json.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -54,6 +55,8 @@ static void usage(FILE *f)
 		"                         (default: global.state_dir, else " CONFIG_DEFAULT_STATE_DIR "; none: off)\n"
 		"      --check            validate the configuration and exit\n"
 		"      --print-config     print the configuration in effect as JSON and exit\n"
+		"                         (CHAP secrets masked as " CONFIG_REDACTED ")\n"
+		"      --show-secrets     with --print-config: print the CHAP secrets too\n"
 		"  -d, --debug            verbose logging\n"
 		"  -h, --help             this help\n");
 }
@@ -159,13 +162,14 @@ int main(int argc, char **argv)
 		{ "reactors", required_argument, NULL, 'r' }, { "check", no_argument, NULL, 'C' },
 		{ "admin-socket", required_argument, NULL, 'a' }, { "metrics", required_argument, NULL, 'M' },
 		{ "state-dir", required_argument, NULL, 'S' },
-		{ "print-config", no_argument, NULL, 'P' },   { "debug", no_argument, NULL, 'd' },
+		{ "print-config", no_argument, NULL, 'P' },   { "show-secrets", no_argument, NULL, 'X' },
+		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 	};
 	const char *config_path = NULL, *admin_socket = NULL, *metrics = NULL, *state_dir = NULL;
 	const char *portals[64];
 	unsigned nportals = 0, nr = 0;
-	bool check = false, print = false;
+	bool check = false, print = false, secrets = false;
 	int o;
 	while ((o = getopt_long(argc, argv, "c:p:r:a:dh", opts, NULL)) != -1) {
 		switch (o) {
@@ -209,6 +213,9 @@ int main(int argc, char **argv)
 		case 'P':
 			print = true;
 			break;
+		case 'X':
+			secrets = true;
+			break;
 		case 'd':
 			log_threshold = LOG_DEBUG;
 			break;
@@ -222,6 +229,10 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "isertd: unexpected argument '%s' (try --help)\n", argv[optind]);
+		return 2;
+	}
+	if (secrets && !print) {
+		fprintf(stderr, "isertd: --show-secrets goes with --print-config\n");
 		return 2;
 	}
 	char err[512] = "";
@@ -264,10 +275,13 @@ int main(int argc, char **argv)
 	}
 	if (check || print) {
 		if (print) {
-			char *j = config_to_json(cfg);
+			json_object *j = config_to_obj(cfg);
+			if (j && !secrets)
+				config_redact(j);
 			if (j)
-				puts(j);
-			free(j);
+				puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+									       JSON_C_TO_STRING_NOSLASHESCAPE));
+			json_object_put(j);
 		} else {
 			printf("%s: configuration is valid\n", cfg->origin);
 		}

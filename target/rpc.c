@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "target/iscsi/iscsi.h"
 #include "target/rpc_int.h"
 
@@ -70,6 +71,41 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/*
+ * An answer as text.  JSON is UTF-8, but json-c passes a string's bytes
+ * through as they are, and some strings are a peer's (an InitiatorName may
+ * hold any byte but NUL): a byte that is not valid UTF-8 is written as the
+ * text \xNN (the logs' escape), so every answer parses.  Such bytes can only
+ * be inside strings: json-c writes everything else in ASCII.
+ */
+static char *answer_text(json_object *r)
+{
+	const unsigned char *t = (const unsigned char *)json_object_to_json_string_ext(
+		r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!t)
+		return NULL;
+	size_t n = strlen((const char *)t), bad = 0;
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_seq_len(t + i, n - i);
+		bad += !l;
+		i += l ? l : 1;
+	}
+	char *out = malloc(n + 4 * bad + 1), *o = out;
+	for (size_t i = 0; out && i < n;) {
+		size_t l = utf8_seq_len(t + i, n - i);
+		if (l) {
+			memcpy(o, t + i, l);
+			o += l;
+			i += l;
+		} else {
+			o += sprintf(o, "\\\\x%02x", t[i++]);
+		}
+	}
+	if (out)
+		*o = 0;
+	return out;
+}
+
 static char *error_text(json_object *id, int code, const char *msg)
 {
 	json_object *r = json_object_new_object(), *e = json_object_new_object();
@@ -78,7 +114,7 @@ static char *error_text(json_object *id, int code, const char *msg)
 	json_object_object_add(e, "message", json_object_new_string(msg));
 	json_object_object_add(r, "error", e);
 	json_object_object_add(r, "id", id ? json_object_get(id) : NULL);
-	char *s = strdup(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	char *s = answer_text(r);
 	json_object_put(r);
 	return s;
 }
@@ -139,7 +175,7 @@ static char *handle_obj(json_object *req, uid_t uid)
 		out = error_text(id, RPC_UNAVAILABLE, "isertd is shutting down");
 		goto done;
 	}
-	struct rpc_call c = { .params = params ? json_object_get(params) : json_object_new_object() };
+	struct rpc_call c = { .params = params ? json_object_get(params) : json_object_new_object(), .uid = uid };
 	int rc = 0;
 	if (m->change && json_object_object_get_ex(c.params, "generation", &v)) {
 		int64_t g = json_object_get_int64(v);
@@ -158,9 +194,11 @@ static char *handle_obj(json_object *req, uid_t uid)
 		rc = m->fn(&c);
 	if (!rc && m->change && !c.unchanged) {
 		rpc_st.generation++;
+		json_object *shown = config_redacted(NULL, "params", params ? params : c.params);
 		log_info("admin (uid %u): %s %.200s: done, generation %llu", (unsigned)uid, m->name,
-			 json_object_to_json_string_ext(params ? params : c.params, JSON_C_TO_STRING_PLAIN),
+			 json_object_to_json_string_ext(shown, JSON_C_TO_STRING_PLAIN),
 			 (unsigned long long)rpc_st.generation);
+		json_object_put(shown);
 	}
 	if (!has_id) {
 		json_object_put(c.result);
@@ -172,7 +210,7 @@ static char *handle_obj(json_object *req, uid_t uid)
 		json_object_object_add(r, "jsonrpc", json_object_new_string("2.0"));
 		json_object_object_add(r, "result", c.result ? c.result : json_object_new_object());
 		json_object_object_add(r, "id", json_object_get(id));
-		out = strdup(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		out = answer_text(r);
 		json_object_put(r);
 	}
 	json_object_put(c.params);

@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "target/config.h"
 
@@ -13,6 +14,7 @@ struct rpc_call {
 	json_object *result;     /* set by the method on success */
 	int code;                /* RPC_* on failure */
 	bool unchanged;          /* a change method that changed nothing (dry run, or nothing differed) */
+	uid_t uid;               /* of the peer: root or isertd's own */
 	char msg[768];
 };
 

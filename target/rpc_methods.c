@@ -125,12 +125,23 @@ static int m_methods(struct rpc_call *c)
 
 static int m_config_get(struct rpc_call *c)
 {
-	static const char *const keys[] = { NULL };
+	static const char *const keys[] = { "show_secrets", NULL };
+	json_object *v;
 	if (only_keys(c, keys))
 		return -1;
+	bool secrets = json_object_object_get_ex(c->params, "show_secrets", &v);
+	if (secrets && !json_object_is_type(v, json_type_boolean))
+		return rpc_fail(c, RPC_INVALID_PARAMS, "show_secrets: must be true or false");
+	secrets = secrets && json_object_get_boolean(v);
+	/* isertd's own uid may use the socket when isertd is not root; the secrets are root's only. */
+	if (secrets && c->uid != 0)
+		return rpc_fail(c, RPC_PERMISSION, "show_secrets: only root may read the secrets (uid %u)",
+				(unsigned)c->uid);
 	json_object *cfg = config_to_obj(rpc_st.cfg);
 	if (!cfg)
 		return rpc_fail(c, RPC_INTERNAL, "out of memory");
+	if (!secrets)
+		config_redact(cfg);
 	c->result = json_object_new_object();
 	json_object_object_add(c->result, "generation", json_object_new_uint64(rpc_st.generation));
 	json_object_object_add(c->result, "origin", json_object_new_string(rpc_st.cfg->origin));
@@ -1308,7 +1319,8 @@ static int m_global_set(struct rpc_call *c)
 
 const struct rpc_method rpc_methods[] = {
 	{ "rpc.methods", m_methods, false, "the methods of this socket" },
-	{ "config.get", m_config_get, false, "the running configuration (as --print-config) and its generation" },
+	{ "config.get", m_config_get, false, "the running configuration (as --print-config) and its generation; "
+					    "CHAP secrets masked unless show_secrets (root only)" },
 	{ "sessions", m_sessions, false, "sessions with their negotiated parameters; filter by tsih, initiator, target" },
 	{ "stats", m_stats, false, "statistics (docs/stats.md): luns, connections, portals, rdma_devices; filter by "
 				   "target, initiator, lun, tsih; sections: which of them" },

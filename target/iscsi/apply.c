@@ -75,15 +75,9 @@ static bool elem_name(const char *key, json_object *e, char *out, size_t n)
 	return true;
 }
 
-static json_object *shown(const char *key, json_object *v)
-{
-	/* Secrets are not echoed into plans and logs. */
-	if (strstr(key, "password"))
-		return json_object_new_string("********");
-	return json_object_get(v);
-}
-
-static void diff(json_object *plan, const char *path, const char *key, json_object *a, json_object *b);
+/* key: a's and b's name in their parent object, itself named parent (secrets are masked by their place). */
+static void diff(json_object *plan, const char *path, const char *parent, const char *key, json_object *a,
+		 json_object *b);
 
 struct named {
 	char name[300];
@@ -129,7 +123,7 @@ static void diff_array(json_object *plan, const char *path, const char *key, jso
 	struct named *va = index_named(key, a, &na), *vb = va ? index_named(key, b, &nb) : NULL;
 	if (!va || !vb) {
 		if (!json_object_equal(a, b))
-			step(plan, "set", path, json_object_get(b));
+			step(plan, "set", path, config_redacted(NULL, key, b));
 		free(va);
 		free(vb);
 		return;
@@ -140,7 +134,7 @@ static void diff_array(json_object *plan, const char *path, const char *key, jso
 		if (!f)
 			step(plan, "delete", p, NULL);
 		else
-			diff(plan, p, key, va[i].e, f);
+			diff(plan, p, key, key, va[i].e, f);
 	}
 	for (size_t i = 0; i < nb; i++)
 		if (!find_named(va, na, vb[i].name)) {
@@ -151,7 +145,8 @@ static void diff_array(json_object *plan, const char *path, const char *key, jso
 	free(vb);
 }
 
-static void diff(json_object *plan, const char *path, const char *key, json_object *a, json_object *b)
+static void diff(json_object *plan, const char *path, const char *parent, const char *key, json_object *a,
+		 json_object *b)
 {
 	char p[1024];
 	if (json_object_is_type(a, json_type_object) && json_object_is_type(b, json_type_object)) {
@@ -166,14 +161,14 @@ static void diff(json_object *plan, const char *path, const char *key, json_obje
 			if (!json_object_object_get_ex(b, k, &vb))
 				step(plan, "delete", p, NULL);
 			else
-				diff(plan, p, k, va, vb);
+				diff(plan, p, key, k, va, vb);
 		}
 		json_object_object_foreach(b, k2, vb2)
 		{
 			json_object *va2;
 			if (!json_object_object_get_ex(a, k2, &va2)) {
 				snprintf(p, sizeof(p), "%s/%s", path, k2);
-				step(plan, "set", p, shown(k2, vb2));
+				step(plan, "set", p, config_redacted(key, k2, vb2));
 			}
 		}
 		return;
@@ -183,7 +178,7 @@ static void diff(json_object *plan, const char *path, const char *key, json_obje
 		return;
 	}
 	if (!json_object_equal(a, b))
-		step(plan, "set", path, shown(key, b));
+		step(plan, "set", path, config_redacted(parent, key, b));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -353,9 +348,9 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	res->restart = json_object_new_array();
 	res->sessions_closed = res->maps_changed = 0;
 	keep_restart_keys(r, n, res->restart);
-	json_object *ja = config_to_obj(r), *jb = config_to_obj(n);
+	json_object *ja = config_to_obj_compare(r), *jb = config_to_obj_compare(n);
 	if (ja && jb)
-		diff(res->plan, "", "", ja, jb);
+		diff(res->plan, "", NULL, "", ja, jb);
 	json_object_put(ja);
 	json_object_put(jb);
 

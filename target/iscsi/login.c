@@ -48,11 +48,7 @@ void login_free(struct iscsi_conn *c)
 	if (!c->login)
 		return;
 	text_buf_free(&c->login->acc);
-	struct cfg_chap *k = &c->login->chap_copy;
-	free(k->userid);
-	free(k->password);
-	free(k->mutual_userid);
-	free(k->mutual_password);
+	config_chap_free(&c->login->chap_copy);
 	free(c->login);
 	c->login = NULL;
 }

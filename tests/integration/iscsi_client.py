@@ -38,7 +38,9 @@ def pad4(b):
 
 
 def kv(d):
-    return b''.join(f'{k}={v}'.encode() + b'\0' for k, v in d.items())
+    """Text keys; a bytes value goes as it is (hostile names: any byte but NUL)."""
+    return b''.join(f'{k}='.encode() + (v if isinstance(v, bytes) else f'{v}'.encode()) + b'\0'
+                    for k, v in d.items())
 
 
 def parse_kv(data):

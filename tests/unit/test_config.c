@@ -213,6 +213,54 @@ static void test_examples(void)
 	config_free(c);
 }
 
+/* Secrets are masked by their place: chap and demo_chap objects, wherever they sit. */
+static void test_redact(void)
+{
+	struct config *c = NULL;
+	int r = config_load_file(src_path("configs/example-acl-chap.json"), &c, errbuf, sizeof(errbuf));
+	CU_ASSERT_EQUAL_FATAL(r, 0);
+	json_object *doc = config_to_obj(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	config_redact(doc);
+	const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
+	CU_ASSERT_PTR_NULL(strstr(text, c->targets[0].tpgs[0].acls[0].chap.password));
+	CU_ASSERT_PTR_NULL(strstr(text, c->targets[0].tpgs[0].acls[1].chap.mutual_password));
+	CU_ASSERT_PTR_NULL(strstr(text, c->discovery_chap.password));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"userid\":\"db1\""));
+	json_object_put(doc);
+	config_free(c);
+
+	/* Admin parameters: a chap anywhere, a chap that is not an object, a demo_chap; null stays null. */
+	json_object *p = json_tokener_parse("{\"a\":[{\"chap\":{\"userid\":\"u\",\"password\":\"s1\","
+					    "\"mutual_password\":\"s2\"}}],\"chap\":\"s3\",\"x\":{\"demo_chap\":"
+					    "{\"password\":[\"s4\"]}},\"y\":{\"chap\":null},\"password\":\"plain\"}");
+	config_redact(p);
+	CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN),
+			       "{\"a\":[{\"chap\":{\"userid\":\"u\",\"password\":\"********\","
+			       "\"mutual_password\":\"********\"}}],\"chap\":\"********\",\"x\":{\"demo_chap\":"
+			       "{\"password\":\"********\"}},\"y\":{\"chap\":null},\"password\":\"plain\"}");
+	json_object_put(p);
+
+	/* One value by its place (plans). */
+	json_object *v = json_object_new_string("s5"), *m = config_redacted("chap", "password", v);
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(m), CONFIG_REDACTED);
+	json_object_put(m);
+	m = config_redacted("acls", "password", v); /* not a chap's member: not a secret */
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(m), "s5");
+	json_object_put(m);
+	m = config_redacted(NULL, "demo_chap", v);
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(m), CONFIG_REDACTED);
+	json_object_put(m);
+	json_object_put(v);
+
+	/* Errors never quote a value in a secret's place. */
+	load_bad("{\"discovery\":{\"chap\":{\"userid\":\"d\",\"password\":12345678901234}}}",
+		 "discovery.chap.password: must be a string, got (not shown");
+	load_bad("{\"discovery\":{\"chap\":\"my-secret-value\"}}", "discovery.chap: must be an object, got (not shown");
+	CU_ASSERT_PTR_NULL(strstr(errbuf, "my-secret-value"));
+	load_bad("{\"discovery\":{\"chap\":{\"userid\":\"d\",\"password\":\"********\"}}}", "is the mask");
+}
+
 /* ------------------------------------------------------------- validation */
 
 static void test_errors_paths(void)
@@ -696,7 +744,8 @@ static bool chap_eq(const struct cfg_chap *a, const struct cfg_chap *b)
 {
 	return str_eq(a->userid, b->userid) && str_eq(a->password, b->password) &&
 	       str_eq(a->mutual_userid, b->mutual_userid) &&
-	       str_eq(a->mutual_password, b->mutual_password);
+	       str_eq(a->mutual_password, b->mutual_password) && str_eq(a->password_file, b->password_file) &&
+	       str_eq(a->mutual_password_file, b->mutual_password_file);
 }
 
 static bool tpg_eq(const struct cfg_tpg *a, const struct cfg_tpg *b)
@@ -1257,6 +1306,7 @@ int main(void)
 	CU_add_test(s, "one object added (admin socket)", test_one_object);
 	CU_add_test(s, "configs/default.json matches", test_default_file_matches);
 	CU_add_test(s, "example configs", test_examples);
+	CU_add_test(s, "secrets masked", test_redact);
 	CU_add_test(s, "error paths and types", test_errors_paths);
 	CU_add_test(s, "backstore validation", test_errors_backstores);
 	CU_add_test(s, "lun/acl/portal validation", test_errors_luns_acls);

@@ -36,7 +36,8 @@ static void usage(FILE *f)
 		"  paths                       every object path, one per line (scripts, completion)\n"
 		"  sessions [TSIH]             sessions (with TSIH: one, with its negotiated parameters)\n"
 		"  sessions close TSIH         close a session's connection\n"
-		"  config                      the running configuration, as JSON\n"
+		"  config [--show-secrets]     the running configuration, as JSON; CHAP secrets\n"
+		"                              masked unless --show-secrets (root only)\n"
 		"  save [FILE] [--backups N]   write the running configuration (default: the file isertd\n"
 		"                              started with), keeping N backups (default 10) in backup/\n"
 		"  create PATH [KEY=VALUE...]  make an object:\n"
@@ -694,8 +695,13 @@ int main(int argc, char **argv)
 		return cmd_top(n, args);
 	if (!strcmp(cmd, "alua"))
 		return cmd_alua(n, args);
-	if (!strcmp(cmd, "config") && !n) {
-		rc = call("config.get", NULL, &res);
+	if (!strcmp(cmd, "config") && (!n || (n == 1 && !strcmp(args[0], "--show-secrets")))) {
+		json_object *params = NULL;
+		if (n) {
+			params = json_object_new_object();
+			json_object_object_add(params, "show_secrets", json_object_new_boolean(true));
+		}
+		rc = call("config.get", params, &res);
 		if (!rc)
 			print_json(get(res, "config"));
 		json_object_put(res);

@@ -1,0 +1,173 @@
+/*
+ * Target configuration: secrets.  Where they are in the document (the
+ * password and mutual_password of every chap object: an ACL's and the
+ * discovery section's "chap", a portal group's "demo_chap"), the masking
+ * every printed, logged or returned document and change goes through, and
+ * secrets kept out of the document in files (password_file, a systemd
+ * credential).  docs/security.md states the rules.
+ */
+#include "target/config_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const holders[] = { "chap", "demo_chap", NULL };
+static const char *const members[] = { "password", "mutual_password", NULL };
+
+static bool in(const char *const *l, const char *k)
+{
+	for (; *l; l++)
+		if (!strcmp(*l, k))
+			return true;
+	return false;
+}
+
+bool config_secret_holder(const char *key)
+{
+	return in(holders, key);
+}
+
+/* A chap object's secrets masked; anything else where a chap object belongs is masked whole. */
+static json_object *masked_holder(json_object *v)
+{
+	if (!v || json_object_is_type(v, json_type_null))
+		return json_object_get(v);
+	if (!json_object_is_type(v, json_type_object))
+		return json_object_new_string(CONFIG_REDACTED);
+	json_object *o = NULL;
+	if (json_object_deep_copy(v, &o, NULL) || !o)
+		return json_object_new_string(CONFIG_REDACTED);
+	for (const char *const *m = members; *m; m++)
+		if (json_object_object_get_ex(o, *m, NULL))
+			json_object_object_add(o, *m, json_object_new_string(CONFIG_REDACTED));
+	return o;
+}
+
+void config_redact(json_object *o)
+{
+	if (json_object_is_type(o, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			config_redact(json_object_array_get_idx(o, i));
+		return;
+	}
+	if (!json_object_is_type(o, json_type_object))
+		return;
+	json_object_object_foreach(o, k, v)
+	{
+		if (in(holders, k))
+			json_object_object_add(o, k, masked_holder(v)); /* replaces v: the walk is done with it */
+		else
+			config_redact(v);
+	}
+}
+
+json_object *config_redacted(const char *parent, const char *key, json_object *v)
+{
+	if (parent && in(holders, parent) && in(members, key) && v && !json_object_is_type(v, json_type_null))
+		return json_object_new_string(CONFIG_REDACTED);
+	if (in(holders, key))
+		return masked_holder(v);
+	json_object *o = NULL;
+	if (json_object_deep_copy(v, &o, NULL) || !o)
+		return json_object_new_string(CONFIG_REDACTED); /* out of memory: show nothing rather than the value */
+	config_redact(o);
+	return o;
+}
+
+bool cfg_path_secret(const char *path)
+{
+	/* path is the loader's: "targets[0].tpgs[1].acls[2].chap.password" */
+	for (const char *s = path; *s;) {
+		size_t n = strcspn(s, ".[");
+		for (const char *const *h = holders; *h; h++)
+			if (strlen(*h) == n && !strncmp(s, *h, n))
+				return true;
+		s += n;
+		s += strspn(s, ".[]0123456789");
+	}
+	return false;
+}
+
+/* Wiped before the memory goes back: a freed secret is not left for a core dump or the next malloc. */
+static void free_secret(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+void config_chap_free(struct cfg_chap *c)
+{
+	free(c->userid);
+	free_secret(c->password);
+	free(c->mutual_userid);
+	free_secret(c->mutual_password);
+	free(c->password_file);
+	free(c->mutual_password_file);
+	*c = (struct cfg_chap){ 0 };
+}
+
+/* ------------------------------------------------------------------------ */
+/* Secrets in files. */
+
+int cfg_read_secret_file(struct pctx *p, const char *name, char **out)
+{
+	char path[4096];
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	bool credential = name[0] != '/';
+	if (credential) {
+		/* A relative name is a systemd credential (LoadCredential=NAME:PATH in the unit). */
+		if (!dir || !*dir)
+			return cfg_perr(p, "'%s' is not an absolute path, so it names a systemd credential, but "
+					   "$CREDENTIALS_DIRECTORY is not set: give the file's absolute path, or "
+					   "LoadCredential=%s:PATH in isertd's unit", name, name);
+		if (strchr(name, '/'))
+			return cfg_perr(p, "'%s': a credential name has no '/'", name);
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+			return cfg_perr(p, "'%s': $CREDENTIALS_DIRECTORY/%s is too long", name, name);
+	} else if ((size_t)snprintf(path, sizeof(path), "%s", name) >= sizeof(path)) {
+		return cfg_perr(p, "longer than %zu bytes", sizeof(path) - 1);
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return cfg_perr(p, "%s: cannot open: %s", path, strerror(errno));
+	struct stat st;
+	char buf[CFG_CHAP_MAX + 3];
+	ssize_t n = -1;
+	int r = 0;
+	if (fstat(fd, &st))
+		r = cfg_perr(p, "%s: stat: %s", path, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		r = cfg_perr(p, "%s: not a regular file", path);
+	else if (st.st_uid != 0 && st.st_uid != geteuid())
+		r = cfg_perr(p, "%s: owned by uid %u: a secret's file belongs to root or to isertd's user (uid %u)",
+			     path, (unsigned)st.st_uid, (unsigned)geteuid());
+	else if (st.st_mode & (credential ? 0007 : 0077))
+		r = cfg_perr(p, "%s: mode %04o lets %s read it: chmod 600 it", path, (unsigned)(st.st_mode & 07777),
+			     credential || !(st.st_mode & 0070) ? "others" : "its group");
+	else if ((n = read(fd, buf, sizeof(buf))) < 0)
+		r = cfg_perr(p, "%s: read: %s", path, strerror(errno));
+	close(fd);
+	if (r)
+		return r;
+	/* One line; its newline (as echo and editors leave it) is not part of the secret. */
+	size_t len = (size_t)n;
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (len && buf[len - 1] == '\r')
+		len--;
+	if (len > CFG_CHAP_MAX)
+		return cfg_perr(p, "%s: longer than %d characters", path, CFG_CHAP_MAX);
+	if (!len)
+		return cfg_perr(p, "%s: is empty", path);
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			return cfg_perr(p, "%s: holds a control character (a CHAP secret is one line of text)", path);
+	*out = strndup(buf, len);
+	return *out ? 0 : cfg_enomem(p);
+}
