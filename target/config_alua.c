@@ -13,7 +13,6 @@
 #include <string.h>
 
 #define CFG_MAX_ALUA_GROUPS 256
-#define CFG_MAX_ALUA_PORTS  255   /* REPORT TARGET PORT GROUPS: TARGET PORT COUNT is one byte */
 
 static const struct {
 	const char *name;

@@ -22,7 +22,11 @@
 #define CFG_MAX_LUN        16383
 #define CFG_MAX_BACKSTORES 4096
 #define CFG_MAX_TARGETS    1024
-#define CFG_MAX_TPGS       256
+/* A target port group (ALUA) reports at most 255 ports: REPORT TARGET PORT GROUPS' count is one
+ * byte (SCSI_ALUA_MAX_PORTS).  Without "alua" one group holds every portal group, so that is the
+ * limit on portal groups per target too: one limit, whatever the alua section says. */
+#define CFG_MAX_ALUA_PORTS 255
+#define CFG_MAX_TPGS       CFG_MAX_ALUA_PORTS
 #define CFG_MAX_PORTALS    64
 #define CFG_MAX_ACLS       4096
 #define CFG_CHAP_MIN       12       /* RFC 7143 sec. 12.1.3: at least 96 bits */

@@ -911,6 +911,15 @@ static int parse_target(struct pctx *p, json_object *v, const struct config *c,
 	}
 	if ((r = cfg_get_str(p, v, "alias", false, 255, &tg->alias)) < 0)
 		return r;
+	json_object *tpgs;
+	if (json_object_object_get_ex(v, "tpgs", &tpgs) && json_object_is_type(tpgs, json_type_array) &&
+	    json_object_array_length(tpgs) > CFG_MAX_TPGS) {
+		cfg_push_key(p, "tpgs");
+		return cfg_perr(p, "at most %d portal groups per target, got %zu: an ALUA target port group reports at "
+				   "most %d ports (REPORT TARGET PORT GROUPS counts them in one byte), and without "
+				   "\"alua\" one group holds them all", CFG_MAX_TPGS, json_object_array_length(tpgs),
+				CFG_MAX_ALUA_PORTS);
+	}
 	PARSE_ARRAY(p, v, "tpgs", CFG_MAX_TPGS, tg->tpgs, tg->ntpgs,
 		    parse_one_tpg(p, el, c, tg, i));
 	return cfg_parse_alua(p, v, tg);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <json-c/json.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,37 +30,77 @@ static const struct cfg_alua_group *find_group(const struct cfg_target *t, uint1
 	return NULL;
 }
 
-int iscsi_alua_apply(const struct config *old, const struct config *n)
+struct iscsi_alua_plan {
+	size_t n;
+	struct {
+		struct scsi_alua *a;
+		uint8_t modes, ttime;
+		struct scsi_alua_table *t;
+	} tg[];
+};
+
+void iscsi_alua_plan_free(struct iscsi_alua_plan *p)
 {
-	int rc = 0;
+	for (size_t i = 0; p && i < p->n; i++)
+		scsi_alua_table_free(p->tg[i].t);
+	free(p);
+}
+
+int iscsi_alua_prepare(const struct config *old, const struct config *n, struct iscsi_alua_plan **out, char *err,
+		       size_t errlen)
+{
+	struct iscsi_alua_plan *p = calloc(1, sizeof(*p) + n->ntargets * sizeof(p->tg[0]));
+	int rc = p ? 0 : -ENOMEM;
 
 	for (size_t i = 0; !rc && i < n->ntargets; i++) {
 		const struct cfg_target *t = &n->targets[i], *o = find_target(old, t->iqn);
-		struct scsi_alua *a = scsi_alua_get(t->iqn);
 		struct scsi_alua_group *g = calloc(t->nalua_groups ? t->nalua_groups : 1, sizeof(*g));
-		uint16_t *ports = calloc(256 * (t->nalua_groups ? t->nalua_groups : 1), sizeof(*ports));
-		if (!a || !g || !ports) {
-			free(g);
-			free(ports);
-			return -ENOMEM;
-		}
-		for (size_t j = 0; j < t->nalua_groups; j++) {
+		uint16_t *ports = calloc((SCSI_ALUA_MAX_PORTS + 1) * (t->nalua_groups ? t->nalua_groups : 1),
+					 sizeof(*ports));
+		p->tg[i].a = scsi_alua_get(t->iqn);
+		if (!p->tg[i].a || !g || !ports)
+			rc = -ENOMEM;
+		for (size_t j = 0; !rc && j < t->nalua_groups; j++) {
 			const struct cfg_alua_group *c = &t->alua_groups[j], *oc = find_group(o, c->id);
-			uint16_t *p = ports + 256 * j;
+			uint16_t *pp = ports + (SCSI_ALUA_MAX_PORTS + 1) * j;
+			if (c->ntpgs + c->nremote > SCSI_ALUA_MAX_PORTS) {
+				rc = -EINVAL; /* the loader refuses this; never copied past the slot */
+				break;
+			}
 			if (c->ntpgs)
-				memcpy(p, c->tpgs, c->ntpgs * sizeof(*p));
+				memcpy(pp, c->tpgs, c->ntpgs * sizeof(*pp));
 			if (c->nremote)
-				memcpy(p + c->ntpgs, c->remote_ports, c->nremote * sizeof(*p));
+				memcpy(pp + c->ntpgs, c->remote_ports, c->nremote * sizeof(*pp));
 			g[j] = (struct scsi_alua_group){ .id = c->id, .state = c->state, .preferred = c->preferred,
-							 .ports = p, .nports = c->ntpgs + c->nremote };
+							 .ports = pp, .nports = c->ntpgs + c->nremote };
 			/* A state the document did not change stays as it runs (SET TARGET PORT GROUPS may have set it). */
 			g[j].keep_state = oc && oc->state == c->state;
 		}
-		rc = scsi_alua_configure(a, t->alua_modes, t->alua_transition_time, g, t->nalua_groups);
+		if (!rc && !(p->tg[i].t = scsi_alua_table_new(g, t->nalua_groups, &rc)))
+			p->n = i; /* the tables made so far */
+		else if (!rc)
+			p->n = i + 1;
+		p->tg[i].modes = t->alua_modes;
+		p->tg[i].ttime = t->alua_transition_time;
 		free(g);
 		free(ports);
+		if (rc)
+			snprintf(err, errlen, "target %s: ALUA target port groups: %s", t->iqn,
+				 rc == -EINVAL ? "a group has more than 255 ports" : "out of memory");
 	}
-	return rc;
+	if (rc) {
+		iscsi_alua_plan_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+void iscsi_alua_commit(struct iscsi_alua_plan *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		scsi_alua_install(p->tg[i].a, p->tg[i].modes, p->tg[i].ttime, p->tg[i].t);
+	free(p);
 }
 
 void iscsi_alua_sync(struct config *c)

@@ -358,6 +358,7 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	long *from = calloc(nb ? nb : 1, sizeof(*from)); /* index in r, or -1: opened here */
 	struct bs_name *rnames = index_bs(r);
 	struct iscsi_portal **started = NULL;
+	struct iscsi_alua_plan *alua = NULL;
 	size_t nstarted = 0;
 	if (!from || !rnames) {
 		snprintf(err, errlen, "out of memory");
@@ -437,6 +438,9 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 			}
 	if (dry_run)
 		goto undo; /* nothing was opened; the plan is the answer */
+	/* The ALUA groups, made now: after the switch they are only installed, which cannot fail. */
+	if ((rc = iscsi_alua_prepare(r, n, &alua, err, errlen)))
+		goto undo;
 	/* Growing last: a file grown stays grown, the one thing not undone when a later step fails. */
 	for (size_t i = 0; i < nb; i++) {
 		if (from[i] < 0)
@@ -497,8 +501,7 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	char ferr[160] = "";
 	if (admin_refresh_sessions(&res->sessions_closed, &res->maps_changed, ferr, sizeof(ferr)))
 		log_warn("after the change: %s; sessions there keep their LUN maps until they log in again", ferr);
-	if (iscsi_alua_apply(n, r))
-		log_err("after the change: out of memory setting the ALUA target port groups");
+	iscsi_alua_commit(alua);
 	drain_and_close(n);
 	config_free(n);
 	free(from);
@@ -507,6 +510,7 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	return 0;
 
 undo:
+	iscsi_alua_plan_free(alua);
 	for (size_t i = 0; from && i < nb; i++)
 		if (from[i] < 0)
 			iscsi_backstore_close(&n->backstores[i]);

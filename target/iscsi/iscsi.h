@@ -350,8 +350,17 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 void iscsi_apply_free(void);
 
 /* alua.c: the configuration's ALUA groups and the SCSI layer's running ones */
-/* Configure every target of n; states equal in old and n keep what runs. */
-int iscsi_alua_apply(const struct config *old, const struct config *n);
+/*
+ * Every target of n configured, in two steps so that a change never half
+ * happens: prepare (what can fail: 0, or -ENOMEM/-EINVAL with err written)
+ * before the configuration is switched, commit (cannot fail; takes the plan)
+ * after.  States equal in old and n keep what runs.
+ */
+struct iscsi_alua_plan;
+int iscsi_alua_prepare(const struct config *old, const struct config *n, struct iscsi_alua_plan **out, char *err,
+		       size_t errlen);
+void iscsi_alua_commit(struct iscsi_alua_plan *p);
+void iscsi_alua_plan_free(struct iscsi_alua_plan *p);
 /* Admin thread: states changed by SET TARGET PORT GROUPS into c (under cfg_lock as writer). */
 void iscsi_alua_sync(struct config *c);
 /* Why group id of target iqn is in its state: "none", "set_by_initiator", "set_by_admin". */

@@ -75,7 +75,7 @@ struct iscsi_tpg *iscsi_tpg_get(const char *iqn, uint16_t tag)
 	return g;
 }
 
-static int build_targets(struct config *cfg)
+static int build_targets(struct config *cfg, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < cfg->ntargets; i++)
 		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++) {
@@ -85,7 +85,12 @@ static int build_targets(struct config *cfg)
 				return -ENOMEM;
 			t->rt->cfg = t;
 		}
-	return iscsi_alua_apply(NULL, cfg);
+	struct iscsi_alua_plan *plan;
+	int rc = iscsi_alua_prepare(NULL, cfg, &plan, err, errlen);
+	if (rc)
+		return rc;
+	iscsi_alua_commit(plan);
+	return 0;
 }
 
 static bool wildcard_host(const char *h)
@@ -225,7 +230,7 @@ int iscsi_setup(struct config *cfg, struct reactor **reactors, unsigned nreactor
 		bufpool_set_limits(reactor_bufpool(reactors[i]), cap, cap / 4);
 	int rc = open_backstores(cfg, err, errlen);
 	if (!rc)
-		rc = build_targets(cfg);
+		rc = build_targets(cfg, err, errlen);
 	if (rc && !err[0])
 		snprintf(err, errlen, "%s", strerror(-rc));
 	return rc;

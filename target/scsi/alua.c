@@ -25,6 +25,7 @@ struct alua_grp {
 	uint16_t id;
 	uint8_t state, status;
 	bool pref;
+	bool keep;                   /* scsi_alua_install: keep the running state of the group of this id */
 	uint16_t nports;
 	uint16_t *ports;
 };
@@ -133,17 +134,28 @@ static struct alua_grp *find_grp(struct alua_grp *g, size_t n, uint16_t id)
 	return NULL;
 }
 
-int scsi_alua_configure(struct scsi_alua *a, uint8_t modes, uint8_t transition_time,
-			const struct scsi_alua_group *groups, size_t n)
+struct scsi_alua_table {
+	struct alua_grp *g;
+	size_t n;
+};
+
+struct scsi_alua_table *scsi_alua_table_new(const struct scsi_alua_group *groups, size_t n, int *err)
 {
+	struct scsi_alua_table *t = calloc(1, sizeof(*t));
 	struct alua_grp *ng = calloc(n ? n : 1, sizeof(*ng));
 
-	if (!ng)
-		return -ENOMEM;
+	*err = -ENOMEM;
+	if (!t || !ng) {
+		free(t);
+		free(ng);
+		return NULL;
+	}
 	for (size_t i = 0; i < n; i++) {
-		if (groups[i].nports > 255 || !(ng[i].ports = calloc(groups[i].nports + 1, sizeof(uint16_t)))) {
+		if (groups[i].nports > SCSI_ALUA_MAX_PORTS || !(ng[i].ports = calloc(groups[i].nports + 1, sizeof(uint16_t)))) {
+			*err = groups[i].nports > SCSI_ALUA_MAX_PORTS ? -EINVAL : -ENOMEM;
 			groups_free(ng, n);
-			return groups[i].nports > 255 ? -EINVAL : -ENOMEM;
+			free(t);
+			return NULL;
 		}
 		if (groups[i].nports)
 			memcpy(ng[i].ports, groups[i].ports, groups[i].nports * sizeof(uint16_t));
@@ -151,12 +163,31 @@ int scsi_alua_configure(struct scsi_alua *a, uint8_t modes, uint8_t transition_t
 		ng[i].id = groups[i].id;
 		ng[i].pref = groups[i].preferred;
 		ng[i].state = groups[i].state;
+		ng[i].keep = groups[i].keep_state;
 	}
+	t->g = ng;
+	t->n = n;
+	*err = 0;
+	return t;
+}
+
+void scsi_alua_table_free(struct scsi_alua_table *t)
+{
+	if (t)
+		groups_free(t->g, t->n);
+	free(t);
+}
+
+void scsi_alua_install(struct scsi_alua *a, uint8_t modes, uint8_t transition_time, struct scsi_alua_table *t)
+{
+	struct alua_grp *ng = t->g;
+	size_t n = t->n;
+	free(t);
 	pthread_mutex_lock(&a->mu);
 	bool changed = n != a->ngroups;
 	for (size_t i = 0; i < n; i++) {
 		const struct alua_grp *o = find_grp(a->groups, a->ngroups, ng[i].id);
-		if (o && groups[i].keep_state)
+		if (o && ng[i].keep)
 			ng[i].state = o->state;
 		if (o)
 			ng[i].status = o->state == ng[i].state ? o->status : ALUA_STATUS_IMPLICIT;
@@ -172,7 +203,16 @@ int scsi_alua_configure(struct scsi_alua *a, uint8_t modes, uint8_t transition_t
 	if (changed)
 		__atomic_add_fetch(&a->gen, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&a->mu);
-	return 0;
+}
+
+int scsi_alua_configure(struct scsi_alua *a, uint8_t modes, uint8_t transition_time,
+			const struct scsi_alua_group *groups, size_t n)
+{
+	int err;
+	struct scsi_alua_table *t = scsi_alua_table_new(groups, n, &err);
+	if (t)
+		scsi_alua_install(a, modes, transition_time, t);
+	return err;
 }
 
 int scsi_alua_group_state(struct scsi_alua *a, uint16_t id, uint8_t *state, uint8_t *status)

@@ -43,7 +43,7 @@ struct scsi_alua_group {
 	uint16_t id;
 	uint8_t state;
 	bool preferred;
-	bool keep_state;          /* scsi_alua_configure: a group that exists keeps its running state */
+	bool keep_state;          /* scsi_alua_install: a group that exists keeps its running state */
 	uint8_t status;           /* scsi_alua_group_state: ALUA_STATUS_* */
 	const uint16_t *ports;    /* relative target port ids (local or not) */
 	size_t nports;
@@ -55,7 +55,19 @@ struct scsi_alua *scsi_alua_get(const char *target_name);
 struct scsi_port *scsi_alua_port(struct scsi_alua *a, uint16_t rel_port_id);
 /* The generation a nexus starts from (at login). */
 uint32_t scsi_alua_gen(const struct scsi_port *p);
-/* Replace the target's groups and modes; states that change are implicit transitions. */
+/* REPORT TARGET PORT GROUPS' TARGET PORT COUNT is one byte. */
+#define SCSI_ALUA_MAX_PORTS 255
+/*
+ * Replace the target's groups and modes; states that change are implicit
+ * transitions.  In two steps where a change must not fail half-way: the
+ * table is made first (NULL with *err -ENOMEM, or -EINVAL for a group over
+ * SCSI_ALUA_MAX_PORTS), then installed, which cannot fail and takes it.
+ */
+struct scsi_alua_table;
+struct scsi_alua_table *scsi_alua_table_new(const struct scsi_alua_group *groups, size_t n, int *err);
+void scsi_alua_table_free(struct scsi_alua_table *t);
+void scsi_alua_install(struct scsi_alua *a, uint8_t modes, uint8_t transition_time, struct scsi_alua_table *t);
+/* Both steps at once: 0, -ENOMEM or -EINVAL. */
 int scsi_alua_configure(struct scsi_alua *a, uint8_t modes, uint8_t transition_time,
 			const struct scsi_alua_group *groups, size_t n);
 /* The running state and status of group id: 0, or -ENOENT. */

@@ -359,6 +359,27 @@ def main():
         r = rpc.call('tpg.delete', {'target': T, 'tag': 3})
         check('tpg.delete takes its port out of its group', 'result' in r, r)
 
+        # -- one limit on portal groups: 255, whatever alua says (a group reports at most 255 ports) --
+        TB, TC = 'iqn.2026-11.org.isert:alua-many', 'iqn.2026-11.org.isert:alua-after'
+        doc = rpc.call('config.get')['result']['config']
+        doc['targets'].append({'iqn': TB, 'tpgs': [{'tag': i} for i in range(1, 256)]})
+        doc['targets'].append({'iqn': TC, 'tpgs': [{'tag': 1, 'demo_mode': True,
+                                                    'portals': [{'ip': '127.0.0.1', 'port': PORT}],
+                                                    'luns': [{'lun': 0, 'backstore': 'r1'}]}],
+                               'alua': {'groups': [{'id': 5, 'tpgs': [1]}]}})
+        r = rpc.call('apply', {'config': doc})
+        check('a target of 255 portal groups (one default group of 255 ports) is taken', 'result' in r, r)
+        r = rpc.call('tpg.create', {'target': TB, 'tag': 256})
+        check('tpg.create of the 256th portal group is refused, naming the one limit',
+              'at most 255 portal groups' in r.get('error', {}).get('message', ''), r)
+        r = rpc.call('alua.set', {'target': TC, 'group': 5, 'state': 'standby'})
+        check('alua.set on a target after it says done', 'result' in r, r)
+        ct = login(PORT, TC)
+        st, d, _ = run(ct, rtpg(0), 1024, read=True)
+        check('... and it was done: RTPG reports the group standby',
+              st == GOOD and d == expected_rtpg([descriptor(2, 5, [1], status=2)]), d.hex())
+        ct.close()
+
         for c in (c1, c2, cd):
             c.close()
         check('isertd still runs', proc.poll() is None)

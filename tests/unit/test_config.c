@@ -981,6 +981,35 @@ static void test_alua(void)
 		p += sprintf(p, "%s{\"id\":%d}", i ? "," : "", i + 1);
 	sprintf(p, "]}}]}");
 	load_bad(doc, "targets[0].alua.groups: at most 256 entries allowed, got 257");
+	/* One limit for portal groups: 255 load (the default group holds them all), 256 do not, with or without alua. */
+	for (int n = 255; n <= 256; n++) {
+		for (int with_alua = 0; with_alua < 2; with_alua++) {
+			p = doc;
+			p += sprintf(p, "{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[");
+			for (int i = 0; i < n; i++)
+				p += sprintf(p, "%s{\"tag\":%d}", i ? "," : "", i + 1);
+			p += sprintf(p, "]");
+			if (with_alua) {
+				p += sprintf(p, ",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[");
+				for (int i = 0; i < 128; i++)
+					p += sprintf(p, "%s%d", i ? "," : "", i + 1);
+				p += sprintf(p, "]},{\"id\":2,\"tpgs\":[");
+				for (int i = 128; i < n; i++)
+					p += sprintf(p, "%s%d", i > 128 ? "," : "", i + 1);
+				p += sprintf(p, "]}]}");
+			}
+			sprintf(p, "}]}");
+			if (n == 255) {
+				struct config *c = load_ok(doc);
+				CU_ASSERT_EQUAL(c->targets[0].nalua_groups, with_alua ? 2 : 1);
+				CU_ASSERT_EQUAL(c->targets[0].alua_groups[0].ntpgs, with_alua ? 128 : 255);
+				config_free(c);
+			} else {
+				load_bad(doc, "targets[0].tpgs: at most 255 portal groups per target, got 256: an ALUA target "
+					      "port group reports at most 255 ports");
+			}
+		}
+	}
 	free(doc);
 }
 
