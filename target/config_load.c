@@ -609,6 +609,58 @@ static int cmp_bs_name(const void *a, const void *b)
 }
 
 /*
+ * The serial an LU will report, where the document decides it: the
+ * configured one, else the name (ram, file, block).  rbd and nvme without
+ * one report the store's own identity, known once it is open
+ * (iscsi_backstore_open checks those).
+ */
+static const char *known_serial(const struct cfg_backstore *b)
+{
+	if (b->serial)
+		return b->serial;
+	return b->bs.type == BACKSTORE_RBD || b->bs.type == BACKSTORE_NVME ? NULL : b->name;
+}
+
+/*
+ * Two LUs of one process with one serial would share an NAA id (an
+ * initiator's multipath would merge them), an APTPL state file and an
+ * EXTENDED COPY identity.  Gateways of one image share a serial on purpose;
+ * they are separate processes.
+ */
+static int check_serial_dups(struct pctx *p, const struct config *c)
+{
+	size_t n = 0, bad = SIZE_MAX, first = 0;
+	struct bs_key *v = calloc(c->nbackstores ? c->nbackstores : 1, sizeof(*v));
+	if (!v)
+		return cfg_enomem(p);
+	for (size_t i = 0; i < c->nbackstores; i++)
+		if (known_serial(&c->backstores[i]))
+			v[n++] = (struct bs_key){ known_serial(&c->backstores[i]), i };
+	qsort(v, n, sizeof(*v), cmp_bs_key);
+	for (size_t i = 1; i < n; i++)
+		if (!strcmp(v[i].key, v[i - 1].key)) {
+			/* Name the one whose serial is configured (a name is the other's serial). */
+			size_t a = v[i - 1].idx, b = v[i].idx, at = c->backstores[b].serial ? b : a;
+			if (at < bad) {
+				bad = at;
+				first = at == b ? a : b;
+			}
+		}
+	free(v);
+	if (bad == SIZE_MAX)
+		return 0;
+	const struct cfg_backstore *o = &c->backstores[first];
+	size_t mark = cfg_push_key(p, "backstores");
+	cfg_push_idx(p, bad);
+	cfg_push_key(p, "serial");
+	int r = cfg_perr(p, "\"%s\" is already the serial of backstores[%zu] (\"%s\"%s): each LU of one isertd needs "
+			    "its own (its NAA id, its APTPL state file); only gateways in other processes share one",
+			 c->backstores[bad].serial, first, o->name, o->serial ? "" : ", whose serial is its name");
+	cfg_pop(p, mark);
+	return r;
+}
+
+/*
  * Backstore names and paths must be unique.  Sorted, so that a
  * configuration of thousands stays fast; the error names the first
  * backstore (in document order) that repeats an earlier one, as a check
@@ -647,7 +699,7 @@ int cfg_check_backstore_dups(struct pctx *p, struct config *c)
 	p->bs_names = names;
 	p->nbs_names = n;
 	if (bad == SIZE_MAX)
-		return 0;
+		return check_serial_dups(p, c);
 	/* A name repeated at the same index beats a path (the element check looked at the name first). */
 	for (size_t j = 0; by_path && j < bad; j++)
 		if (!strcmp(c->backstores[j].name, c->backstores[bad].name)) {

@@ -18,6 +18,63 @@
 
 struct iscsi_globals iscsi_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .cfg_lock = PTHREAD_RWLOCK_INITIALIZER };
 
+/*
+ * The serials of the LUs this process has open (the loader checks the ones
+ * a document decides; an rbd image's or an NVMe namespace's own identity is
+ * known only once open).  A backstore of the same name may hold one while
+ * its replacement opens (apply).  Admin thread and start-up only.
+ */
+struct lu_serial {
+	struct lu_serial *next;
+	const struct scsi_lu *lu;
+	char serial[64], name[65];
+};
+static struct lu_serial *lu_serials;
+static pthread_mutex_t lu_serials_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Before the LU is made: its APTPL state file is found by the serial. */
+static struct lu_serial *serial_claim(const struct cfg_backstore *b, const char *serial, int *rc, char *err,
+				      size_t errlen)
+{
+	struct lu_serial *e = calloc(1, sizeof(*e));
+	*rc = -ENOMEM;
+	if (!e) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	snprintf(e->serial, sizeof(e->serial), "%s", serial);
+	snprintf(e->name, sizeof(e->name), "%s", b->name);
+	pthread_mutex_lock(&lu_serials_mu);
+	for (struct lu_serial *o = lu_serials; o; o = o->next)
+		if (!strcmp(o->serial, e->serial) && strcmp(o->name, e->name)) {
+			pthread_mutex_unlock(&lu_serials_mu);
+			snprintf(err, errlen, "backstore '%s': serial '%s'%s is already that of backstore '%s': each LU of "
+				 "one isertd needs its own (set \"serial\" to tell them apart)", b->name, e->serial,
+				 b->serial ? "" : " (the store's own identity)", o->name);
+			free(e);
+			*rc = -EEXIST;
+			return NULL;
+		}
+	e->next = lu_serials;
+	lu_serials = e;
+	pthread_mutex_unlock(&lu_serials_mu);
+	*rc = 0;
+	return e;
+}
+
+static void serial_release(const struct lu_serial *which, const struct scsi_lu *lu)
+{
+	pthread_mutex_lock(&lu_serials_mu);
+	for (struct lu_serial **pp = &lu_serials; *pp; pp = &(*pp)->next)
+		if (*pp == which || (lu && (*pp)->lu == lu)) {
+			struct lu_serial *e = *pp;
+			*pp = e->next;
+			free(e);
+			break;
+		}
+	pthread_mutex_unlock(&lu_serials_mu);
+}
+
 int iscsi_backstore_open(struct cfg_backstore *b, char *err, size_t errlen)
 {
 	int rc = backstore_open(&b->bs, &b->rt_bs, err, errlen);
@@ -30,9 +87,15 @@ int iscsi_backstore_open(struct cfg_backstore *b, char *err, size_t errlen)
 	snprintf(serial, sizeof(serial), "%s", b->serial ? b->serial : own ? own : b->name);
 	/* iscsi_setup sets iscsi_g.cfg before the first backstore opens; state_dir never changes after. */
 	struct scsi_lu_params p = { .serial = serial, .name = b->name, .state_dir = config_state_dir(iscsi_g.cfg) };
-	rc = scsi_lu_create(b->rt_bs, &p, &b->rt_lu);
-	if (rc) {
+	struct lu_serial *claim = serial_claim(b, serial, &rc, err, errlen);
+	if (claim && (rc = scsi_lu_create(b->rt_bs, &p, &b->rt_lu))) {
 		snprintf(err, errlen, "backstore '%s': cannot create its logical unit: %s", b->name, strerror(-rc));
+		serial_release(claim, NULL);
+	}
+	if (claim && !rc)
+		claim->lu = b->rt_lu;
+	if (rc) {
+		b->rt_lu = NULL;
 		backstore_close(b->rt_bs);
 		b->rt_bs = NULL;
 	}
@@ -41,8 +104,10 @@ int iscsi_backstore_open(struct cfg_backstore *b, char *err, size_t errlen)
 
 void iscsi_backstore_close(struct cfg_backstore *b)
 {
-	if (b->rt_lu)
+	if (b->rt_lu) {
+		serial_release(NULL, b->rt_lu);
 		scsi_lu_destroy(b->rt_lu);
+	}
 	if (b->rt_bs)
 		backstore_close(b->rt_bs);
 	b->rt_lu = NULL;

@@ -164,9 +164,11 @@ def start(work, name, cfgfile, wait_port=None):
 
 
 def refused_start(work, name, bs, want):
-    """isertd with backstore bs must exit non-zero, its message holding want."""
-    cfg = {'backstores': [bs], 'targets': [{'iqn': T, 'tpgs': [{'tag': 1, 'demo_mode': True,
-           'portals': [{'ip': '127.0.0.1', 'port': PORT + 5}], 'luns': [{'lun': 0, 'backstore': bs['name']}]}]}]}
+    """isertd with backstore bs (or a list of them) must exit non-zero, its message holding want."""
+    bss = bs if isinstance(bs, list) else [bs]
+    cfg = {'backstores': bss, 'targets': [{'iqn': T, 'tpgs': [{'tag': 1, 'demo_mode': True,
+           'portals': [{'ip': '127.0.0.1', 'port': PORT + 5}],
+           'luns': [{'lun': i, 'backstore': b['name']} for i, b in enumerate(bss)]}]}]}
     path = os.path.join(work, name + '.json')
     with open(path, 'w') as f:
         json.dump(cfg, f)
@@ -372,6 +374,9 @@ def main():
         ok, why = refused_start(work, 'dead', {'name': 'x', 'type': 'rbd', 'pool': 'rbd', 'image': 'vol',
                                                'conf': dead}, 'cannot connect to cluster')
         check('a cluster that does not answer: isertd gives up after client_mount_timeout, saying so', ok, why)
+        ok, why = refused_start(work, 'twice', [{'name': n, 'type': 'rbd', 'pool': 'rbd', 'image': 'vol', 'conf': CONF}
+                                                for n in ('x', 'y')], "is already that of backstore 'x'")
+        check('one image as two backstores of one isertd: refused, naming both (one serial, one LU)', ok, why)
     finally:
         for p in procs:
             if p.poll() is None:

@@ -285,6 +285,11 @@ def main():
               json.dumps(r))
 
         # Objects added and removed while the verifier works on T1.
+        before = running()
+        r = rpc.call('backstore.create', {'name': 'r9', 'type': 'ram', 'size': '1M', 'serial': 'r0'})
+        check('backstore.create with the serial of another LU (r0\'s name): refused, naming both',
+              r.get('error', {}).get('code') == -32000 and 'is already the serial of backstores[1] ("r0"'
+              in r['error']['message'] and running() == before, json.dumps(r))
         r = rpc.call('backstore.create', {'name': 'f1', 'type': 'file', 'path': os.path.join(work, 'f1.img'),
                                           'size': '16M'})
         check('backstore.create f1', 'result' in r, json.dumps(r))

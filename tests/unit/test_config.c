@@ -326,6 +326,28 @@ static void test_errors_backstores(void)
 		 "backstores[1].path: \"/x\" is already used by backstores[0]");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"serial\":\"a b\"}]}",
 		 "serial: must not contain spaces");
+	/* One serial, one LU: configured twice, or configured as another's name (a name is its serial). */
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"serial\":\"S1\"},"
+		 "{\"name\":\"b\",\"type\":\"ram\",\"size\":4096},"
+		 "{\"name\":\"c\",\"type\":\"ram\",\"size\":4096,\"serial\":\"S1\"}]}",
+		 "backstores[2].serial: \"S1\" is already the serial of backstores[0] (\"a\"): each LU of one isertd");
+	load_bad("{\"backstores\":[{\"name\":\"b\",\"type\":\"ram\",\"size\":4096},"
+		 "{\"name\":\"c\",\"type\":\"ram\",\"size\":4096,\"serial\":\"b\"}]}",
+		 "backstores[1].serial: \"b\" is already the serial of backstores[0] (\"b\", whose serial is its name)");
+	load_bad("{\"backstores\":[{\"name\":\"c\",\"type\":\"ram\",\"size\":4096,\"serial\":\"b\"},"
+		 "{\"name\":\"b\",\"type\":\"ram\",\"size\":4096}]}",
+		 "backstores[0].serial: \"b\" is already the serial of backstores[1] (\"b\", whose serial is its name)");
+	/* A name equal to an rbd or nvme backstore's name does not clash: their serial is the store's own. */
+	config_free(load_ok("{\"backstores\":[{\"name\":\"n\",\"type\":\"nvme\",\"path\":\"/dev/ng0n1\"},"
+			    "{\"name\":\"c\",\"type\":\"ram\",\"size\":4096,\"serial\":\"n\"}]}"));
+	/* backstore.create's check (one object added) refuses it too. */
+	struct config *c1 = load_ok("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"serial\":\"S1\"}]}");
+	struct cfg_backstore nb;
+	json_object *o = json_tokener_parse("{\"name\":\"z\",\"type\":\"ram\",\"size\":4096,\"serial\":\"S1\"}");
+	CU_ASSERT_EQUAL(config_check_backstore(c1, o, "backstore.create", &nb, errbuf, sizeof(errbuf)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(errbuf, "backstores[1].serial: \"S1\" is already the serial of backstores[0]"));
+	json_object_put(o);
+	config_free(c1);
 
 	/* suffixes are powers of 1024; "iB"/"B" tails accepted */
 	struct config *c = load_ok("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":\"3K\"},"
