@@ -83,7 +83,8 @@ struct xp_listener {
 	struct reactor *r;
 	struct xp_listen_params lp;
 	char name[72];                 /* host:port, for log lines */
-	struct reactor_timer *pause;   /* out of file descriptors: accepting again later */
+	struct reactor_timer *pause;   /* out of memory: accepting again later */
+	int spare;                     /* held for the moment descriptors run out (-1: none) */
 };
 
 static const uint8_t zero_pad[4];
@@ -584,6 +585,28 @@ static void accept_resume(void *arg)
 	reactor_mod_fd(l->r, l->fd, EPOLLIN);
 }
 
+/*
+ * Out of descriptors, a connection left in the backlog would take the next
+ * one freed, ahead of any later login, and the level-triggered listener
+ * would wake us for it at once, for ever.  The spare descriptor is given up
+ * for a moment to accept it and close it at once; true when that was done.
+ */
+static bool refuse_with_spare(struct xp_listener *l)
+{
+	if (l->spare < 0)
+		return false;
+	close(l->spare);
+	int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	l->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return e == EAGAIN || e == EWOULDBLOCK || e == ECONNABORTED;
+	log_limited(LOG_WARN, "accept on %s: out of file descriptors; a connection was closed at once", l->name);
+	return true;
+}
+
 static void on_accept(void *arg, uint32_t events)
 {
 	struct xp_listener *l = arg;
@@ -593,11 +616,9 @@ static void on_accept(void *arg, uint32_t events)
 		if (fd < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
 				return;
-			/*
-			 * Out of descriptors or memory: the connection stays in the
-			 * backlog and the level-triggered listener would wake us at
-			 * once, for ever.  Rest instead, and say so rarely.
-			 */
+			if ((errno == EMFILE || errno == ENFILE) && refuse_with_spare(l))
+				continue;
+			/* Out of memory (or no spare): rest instead of spinning, and say so rarely. */
 			log_limited(LOG_WARN, "accept on %s: %s; not accepting for %d ms", l->name, strerror(errno),
 				    TCP_ACCEPT_PAUSE_MS);
 			if (!l->pause && !reactor_mod_fd(l->r, l->fd, 0))
@@ -661,11 +682,13 @@ static int tcp_listen(const char *host, uint16_t port, struct reactor *r, const 
 		rc = -ENOMEM;
 		goto out;
 	}
-	*l = (struct xp_listener){ .fd = fd, .r = r, .lp = *lp };
+	*l = (struct xp_listener){ .fd = fd, .r = r, .lp = *lp, .spare = open("/dev/null", O_RDONLY | O_CLOEXEC) };
 	snprintf(l->name, sizeof(l->name), "%s:%u", host, port);
 	rc = reactor_add_fd(r, fd, EPOLLIN, on_accept, l);
 	if (rc) {
 		close(fd);
+		if (l->spare >= 0)
+			close(l->spare);
 		free(l);
 		goto out;
 	}
@@ -683,6 +706,8 @@ static void tcp_unlisten(struct xp_listener *l)
 		reactor_timer_cancel(l->r, l->pause);
 	reactor_del_fd(l->r, l->fd);
 	close(l->fd);
+	if (l->spare >= 0)
+		close(l->spare);
 	free(l);
 }
 

@@ -138,12 +138,20 @@ static void raise_fd_limit(void)
 	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
-		getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)cfg->max_connections + 64)
-		log_warn("open file limit %llu is below max_connections (%u) + 64: connections past it are "
-			 "refused by the kernel (raise it with ulimit -n or LimitNOFILE=)",
-			 (unsigned long long)rl.rlim_cur, cfg->max_connections);
+}
+
+/* Once everything of isertd's own is open: how many connections the descriptors leave room for. */
+static void check_fd_budget(void)
+{
+	unsigned reserve;
+	unsigned long long limit;
+	unsigned cap = admit_fd_budget(&reserve, &limit);
+	if (cap < cfg->max_connections)
+		log_warn("open file limit %llu leaves room for %u connections (%u descriptors kept for isertd's own "
+			 "files, the admin socket and metrics), below max_connections (%u): connections past %u are "
+			 "accepted and closed at once (raise the limit with ulimit -n or LimitNOFILE=)",
+			 limit, cap, reserve, cfg->max_connections, cap);
 }
 
 static void warn_exposed_secrets(void)
@@ -330,6 +338,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	reactor_add_fd(reactors[0], sfd, EPOLLIN, on_signal, &sfd);
+	check_fd_budget();
 	log_info("isertd serving %s with %u reactor%s", cfg->origin, nr, nr > 1 ? "s" : "");
 	char status[160];
 	snprintf(status, sizeof(status), "serving %.100s with %u reactor%s", cfg->origin, nr, nr > 1 ? "s" : "");

@@ -21,7 +21,6 @@
 #include "target/iscsi/stats.h"
 #include "target/metrics.h"
 
-#define METRICS_CONN_LIMIT 16
 #define METRICS_TIMEOUT_S 10
 
 static struct MHD_Daemon *daemon_;
@@ -133,7 +132,7 @@ int metrics_start(const char *addr, char *err, size_t errlen)
 	 */
 	daemon_ = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC, 0, NULL, NULL,
 				   on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-				   (unsigned)METRICS_CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+				   (unsigned)METRICS_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
 				   (unsigned)METRICS_TIMEOUT_S, MHD_OPTION_END);
 	if (!daemon_) {
 		close(fd);

@@ -25,6 +25,9 @@ struct metrics_buf {
 void metrics_render(struct json_object *stats, struct metrics_buf *b);
 void metrics_buf_free(struct metrics_buf *b);
 
+/* Connections the endpoint serves at once (descriptors isertd keeps for them: iscsi/admit.c). */
+#define METRICS_MAX_CONNECTIONS 16
+
 /* Listen on addr (global.metrics, config_parse_metrics) and serve; 0, or -errno with err filled. */
 int metrics_start(const char *addr, char *err, size_t errlen);
 /* At a signal, on reactor 0: stop taking scrapes (the listener closes), without waiting. */

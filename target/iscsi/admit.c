@@ -6,12 +6,17 @@
  * out when it is freed.  The counts change only when connections come and
  * go, never on the I/O path, so one mutex guards them.
  */
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/log.h"
 #include "target/iscsi/iscsi.h"
+#include "target/metrics.h"
+#include "target/rpc.h"
 
 #define HOST_BUCKETS 256
 
@@ -24,6 +29,9 @@ struct host_count {
 
 static pthread_mutex_t admit_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned nconns, nsessions;
+/* Connections the open file limit leaves room for (admit_fd_budget); UINT_MAX: no limit counted yet. */
+static unsigned fd_cap = UINT_MAX;
+static unsigned long long fd_limit;
 static struct host_count *hosts[HOST_BUCKETS];
 
 static struct host_count **host_slot(const char *ip)
@@ -49,6 +57,9 @@ bool admit_conn(void *arg, const struct xp_conn *xp)
 		snprintf(why, sizeof(why), "shutting down");
 	else if (nconns >= cfg->max_connections)
 		snprintf(why, sizeof(why), "max_connections (%u) reached", cfg->max_connections);
+	else if (nconns >= fd_cap)
+		snprintf(why, sizeof(why), "%u connections are what the open file limit (%llu) leaves room for", fd_cap,
+			 fd_limit);
 	else if (p && p->nconns >= cfg->max_connections_per_portal)
 		snprintf(why, sizeof(why), "max_connections_per_portal (%u) reached", cfg->max_connections_per_portal);
 	else if (from_host >= cfg->max_connections_per_host)
@@ -111,6 +122,45 @@ void admit_session_gone(void)
 	pthread_mutex_lock(&admit_lock);
 	nsessions--;
 	pthread_mutex_unlock(&admit_lock);
+}
+
+/* Descriptors open now. */
+static unsigned open_fds(void)
+{
+	unsigned n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n > 3 ? n - 3 : 0; /* ".", ".." and the directory's own descriptor */
+}
+
+unsigned admit_fd_budget(unsigned *reserve, unsigned long long *limit)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		rl.rlim_cur = RLIM_INFINITY;
+	unsigned open = open_fds();
+	pthread_mutex_lock(&admit_lock);
+	/* What is open but connections, and what the admin socket and the metrics endpoint may still open. */
+	unsigned r = (open > nconns ? open - nconns : 0) + RPC_MAX_CLIENTS +
+		     (iscsi_g.cfg->metrics ? METRICS_MAX_CONNECTIONS : 0) + ADMIT_FD_FILES;
+	fd_limit = rl.rlim_cur;
+	if (rl.rlim_cur == RLIM_INFINITY)
+		fd_cap = UINT_MAX;
+	else if (rl.rlim_cur <= r)
+		fd_cap = 0;
+	else
+		fd_cap = rl.rlim_cur - r > UINT_MAX ? UINT_MAX : (unsigned)(rl.rlim_cur - r);
+	unsigned cap = fd_cap;
+	pthread_mutex_unlock(&admit_lock);
+	if (reserve)
+		*reserve = r;
+	if (limit)
+		*limit = rl.rlim_cur;
+	return cap;
 }
 
 void admit_set_limits(unsigned max_conns, unsigned per_portal, unsigned per_host, unsigned max_sessions)

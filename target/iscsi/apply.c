@@ -493,6 +493,7 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 	pthread_rwlock_unlock(&iscsi_g.cfg_lock);
 	admit_set_limits(r->max_connections, r->max_connections_per_portal, r->max_connections_per_host,
 			 r->max_sessions);
+	admit_fd_budget(NULL, NULL); /* backstores and portals may have come or gone */
 
 	/* What follows from it; n now holds what ran before. */
 	for (struct iscsi_portal *ip = iscsi_g.portals; ip; ip = ip->next)

@@ -351,6 +351,48 @@ def emfile():
     check('isertd (fd limit 48) stops cleanly', rc == 0, f'exit {rc}')
 
 
+def fd_starvation():
+    """Idle connections past what the descriptors leave room for are closed at once, not left in the
+    backlog: when some of the held ones go, a login that comes next is served, not queued behind them."""
+    t = Target(PORT + 12, prlimit=48, max_connections_per_host=1000, login_timeout=15)
+    socks = [socket.create_connection(('127.0.0.1', t.port), timeout=1) for _ in range(60)]
+    time.sleep(0.5)
+    held, closed_by_target = [], 0
+    for s in socks:
+        s.setblocking(False)
+        try:
+            if s.recv(1) == b'':
+                closed_by_target += 1
+                s.close()
+                continue
+        except BlockingIOError:
+            pass
+        except ConnectionError:
+            closed_by_target += 1
+            s.close()
+            continue
+        held.append(s)
+    check('60 idle connections against 48 descriptors: those past the cap are closed at once',
+          closed_by_target > 0 and len(held) + closed_by_target == 60, f'{len(held)} held, {closed_by_target} closed')
+    for s in held[:8]:
+        s.close()
+    time.sleep(0.3)
+    t0 = time.time()
+    try:
+        c, st = session(t.port)
+        c.close()
+    except OSError as e:
+        st = repr(e)
+    check('8 of the held ones closed: a login 0.3 s later is served at once', st == 0 and time.time() - t0 < 2,
+          f'status {st} after {time.time() - t0:.1f} s')
+    for s in held[8:]:
+        s.close()
+    rc = t.stop()
+    check('isertd (fd limit 48) stops cleanly after it', rc == 0, f'exit {rc}')
+    check('its warning at start says what happens past the cap', b'accepted and closed at once' in t.logtext(),
+          t.logtext()[-600:])
+
+
 # -- finding 5: receive stall ---------------------------------------------------------------------------------
 
 def nop_burst(t):
@@ -590,7 +632,7 @@ def main():
             if t.proc.poll() is not None:
                 check(f'isertd alive after {f.__name__}', False, f'exit {t.proc.returncode}')
                 t = Target(PORT)
-        for f in (caps_global, emfile, sigterm_drain):
+        for f in (caps_global, emfile, fd_starvation, sigterm_drain):
             if ONLY and f.__name__ not in ONLY:
                 continue
             print(f'== {f.__name__}')
