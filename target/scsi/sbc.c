@@ -497,10 +497,15 @@ void sbc_ws(struct scsi_cmd *cmd)
 }
 
 /*
- * COMPARE AND WRITE, ORWRITE and WRITE ATOMIC run one at a time per LU, so
- * none of them sees another's half-done read-modify-write (or a CAW's
- * compare an atomic write's half).  Waiters queue on the LU (linked through
- * cmd->scratch) and resume on their own reactor.
+ * COMPARE AND WRITE, ORWRITE and WRITE ATOMIC run one at a time per LU and
+ * block range, so none of them sees another's half-done read-modify-write
+ * (or a CAW's compare an atomic write's half).  A command waits only for
+ * those before it whose blocks overlap its own: an ESXi heartbeat (a
+ * one-block CAW on its host's own block) never queues behind another
+ * initiator's 16 MiB ORWRITEs elsewhere on the LU.  Overlapping ones keep
+ * their arrival order.  Waiters resume on their own reactor.  The list holds
+ * what these commands have in flight on the LU, each with its buffers, so
+ * the session buffer budgets bound it.
  */
 static void caw_start(struct scsi_cmd *cmd);
 static void orwrite_start(struct scsi_cmd *cmd);
@@ -526,46 +531,66 @@ static void serial_resume(void *arg)
 	serial_start(arg);
 }
 
-/* Start cmd now, or when the commands ahead of it on this LU are done. */
+static bool overlap(const struct scsi_cmd *a, const struct scsi_cmd *b)
+{
+	return a->lba < b->lba + b->nblocks && b->lba < a->lba + a->nblocks;
+}
+
+/* Under lu->mu: does a command before c in the list overlap it? */
+static bool blocked(const struct scsi_lu *lu, const struct scsi_cmd *c)
+{
+	for (const struct scsi_cmd *o = lu->ser_head; o != c; o = o->ser_next)
+		if (overlap(o, c))
+			return true;
+	return false;
+}
+
+/* Start cmd now, or when the commands ahead of it on its blocks are done. */
 static void serial_run(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 
 	pthread_mutex_lock(&lu->mu);
-	if (lu->caw_busy) {
-		cmd->scratch = NULL;
-		if (lu->caw_tail)
-			lu->caw_tail->scratch = cmd;
-		else
-			lu->caw_head = cmd;
-		lu->caw_tail = cmd;
-		pthread_mutex_unlock(&lu->mu);
-		return;
-	}
-	lu->caw_busy = true;
+	cmd->ser_next = NULL;
+	if (lu->ser_tail)
+		lu->ser_tail->ser_next = cmd;
+	else
+		lu->ser_head = cmd;
+	lu->ser_tail = cmd;
+	cmd->ser_running = !blocked(lu, cmd);
+	bool run = cmd->ser_running;
 	pthread_mutex_unlock(&lu->mu);
-	serial_start(cmd);
+	if (run)
+		serial_start(cmd);
 }
 
-/* Complete cmd and start the next waiter. */
+/* Complete cmd and start the waiters it held back. */
 static void serial_finish(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
-	struct scsi_cmd *next;
+	struct scsi_cmd *start = NULL, **sp = &start;
 
 	pthread_mutex_lock(&lu->mu);
-	next = lu->caw_head;
-	if (next) {
-		lu->caw_head = next->scratch;
-		if (!lu->caw_head)
-			lu->caw_tail = NULL;
-		next->scratch = NULL;
-	} else {
-		lu->caw_busy = false;
+	struct scsi_cmd **pp = &lu->ser_head, *prev = NULL;
+	while (*pp != cmd) {
+		prev = *pp;
+		pp = &(*pp)->ser_next;
 	}
+	*pp = cmd->ser_next;
+	if (lu->ser_tail == cmd)
+		lu->ser_tail = prev;
+	for (struct scsi_cmd *w = lu->ser_head; w; w = w->ser_next)
+		if (!w->ser_running && overlap(w, cmd) && !blocked(lu, w)) {
+			w->ser_running = true;
+			w->ser_start = NULL;
+			*sp = w;
+			sp = &w->ser_start;
+		}
 	pthread_mutex_unlock(&lu->mu);
 	scsi_cmd_complete(cmd);
-	if (next) {
+	while (start) {
+		struct scsi_cmd *next = start;
+		start = next->ser_start;
 		if (!next->reactor || reactor_send(next->reactor, serial_resume, next) != 0)
 			serial_start(next);
 	}

@@ -108,6 +108,9 @@ struct scsi_cmd {
 	uint32_t flags;
 	uint32_t state;
 	void *scratch;
+	struct scsi_cmd *ser_next;          /* the LU's serialized commands (sbc.c) */
+	struct scsi_cmd *ser_start;         /* ... those one completion lets start */
+	bool ser_running;
 	struct buf *buf2;
 	uint64_t bs_t0;                     /* statistics: the backstore request in flight began */
 	void (*bs_cb)(struct bs_io *io, int res); /* ... and completes here */

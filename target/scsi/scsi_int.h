@@ -72,9 +72,8 @@ struct scsi_lu {
 	struct lu_nexus *nexuses;    /* (mu) */
 	uint32_t pr_aborts;          /* PREEMPT AND ABORTs so far (written under mu, read atomically) */
 
-	/* COMPARE AND WRITE, ORWRITE, WRITE ATOMIC run one at a time per LU. (mu) */
-	bool caw_busy;
-	struct scsi_cmd *caw_head, *caw_tail;
+	/* COMPARE AND WRITE, ORWRITE, WRITE ATOMIC in flight, in arrival order (sbc.c, serial_run). (mu) */
+	struct scsi_cmd *ser_head, *ser_tail;
 };
 
 /* Command flags in the opcode table. */

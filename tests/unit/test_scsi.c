@@ -1115,7 +1115,81 @@ static void test_rmw_serialized(void)
 	scsi_cmd_release(&aw);
 	CU_ASSERT_EQUAL(rw10(false, 400, 1, BS, r, &rd), SCSI_GOOD);
 	CU_ASSERT_EQUAL(r[0], 0x44);
-	CU_ASSERT_FALSE(LU->caw_busy);
+	CU_ASSERT_PTR_NULL(LU->ser_head);
+	held = NULL;
+}
+
+static void caw_cmd(struct scsi_cmd *c, uint64_t lba, uint8_t cmp, uint8_t set)
+{
+	uint8_t cdb[16] = { 0x89 };
+	put_be64(cdb + 2, lba);
+	cdb[13] = 1;
+	cmd_init(c, cdb, 16, 2 * BS, false, true);
+	CU_ASSERT_FATAL(scsi_cmd_prepare(c));
+	memset(c->buf->data, cmp, BS);
+	memset(c->buf->data + BS, set, BS);
+}
+
+/*
+ * Serialized commands wait only for the ones before them on the same blocks:
+ * a heartbeat CAW elsewhere on the LU passes a held one and the ORWRITE
+ * queued behind it; one that overlaps a waiter waits in its turn.
+ */
+static void test_rmw_by_range(void)
+{
+	struct scsi_cmd held_caw, ow, hb, late, rd;
+	uint8_t blk[BS], r[BS];
+	static struct bs_ops holding_ops;
+
+	memset(blk, 0x01, BS);
+	CU_ASSERT_EQUAL(rw10(true, 500, 1, BS, blk, &rd), SCSI_GOOD);
+	CU_ASSERT_EQUAL(rw10(true, 501, 1, BS, blk, &rd), SCSI_GOOD);
+	CU_ASSERT_EQUAL(rw10(true, 900, 1, BS, blk, &rd), SCSI_GOOD);
+	real_ops = bstore->ops;
+	holding_ops = *real_ops;
+	holding_ops.submit = holding_submit;
+	bstore->ops = &holding_ops;
+	held = NULL;
+	ndone = 0;
+
+	caw_cmd(&held_caw, 500, 0x01, 0x10); /* its read is held */
+	scsi_cmd_exec(&held_caw);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(held);
+	uint8_t orcdb[16] = { 0x8b };
+	put_be64(orcdb + 2, 500);
+	put_be32(orcdb + 10, 2);                /* blocks 500-501: behind the held CAW */
+	cmd_init(&ow, orcdb, 16, 2 * BS, false, true);
+	CU_ASSERT_FATAL(scsi_cmd_prepare(&ow));
+	memset(ow.buf->data, 0x02, 2 * BS);
+	scsi_cmd_exec(&ow);
+	caw_cmd(&late, 501, 0x03, 0x30);        /* block 501: behind the waiting ORWRITE */
+	scsi_cmd_exec(&late);
+	CU_ASSERT_EQUAL(ndone, 0);
+
+	caw_cmd(&hb, 900, 0x01, 0x11);          /* another block: runs now */
+	scsi_cmd_exec(&hb);
+	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(hb.status, SCSI_GOOD);
+	scsi_cmd_release(&hb);
+
+	/* The held read completes: CAW 0x10, ORWRITE 0x12 | 0x03, then the CAW on 501 compares 0x03. */
+	struct bs_io *io = held;
+	bstore->ops = real_ops;
+	real_ops->submit(bstore, io);
+	CU_ASSERT_EQUAL(ndone, 4);
+	CU_ASSERT_EQUAL(held_caw.status, SCSI_GOOD);
+	CU_ASSERT_EQUAL(ow.status, SCSI_GOOD);
+	CU_ASSERT_EQUAL(late.status, SCSI_GOOD);
+	scsi_cmd_release(&held_caw);
+	scsi_cmd_release(&ow);
+	scsi_cmd_release(&late);
+	CU_ASSERT_EQUAL(rw10(false, 500, 1, BS, r, &rd), SCSI_GOOD);
+	CU_ASSERT_EQUAL(r[0], 0x12);
+	CU_ASSERT_EQUAL(rw10(false, 501, 1, BS, r, &rd), SCSI_GOOD);
+	CU_ASSERT_EQUAL(r[0], 0x30);
+	CU_ASSERT_EQUAL(rw10(false, 900, 1, BS, r, &rd), SCSI_GOOD);
+	CU_ASSERT_EQUAL(r[0], 0x11);
+	CU_ASSERT_PTR_NULL(LU->ser_head);
 	held = NULL;
 }
 
@@ -1905,6 +1979,7 @@ int main(void)
 	CU_add_test(s, "verify", test_verify);
 	CU_add_test(s, "orwrite", test_orwrite);
 	CU_add_test(s, "rmw_serialized", test_rmw_serialized);
+	CU_add_test(s, "rmw_by_range", test_rmw_by_range);
 	CU_add_test(s, "write_atomic", test_write_atomic);
 	CU_add_test(s, "write_atomic_file", test_write_atomic_file);
 	CU_add_test(s, "read_defect", test_read_defect);
