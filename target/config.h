@@ -194,8 +194,6 @@ bool config_has_secrets(const struct config *c);
  * document, a part of one or a change's parameters masks them first.
  */
 #define CONFIG_REDACTED "********"
-/* Is key the name of an object that holds secrets ("chap", "demo_chap")? */
-bool config_secret_holder(const char *key);
 /* Mask every secret in o (a document, a part of one, or admin parameters holding one), in place. */
 struct json_object;
 void config_redact(struct json_object *o);

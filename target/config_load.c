@@ -219,6 +219,10 @@ static int get_secret(struct pctx *p, json_object *v, const char *key, bool requ
 		cfg_push_key(p, fkey);
 		return cfg_perr(p, "give %s or %s, not both", key, fkey);
 	}
+	if (required && !inline_ && !infile) {
+		cfg_push_key(p, key);
+		return cfg_perr(p, "required field missing (or %s)", fkey);
+	}
 	if (infile) {
 		if ((r = cfg_get_str(p, v, fkey, true, 4095, file)) < 0)
 			return r;

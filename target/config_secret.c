@@ -27,11 +27,6 @@ static bool in(const char *const *l, const char *k)
 	return false;
 }
 
-bool config_secret_holder(const char *key)
-{
-	return in(holders, key);
-}
-
 /* A chap object's secrets masked; anything else where a chap object belongs is masked whole. */
 static json_object *masked_holder(json_object *v)
 {

@@ -47,6 +47,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <liburing.h>
 #include <stdio.h>
@@ -453,7 +454,7 @@ static void nv_log(struct backstore *bs, const struct nvme_uring_cmd *cmd, int r
 	char s[112];
 	const char *what = res > 0 ? nvme_status_str(res, s, sizeof(s)) : strerror(-res);
 	unsigned long long slba = (uint64_t)cmd->cdw11 << 32 | cmd->cdw10;
-	if (!__atomic_exchange_n(&nv(bs)->logged, true, __ATOMIC_RELAXED))
+	if (!atomic_exchange_explicit(&nv(bs)->logged, true, memory_order_relaxed))
 		log_warn("backstore '%s': NVMe opcode 0x%02x (LBA %llu) failed: %s", bs->name, cmd->opcode, slba, what);
 	else
 		log_limited(LOG_WARN, "backstore '%s': NVMe opcode 0x%02x (LBA %llu) failed: %s", bs->name,

@@ -51,6 +51,8 @@ int iscsi_alua_prepare(const struct config *old, const struct config *n, struct 
 {
 	struct iscsi_alua_plan *p = calloc(1, sizeof(*p) + n->ntargets * sizeof(p->tg[0]));
 	int rc = p ? 0 : -ENOMEM;
+	if (p)
+		p->n = n->ntargets; /* tables not made stay NULL */
 
 	for (size_t i = 0; !rc && i < n->ntargets; i++) {
 		const struct cfg_target *t = &n->targets[i], *o = find_target(old, t->iqn);
@@ -76,10 +78,8 @@ int iscsi_alua_prepare(const struct config *old, const struct config *n, struct 
 			/* A state the document did not change stays as it runs (SET TARGET PORT GROUPS may have set it). */
 			g[j].keep_state = oc && oc->state == c->state;
 		}
-		if (!rc && !(p->tg[i].t = scsi_alua_table_new(g, t->nalua_groups, &rc)))
-			p->n = i; /* the tables made so far */
-		else if (!rc)
-			p->n = i + 1;
+		if (!rc)
+			p->tg[i].t = scsi_alua_table_new(g, t->nalua_groups, &rc);
 		p->tg[i].modes = t->alua_modes;
 		p->tg[i].ttime = t->alua_transition_time;
 		free(g);
