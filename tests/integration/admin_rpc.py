@@ -32,7 +32,8 @@ class Rpc:
                     break
                 out += b
         s.close()
-        return json.loads(out) if out.strip() else None
+        # A name may hold any byte but NUL (isertd passes it on as it came): such bytes survive the round trip.
+        return json.loads(out.decode('utf-8', 'surrogateescape')) if out.strip() else None
 
     def call(self, method, params=None):
         self.id += 1
@@ -40,6 +41,20 @@ class Rpc:
         if params is not None:
             req['params'] = params
         return self.raw(json.dumps(req).encode())
+
+    def stats_rows(self, params=None, limit=None):
+        """Every row of the stats luns section, following the pages; (rows, number of pages)."""
+        params = dict(params or {}, sections=['luns'])
+        if limit:
+            params['limit'] = limit
+        rows, pages = [], 0
+        while True:
+            r = self.call('stats', params)['result']
+            rows += r['luns']
+            pages += 1
+            if not r.get('more'):
+                return rows, pages
+            params['cursor'] = r['cursor']
 
 
 def stop_isertd(proc, timeout=15):

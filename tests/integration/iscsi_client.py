@@ -38,7 +38,8 @@ def pad4(b):
 
 
 def kv(d):
-    return b''.join(f'{k}={v}'.encode() + b'\0' for k, v in d.items())
+    # surrogateescape: a test may name itself with any byte (a str from bytes.decode('utf-8', 'surrogateescape')).
+    return b''.join(f'{k}={v}'.encode('utf-8', 'surrogateescape') + b'\0' for k, v in d.items())
 
 
 def parse_kv(data):
