@@ -70,6 +70,14 @@ static void idle_add(struct stats_lun *e)
 	t->idle_tail = e;
 }
 
+/* A named row nothing points at any more (no LUN map, no command) may be folded when its place is needed. */
+static void maybe_idle(struct stats_lun *e)
+{
+	if (e->kind == STATS_NAMED && !e->users && !e->in_flight && !e->idle && e->tab)
+		idle_add(e);
+}
+
+#if ISERT_STATS
 static void idle_del(struct stats_lun *e)
 {
 	struct stats_table *t = e->tab;
@@ -87,14 +95,6 @@ static void idle_del(struct stats_lun *e)
 	e->iprev = e->inext = NULL;
 }
 
-/* A named row nothing points at any more (no LUN map, no command) may be folded when its place is needed. */
-static void maybe_idle(struct stats_lun *e)
-{
-	if (e->kind == STATS_NAMED && !e->users && !e->in_flight && !e->idle && e->tab)
-		idle_add(e);
-}
-
-#if ISERT_STATS
 static uint32_t key_hash(const struct iscsi_tpg *tpg, uint64_t lun, const char *ini)
 {
 	uint32_t h = 2166136261u ^ (uint32_t)(uintptr_t)tpg ^ (uint32_t)lun * 0x9e3779b1u;
@@ -813,10 +813,9 @@ int stats_snapshot(const struct stats_filter *f, struct stats_snap **out, char *
 {
 	*out = NULL;
 #if !ISERT_STATS
-	(void)f;
 	snprintf(err, errlen, "isertd was built without statistics (meson -Dstats=false)");
 	return -ENOTSUP;
-#else
+#endif
 	struct collect *k = collect_new(f);
 	struct stats_snap *s = calloc(1, sizeof(*s));
 	if (!k || !s) {
@@ -840,7 +839,6 @@ int stats_snapshot(const struct stats_filter *f, struct stats_snap **out, char *
 	}
 	*out = s;
 	return 0;
-#endif
 }
 
 /* ------------------------------------------------------------------------ */
