@@ -19,36 +19,11 @@ static const char *const level_name[] = { "error", "warning", "info", "debug" };
  * own (newline), move a terminal's cursor (ESC) or make the line invalid
  * UTF-8 for the journal.  What is not printable UTF-8 becomes \xNN.
  */
-static void escape_line(const char *in, char *out, size_t outlen)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = (const unsigned char *)in;
-	size_t n = strlen(in), o = 0;
-	while (n && o + 5 < outlen) {
-		size_t len = utf8_printable_len(p, n);
-		if (len) {
-			if (o + len + 1 > outlen)
-				break;
-			memcpy(out + o, p, len);
-			o += len;
-		} else {
-			out[o++] = '\\';
-			out[o++] = 'x';
-			out[o++] = hex[*p >> 4];
-			out[o++] = hex[*p & 15];
-			len = 1;
-		}
-		p += len;
-		n -= len;
-	}
-	out[o] = 0;
-}
-
 static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_list ap)
 {
 	char raw[1024], line[1024];
 	vsnprintf(raw, sizeof(raw), fmt, ap);
-	escape_line(raw, line, sizeof(line));
+	utf8_printable(raw, line, sizeof(line));
 	if (log_sink) {
 		char full[1024 + 80];
 		snprintf(full, sizeof(full), "%s%s", line, suffix);
@@ -104,30 +79,13 @@ void log_limited_msg(struct log_limit *ll, enum log_level lvl, const char *fmt, 
 
 const char *log_escape(const char *in, char *out, size_t outlen)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t n = 0;
-	if (!outlen)
+	if (outlen < 4) {
+		if (outlen)
+			out[0] = 0;
 		return out;
-	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
-		bool plain = *p >= 0x20 && *p < 0x7f && *p != '\\';
-		size_t need = plain ? 1 : 4;
-		if (n + need + 4 > outlen) {
-			/* Room for "..." and the terminator. */
-			if (n + 4 <= outlen) {
-				memcpy(out + n, "...", 3);
-				n += 3;
-			}
-			break;
-		}
-		if (plain) {
-			out[n++] = (char)*p;
-		} else {
-			out[n++] = '\\';
-			out[n++] = 'x';
-			out[n++] = hex[*p >> 4];
-			out[n++] = hex[*p & 15];
-		}
 	}
-	out[n] = 0;
+	/* Room left for "..." when it is cut (whole escapes only, so the cut is clean). */
+	if (utf8_shown(in, out, outlen - 3) >= outlen - 3)
+		strcat(out, "...");
 	return out;
 }

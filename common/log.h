@@ -45,9 +45,10 @@ void log_limited_msg(struct log_limit *ll, enum log_level lvl, const char *fmt, 
 	} while (0)
 
 /*
- * Text from a peer (initiator names, CHAP_N, keys) made safe for a log line:
- * control and non-ASCII bytes become \xNN, and the result is cut to fit out
- * (with "..." when cut).  Returns out.
+ * Text from a peer (initiator names, CHAP_N, keys) in its shown form
+ * (common/utf8.h: controls, what is not UTF-8 and backslashes as \xNN, as
+ * the admin socket and the metrics show it), cut to fit out (with "..."
+ * when cut).  Returns out.
  */
 const char *log_escape(const char *in, char *out, size_t outlen);
 

@@ -1,8 +1,11 @@
 /*
  * GET /metrics over HTTP, on libmicrohttpd's own thread.  A scrape costs
- * one stats_collect() (a message to every reactor, at most 5 s) and a
- * render; the reactors never wait on this thread.  Bounded like every
- * other peer-facing door (docs/security.md): 16 connections, 10 s idle.
+ * one stats_snapshot() (a message to every reactor, at most 5 s); its text
+ * is made from a compact copy as the client reads it (metrics_text.c), so
+ * what a connection holds is bounded by the rows a snapshot can have, not
+ * by the text.  The reactors never wait on this thread.  Bounded like
+ * every other peer-facing door (docs/security.md): 16 connections, at most
+ * 4 from one address, 10 s idle.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,7 +16,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <microhttpd.h>
 
 #include "common/log.h"
@@ -21,7 +23,9 @@
 #include "target/iscsi/stats.h"
 #include "target/metrics.h"
 
+#define METRICS_PER_IP_LIMIT 4  /* so one address that holds its connections open leaves 12 to the others */
 #define METRICS_TIMEOUT_S 10
+#define METRICS_BLOCK (64 * 1024) /* text made per read of the body */
 
 static struct MHD_Daemon *daemon_;
 static int listen_fd = -1;     /* ours: MHD is given it, and hands it back at quiesce */
@@ -50,6 +54,19 @@ static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned code, cons
 	return s ? answer(c, code, s, strlen(s), "text/plain; charset=utf-8") : MHD_NO;
 }
 
+/* The body, as the client reads it: metrics_gen_read's next piece. */
+static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	ssize_t n = metrics_gen_read(cls, buf, max);
+	return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+static void body_free(void *cls)
+{
+	metrics_gen_free(cls);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_len, void **state)
 {
@@ -62,23 +79,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	/* Every section but the connections: per-connection series would churn; the portals sum them. */
 	const struct stats_filter f = { .lun = -1, .luns = true, .portals = true, .rdma_devices = true,
 					.reactors = true };
-	json_object *st = json_object_new_object();
+	struct stats_snap *snap;
 	char err[256] = "", msg[300];
-	int rc = st ? stats_collect(st, &f, err, sizeof(err)) : -ENOMEM;
+	int rc = stats_snapshot(&f, &snap, err, sizeof(err));
+	struct metrics_gen *g = rc ? NULL : metrics_gen_new(snap);
+	if (!rc && !g)
+		rc = -ENOMEM;
 	if (rc) {
-		json_object_put(st);
 		snprintf(msg, sizeof(msg), "statistics unavailable: %s\n", err[0] ? err : strerror(-rc));
 		log_limited(LOG_WARN, "metrics: %.*s", (int)strlen(msg) - 1, msg);
 		return answer_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, msg);
 	}
-	struct metrics_buf b = { 0 };
-	metrics_render(st, &b);
-	json_object_put(st);
-	if (b.oom) {
-		metrics_buf_free(&b);
-		return answer_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "statistics unavailable: out of memory\n");
+	/* Length unknown until the end: chunked for HTTP/1.1, closed at the end for 1.0. */
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, METRICS_BLOCK, body_read, g, body_free);
+	if (!r) {
+		metrics_gen_free(g);
+		return MHD_NO;
 	}
-	return answer(c, MHD_HTTP_OK, b.p, b.len, "text/plain; version=0.0.4; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
 /* Our own listener, so a bind failure says why (MHD_start_daemon only says NULL). */
@@ -132,7 +154,8 @@ int metrics_start(const char *addr, char *err, size_t errlen)
 	 */
 	daemon_ = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC, 0, NULL, NULL,
 				   on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-				   (unsigned)METRICS_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+				   (unsigned)METRICS_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				   (unsigned)METRICS_PER_IP_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
 				   (unsigned)METRICS_TIMEOUT_S, MHD_OPTION_END);
 	if (!daemon_) {
 		close(fd);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/iscsi/iscsi.h"
@@ -63,6 +64,24 @@ static int str_param(struct rpc_call *c, const char *key, bool required, const c
 	if (!json_object_is_type(v, json_type_string) || !json_object_get_string_len(v))
 		return rpc_fail(c, RPC_INVALID_PARAMS, "%s: must be a non-empty string", key);
 	*out = json_object_get_string(v);
+	return 0;
+}
+
+/*
+ * An initiator's name as the answers show it (its shown form, common/utf8.h:
+ * "\xNN" for each byte that is not printable UTF-8, and for a backslash),
+ * back to the bytes to match; NULL when absent.
+ */
+static int name_param(struct rpc_call *c, const char *key, char *buf, size_t buflen, const char **out)
+{
+	if (str_param(c, key, false, out))
+		return -1;
+	if (!*out)
+		return 0;
+	if (strlen(*out) >= buflen)
+		return rpc_fail(c, RPC_INVALID_PARAMS, "%s: at most %zu bytes", key, buflen - 1);
+	utf8_unshown(*out, buf);
+	*out = buf;
 	return 0;
 }
 
@@ -153,8 +172,10 @@ static int m_sessions(struct rpc_call *c)
 {
 	static const char *const keys[] = { "tsih", "initiator", "target", NULL };
 	const char *ini, *tgt;
+	char name[1024];
 	int64_t tsih = 0;
-	if (only_keys(c, keys) || str_param(c, "initiator", false, &ini) || str_param(c, "target", false, &tgt) ||
+	if (only_keys(c, keys) || name_param(c, "initiator", name, sizeof(name), &ini) ||
+	    str_param(c, "target", false, &tgt) ||
 	    int_param(c, "tsih", false, 1, 65535, &tsih))
 		return -1;
 	json_object *a = json_object_new_array();
@@ -174,15 +195,20 @@ static int m_sessions(struct rpc_call *c)
 
 static int m_stats(struct rpc_call *c)
 {
-	static const char *const keys[] = { "target", "initiator", "lun", "tsih", "sections", NULL };
+	static const char *const keys[] = { "target", "initiator", "lun", "tsih", "sections", "cursor", "limit", NULL };
 	static const char *const sections[] = { "luns", "connections", "portals", "rdma_devices", "reactors", NULL };
 	struct stats_filter f = { .lun = -1, .luns = true, .connections = true, .portals = true, .rdma_devices = true,
 				  .reactors = true };
-	int64_t lun = -1, tsih = 0;
+	int64_t lun = -1, tsih = 0, limit = STATS_PAGE_MAX;
+	const char *cursor;
+	char name[1024];
 	json_object *sec;
+	/* The luns section comes in pages (at most STATS_PAGE_MAX rows), so an answer stays bounded. */
 	if (only_keys(c, keys) || str_param(c, "target", false, &f.target) ||
-	    str_param(c, "initiator", false, &f.initiator) || int_param(c, "lun", false, 0, INT64_MAX, &lun) ||
-	    int_param(c, "tsih", false, 1, 65535, &tsih))
+	    name_param(c, "initiator", name, sizeof(name), &f.initiator) ||
+	    int_param(c, "lun", false, 0, INT64_MAX, &lun) ||
+	    int_param(c, "tsih", false, 1, 65535, &tsih) || str_param(c, "cursor", false, &cursor) ||
+	    int_param(c, "limit", false, 1, STATS_PAGE_MAX, &limit))
 		return -1;
 	f.lun = lun;
 	f.tsih = (int)tsih;
@@ -206,11 +232,14 @@ static int m_stats(struct rpc_call *c)
 	}
 	char err[160];
 	json_object *out = json_object_new_object();
-	int rc = stats_collect(out, &f, err, sizeof(err));
+	int rc = stats_collect(out, &f, cursor, (unsigned)limit, err, sizeof(err));
 	if (rc) {
 		json_object_put(out);
-		return rpc_fail(c, rc == -ETIMEDOUT ? RPC_UNAVAILABLE : rc == -ENOTSUP ? RPC_REFUSED : RPC_INTERNAL, "%s",
-				err);
+		return rpc_fail(c, rc == -ETIMEDOUT	? RPC_UNAVAILABLE
+				: rc == -ENOTSUP	? RPC_REFUSED
+				: rc == -EINVAL		? RPC_INVALID_PARAMS
+							: RPC_INTERNAL,
+				"%s", err);
 	}
 	c->result = out;
 	return 0;
@@ -1322,8 +1351,9 @@ const struct rpc_method rpc_methods[] = {
 	{ "config.get", m_config_get, false, "the running configuration (as --print-config) and its generation; "
 					    "CHAP secrets masked unless show_secrets (root only)" },
 	{ "sessions", m_sessions, false, "sessions with their negotiated parameters; filter by tsih, initiator, target" },
-	{ "stats", m_stats, false, "statistics (docs/stats.md): luns, connections, portals, rdma_devices; filter by "
-				   "target, initiator, lun, tsih; sections: which of them" },
+	{ "stats", m_stats, false, "statistics (docs/stats.md): luns, connections, portals, rdma_devices, reactors; "
+				   "filter by target, initiator, lun, tsih; sections: which of them; luns in pages of "
+				   "limit rows (at most 512) from cursor, the answer's cursor while more is true" },
 	{ "stats.reset", m_stats_reset, false, "zero every statistics counter (gauges stay)" },
 	{ "session.close", m_session_close, false, "close the connection of session tsih (the initiator may log in again)" },
 	{ "save", m_save, false, "write the running configuration to path (default: the file isertd started with), "

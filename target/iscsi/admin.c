@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/reactor.h"
+#include "common/utf8.h"
 #include "target/backstore/backstore.h"
 #include "target/iscsi/iscsi.h"
 
@@ -41,6 +42,21 @@ struct fanout {
 	void *ctx;
 	void (*ctx_free)(void *ctx);
 };
+
+json_object *admin_json_shown(const char *s)
+{
+	char buf[4 * 224];
+	size_t n = utf8_shown(s, buf, sizeof(buf));
+	if (n < sizeof(buf))
+		return json_object_new_string(buf);
+	char *big = malloc(n + 1);
+	if (!big)
+		return json_object_new_string("(out of memory)");
+	utf8_shown(s, big, n + 1);
+	json_object *o = json_object_new_string(big);
+	free(big);
+	return o;
+}
 
 static void fanout_put(struct fanout *f)
 {
@@ -192,7 +208,7 @@ static void describe_session(struct iscsi_conn *c, void *arg)
 		 s->isid[4], s->isid[5]);
 	add_u(o, "tsih", s->tsih);
 	json_object_object_add(o, "isid", json_object_new_string(isid));
-	json_object_object_add(o, "initiator", json_object_new_string(s->initiator));
+	json_object_object_add(o, "initiator", admin_json_shown(s->initiator));
 	json_object_object_add(o, "type", json_object_new_string(s->discovery ? "discovery" : "normal"));
 	if (s->tpg) {
 		json_object_object_add(o, "target", json_object_new_string(s->tpg->iqn));

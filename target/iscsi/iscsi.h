@@ -332,6 +332,8 @@ bool tpg_has_portal(const struct iscsi_tpg *tpg, const struct xp_conn *xp);
 
 /* admin.c: what the admin socket asks of the reactors (from its own thread) */
 struct json_object;
+/* A peer's text (an initiator name) as the admin socket gives it: its shown form (common/utf8.h). */
+struct json_object *admin_json_shown(const char *s);
 /* Every session (filtered by tsih, initiator, target when non-zero/non-NULL) as JSON objects. */
 int admin_sessions(struct json_object *out, uint16_t tsih, const char *initiator, const char *target,
 		   char *err, size_t errlen);

@@ -22,19 +22,79 @@
 
 #define HASH_SIZE 4096
 
-/* One reactor's LUN x initiator entries (only that reactor touches them). */
+/* One reactor's rows (only that reactor touches them; stats_map_dropped may run after the reactors stopped). */
 struct stats_table {
 	struct stats_table *next;       /* every table, for stats_free */
 	struct stats_lun *hash[HASH_SIZE];
-	unsigned count;
-	struct stats_lun overflow;      /* what no entry could be made for (STATS_MAX_LUNS, memory) */
+	unsigned named, rest;           /* rows made of each kind */
+	unsigned named_max, rest_max;   /* this reactor's share of STATS_MAX_NAMED and STATS_MAX_REST */
+	struct stats_lun *idle_head, *idle_tail; /* named rows no session uses, the longest unused first */
+	struct stats_lun overflow;      /* what no row could be made for (both caps, memory) */
 };
 
 static __thread struct stats_table *tab;
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct stats_table *tables;
 
+/* An equal share of total for each reactor, at least 1: the rows of all reactors stay within total. */
+static unsigned share(unsigned total, unsigned nreactors)
+{
+	unsigned n = total / (nreactors ? nreactors : 1);
+	return n ? n : 1;
+}
+
+/* Every field of these counter structs is a uint64_t: one loop sums any of them. */
+_Static_assert(sizeof(struct xp_stats) % sizeof(uint64_t) == 0, "xp_stats: uint64_t fields only");
+_Static_assert(sizeof(struct stats_conn) % sizeof(uint64_t) == 0, "stats_conn: uint64_t fields only");
+_Static_assert(sizeof(struct stats_portal) % sizeof(uint64_t) == 0, "stats_portal: uint64_t fields only");
+_Static_assert(sizeof(struct stats_lun_counters) % sizeof(uint64_t) == 0, "counters: uint64_t fields only");
+
+static void add_counters(void *to, const void *from, size_t size)
+{
+	uint64_t *d = to;
+	const uint64_t *v = from;
+	for (size_t i = 0; i < size / sizeof(uint64_t); i++)
+		d[i] += v[i];
+}
+
+static void idle_add(struct stats_lun *e)
+{
+	struct stats_table *t = e->tab;
+	e->idle = true;
+	e->inext = NULL;
+	e->iprev = t->idle_tail;
+	if (t->idle_tail)
+		t->idle_tail->inext = e;
+	else
+		t->idle_head = e;
+	t->idle_tail = e;
+}
+
+/* A named row nothing points at any more (no LUN map, no command) may be folded when its place is needed. */
+static void maybe_idle(struct stats_lun *e)
+{
+	if (e->kind == STATS_NAMED && !e->users && !e->in_flight && !e->idle && e->tab)
+		idle_add(e);
+}
+
 #if ISERT_STATS
+static void idle_del(struct stats_lun *e)
+{
+	struct stats_table *t = e->tab;
+	if (!e->idle)
+		return;
+	if (e->iprev)
+		e->iprev->inext = e->inext;
+	else
+		t->idle_head = e->inext;
+	if (e->inext)
+		e->inext->iprev = e->iprev;
+	else
+		t->idle_tail = e->iprev;
+	e->idle = false;
+	e->iprev = e->inext = NULL;
+}
+
 static uint32_t key_hash(const struct iscsi_tpg *tpg, uint64_t lun, const char *ini)
 {
 	uint32_t h = 2166136261u ^ (uint32_t)(uintptr_t)tpg ^ (uint32_t)lun * 0x9e3779b1u;
@@ -43,59 +103,127 @@ static uint32_t key_hash(const struct iscsi_tpg *tpg, uint64_t lun, const char *
 	return h % HASH_SIZE;
 }
 
-/* An entry nothing points at (no LUN map, no command), to reuse past STATS_MAX_LUNS. */
-static struct stats_lun *unused_entry(void)
+static struct stats_table *table(void)
 {
-	for (unsigned i = 0; i < HASH_SIZE; i++)
-		for (struct stats_lun **pp = &tab->hash[i]; *pp; pp = &(*pp)->hnext)
-			if (!(*pp)->users && !(*pp)->in_flight) {
-				struct stats_lun *e = *pp;
-				*pp = e->hnext;
-				return e;
-			}
+	if (tab)
+		return tab;
+	tab = calloc(1, sizeof(*tab));
+	if (!tab)
+		return NULL;
+	tab->named_max = share(STATS_MAX_NAMED, iscsi_g.nreactors);
+	tab->rest_max = share(STATS_MAX_REST, iscsi_g.nreactors);
+	tab->overflow.kind = STATS_OVERFLOW;
+	tab->overflow.tab = tab;
+	snprintf(tab->overflow.initiator, sizeof(tab->overflow.initiator), STATS_REST_NAME);
+	snprintf(tab->overflow.backstore, sizeof(tab->overflow.backstore), "*");
+	pthread_mutex_lock(&tables_lock);
+	tab->next = tables;
+	tables = tab;
+	pthread_mutex_unlock(&tables_lock);
+	return tab;
+}
+
+static struct stats_lun *find(struct stats_table *t, uint32_t h, uint8_t kind, const struct iscsi_tpg *tpg,
+			      uint64_t lun, const char *ini, const char *bs)
+{
+	for (struct stats_lun *e = t->hash[h]; e; e = e->hnext)
+		if (e->kind == kind && e->tpg == tpg && e->lun == lun && !strcmp(e->initiator, ini) &&
+		    !strcmp(e->backstore, bs))
+			return e;
 	return NULL;
 }
 
+static void hash_del(struct stats_lun *e)
+{
+	struct stats_lun **pp = &e->tab->hash[key_hash(e->tpg, e->lun, e->initiator)];
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+}
+
+/* e (zeroed or reused memory) as a new row of t under key, in the hash. */
+static void row_init(struct stats_table *t, struct stats_lun *e, uint32_t h, uint8_t kind,
+		     const struct iscsi_tpg *tpg, uint64_t lun, const char *ini, const char *bs)
+{
+	memset(e, 0, sizeof(*e));
+	e->tab = t;
+	e->kind = kind;
+	e->tpg = tpg;
+	e->lun = lun;
+	snprintf(e->initiator, sizeof(e->initiator), "%s", ini);
+	snprintf(e->backstore, sizeof(e->backstore), "%s", bs);
+	e->hnext = t->hash[h];
+	t->hash[h] = e;
+}
+
+/* The LUN's rest row on this reactor, made if the cap allows (NULL: none, the overflow row counts). */
+static struct stats_lun *rest_row(struct stats_table *t, const struct iscsi_tpg *tpg, uint64_t lun, const char *bs)
+{
+	uint32_t h = key_hash(tpg, lun, STATS_REST_NAME);
+	struct stats_lun *r = find(t, h, STATS_REST, tpg, lun, STATS_REST_NAME, bs);
+	if (r || t->rest >= t->rest_max || !(r = malloc(sizeof(*r))))
+		return r;
+	row_init(t, r, h, STATS_REST, tpg, lun, STATS_REST_NAME, bs);
+	t->rest++;
+	return r;
+}
+
+/*
+ * An idle named row's counters into its LUN's rest row, and the row out of
+ * the table (its memory is the caller's).  Only idle rows fold: no LUN map
+ * or task points at them, and their in_flight is 0.
+ */
+static void fold(struct stats_lun *e)
+{
+	struct stats_table *t = e->tab;
+	idle_del(e);
+	hash_del(e);
+	t->named--;
+	struct stats_lun *r = rest_row(t, e->tpg, e->lun, e->backstore);
+	if (!r)
+		r = &t->overflow;
+	add_counters(&r->c, &e->c, sizeof(e->c));
+}
+
+/*
+ * The row a session's LUN counts in: its own named row; past the cap, the
+ * place of the longest-idle named row (folded first); else the LUN's rest
+ * row; else the overflow row.  NULL only without a table (out of memory).
+ */
 static struct stats_lun *lun_entry(const struct iscsi_session *s, const struct iscsi_lun *l)
 {
-	if (!tab) {
-		tab = calloc(1, sizeof(*tab));
-		if (!tab)
-			return NULL;
-		snprintf(tab->overflow.initiator, sizeof(tab->overflow.initiator), "*");
-		snprintf(tab->overflow.backstore, sizeof(tab->overflow.backstore), "*");
-		pthread_mutex_lock(&tables_lock);
-		tab->next = tables;
-		tables = tab;
-		pthread_mutex_unlock(&tables_lock);
-	}
+	struct stats_table *t = table();
+	if (!t)
+		return NULL;
 	const char *bs = backstore_name(scsi_lu_backstore(l->lu));
-	uint32_t h = key_hash(s->tpg, l->lun, s->initiator);
-	for (struct stats_lun *e = tab->hash[h]; e; e = e->hnext)
-		if (e->tpg == s->tpg && e->lun == l->lun && !strcmp(e->initiator, s->initiator) &&
-		    !strcmp(e->backstore, bs)) {
+	/* An initiator named like the rest rows would make two rows with one key: it counts in the rest. */
+	if (strcmp(s->initiator, STATS_REST_NAME)) {
+		uint32_t h = key_hash(s->tpg, l->lun, s->initiator);
+		struct stats_lun *e = find(t, h, STATS_NAMED, s->tpg, l->lun, s->initiator, bs);
+		if (e) {
+			idle_del(e);
 			e->users++;
 			return e;
 		}
-	struct stats_lun *e = NULL;
-	if (tab->count >= STATS_MAX_LUNS)
-		e = unused_entry();
-	if (!e) {
-		if (tab->count >= STATS_MAX_LUNS || !(e = malloc(sizeof(*e)))) {
-			tab->overflow.users++;
-			return &tab->overflow;
+		if (t->named >= t->named_max && t->idle_head) {
+			e = t->idle_head;
+			fold(e);
+		} else if (t->named < t->named_max) {
+			e = malloc(sizeof(*e));
 		}
-		tab->count++;
+		if (e) {
+			row_init(t, e, h, STATS_NAMED, s->tpg, l->lun, s->initiator, bs);
+			t->named++;
+			e->users = 1;
+			return e;
+		}
 	}
-	memset(e, 0, sizeof(*e));
-	e->tpg = s->tpg;
-	e->lun = l->lun;
-	snprintf(e->initiator, sizeof(e->initiator), "%s", s->initiator);
-	snprintf(e->backstore, sizeof(e->backstore), "%s", bs);
-	e->users = 1;
-	e->hnext = tab->hash[h];
-	tab->hash[h] = e;
-	return e;
+	struct stats_lun *r = rest_row(t, s->tpg, l->lun, bs);
+	if (!r)
+		r = &t->overflow;
+	r->users++;
+	return r;
 }
 
 static enum stats_kind cmd_kind(uint8_t op)
@@ -171,8 +299,8 @@ void stats_cmd_status(struct iscsi_task *t)
 
 void stats_cmd_freed(struct iscsi_task *t)
 {
-	if (t->st)
-		t->st->in_flight--;
+	if (t->st && !--t->st->in_flight)
+		maybe_idle(t->st);
 }
 
 void stats_tmf(struct iscsi_session *s, uint64_t lun)
@@ -195,6 +323,7 @@ void stats_map_dropped(struct iscsi_lun *luns, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (luns[i].st) {
 			luns[i].st->users--;
+			maybe_idle(luns[i].st);
 			luns[i].st = NULL;
 		}
 }
@@ -238,20 +367,6 @@ void stats_conn_refused(struct iscsi_portal *p)
 		ps->connections_refused++;
 }
 
-/* Every field of these counter structs is a uint64_t: one loop sums any of them. */
-_Static_assert(sizeof(struct xp_stats) % sizeof(uint64_t) == 0, "xp_stats: uint64_t fields only");
-_Static_assert(sizeof(struct stats_conn) % sizeof(uint64_t) == 0, "stats_conn: uint64_t fields only");
-_Static_assert(sizeof(struct stats_portal) % sizeof(uint64_t) == 0, "stats_portal: uint64_t fields only");
-_Static_assert(sizeof(struct stats_lun_counters) % sizeof(uint64_t) == 0, "counters: uint64_t fields only");
-
-static void add_counters(void *to, const void *from, size_t size)
-{
-	uint64_t *d = to;
-	const uint64_t *v = from;
-	for (size_t i = 0; i < size / sizeof(uint64_t); i++)
-		d[i] += v[i];
-}
-
 void stats_conn_closed(struct iscsi_conn *c)
 {
 	struct stats_portal *ps = portal_slot(c->portal);
@@ -282,19 +397,6 @@ void stats_free(void)
 /* ------------------------------------------------------------------------ */
 /* Reading: every reactor copies what it holds into one request. */
 
-struct conn_copy {
-	const struct iscsi_tpg *tpg;
-	char initiator[224];
-	char portal[72];
-	char peer[64];
-	const char *transport;         /* a transport's static name */
-	uint16_t tsih, cid;
-	int reactor;
-	bool rdma;
-	struct xp_stats xp;
-	struct stats_conn st;
-};
-
 /* What one reactor holds now (the reactors section). */
 struct reactor_copy {
 	bool seen;
@@ -313,9 +415,9 @@ struct collect {
 	struct stats_filter f;
 	char target[224], initiator[224];
 	bool reset;
-	struct stats_lun *luns;
-	size_t nluns, caplun;
-	struct conn_copy *conns;
+	struct stats_row *rows;        /* room for every row all reactors may keep: never grown under the lock */
+	size_t nrows, caprow;
+	struct stats_conn_row *conns;
 	size_t nconns, capconn;
 	struct portal_copy *portals;
 	size_t nportals;
@@ -327,7 +429,7 @@ struct collect {
 static void collect_free(void *arg)
 {
 	struct collect *k = arg;
-	free(k->luns);
+	free(k->rows);
 	free(k->conns);
 	free(k->portals);
 	free(k->reactors);
@@ -353,9 +455,9 @@ static bool grow(void **a, size_t *cap, size_t need, size_t size)
 static bool lun_wanted(const struct collect *k, const struct stats_lun *e)
 {
 	const struct stats_filter *f = &k->f;
-	if (!e->tpg && !e->users && !e->c.commands[STATS_READ] && !e->c.commands[STATS_WRITE] &&
+	if (e->kind == STATS_OVERFLOW && !e->users && !e->c.commands[STATS_READ] && !e->c.commands[STATS_WRITE] &&
 	    !e->c.commands[STATS_OTHER])
-		return false; /* the overflow entry, never used */
+		return false; /* the overflow row, never used */
 	if (f->target && (!e->tpg || strcmp(e->tpg->iqn, f->target)))
 		return false;
 	if (f->initiator && strcmp(e->initiator, f->initiator))
@@ -363,9 +465,21 @@ static bool lun_wanted(const struct collect *k, const struct stats_lun *e)
 	return f->lun < 0 || (e->tpg && e->lun == (uint64_t)f->lun);
 }
 
+static void row_of(struct stats_row *r, const struct stats_lun *e)
+{
+	r->target = e->tpg ? e->tpg->iqn : "*";
+	r->tpg = e->tpg ? e->tpg->tag : 0;
+	r->kind = e->kind;
+	r->lun = e->lun;
+	memcpy(r->initiator, e->initiator, sizeof(r->initiator));
+	memcpy(r->backstore, e->backstore, sizeof(r->backstore));
+	r->in_flight = e->in_flight;
+	r->c = e->c;
+}
+
 struct conn_walk {
 	struct collect *k;
-	struct conn_copy *c;
+	struct stats_conn_row *c;
 	size_t n, cap;
 	struct portal_copy *p;         /* this reactor's share, nportals long */
 	bool oom;
@@ -397,9 +511,10 @@ static void conn_visit(struct iscsi_conn *c, void *arg)
 		w->oom = true;
 		return;
 	}
-	struct conn_copy *o = &w->c[w->n++];
+	struct stats_conn_row *o = &w->c[w->n++];
 	memset(o, 0, sizeof(*o));
-	o->tpg = s->tpg;
+	o->target = s->tpg ? s->tpg->iqn : "";
+	o->tpg = s->tpg ? s->tpg->tag : 0;
 	snprintf(o->initiator, sizeof(o->initiator), "%s", s->initiator);
 	snprintf(o->portal, sizeof(o->portal), "%s", c->portal ? c->portal->name : "");
 	snprintf(o->peer, sizeof(o->peer), "%s", c->xp->peer);
@@ -473,163 +588,78 @@ static void collect_on_reactor(void *arg)
 			}
 			if (!lun_wanted(k, e))
 				continue;
-			if (!grow((void **)&k->luns, &k->caplun, k->nluns + 1, sizeof(*k->luns))) {
-				k->err = -ENOMEM;
+			if (k->nrows >= k->caprow) {
+				k->err = -EOVERFLOW; /* more rows than the caps allow: cannot happen */
 				break;
 			}
-			k->luns[k->nluns++] = *e;
+			row_of(&k->rows[k->nrows++], e);
 		}
 	pthread_mutex_unlock(&k->mu);
 	free(w.c);
 	free(w.p);
 }
 
+/* A request with every portal made so far (they live as long as the process). */
+static struct collect *collect_new(const struct stats_filter *f)
+{
+	struct collect *k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	pthread_mutex_init(&k->mu, NULL);
+	k->f = *f;
+	/* The filter's strings are the caller's: copies, since a late reactor may still read them. */
+	if (f->target)
+		k->f.target = strncpy(k->target, f->target, sizeof(k->target) - 1);
+	if (f->initiator)
+		k->f.initiator = strncpy(k->initiator, f->initiator, sizeof(k->initiator) - 1);
+	if (f->luns) {
+		/*
+		 * Every row any reactor may keep: its shares of both caps and its
+		 * overflow row.  malloc, not calloc: only the rows copied touch memory.
+		 */
+		unsigned n = iscsi_g.nreactors ? iscsi_g.nreactors : 1;
+		k->caprow = (size_t)n * (share(STATS_MAX_NAMED, n) + share(STATS_MAX_REST, n) + 1);
+		k->rows = malloc(k->caprow * sizeof(*k->rows));
+		if (!k->rows) {
+			collect_free(k);
+			return NULL;
+		}
+	}
+	size_t n = 0;
+	for (struct iscsi_portal *p = __atomic_load_n(&iscsi_g.portals, __ATOMIC_ACQUIRE); p; p = p->next)
+		n++;
+	k->portals = calloc(n ? n : 1, sizeof(*k->portals));
+	if (!k->portals) {
+		collect_free(k);
+		return NULL;
+	}
+	for (struct iscsi_portal *p = __atomic_load_n(&iscsi_g.portals, __ATOMIC_ACQUIRE); p && k->nportals < n;
+	     p = p->next)
+		if (p->st)
+			k->portals[k->nportals++].p = p;
+	return k;
+}
+
 /* ------------------------------------------------------------------------ */
-/* JSON */
+/* The snapshot */
 
-static const char *const sense_names[16] = {
-	"no_sense", "recovered_error", "not_ready", "medium_error", "hardware_error", "illegal_request",
-	"unit_attention", "data_protect", "blank_check", "vendor_specific", "copy_aborted", "aborted_command",
-	"reserved_0c", "volume_overflow", "miscompare", "completed",
-};
-static const char *const refusal_names[REFUSED_KINDS] = { "acl", "chap", "unknown_target", "resources",
-							  "initiator_error" };
-static const char *const lat_names[LAT_KINDS] = { "read", "write", "read_backstore", "write_backstore" };
-
-static void add_u(json_object *o, const char *k, uint64_t v)
+int stats_row_cmp(const struct stats_row *a, const struct stats_row *b)
 {
-	json_object_object_add(o, k, json_object_new_uint64(v));
-}
-
-static const char *tpg_iqn(const struct iscsi_tpg *t)
-{
-	return t ? t->iqn : "*";
-}
-
-static int lun_cmp(const void *a, const void *b)
-{
-	const struct stats_lun *x = a, *y = b;
-	int r = strcmp(tpg_iqn(x->tpg), tpg_iqn(y->tpg));
+	int r = strcmp(a->target, b->target);
 	if (!r)
-		r = (x->tpg ? x->tpg->tag : 0) - (y->tpg ? y->tpg->tag : 0);
+		r = (a->tpg > b->tpg) - (a->tpg < b->tpg);
 	if (!r)
-		r = x->lun < y->lun ? -1 : x->lun > y->lun;
+		r = (a->lun > b->lun) - (a->lun < b->lun);
 	if (!r)
-		r = strcmp(x->initiator, y->initiator);
+		r = strcmp(a->backstore, b->backstore);
 	if (!r)
-		r = strcmp(x->backstore, y->backstore);
+		r = strcmp(a->initiator, b->initiator);
 	return r;
 }
 
-
-static json_object *hist_json(const struct stats_hist *h)
+static int row_ptr_cmp(const void *a, const void *b)
 {
-	json_object *o = json_object_new_object(), *b = json_object_new_array_ext(STATS_BUCKETS);
-	uint64_t n = 0;
-	for (int i = 0; i < STATS_BUCKETS; i++) {
-		n += h->n[i];
-		json_object_array_add(b, json_object_new_uint64(h->n[i]));
-	}
-	add_u(o, "count", n);
-	add_u(o, "sum_ns", h->sum_ns);
-	json_object_object_add(o, "buckets", b);
-	return o;
-}
-
-static json_object *lun_json(const struct stats_lun *e)
-{
-	const struct stats_lun_counters *c = &e->c;
-	json_object *o = json_object_new_object(), *x;
-	json_object_object_add(o, "target", json_object_new_string(tpg_iqn(e->tpg)));
-	add_u(o, "tpg", e->tpg ? e->tpg->tag : 0);
-	add_u(o, "lun", e->lun);
-	json_object_object_add(o, "initiator", json_object_new_string(e->initiator));
-	json_object_object_add(o, "backstore", json_object_new_string(e->backstore));
-	add_u(o, "in_flight", e->in_flight);
-	json_object_object_add(o, "commands", x = json_object_new_object());
-	add_u(x, "read", c->commands[STATS_READ]);
-	add_u(x, "write", c->commands[STATS_WRITE]);
-	add_u(x, "other", c->commands[STATS_OTHER]);
-	add_u(o, "bytes_read", c->bytes_read);
-	add_u(o, "bytes_written", c->bytes_written);
-	json_object_object_add(o, "check_conditions", x = json_object_new_object());
-	for (int i = 0; i < 16; i++)
-		if (c->check_conditions[i])
-			add_u(x, sense_names[i], c->check_conditions[i]);
-	add_u(o, "unit_attentions", c->check_conditions[6]);
-	json_object_object_add(o, "status", x = json_object_new_object());
-	add_u(x, "busy", c->busy);
-	add_u(x, "reservation_conflict", c->reservation_conflict);
-	add_u(x, "task_set_full", c->task_set_full);
-	add_u(o, "task_management", c->tmf);
-	json_object_object_add(o, "latency", x = json_object_new_object());
-	for (int i = 0; i < LAT_KINDS; i++)
-		json_object_object_add(x, lat_names[i], hist_json(&c->lat[i]));
-	return o;
-}
-
-static void xp_json(json_object *o, const struct xp_stats *s, const struct stats_conn *st, bool rdma)
-{
-	add_u(o, "pdus_in", s->pdus_in);
-	add_u(o, "pdus_out", s->pdus_out);
-	add_u(o, "bytes_in", s->bytes_in);
-	add_u(o, "bytes_out", s->bytes_out);
-	add_u(o, "digest_errors", s->digest_errors);
-	add_u(o, "r2ts", st->r2ts);
-	add_u(o, "nop_timeouts", st->nop_timeouts);
-	if (!rdma)
-		return;
-	json_object *r = json_object_new_object();
-	add_u(r, "reads", s->rdma_reads);
-	add_u(r, "read_bytes", s->rdma_read_bytes);
-	add_u(r, "writes", s->rdma_writes);
-	add_u(r, "write_bytes", s->rdma_write_bytes);
-	add_u(r, "sends", s->sends);
-	add_u(r, "recvs", s->recvs);
-	add_u(r, "inline_sends", s->inline_sends);
-	add_u(r, "send_posts", s->send_posts);
-	add_u(r, "cq_polls", s->cq_polls);
-	add_u(r, "cq_empty_polls", s->cq_empty_polls);
-	add_u(r, "completions", s->completions);
-	json_object_object_add(o, "rdma", r);
-}
-
-static json_object *conn_json(const struct conn_copy *c)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "target", json_object_new_string(c->tpg ? c->tpg->iqn : ""));
-	add_u(o, "tpg", c->tpg ? c->tpg->tag : 0);
-	json_object_object_add(o, "initiator", json_object_new_string(c->initiator));
-	add_u(o, "tsih", c->tsih);
-	add_u(o, "cid", c->cid);
-	json_object_object_add(o, "portal", json_object_new_string(c->portal));
-	json_object_object_add(o, "transport", json_object_new_string(c->transport));
-	json_object_object_add(o, "peer", json_object_new_string(c->peer));
-	add_u(o, "reactor", (uint64_t)c->reactor);
-	xp_json(o, &c->xp, &c->st, c->rdma);
-	return o;
-}
-
-static json_object *portal_json(const struct portal_copy *pc)
-{
-	const struct stats_portal *s = &pc->sum;
-	json_object *o = json_object_new_object(), *l, *r;
-	char name[72];
-	snprintf(name, sizeof(name), "%s:%u", pc->p->host, pc->p->port);
-	json_object_object_add(o, "portal", json_object_new_string(name));
-	json_object_object_add(o, "transport", json_object_new_string(pc->p->iser ? "iser" : "tcp"));
-	json_object_object_add(o, "listening",
-			       json_object_new_boolean(__atomic_load_n(&pc->p->l, __ATOMIC_RELAXED) != NULL));
-	add_u(o, "connections", pc->live);
-	add_u(o, "connections_refused", s->connections_refused);
-	add_u(o, "connections_closed", s->connections_closed);
-	json_object_object_add(o, "logins", l = json_object_new_object());
-	add_u(l, "accepted", s->logins_accepted);
-	json_object_object_add(l, "refused", r = json_object_new_object());
-	for (int i = 0; i < REFUSED_KINDS; i++)
-		add_u(r, refusal_names[i], s->logins_refused[i]);
-	xp_json(o, &s->closed, &s->closed_conn, pc->p->iser);
-	return o;
+	return stats_row_cmp(*(struct stats_row *const *)a, *(struct stats_row *const *)b);
 }
 
 /* One sysfs counter file: false when absent or unreadable (left out, never a zero). */
@@ -641,6 +671,11 @@ static bool read_counter(const char *path, uint64_t *v)
 	bool ok = fscanf(fp, "%" SCNu64, v) == 1;
 	fclose(fp);
 	return ok;
+}
+
+static void add_u(json_object *o, const char *k, uint64_t v)
+{
+	json_object_object_add(o, k, json_object_new_uint64(v));
 }
 
 static json_object *counter_dir(const char *path)
@@ -699,102 +734,373 @@ static json_object *rdma_devices_json(void)
 	return a;
 }
 
-/* A request with every portal made so far (they live as long as the process). */
-static struct collect *collect_new(const struct stats_filter *f)
+void stats_snap_free(struct stats_snap *s)
 {
-	struct collect *k = calloc(1, sizeof(*k));
-	if (!k)
-		return NULL;
-	pthread_mutex_init(&k->mu, NULL);
-	k->f = *f;
-	/* The filter's strings are the caller's: copies, since a late reactor may still read them. */
-	if (f->target)
-		k->f.target = strncpy(k->target, f->target, sizeof(k->target) - 1);
-	if (f->initiator)
-		k->f.initiator = strncpy(k->initiator, f->initiator, sizeof(k->initiator) - 1);
-	size_t n = 0;
-	for (struct iscsi_portal *p = __atomic_load_n(&iscsi_g.portals, __ATOMIC_ACQUIRE); p; p = p->next)
-		n++;
-	k->portals = calloc(n ? n : 1, sizeof(*k->portals));
-	if (!k->portals) {
-		collect_free(k);
-		return NULL;
-	}
-	for (struct iscsi_portal *p = __atomic_load_n(&iscsi_g.portals, __ATOMIC_ACQUIRE); p && k->nportals < n;
-	     p = p->next)
-		if (p->st)
-			k->portals[k->nportals++].p = p;
-	return k;
+	if (!s)
+		return;
+	free(s->rows);
+	free(s->sorted);
+	free(s->conns);
+	free(s->portals);
+	json_object_put(s->rdma_devices);
+	free(s->reactors);
+	free(s);
 }
 
-int stats_collect(json_object *out, const struct stats_filter *f, char *err, size_t errlen)
+/* The copies of k, summed and sorted, into s (k's arrays move over). */
+static int snap_build(struct stats_snap *s, struct collect *k)
 {
+	s->monotonic_ns = reactor_now_ns();
+	s->rows = k->rows;
+	s->nrows = k->nrows;
+	k->rows = NULL;
+	s->conns = k->conns;
+	s->nconns = k->nconns;
+	k->conns = NULL;
+	if (s->nrows) {
+		s->sorted = malloc(s->nrows * sizeof(*s->sorted));
+		if (!s->sorted)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->nrows; i++)
+			s->sorted[i] = &s->rows[i];
+		qsort(s->sorted, s->nrows, sizeof(*s->sorted), row_ptr_cmp);
+		/* The same key from several reactors (sessions of one initiator, rest and overflow rows): one row. */
+		for (size_t i = 0; i < s->nrows;) {
+			struct stats_row *r = s->sorted[i];
+			size_t j = i + 1;
+			for (; j < s->nrows && !stats_row_cmp(r, s->sorted[j]); j++) {
+				add_counters(&r->c, &s->sorted[j]->c, sizeof(r->c));
+				r->in_flight += s->sorted[j]->in_flight;
+			}
+			s->sorted[s->nsorted++] = r;
+			i = j;
+		}
+	}
+	if (k->f.portals) {
+		s->portals = calloc(k->nportals ? k->nportals : 1, sizeof(*s->portals));
+		if (!s->portals)
+			return -ENOMEM;
+		for (size_t i = 0; i < k->nportals; i++) {
+			const struct portal_copy *pc = &k->portals[i];
+			struct stats_portal_row *o = &s->portals[s->nportals++];
+			snprintf(o->portal, sizeof(o->portal), "%s:%u", pc->p->host, pc->p->port);
+			o->iser = pc->p->iser;
+			o->listening = __atomic_load_n(&pc->p->l, __ATOMIC_RELAXED) != NULL;
+			o->connections = pc->live;
+			o->c = pc->sum;
+		}
+	}
+	if (k->f.rdma_devices && !(s->rdma_devices = rdma_devices_json()))
+		return -ENOMEM;
+	if (k->f.reactors && k->nreactors) {
+		s->reactors = calloc(k->nreactors, sizeof(*s->reactors));
+		if (!s->reactors)
+			return -ENOMEM;
+		for (size_t i = 0; i < k->nreactors; i++) {
+			const struct reactor_copy *rc = &k->reactors[i];
+			if (!rc->seen)
+				continue;
+			s->reactors[s->nreactors++] = (struct stats_reactor_row){ .reactor = (unsigned)i,
+										  .connections = rc->connections,
+										  .pool_bytes = rc->pool_bytes,
+										  .pool_in_use = rc->pool_in_use };
+		}
+	}
+	return 0;
+}
+
+int stats_snapshot(const struct stats_filter *f, struct stats_snap **out, char *err, size_t errlen)
+{
+	*out = NULL;
 #if !ISERT_STATS
 	snprintf(err, errlen, "isertd was built without statistics (meson -Dstats=false)");
 	return -ENOTSUP;
 #endif
 	struct collect *k = collect_new(f);
-	if (!k)
-		return -ENOMEM;
-	int rc = admin_on_reactors(collect_on_reactor, k, collect_free, err, errlen);
-	if (rc)
-		return rc;
-	if (k->err) {
+	struct stats_snap *s = calloc(1, sizeof(*s));
+	if (!k || !s) {
+		if (k)
+			collect_free(k);
+		free(s);
 		snprintf(err, errlen, "out of memory");
-		collect_free(k);
 		return -ENOMEM;
 	}
-	add_u(out, "monotonic_ns", reactor_now_ns());
+	int rc = admin_on_reactors(collect_on_reactor, k, collect_free, err, errlen);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	rc = k->err ? k->err : snap_build(s, k);
+	collect_free(k);
+	if (rc) {
+		stats_snap_free(s);
+		snprintf(err, errlen, "out of memory");
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON (the stats method) */
+
+static const char *const sense_names[16] = {
+	"no_sense", "recovered_error", "not_ready", "medium_error", "hardware_error", "illegal_request",
+	"unit_attention", "data_protect", "blank_check", "vendor_specific", "copy_aborted", "aborted_command",
+	"reserved_0c", "volume_overflow", "miscompare", "completed",
+};
+static const char *const refusal_names[REFUSED_KINDS] = { "acl", "chap", "unknown_target", "resources",
+							  "initiator_error" };
+static const char *const lat_names[LAT_KINDS] = { "read", "write", "read_backstore", "write_backstore" };
+static const char *const kind_names[] = { [STATS_NAMED] = "initiator", [STATS_REST] = "rest",
+					  [STATS_OVERFLOW] = "overflow" };
+
+static json_object *hist_json(const struct stats_hist *h)
+{
+	json_object *o = json_object_new_object(), *b = json_object_new_array_ext(STATS_BUCKETS);
+	uint64_t n = 0;
+	for (int i = 0; i < STATS_BUCKETS; i++) {
+		n += h->n[i];
+		json_object_array_add(b, json_object_new_uint64(h->n[i]));
+	}
+	add_u(o, "count", n);
+	add_u(o, "sum_ns", h->sum_ns);
+	json_object_object_add(o, "buckets", b);
+	return o;
+}
+
+static json_object *lun_json(const struct stats_row *e)
+{
+	const struct stats_lun_counters *c = &e->c;
+	json_object *o = json_object_new_object(), *x;
+	json_object_object_add(o, "target", json_object_new_string(e->target));
+	add_u(o, "tpg", e->tpg);
+	add_u(o, "lun", e->lun);
+	json_object_object_add(o, "initiator", admin_json_shown(e->initiator));
+	json_object_object_add(o, "backstore", json_object_new_string(e->backstore));
+	json_object_object_add(o, "row", json_object_new_string(kind_names[e->kind]));
+	add_u(o, "in_flight", e->in_flight);
+	json_object_object_add(o, "commands", x = json_object_new_object());
+	add_u(x, "read", c->commands[STATS_READ]);
+	add_u(x, "write", c->commands[STATS_WRITE]);
+	add_u(x, "other", c->commands[STATS_OTHER]);
+	add_u(o, "bytes_read", c->bytes_read);
+	add_u(o, "bytes_written", c->bytes_written);
+	json_object_object_add(o, "check_conditions", x = json_object_new_object());
+	for (int i = 0; i < 16; i++)
+		if (c->check_conditions[i])
+			add_u(x, sense_names[i], c->check_conditions[i]);
+	add_u(o, "unit_attentions", c->check_conditions[6]);
+	json_object_object_add(o, "status", x = json_object_new_object());
+	add_u(x, "busy", c->busy);
+	add_u(x, "reservation_conflict", c->reservation_conflict);
+	add_u(x, "task_set_full", c->task_set_full);
+	add_u(o, "task_management", c->tmf);
+	json_object_object_add(o, "latency", x = json_object_new_object());
+	for (int i = 0; i < LAT_KINDS; i++)
+		json_object_object_add(x, lat_names[i], hist_json(&c->lat[i]));
+	return o;
+}
+
+static void xp_json(json_object *o, const struct xp_stats *s, const struct stats_conn *st, bool rdma)
+{
+	add_u(o, "pdus_in", s->pdus_in);
+	add_u(o, "pdus_out", s->pdus_out);
+	add_u(o, "bytes_in", s->bytes_in);
+	add_u(o, "bytes_out", s->bytes_out);
+	add_u(o, "digest_errors", s->digest_errors);
+	add_u(o, "r2ts", st->r2ts);
+	add_u(o, "nop_timeouts", st->nop_timeouts);
+	if (!rdma)
+		return;
+	json_object *r = json_object_new_object();
+	add_u(r, "reads", s->rdma_reads);
+	add_u(r, "read_bytes", s->rdma_read_bytes);
+	add_u(r, "writes", s->rdma_writes);
+	add_u(r, "write_bytes", s->rdma_write_bytes);
+	add_u(r, "sends", s->sends);
+	add_u(r, "recvs", s->recvs);
+	add_u(r, "inline_sends", s->inline_sends);
+	add_u(r, "send_posts", s->send_posts);
+	add_u(r, "cq_polls", s->cq_polls);
+	add_u(r, "cq_empty_polls", s->cq_empty_polls);
+	add_u(r, "completions", s->completions);
+	json_object_object_add(o, "rdma", r);
+}
+
+static json_object *conn_json(const struct stats_conn_row *c)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "target", json_object_new_string(c->target));
+	add_u(o, "tpg", c->tpg);
+	json_object_object_add(o, "initiator", admin_json_shown(c->initiator));
+	add_u(o, "tsih", c->tsih);
+	add_u(o, "cid", c->cid);
+	json_object_object_add(o, "portal", json_object_new_string(c->portal));
+	json_object_object_add(o, "transport", json_object_new_string(c->transport));
+	json_object_object_add(o, "peer", json_object_new_string(c->peer));
+	add_u(o, "reactor", (uint64_t)c->reactor);
+	xp_json(o, &c->xp, &c->st, c->rdma);
+	return o;
+}
+
+static json_object *portal_json(const struct stats_portal_row *p)
+{
+	const struct stats_portal *s = &p->c;
+	json_object *o = json_object_new_object(), *l, *r;
+	json_object_object_add(o, "portal", json_object_new_string(p->portal));
+	json_object_object_add(o, "transport", json_object_new_string(p->iser ? "iser" : "tcp"));
+	json_object_object_add(o, "listening", json_object_new_boolean(p->listening));
+	add_u(o, "connections", p->connections);
+	add_u(o, "connections_refused", s->connections_refused);
+	add_u(o, "connections_closed", s->connections_closed);
+	json_object_object_add(o, "logins", l = json_object_new_object());
+	add_u(l, "accepted", s->logins_accepted);
+	json_object_object_add(l, "refused", r = json_object_new_object());
+	for (int i = 0; i < REFUSED_KINDS; i++)
+		add_u(r, refusal_names[i], s->logins_refused[i]);
+	xp_json(o, &s->closed, &s->closed_conn, p->iser);
+	return o;
+}
+
+/*
+ * The cursor of a page: the key of its last row, as
+ * "1.HEX(target).tpg.lun.HEX(backstore).HEX(initiator)".  Hex, because a
+ * key holds whatever bytes an initiator named itself with, and the cursor
+ * must come back through any JSON client unchanged.
+ */
+static void hex_put(char **p, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (; *s; s++) {
+		*(*p)++ = hex[(uint8_t)*s >> 4];
+		*(*p)++ = hex[(uint8_t)*s & 15];
+	}
+}
+
+static char *cursor_of(const struct stats_row *r)
+{
+	size_t n = 2 * (strlen(r->target) + strlen(r->backstore) + strlen(r->initiator)) + 64;
+	char *c = malloc(n), *p = c;
+	if (!c)
+		return NULL;
+	p += sprintf(p, "1.");
+	hex_put(&p, r->target);
+	p += sprintf(p, ".%u.%" PRIu64 ".", r->tpg, r->lun);
+	hex_put(&p, r->backstore);
+	*p++ = '.';
+	hex_put(&p, r->initiator);
+	*p = 0;
+	return c;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Hex up to the next '.' (or the end) into out (at most outlen - 1 bytes, no NUL); the text after it, or NULL. */
+static const char *hex_get(const char *s, char *out, size_t outlen)
+{
+	size_t n = 0;
+	for (; *s && *s != '.'; s += 2) {
+		int hi = hexval(s[0]), lo = hi < 0 ? -1 : hexval(s[1]);
+		if (lo < 0 || (hi | lo) == 0 || n + 1 >= outlen)
+			return NULL;
+		out[n++] = (char)(hi << 4 | lo);
+	}
+	out[n] = 0;
+	return s;
+}
+
+/* The key in a cursor: 0, or -EINVAL. */
+static int cursor_parse(const char *c, struct stats_row *key, char *target, size_t tlen)
+{
+	unsigned tpg;
+	uint64_t lun;
+	int used = 0;
+	memset(key, 0, sizeof(*key));
+	if (strncmp(c, "1.", 2) || !(c = hex_get(c + 2, target, tlen)) || *c != '.' ||
+	    sscanf(c, ".%5u.%20" SCNu64 ".%n", &tpg, &lun, &used) != 2 || !used || tpg > 65535 ||
+	    !(c = hex_get(c + used, key->backstore, sizeof(key->backstore))) || *c != '.' ||
+	    !(c = hex_get(c + 1, key->initiator, sizeof(key->initiator))) || *c)
+		return -EINVAL;
+	key->target = target;
+	key->tpg = (uint16_t)tpg;
+	key->lun = lun;
+	return 0;
+}
+
+int stats_collect(json_object *out, const struct stats_filter *f, const char *cursor, unsigned limit, char *err,
+		  size_t errlen)
+{
+	struct stats_row key;
+	char target[224];
+	if (cursor && cursor_parse(cursor, &key, target, sizeof(target))) {
+		snprintf(err, errlen, "cursor: not one this method made (pass back the \"cursor\" of an answer)");
+		return -EINVAL;
+	}
+	if (limit < 1 || limit > STATS_PAGE_MAX)
+		limit = STATS_PAGE_MAX;
+	struct stats_snap *s;
+	int rc = stats_snapshot(f, &s, err, errlen);
+	if (rc)
+		return rc;
+	add_u(out, "monotonic_ns", s->monotonic_ns);
 	json_object *a = json_object_new_array();
 	for (int i = 0; i < STATS_BUCKETS - 1; i++)
 		json_object_array_add(a, json_object_new_uint64(1ull << i));
 	json_object_object_add(out, "latency_bounds_us", a);
 	if (f->luns) {
-		/* The same LUN x initiator from several reactors: one entry. */
-		if (k->nluns) /* qsort may not be given NULL, even for nothing */
-			qsort(k->luns, k->nluns, sizeof(*k->luns), lun_cmp);
-		a = json_object_new_array();
-		for (size_t i = 0; i < k->nluns;) {
-			size_t j = i + 1;
-			for (; j < k->nluns && !lun_cmp(&k->luns[i], &k->luns[j]); j++) {
-				add_counters(&k->luns[i].c, &k->luns[j].c, sizeof(k->luns[j].c));
-				k->luns[i].in_flight += k->luns[j].in_flight;
-			}
-			json_object_array_add(a, lun_json(&k->luns[i]));
-			i = j;
+		/* The first row after the cursor's key: a binary search over the sorted rows. */
+		size_t lo = 0, hi = s->nsorted;
+		while (cursor && lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (stats_row_cmp(s->sorted[mid], &key) <= 0)
+				lo = mid + 1;
+			else
+				hi = mid;
 		}
+		size_t end = s->nsorted - lo > limit ? lo + limit : s->nsorted;
+		a = json_object_new_array_ext((int)(end - lo));
+		for (size_t i = lo; i < end; i++)
+			json_object_array_add(a, lun_json(s->sorted[i]));
 		json_object_object_add(out, "luns", a);
+		json_object_object_add(out, "more", json_object_new_boolean(end < s->nsorted));
+		if (end < s->nsorted) {
+			char *c = cursor_of(s->sorted[end - 1]);
+			json_object_object_add(out, "cursor", c ? json_object_new_string(c) : NULL);
+			free(c);
+		}
 	}
 	if (f->connections) {
 		a = json_object_new_array();
-		for (size_t i = 0; i < k->nconns; i++)
-			json_object_array_add(a, conn_json(&k->conns[i]));
+		for (size_t i = 0; i < s->nconns; i++)
+			json_object_array_add(a, conn_json(&s->conns[i]));
 		json_object_object_add(out, "connections", a);
 	}
 	if (f->portals) {
 		a = json_object_new_array();
-		for (size_t i = 0; i < k->nportals; i++)
-			json_object_array_add(a, portal_json(&k->portals[i]));
+		for (size_t i = 0; i < s->nportals; i++)
+			json_object_array_add(a, portal_json(&s->portals[i]));
 		json_object_object_add(out, "portals", a);
 	}
 	if (f->rdma_devices)
-		json_object_object_add(out, "rdma_devices", rdma_devices_json());
+		json_object_object_add(out, "rdma_devices", json_object_get(s->rdma_devices));
 	if (f->reactors) {
 		a = json_object_new_array();
-		for (size_t i = 0; i < k->nreactors; i++) {
-			const struct reactor_copy *rc = &k->reactors[i];
-			if (!rc->seen)
-				continue;
+		for (size_t i = 0; i < s->nreactors; i++) {
+			const struct stats_reactor_row *r = &s->reactors[i];
 			json_object *o = json_object_new_object();
-			add_u(o, "reactor", i);
-			add_u(o, "connections", rc->connections);
-			add_u(o, "buffer_pool_bytes", rc->pool_bytes);
-			add_u(o, "buffers_in_use", rc->pool_in_use);
+			add_u(o, "reactor", r->reactor);
+			add_u(o, "connections", r->connections);
+			add_u(o, "buffer_pool_bytes", r->pool_bytes);
+			add_u(o, "buffers_in_use", r->pool_in_use);
 			json_object_array_add(a, o);
 		}
 		json_object_object_add(out, "reactors", a);
 	}
-	collect_free(k);
+	stats_snap_free(s);
 	return 0;
 }
 

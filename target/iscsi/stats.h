@@ -51,18 +51,34 @@ struct stats_lun_counters {
 };
 
 /*
- * One LUN as one initiator uses it from one reactor (all its sessions there
- * share it).  Made at the first command; kept after the sessions end so
- * counters only grow, up to STATS_MAX_LUNS per reactor (then entries no
- * session uses are reused).
+ * The rows a reactor keeps (docs/stats.md, "How they are kept").  A named
+ * row is one LUN as one initiator uses it from this reactor (all its
+ * sessions here share it), made at the first command.  Named rows are
+ * capped (STATS_MAX_NAMED over all reactors) so that what a reader copies
+ * and what a scrape carries stay bounded however many initiators come; the
+ * LUN's rest row (initiator STATS_REST_NAME) counts for initiators past the
+ * cap, and takes in the counters of named rows no session uses when their
+ * place is needed (folded, oldest idle first), so a LUN's totals stay
+ * exact and no counter goes down.  Rest rows are capped too
+ * (STATS_MAX_REST); past both, the overflow row (no target) counts.
  */
-#define STATS_MAX_LUNS 16384
+#define STATS_MAX_NAMED 4096            /* named rows in all: each reactor keeps STATS_MAX_NAMED / reactors */
+#define STATS_MAX_REST 4096             /* rest rows in all, shared out the same way */
+#define STATS_REST_NAME "*"             /* a rest row's initiator; an initiator of that name counts there too */
+
+enum stats_row_kind { STATS_NAMED, STATS_REST, STATS_OVERFLOW };
+
+struct stats_table;
 struct stats_lun {
 	struct stats_lun *hnext;        /* the reactor's hash chain */
-	const struct iscsi_tpg *tpg;    /* lives as long as the process */
+	struct stats_lun *iprev, *inext; /* its table's idle list (named, no user, nothing in flight), oldest first */
+	struct stats_table *tab;        /* its reactor's table */
+	const struct iscsi_tpg *tpg;    /* lives as long as the process; NULL for the overflow row */
 	uint64_t lun;
 	char initiator[224];
 	char backstore[65];
+	uint8_t kind;                   /* enum stats_row_kind */
+	bool idle;                      /* on the idle list */
 	unsigned users;                 /* session LUN maps pointing here */
 	uint64_t in_flight;             /* commands arrived, not yet freed */
 	struct stats_lun_counters c;
@@ -131,12 +147,85 @@ struct stats_filter {
 	bool luns, connections, portals, rdma_devices, reactors; /* sections wanted */
 };
 
+/* ------------------------------------------------------------------------ */
+/* Reading: one snapshot that every exporter (the admin socket, /metrics) reads. */
+
+/* A row of the luns section, summed over the reactors that keep one for the same key. */
+struct stats_row {
+	const char *target;             /* its TPG's IQN (TPGs live as long as the process); "*" for overflow */
+	uint16_t tpg;                   /* 0 for overflow */
+	uint8_t kind;                   /* enum stats_row_kind */
+	uint64_t lun;
+	char initiator[224];            /* STATS_REST_NAME for rest and overflow rows */
+	char backstore[65];             /* "*" for overflow */
+	uint64_t in_flight;
+	struct stats_lun_counters c;
+};
+
+/* A live connection of a full-feature session (the connections section). */
+struct stats_conn_row {
+	const char *target;             /* "" for discovery */
+	uint16_t tpg, tsih, cid;
+	char initiator[224];
+	char portal[72];
+	char peer[64];
+	const char *transport;          /* a transport's static name */
+	int reactor;
+	bool rdma;
+	struct xp_stats xp;
+	struct stats_conn st;
+};
+
+/* A portal: its logins, and the traffic of its ended and live connections. */
+struct stats_portal_row {
+	char portal[72];                /* HOST:PORT */
+	bool iser, listening;
+	unsigned connections;           /* live now */
+	struct stats_portal c;
+};
+
+struct stats_reactor_row {
+	unsigned reactor, connections;
+	uint64_t pool_bytes, pool_in_use;
+};
+
+struct stats_snap {
+	uint64_t monotonic_ns;
+	struct stats_row *rows;         /* storage, in no order */
+	struct stats_row **sorted;      /* one per key, in stats_row_cmp order */
+	size_t nrows, nsorted;
+	struct stats_conn_row *conns;
+	size_t nconns;
+	struct stats_portal_row *portals;
+	size_t nportals;
+	struct json_object *rdma_devices; /* the sysfs counters as the stats method shows them; NULL unless asked */
+	struct stats_reactor_row *reactors;
+	size_t nreactors;
+};
+
+/* Row order: target, TPG, LUN, backstore, initiator; so the rows of one LUN are together. */
+int stats_row_cmp(const struct stats_row *a, const struct stats_row *b);
+
 /*
- * From any thread but a reactor: the statistics as JSON (docs/stats.md),
- * summed over the reactors.  0, or -errno with err filled (a reactor that
- * did not answer within 5 s, or statistics compiled out).
+ * From any thread but a reactor: the statistics f asks for, summed over the
+ * reactors.  0 with *out (stats_snap_free it), or -errno with err filled (a
+ * reactor that did not answer within 5 s, out of memory, statistics
+ * compiled out).  At most STATS_MAX_NAMED + STATS_MAX_REST + 2 x reactors
+ * rows (before the reactors' copies of one key are summed).
  */
-int stats_collect(struct json_object *out, const struct stats_filter *f, char *err, size_t errlen);
+int stats_snapshot(const struct stats_filter *f, struct stats_snap **out, char *err, size_t errlen);
+void stats_snap_free(struct stats_snap *s);
+
+/*
+ * The `stats` method's answer (docs/stats.md): the sections f asks for, the
+ * luns section one page long.  A page starts after cursor (NULL: at the
+ * first row) and holds at most limit rows (1..STATS_PAGE_MAX); when rows
+ * are left, "more" is true and "cursor" says where the next page starts.
+ * 0, or -errno with err filled (-EINVAL: a cursor this did not make).
+ */
+#define STATS_PAGE_MAX 512
+int stats_collect(struct json_object *out, const struct stats_filter *f, const char *cursor, unsigned limit,
+		  char *err, size_t errlen);
 /* Zero every counter (gauges stay); 0 or -errno with err filled. */
 int stats_reset(char *err, size_t errlen);
 

@@ -32,7 +32,8 @@ class Rpc:
                     break
                 out += b
         s.close()
-        return json.loads(out) if out.strip() else None
+        # Every answer is UTF-8 (a peer's name comes in its shown form): a strict decode checks it.
+        return json.loads(out.decode('utf-8')) if out.strip() else None
 
     def call(self, method, params=None):
         self.id += 1
@@ -40,6 +41,41 @@ class Rpc:
         if params is not None:
             req['params'] = params
         return self.raw(json.dumps(req).encode())
+
+    def stats_rows(self, params=None, limit=None):
+        """Every row of the stats luns section, following the pages; (rows, number of pages)."""
+        params = dict(params or {}, sections=['luns'])
+        if limit:
+            params['limit'] = limit
+        rows, pages = [], 0
+        while True:
+            r = self.call('stats', params)['result']
+            rows += r['luns']
+            pages += 1
+            if not r.get('more'):
+                return rows, pages
+            params['cursor'] = r['cursor']
+
+
+def shown(raw):
+    """A peer's name (bytes) as isertd shows it (common/utf8.h): printable UTF-8 as it is; each byte of a
+    control character, of what is not UTF-8, and each backslash as \\xNN."""
+    out, i = [], 0
+    while i < len(raw):
+        ch = None
+        for n in (1, 2, 3, 4):
+            try:
+                ch = raw[i:i + n].decode('utf-8')
+                break
+            except UnicodeDecodeError:
+                pass
+        n = len(ch.encode()) if ch else 1
+        if ch and ch != '\\' and not (ord(ch) < 0x20 or 0x7f <= ord(ch) <= 0x9f):
+            out.append(ch)
+        else:
+            out.extend('\\x%02x' % b for b in raw[i:i + n])
+        i += n
+    return ''.join(out)
 
 
 def stop_isertd(proc, timeout=15):

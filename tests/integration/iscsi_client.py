@@ -38,9 +38,10 @@ def pad4(b):
 
 
 def kv(d):
-    """Text keys; a bytes value goes as it is (hostile names: any byte but NUL)."""
-    return b''.join(f'{k}='.encode() + (v if isinstance(v, bytes) else f'{v}'.encode()) + b'\0'
-                    for k, v in d.items())
+    """Text keys; a bytes value goes as it is, and a str from bytes.decode('utf-8', 'surrogateescape') too
+    (hostile names: any byte but NUL)."""
+    return b''.join(f'{k}='.encode() + (v if isinstance(v, bytes) else f'{v}'.encode('utf-8', 'surrogateescape'))
+                    + b'\0' for k, v in d.items())
 
 
 def parse_kv(data):

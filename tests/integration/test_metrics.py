@@ -5,7 +5,10 @@ a known workload from our Python initiator shows up exactly, counters move
 under iscsi-perf, every histogram's _count equals its command counter once
 idle, other paths are 404 and other methods 405; without global.metrics
 nothing listens; a bad value or a port in use stops the start with the
-field named; every metric the Grafana dashboard queries exists.
+field named; every metric the Grafana dashboard queries exists.  Initiators
+with hostile names (controls, bytes that are not UTF-8, quotes, backslashes)
+leave the scrape valid UTF-8 for promtool, each name shown as documented;
+one address holding connections open leaves room for a scrape from another.
 
 usage: test_metrics.py ISERTD [PORT]   (ports PORT..PORT+9)"""
 import json
@@ -68,6 +71,16 @@ def wait_port(port, secs=5):
         except OSError:
             time.sleep(0.05)
     return False
+
+
+def get_bytes(path='/metrics', method='GET'):
+    """(status, content type, body as bytes)."""
+    req = urllib.request.Request(f'http://127.0.0.1:{MPORT}{path}', method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers.get('Content-Type'), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get('Content-Type'), e.read()
 
 
 def get(path='/metrics', method='GET'):
@@ -155,6 +168,107 @@ def known_workload():
     return n
 
 
+# Names a peer may log in with (any byte but NUL): controls, bytes that are not UTF-8, the format's specials.
+HOSTILE = [b'iqn.2026-11.org.test:esc\x1b[31mred\x07', b'iqn.2026-11.org.test:cr\rlf\nend',
+           b'iqn.2026-11.org.test:bad\xff\xfe\xc0\x80', b'iqn.2026-11.org.test:q"uo\\te',
+           b'iqn.2026-11.org.test:c1\xc2\x9b2J', b'iqn.2026-11.org.test:caf\xc3\xa9', b'*']
+
+
+def shown(raw):
+    """A name as docs/stats.md says the endpoint shows it: printable UTF-8 as it is, each byte of a control
+    character (C0, DEL, C1), of a sequence that is not UTF-8, and each backslash as \\xNN."""
+    out, i = '', 0
+    while i < len(raw):
+        ch = None
+        for n in (1, 2, 3, 4):
+            try:
+                ch = raw[i:i + n].decode('utf-8')
+                break
+            except UnicodeDecodeError:
+                pass
+        if ch is None:
+            out += '\\x%02x' % raw[i]
+            i += 1
+            continue
+        cp = ord(ch)
+        if cp < 0x20 or cp == 0x7f or 0x80 <= cp < 0xa0 or ch == '\\':
+            out += ''.join('\\x%02x' % b for b in raw[i:i + n])
+        else:
+            out += ch
+        i += n
+    return out
+
+
+def unquote(v):
+    """A label value as the format reads it back."""
+    return re.sub(r'\\(.)', lambda m: {'n': '\n'}.get(m.group(1), m.group(1)), v)
+
+
+def hostile_names():
+    """Initiators with HOSTILE names read LUN 0: the scrape is valid UTF-8 without control bytes, promtool
+    accepts it, each name is its documented shown form; '*' counts in LUN 0's rest row."""
+    for raw in HOSTILE:
+        c = ic.Conn(PORT)
+        st = c.login(raw.decode('utf-8', 'surrogateescape'), T)
+        check(f'hostile name {raw!r} logs in', st == 0, hex(st))
+        if not st:
+            c.command(bytes([0x28, 0, 0, 0, 0, 0, 0, 0, 8, 0]), 4096, read=True)
+        c.close()
+    time.sleep(0.2)
+    status, _, body = get_bytes()
+    try:
+        text = body.decode('utf-8')
+    except UnicodeDecodeError as e:
+        text = None
+        check('the scrape is valid UTF-8', False, e)
+    if text is None:
+        return
+    check('the scrape is valid UTF-8, no control byte but the newlines', status == 200 and
+          not re.search(r'[\x00-\x09\x0b-\x1f\x7f-\x9f]', text))
+    promtool_check(text)
+    names = {unquote(v) for n, v in re.findall(r'(initiator)="((?:[^"\\]|\\.)*)"', text)}
+    for raw in HOSTILE[:-1]:
+        check(f'{raw!r} is the label {shown(raw)!r}', shown(raw) in names, sorted(names)[:10])
+    s, _ = parse(text), None
+    rest = total(s[0], 'isert_lun_commands_total', lun=0, initiator='*', kind='read')
+    check('an initiator named "*" has no row of its own: its read counts in the rest row', rest == 1, rest)
+
+
+def slots():
+    """One address holds as many connections as it can (16, the old total), requests left unfinished: the
+    endpoint keeps 4 of them (MHD_OPTION_PER_IP_CONNECTION_LIMIT), and a scrape from another address works."""
+    held = []
+    for _ in range(16):
+        try:
+            s = socket.create_connection(('127.0.0.1', MPORT), timeout=2, source_address=('127.0.0.2', 0))
+            s.sendall(b'GET /metrics HTTP/1.1\r\nHost: x\r\n')  # never finished
+            held.append(s)
+        except OSError:
+            pass
+    time.sleep(0.5)
+    open_ = 0
+    for s in held:
+        s.settimeout(0.3)
+        try:
+            open_ += s.recv(1) != b''
+        except socket.timeout:
+            open_ += 1
+        except OSError:
+            pass
+    check(f'one address holds at most 4 connections of the endpoint ({open_} of 16 left open)', open_ <= 4, open_)
+    t0 = time.monotonic()
+    try:
+        status, _, body = get_bytes()
+    except OSError as e:
+        status, body = None, repr(e).encode()
+    took = time.monotonic() - t0
+    # At once: not after the held ones' idle timeout (10 s) freed a slot.
+    check(f'a scrape from another address works at once while they are held ({took:.1f} s)',
+          status == 200 and b'isert_up 1' in body and took < 3, f'{status} {body[:200]}')
+    for s in held:
+        s.close()
+
+
 def dashboard_names():
     with open(DASHBOARD) as f:
         dash = json.load(f)
@@ -196,13 +310,16 @@ def main():
               total(s, 'isert_lun_read_bytes_total', **lun0) == n['read'][1] * 4096)
         check('isert_lun_written_bytes_total: GOOD writes x 4096',
               total(s, 'isert_lun_written_bytes_total', **lun0) == n['write'][1] * 4096)
+        hist0 = {'target': T, 'lun': 0}  # histograms are the LUN's (only INI used LUN 0)
         for kind, (cmds, _) in n.items():
             check(f'latency histogram: {kind} _count and +Inf bucket = the {kind}s',
-                  total(s, 'isert_lun_latency_seconds_count', kind=kind, **lun0) == cmds and
-                  total(s, 'isert_lun_latency_seconds_bucket', kind=kind, le='+Inf', **lun0) == cmds)
+                  total(s, 'isert_lun_latency_seconds_count', kind=kind, **hist0) == cmds and
+                  total(s, 'isert_lun_latency_seconds_bucket', kind=kind, le='+Inf', **hist0) == cmds)
+        check('latency histograms have no initiator label (one per LUN)',
+              not any(n.startswith('isert_lun_latency') and 'initiator' in dict(lb) for n, lb in s))
         promtool_check(get()[2])  # again, now with LUN, histogram and portal samples
         check('latency _sum is in seconds (under 1 s a command on a RAM LUN)',
-              0 < total(s, 'isert_lun_latency_seconds_sum', kind='read', **lun0) < reads)
+              0 < total(s, 'isert_lun_latency_seconds_sum', kind='read', **hist0) < reads)
         check('a login accepted on the portal', total(s, 'isert_portal_logins_total', result='accepted',
                                                       portal=f'127.0.0.1:{PORT}') >= 1)
         check('PDUs and bytes counted on the portal', total(s, 'isert_portal_pdus_received_total') > reads + n['write'][0]
@@ -227,12 +344,14 @@ def main():
             perf.wait(10)
             time.sleep(0.5)
             s, _ = scrape()
-            lun1 = {'lun': 1, 'initiator': 'iqn.2026-11.org.test:perf'}
-            for kind in ('read', 'write'):
-                n = total(s, 'isert_lun_commands_total', kind=kind, **lun1)
-                c = total(s, 'isert_lun_latency_seconds_count', kind=kind, **lun1)
+            for kind in ('read', 'write'):  # only iscsi-perf used LUN 1
+                n = total(s, 'isert_lun_commands_total', kind=kind, lun=1)
+                c = total(s, 'isert_lun_latency_seconds_count', kind=kind, lun=1)
                 check(f'idle: histogram {kind} _count = commands ({int(n)})', n == c, f'{c}')
             check('idle: nothing in flight', total(s, 'isert_lun_commands_in_flight') == 0)
+
+        hostile_names()
+        slots()
 
         # The dashboard cannot rot: every name it queries is a family of this endpoint.
         names = dashboard_names()

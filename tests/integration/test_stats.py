@@ -107,23 +107,38 @@ def hist_ok(h):
     return sum(h['buckets']) == h['count'] and len(h['buckets']) == 28
 
 
-def overflow(port):
-    """The per-reactor cap on LUN x initiator entries (STATS_MAX_LUNS, docs/security.md): one reactor,
-    15 initiators x 1100 LUNs = 16500 pairs; the 116 past 16384 count in the overflow entry; once their
-    sessions ended, a new initiator reuses an entry."""
-    cap, nluns, nini = 16384, 1100, 15
+def tur_all(c, luns):
+    """TEST UNIT READY to each LUN, 64 at a time (the CmdSN window)."""
+    for first in range(0, len(luns), 64):
+        batch = luns[first:first + 64]
+        for lun in batch:  # LUNs past 255 in flat space addressing (SAM-5 4.7.7)
+            c.send(c.scsi_bhs(b'\0' * 6, 0, lun=lun if lun < 256 else 0x4000 | lun))
+        for lun in batch:
+            op, _, _ = c.recv()
+            assert op == ic.OP_SCSI_RSP, op
+
+
+def caps(port):
+    """The caps on rows (STATS_MAX_NAMED, STATS_MAX_REST: docs/security.md), one reactor so it keeps both
+    whole, 4096 each: initiator A on 4200 LUNs fills the named rows, its last 104 LUNs count in their rest
+    rows; B on the same LUNs fills the rest rows, and its 104 LUNs past that count in the overflow row.
+    Every command is counted once, the luns section comes in pages that meet end to end; once A's sessions
+    ended, a new initiator takes the place of A's longest idle row, whose counts go to its LUN's rest row."""
+    named_max, rest_max, nluns = 4096, 4096, 4200
     work = checks.workdir('isert-stats-cap-')
     sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
-    cfg = {'backstores': [{'name': 'b%d' % i, 'type': 'ram', 'size': '64K'} for i in range(nluns)],
+    cfg = {'backstores': [{'name': 'b%d' % i, 'type': 'ram', 'size': '64K'} for i in range(64)],
            'targets': [{'iqn': T1, 'tpgs': [{'tag': 1, 'demo_mode': True,
                                              'portals': [{'ip': '127.0.0.1', 'port': port}],
-                                             'luns': [{'lun': i, 'backstore': 'b%d' % i} for i in range(nluns)]}]}]}
+                                             'luns': [{'lun': i, 'backstore': 'b%d' % (i % 64)}
+                                                      for i in range(nluns)]}]}]}
     with open(cfgfile, 'w') as f:
         json.dump(cfg, f)
     log = open(os.path.join(work, 'isertd.log'), 'w')
     proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', '1'], stdout=log,
                             stderr=subprocess.STDOUT)
+    ini_a, ini_b, ini_c = ('iqn.2026-11.org.isert:cap-' + x for x in 'abc')
     try:
         for _ in range(200):
             if os.path.exists(sock):
@@ -131,36 +146,63 @@ def overflow(port):
             time.sleep(0.05)
         rpc = Rpc(sock)
         conns = []
-        for k in range(nini):
+        for ini in (ini_a, ini_b):
             c = ic.Conn(port, timeout=30)
-            assert c.login('iqn.2026-11.org.isert:cap%02d' % k, T1) == 0
-            for first in range(0, nluns, 64):  # TEST UNIT READY to each LUN, 64 at a time (the CmdSN window)
-                batch = range(first, min(first + 64, nluns))
-                for lun in batch:  # LUNs past 255 in flat space addressing (SAM-5 4.7.7)
-                    c.send(c.scsi_bhs(b'\0' * 6, 0, lun=lun if lun < 256 else 0x4000 | lun))
-                for lun in batch:
-                    op, _, _ = c.recv()
-                    assert op == ic.OP_SCSI_RSP, op
+            assert c.login(ini, T1) == 0
+            tur_all(c, list(range(nluns)))
             conns.append(c)
-        s = rpc.call('stats', {'sections': ['luns']})['result']['luns']
-        named = [e for e in s if e['initiator'] != '*']
-        over = [e for e in s if e['initiator'] == '*']
-        total = sum(e['commands']['other'] for e in s)
-        check('cap: %d entries made, no more' % cap, len(named) == cap, len(named))
-        check('cap: the %d pairs past it count in the overflow entry' % (nluns * nini - cap),
-              len(over) == 1 and over[0]['commands']['other'] == nluns * nini - cap, over[:1])
-        check('cap: every command counted once', total == nluns * nini, total)
+        rows, pages = rpc.stats_rows()
+        kinds = {k: [r for r in rows if r.get('row', 'initiator') == k] for k in ('initiator', 'rest', 'overflow')}
+        check('caps: %d named rows, all of A' % named_max, len(kinds['initiator']) == named_max and
+              all(r['initiator'] == ini_a for r in kinds['initiator']), len(kinds['initiator']))
+        check('caps: %d rest rows (initiator "*")' % rest_max, len(kinds['rest']) == rest_max and
+              all(r['initiator'] == '*' for r in kinds['rest']), len(kinds['rest']))
+        over = kinds['overflow']
+        # The rest rows are per LUN: A's last 104 LUNs made theirs, B made the rest of them, up to the cap.
+        check('caps: B\'s %d LUNs without a rest row count in the overflow row' % (nluns - rest_max),
+              len(over) == 1 and over[0]['target'] == '*' and over[0]['commands']['other'] == nluns - rest_max,
+              over[:1])
+        check('caps: every command counted once', sum(r['commands']['other'] for r in rows) == 2 * nluns,
+              sum(r['commands']['other'] for r in rows))
+        keys = [(r['target'], r['tpg'], r['lun'], r['backstore'], r['initiator']) for r in rows]
+        check('pages: %d rows in %d pages of at most 512, each once, in order' % (len(rows), pages),
+              pages == -(-len(rows) // 512) and len(set(keys)) == len(keys) and keys == sorted(keys),
+              (len(rows), pages))
+        small, n = rpc.stats_rows(limit=1000 // 7)
+        check('pages: limit 142 gives the same rows', small == rows and n == -(-len(rows) // 142), n)
+        for params, word in (({'limit': 0}, 'limit'), ({'limit': 513}, 'limit'), ({'cursor': 'x'}, 'cursor'),
+                             ({'cursor': '1.zz.1.1..'}, 'cursor'), ({'cursor': 7}, 'cursor')):
+            r = rpc.call('stats', params)
+            check('stats %s refused naming %s' % (params, word), 'error' in r and word in r['error']['message'], r)
+        r = rpc.call('stats', {'sections': ['portals']})['result']
+        check('no luns section asked: no more, no cursor', 'more' not in r and 'cursor' not in r, list(r))
+
         for c in conns:
             c.close()
         time.sleep(0.5)
         c = ic.Conn(port)
-        check('cap: a new initiator logs in', c.login('iqn.2026-11.org.isert:late', T1) == 0)
+        check('fold: a new initiator logs in', c.login(ini_c, T1) == 0)
         c.command(b'\0' * 6, lun=7)
-        s = rpc.call('stats', {'initiator': 'iqn.2026-11.org.isert:late', 'sections': ['luns']})['result']['luns']
-        check('cap: once sessions ended, a new pair reuses an entry', len(s) == 1 and s[0]['lun'] == 7 and
-              s[0]['commands']['other'] == 1, s)
         c.close()
-        check('cap: isertd still runs', proc.poll() is None)
+        rows2, _ = rpc.stats_rows()
+        mine = [r for r in rows2 if r['initiator'] == ini_c]
+        check('fold: the new pair has a named row', len(mine) == 1 and mine[0]['lun'] == 7 and
+              mine[0]['commands']['other'] == 1, mine)
+        gone = [r for r in rows2 if r['initiator'] == ini_a and r['lun'] == 0]
+        rest0 = [r for r in rows2 if r.get('row') == 'rest' and r['lun'] == 0]
+        check('fold: A\'s longest idle row (LUN 0) went into LUN 0\'s rest row', not gone and len(rest0) == 1 and
+              rest0[0]['commands']['other'] == 2, rest0)
+        check('fold: named rows stay at the cap', sum(r.get('row') == 'initiator' for r in rows2) == named_max)
+        check('fold: every command still counted once', sum(r['commands']['other'] for r in rows2) == 2 * nluns + 1)
+        before = {(r['lun'], r['backstore']): 0 for r in rows}
+        for r in rows:
+            before[(r['lun'], r['backstore'])] += r['commands']['other']
+        after = dict.fromkeys(before, 0)
+        for r in rows2:
+            after[(r['lun'], r['backstore'])] = after.get((r['lun'], r['backstore']), 0) + r['commands']['other']
+        check('fold: each LUN\'s total the same, LUN 7 one more', all(after[k] == before[k] + (k[0] == 7)
+                                                                       for k in before), '')
+        check('caps: isertd still runs', proc.poll() is None)
     finally:
         stop_isertd(proc)
         log.close()
@@ -365,7 +407,7 @@ def main():
         if checks.failed:
             print(open(os.path.join(work, 'isertd.log')).read()[-3000:])
         shutil.rmtree(work, ignore_errors=True)
-    overflow(PORT + 1)
+    caps(PORT + 1)
     checks.finish()
 
 

@@ -5,11 +5,14 @@ the loaded LUN, top's batch frames show it reading, the interactive view is
 on screen in a tmux pane and quits on q and on Ctrl-C with the terminal mode
 back, stats reset zeroes the counters, and iserbench's target-side figures are
 there with the target's command counts equal to what iserbench completed.
+Initiators with names full of terminal escapes and bytes that are not UTF-8
+leave no control byte in what iserctl prints (stats, top, sessions, ls, --json).
 No timing is asserted beyond "reads happened while the load ran".
 
 usage: test_top.py ISERTD ISERCTL ISERBENCH [PORT]"""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402
+import iscsi_client as ic  # noqa: E402
 from admin_rpc import stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
@@ -30,6 +34,63 @@ LUN0, LUN1 = f'{T}/tpg1/lun0', f'{T}/tpg1/lun1'
 def iserctl(sock, *args):
     p = subprocess.run([ISERCTL, '-s', sock, *args], capture_output=True, text=True, timeout=30)
     return p.returncode, p.stdout, p.stderr
+
+
+def iserctl_bytes(sock, *args):
+    p = subprocess.run([ISERCTL, '-s', sock, *args], capture_output=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+# Initiator names with terminal escapes (a title, a screen clear, colours), CR, bytes that are not UTF-8, C1 CSI.
+HOSTILE = [b'iqn.2026-11.org.test:t\x1b]0;owned\x07', b'iqn.2026-11.org.test:cls\x1b[2J\x1b[H',
+           b'iqn.2026-11.org.test:cr\rover', b'iqn.2026-11.org.test:b\xff\x9b31m', b'iqn.2026-11.org.test:c1\xc2\x9b1m',
+           b'iqn.2026-11.org.test:nl\nx"\\']
+CONTROL = re.compile(r'[\x00-\x09\x0b-\x1f\x7f-\x9f\udc80-\udc9f]')
+
+
+def terminal_safe(out):
+    """No control byte but newlines: C0, DEL, C1 as UTF-8 and as single bytes; the text otherwise as it is."""
+    return not CONTROL.search(out.decode('utf-8', 'surrogateescape'))
+
+
+def hostile(sock):
+    """Sessions of initiators with HOSTILE names, each having read LUN 0: what iserctl prints of them
+    (stats, stats --json, top, sessions, ls) carries no control byte; the text is UTF-8, the names in it
+    as /metrics shows them (\\xNN), and that form given to --initiator finds the initiator."""
+    conns = []
+    for raw in HOSTILE:
+        c = ic.Conn(PORT)
+        st = c.login(raw.decode('utf-8', 'surrogateescape'), T)
+        check(f'hostile name {raw!r} logs in', st == 0, hex(st))
+        c.command(bytes([0x28, 0, 0, 0, 0, 0, 0, 0, 8, 0]), 4096, read=True)
+        conns.append(c)
+    for args in (['stats'], ['top', '-b', '-n', '1', '-d', '0.5', '--by', 'initiator'], ['sessions'], ['ls'],
+                 ['stats', '--json'], ['--json', 'sessions'], ['--json', 'ls']):
+        rc, out, err = iserctl_bytes(sock, *args)
+        check(f'iserctl {" ".join(args)}: exit 0, no control byte in what it prints', rc == 0 and
+              terminal_safe(out) and terminal_safe(err), (rc, out[:400], err[:200]))
+        if '--json' not in args:
+            try:
+                out.decode('utf-8')
+                ok = True
+            except UnicodeDecodeError:
+                ok = False
+            check(f'iserctl {" ".join(args)}: the text is UTF-8', ok)
+    rc, out, _ = iserctl_bytes(sock, 'stats')
+    check('iserctl stats: names shown as \\xNN', b'iqn.2026-11.org.test:t\\x1b]0;owned\\x07' in out and
+          b'iqn.2026-11.org.test:b\\xff\\x9b31m' in out and b'nl\\x0ax"\\x5c' in out, out[:600])
+    rc, out, _ = iserctl_bytes(sock, 'stats', '--json')
+    rows = json.loads(out.decode('utf-8'))['luns']
+    got = {r['initiator'] for r in rows}
+    check('iserctl stats --json: valid UTF-8 JSON, the names in their shown form (as isertd answers them)',
+          'iqn.2026-11.org.test:t\\x1b]0;owned\\x07' in got and 'iqn.2026-11.org.test:b\\xff\\x9b31m' in got and
+          'iqn.2026-11.org.test:nl\\x0ax"\\x5c' in got and 'iqn.2026-11.org.test:c1\\xc2\\x9b1m' in got, sorted(got)[:8])
+    rc, out, _ = iserctl_bytes(sock, '--json', 'stats', '--initiator', 'iqn.2026-11.org.test:cr\\x0dover')
+    rows = json.loads(out.decode('utf-8', 'surrogateescape')).get('luns', []) if rc == 0 else []
+    check('iserctl stats --initiator takes the name as shown', len(rows) == 1 and
+          rows[0]['initiator'] == 'iqn.2026-11.org.test:cr\\x0dover', (rc, out[:300]))
+    for c in conns:
+        c.close()
 
 
 def lun_rows(frame_text, name):
@@ -197,6 +258,7 @@ def main():
               f"iserbench {res['reads_done']}/{res['writes_done']}")
         summary = open(os.path.join(outdir, 'summary.txt')).read()
         check('summary.txt: the run counts line', f"target: {res.get('target_reads')} reads" in summary, summary[-800:])
+        hostile(sock)
     finally:
         if perf:
             perf.kill()

@@ -93,6 +93,24 @@ int admin_rpc(const char *sock, const char *method, json_object *params, int tim
 	return rc;
 }
 
+json_object *admin_stats_next(json_object *params, json_object *result)
+{
+	json_object *more, *cursor;
+	if (!json_object_object_get_ex(result, "more", &more) || !json_object_get_boolean(more) ||
+	    !json_object_object_get_ex(result, "cursor", &cursor))
+		return NULL;
+	json_object *p = json_object_new_object(), *secs = json_object_new_array();
+	json_object_object_foreach(params, k, v)
+	{
+		if (strcmp(k, "sections") && strcmp(k, "cursor"))
+			json_object_object_add(p, k, json_object_get(v));
+	}
+	json_object_array_add(secs, json_object_new_string("luns"));
+	json_object_object_add(p, "sections", secs);
+	json_object_object_add(p, "cursor", json_object_get(cursor));
+	return p;
+}
+
 void lat_hist_add_json(struct lat_hist *h, json_object *o)
 {
 	json_object *v;

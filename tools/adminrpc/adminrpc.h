@@ -24,6 +24,14 @@ int admin_rpc(const char *sock, const char *method, struct json_object *params, 
 	      struct json_object **reply, char *err, size_t errlen);
 
 /*
+ * `stats` answers its luns section in pages (docs/admin.md): the
+ * parameters that ask for the page after result (params' filters, the
+ * luns section only, result's cursor), a new object; NULL when result says
+ * there is no more.  params is not changed.
+ */
+struct json_object *admin_stats_next(struct json_object *params, struct json_object *result);
+
+/*
  * A `latency` histogram of `stats`: buckets[i] counts latencies of at most
  * 2^i us, the last bucket everything beyond the last bound.
  */

@@ -15,7 +15,7 @@ static void print_ports(json_object *a)
 {
 	size_t n = a ? json_object_array_length(a) : 0;
 	for (size_t i = 0; i < n; i++)
-		printf("%s%s", i ? "," : "", json_object_get_string(json_object_array_get_idx(a, i)));
+		printf("%s%s", i ? "," : "", shown_of(json_object_array_get_idx(a, i)));
 	if (!n)
 		printf("-");
 }
@@ -51,7 +51,7 @@ static int show(const char *iqn)
 			tp[0] = 0;
 			for (size_t k = 0; a && k < json_object_array_length(a) && used < sizeof(tp) - 8; k++) {
 				int w = snprintf(tp + used, sizeof(tp) - used, "%s%s", k ? "," : "",
-						 json_object_get_string(json_object_array_get_idx(a, k)));
+						 shown_of(json_object_array_get_idx(a, k)));
 				used += w > 0 ? (size_t)w : 0;
 			}
 			printf("%-16s ", used ? tp : "-");

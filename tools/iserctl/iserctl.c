@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "adminrpc.h"
+#include "escape.h"
 #include "iserctl.h"
 
 #define DEFAULT_SOCKET "/run/isertd.sock"
@@ -116,7 +117,7 @@ int call(const char *method, json_object *params, json_object **result)
 		int c = json_object_get_int(code);
 		if (as_json)
 			printf("%s\n", json_object_to_json_string_ext(err, JSON_C_TO_STRING_PRETTY));
-		fprintf(stderr, "iserctl: %s\n", msg ? json_object_get_string(msg) : "error without a message");
+		fprintf(stderr, "iserctl: %s\n", msg ? shown(json_object_get_string(msg)) : "error without a message");
 		json_object_put(rsp);
 		return c == -32003 ? EX_NOTFOUND : c == -32002 ? EX_STALE : c == -32004 ? EX_UNREACHABLE : EX_REFUSED;
 	}
@@ -132,8 +133,10 @@ int call(const char *method, json_object *params, json_object **result)
 
 void print_json(json_object *o)
 {
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-								 JSON_C_TO_STRING_NOSLASHESCAPE));
+	char *safe = esc_json(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+									 JSON_C_TO_STRING_NOSLASHESCAPE));
+	printf("%s\n", safe ? safe : "null");
+	free(safe);
 }
 
 json_object *get(json_object *o, const char *k)
@@ -142,10 +145,41 @@ json_object *get(json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
+static void free_shown(json_object *o, void *shown)
+{
+	(void)o;
+	free(shown);
+}
+
+const char *shown_of(json_object *v)
+{
+	const char *raw = json_object_get_string(v);
+	if (!v || !json_object_is_type(v, json_type_string) || esc_clean(raw))
+		return raw;
+	/* Kept with the string (freed with it), so every caller prints without freeing. */
+	char *safe = json_object_get_userdata(v);
+	if (!safe && (safe = esc_dup(raw)))
+		json_object_set_userdata(v, safe, free_shown);
+	return safe ? safe : "(out of memory)";
+}
+
 const char *gets(json_object *o, const char *k, const char *dflt)
 {
 	json_object *v = get(o, k);
-	return v ? json_object_get_string(v) : dflt;
+	return v ? shown_of(v) : dflt;
+}
+
+const char *shown(const char *s)
+{
+	/* A few at once (one printf may show several); each lives until 8 more were made. */
+	static char *ring[8];
+	static unsigned next;
+	if (!s || esc_clean(s))
+		return s;
+	unsigned i = next++ % 8;
+	free(ring[i]);
+	ring[i] = esc_dup(s);
+	return ring[i] ? ring[i] : "(out of memory)";
 }
 
 static void human_size(uint64_t b, char *out, size_t n)
@@ -469,11 +503,12 @@ static void print_change(const char *what, json_object *res)
 	size_t n = plan ? json_object_array_length(plan) : 0;
 	for (size_t i = 0; i < n; i++) {
 		json_object *st = json_object_array_get_idx(plan, i), *v = get(st, "value");
-		printf("  %-7s %s%s%s\n", gets(st, "op", "?"), gets(st, "path", "?"), v ? " = " : "",
-		       v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) : "");
+		char *value = v ? esc_json(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)) : NULL;
+		printf("  %-7s %s%s%s\n", gets(st, "op", "?"), gets(st, "path", "?"), v ? " = " : "", value ? value : "");
+		free(value);
 	}
 	for (size_t i = 0; restart && i < json_object_array_length(restart); i++)
-		printf("  not applied: global.%s needs a restart\n", json_object_get_string(json_object_array_get_idx(restart, i)));
+		printf("  not applied: global.%s needs a restart\n", shown_of(json_object_array_get_idx(restart, i)));
 	if (dry_run || json_object_get_boolean(get(res, "dry_run"))) {
 		printf("%s: %zu change%s planned, nothing done (dry run)\n", what, n, n == 1 ? "" : "s");
 		return;

@@ -14,7 +14,17 @@ extern bool as_json;
 int call(const char *method, json_object *params, json_object **result);
 void print_json(json_object *o);
 json_object *get(json_object *o, const char *k);
+/*
+ * What iserctl prints of the target's strings is safe for a terminal
+ * (tools/adminrpc/escape.h; a peer's name comes in its shown form already):
+ * no string reaches the terminal as an escape sequence.  gets: member k of
+ * o shown (dflt when absent);
+ * shown_of: a string object shown (both live as long as the object);
+ * shown: any text shown (lives until 8 more calls).
+ */
 const char *gets(json_object *o, const char *k, const char *dflt);
+const char *shown_of(json_object *v);
+const char *shown(const char *s);
 int die_usage(const char *fmt, const char *arg);
 
 /* A change method: its plan and outcome printed (--dry-run, --json honoured); the exit status. */

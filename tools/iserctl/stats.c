@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "adminrpc.h"
+#include "escape.h"
 #include "iserctl.h"
 
 #define MB (1024.0 * 1024.0) /* as iostat's and vdbench's MB */
@@ -47,17 +48,46 @@ static void lun_name(char *buf, size_t n, json_object *l)
 	snprintf(buf, n, "%s/tpg%s/lun%s", gets(l, "target", "?"), gets(l, "tpg", "?"), gets(l, "lun", "?"));
 }
 
+/*
+ * `stats` and its later pages (the luns section comes at most 512 rows an
+ * answer): each answer to each(page, arg) in turn, *first the first one
+ * (with the other sections; the caller puts it, also after an error).
+ * 0, or the exit status of a call that failed.
+ */
+static int stats_pages(json_object *params, json_object **first, void (*each)(json_object *page, void *arg),
+		       void *arg)
+{
+	json_object *page;
+	*first = NULL;
+	int rc = call("stats", json_object_get(params), &page);
+	if (rc)
+		return rc;
+	*first = json_object_get(page);
+	while (page) {
+		each(page, arg);
+		json_object *next = admin_stats_next(params, page);
+		json_object_put(page);
+		page = NULL;
+		if (next && (rc = call("stats", next, &page)))
+			break;
+	}
+	return rc;
+}
+
 /* ---------------- iserctl stats ---------------- */
 
 static void print_luns(json_object *luns)
 {
 	size_t n = luns ? json_object_array_length(luns) : 0;
-	printf("LUNs by initiator [%zu]\n", n);
 	for (size_t i = 0; i < n; i++) {
 		json_object *l = json_object_array_get_idx(luns, i), *c = get(l, "commands");
 		char name[600], r[96], w[96];
 		lun_name(name, sizeof(name), l);
-		printf("  %s (%s) from %s\n", name, gets(l, "backstore", "?"), gets(l, "initiator", "?"));
+		const char *row = gets(l, "row", "initiator");
+		printf("  %s (%s) from %s%s\n", name, gets(l, "backstore", "?"), gets(l, "initiator", "?"),
+		       !strcmp(row, "rest")	  ? " (initiators without a row of their own)"
+		       : !strcmp(row, "overflow") ? " (past every cap: no LUN)"
+						  : "");
 		printf("    commands   read %" PRIu64 ", write %" PRIu64 ", other %" PRIu64 "; in flight %" PRIu64 "\n",
 		       u64(c, "read"), u64(c, "write"), u64(c, "other"), u64(l, "in_flight"));
 		printf("    data       %.1f MB read, %.1f MB written\n", u64(l, "bytes_read") / MB,
@@ -77,7 +107,7 @@ static void print_luns(json_object *luns)
 		bool any = false;
 		json_object_object_foreach(cc, key, val)
 		{
-			printf("%s %s %" PRIu64, any ? "," : "", key, (uint64_t)json_object_get_uint64(val));
+			printf("%s %s %" PRIu64, any ? "," : "", shown(key), (uint64_t)json_object_get_uint64(val));
 			any = true;
 		}
 		printf("%s; busy %" PRIu64 ", reservation conflicts %" PRIu64 ", task set full %" PRIu64
@@ -142,7 +172,7 @@ static void print_portals(json_object *ps)
 		json_object_object_foreach(rf, key, val)
 		{
 			if (json_object_get_uint64(val)) {
-				printf("%s%s %" PRIu64, sep, key, (uint64_t)json_object_get_uint64(val));
+				printf("%s%s %" PRIu64, sep, shown(key), (uint64_t)json_object_get_uint64(val));
 				sep = ", ";
 			}
 		}
@@ -162,7 +192,7 @@ static void print_counters(const char *what, json_object *o)
 	{
 		if (col > 90)
 			col = printf("\n     ") - 1;
-		col += printf(" %s %s", key, json_object_get_string(val));
+		col += printf(" %s %s", shown(key), shown_of(val));
 	}
 	printf("\n");
 }
@@ -204,6 +234,31 @@ static int parse_u64(const char *opt, const char *v, uint64_t max, uint64_t *out
 	return 0;
 }
 
+/* One page of `stats`: its rows printed (text), or added to the first page's (--json). */
+struct stats_out {
+	json_object *first;
+	json_object *all;               /* --json: the first page's luns, which every later page's join */
+	size_t rows;
+};
+
+static void stats_page(json_object *page, void *arg)
+{
+	struct stats_out *o = arg;
+	json_object *luns = get(page, "luns");
+	size_t n = luns ? json_object_array_length(luns) : 0;
+	o->rows += n;
+	if (!as_json) {
+		if (o->rows == n)
+			printf("LUNs by initiator\n");
+		print_luns(luns);
+	} else if (!o->all) {
+		o->all = luns;
+	} else {
+		for (size_t i = 0; i < n; i++)
+			json_object_array_add(o->all, json_object_get(json_object_array_get_idx(luns, i)));
+	}
+}
+
 /* stats [reset] [--target IQN] [--initiator IQN] [--lun N] [--tsih N] [--json] */
 int cmd_stats(int argc, char **argv)
 {
@@ -218,6 +273,7 @@ int cmd_stats(int argc, char **argv)
 			json_object_put(p);
 			return die_usage("stats: unexpected '%s'", a);
 		} else if (!strcmp(a, "--target") || !strcmp(a, "--initiator")) {
+			/* As iserctl shows names (their shown form): isertd reads each \xNN as its byte. */
 			json_object_object_add(p, a + 2, json_object_new_string(argv[++i]));
 		} else if (!strcmp(a, "--lun") || !strcmp(a, "--tsih")) {
 			if (parse_u64(a, argv[++i], a[2] == 'l' ? 0xffffffffffffull : 65535, &v))
@@ -236,20 +292,22 @@ int cmd_stats(int argc, char **argv)
 		json_object_put(res);
 		return rc;
 	}
-	int rc = call("stats", p, &res);
-	if (rc)
-		return rc;
-	if (as_json) {
+	struct stats_out o = { 0 };
+	int rc = stats_pages(p, &res, stats_page, &o);
+	json_object_put(p);
+	if (!rc && as_json) {
+		json_object_object_del(res, "more");
+		json_object_object_del(res, "cursor");
 		print_json(res);
-	} else {
-		print_luns(get(res, "luns"));
+	} else if (!rc) {
+		printf("  %zu row%s\n", o.rows, o.rows == 1 ? "" : "s");
 		print_connections(get(res, "connections"));
 		print_portals(get(res, "portals"));
 		print_rdma_devices(get(res, "rdma_devices"));
 		print_reactors(get(res, "reactors"));
 	}
 	json_object_put(res);
-	return 0;
+	return rc;
 }
 
 /* ---------------- iserctl top ---------------- */
@@ -271,6 +329,9 @@ static bool by_initiator;
 
 static struct row *row_of(struct sample *s, const char *name)
 {
+	/* The rows come in LUN order: a LUN's initiators one after the other, so its row is nearly always the last. */
+	if (s->n && !strcmp(s->rows[s->n - 1].name, name))
+		return &s->rows[s->n - 1];
 	for (size_t i = 0; i < s->n; i++)
 		if (!strcmp(s->rows[i].name, name))
 			return &s->rows[i];
@@ -284,18 +345,12 @@ static struct row *row_of(struct sample *s, const char *name)
 	return r;
 }
 
-static int take_sample(struct sample *s)
+/* One page of the luns section into the sample's rows. */
+static void sample_page(json_object *page, void *arg)
 {
-	json_object *p = json_object_new_object(), *secs = json_object_new_array(), *res;
-	json_object_array_add(secs, json_object_new_string("luns"));
-	json_object_object_add(p, "sections", secs);
-	int rc = call("stats", p, &res);
-	if (rc)
-		return rc;
-	free(s->rows);
-	memset(s, 0, sizeof(*s));
-	s->ns = u64(res, "monotonic_ns");
-	json_object *luns = get(res, "luns");
+	struct sample *s = arg;
+	json_object *luns = get(page, "luns");
+	s->ns = u64(page, "monotonic_ns"); /* the last page's: the time most of the rows were read at */
 	for (size_t i = 0; luns && i < json_object_array_length(luns); i++) {
 		json_object *l = json_object_array_get_idx(luns, i), *c = get(l, "commands");
 		char name[600];
@@ -314,8 +369,19 @@ static int take_sample(struct sample *s)
 		lat_hist_add_json(&r->r, lat(l, "read"));
 		lat_hist_add_json(&r->w, lat(l, "write"));
 	}
-	json_object_put(res);
-	return 0;
+}
+
+static int take_sample(struct sample *s)
+{
+	json_object *p = json_object_new_object(), *secs = json_object_new_array(), *first;
+	json_object_array_add(secs, json_object_new_string("luns"));
+	json_object_object_add(p, "sections", secs);
+	free(s->rows);
+	memset(s, 0, sizeof(*s));
+	int rc = stats_pages(p, &first, sample_page, s);
+	json_object_put(first);
+	json_object_put(p);
+	return rc;
 }
 
 /* What happened between two samples, per second. */
@@ -343,6 +409,17 @@ static void pct_col(char *buf, size_t n, const struct lat_hist *h)
 	snprintf(buf, n, p < 0 ? "inf" : "%.0f", p);
 }
 
+/* How many bytes of s fit in width columns without cutting a UTF-8 sequence (names are shown forms: UTF-8). */
+static int fit(const char *s, int width)
+{
+	int n = 0;
+	while (s[n] && n < width)
+		n++;
+	while (n > 0 && s[n] && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
 /* One frame: the header with time and totals, then a line per row sorted by IOPS; at most max_rows rows. */
 static void frame(const struct sample *a, const struct sample *b, double d_s, int width, size_t max_rows)
 {
@@ -351,6 +428,9 @@ static void frame(const struct sample *a, const struct sample *b, double d_s, in
 	uint64_t qd = 0;
 	for (size_t i = 0; v && i < b->n; i++) {
 		const struct row *now = &b->rows[i], *was = NULL;
+		/* Samples list their rows in the same order: the same place first, then a search. */
+		if (i < a->n && !strcmp(a->rows[i].name, now->name))
+			was = &a->rows[i];
 		for (size_t k = 0; k < a->n && !was; k++)
 			if (!strcmp(a->rows[k].name, now->name))
 				was = &a->rows[k];
@@ -382,7 +462,7 @@ static void frame(const struct sample *a, const struct sample *b, double d_s, in
 	snprintf(head, sizeof(head), "%s  %s",
 		 "     r/s      w/s    rMB/s    wMB/s  r_avg_us r_p99_us  w_avg_us w_p99_us    qd",
 		 by_initiator ? "INITIATOR" : "TARGET/tpgN/lunM");
-	printf("%.*s\n", width, head);
+	printf("%.*s\n", fit(head, width), head);
 	for (size_t i = 0; v && i < b->n && i < max_rows; i++) {
 		char line[1024], rp[24], wp[24];
 		pct_col(rp, sizeof(rp), &v[i].r);
@@ -390,7 +470,7 @@ static void frame(const struct sample *a, const struct sample *b, double d_s, in
 		snprintf(line, sizeof(line), "%8.1f %8.1f %8.2f %8.2f %9.1f %8s %9.1f %8s %5" PRIu64 "  %s", v[i].rs,
 			 v[i].ws, v[i].rmb, v[i].wmb, lat_hist_avg_us(&v[i].r), rp, lat_hist_avg_us(&v[i].w), wp,
 			 v[i].now->in_flight, v[i].now->name);
-		printf("%.*s\n", width, line);
+		printf("%.*s\n", fit(line, width), line);
 	}
 	free(v);
 }
