@@ -207,6 +207,7 @@ struct isc_waiter {
 	int err;
 	int response;             /* TMF */
 	struct isc_result res;    /* SCSI task */
+	uint32_t data_in;         /* its Data-In bytes (TCP) */
 };
 int isc_wait(struct isc_session *s, const bool *done);
 void isc_waiter_done(struct isc_session *s, int err, void *arg);  /* an isc_done_cb */
@@ -214,6 +215,8 @@ void isc_waiter_tmf(struct isc_session *s, int err, int response, void *arg);
 void isc_waiter_task(struct isc_session *s, const struct isc_result *r, void *arg);
 /* rc: what starting the asynchronous call returned; then the loop runs until w is done. */
 int isc_waiter_wait(struct isc_session *s, struct isc_waiter *w, int rc);
+/* isc_submit_sync, and *got: the bytes of a read that arrived (at most cmd->len). */
+int isc_submit_sync_got(struct isc_session *s, const struct isc_cmd *cmd, struct isc_result *r, uint32_t *got);
 
 /* login.c */
 int isc_login_start(struct isc_session *s);
