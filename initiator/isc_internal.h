@@ -25,8 +25,12 @@ struct isc_seq;
  * breaks the protocol on ISC_PROTO_DROPS_MAX connections in a row, with no
  * SCSI status in between, is not logged in to again.
  */
+#ifndef ISC_SENDQ_BYTES /* (tests/fuzz builds with smaller bounds, to reach them) */
 #define ISC_SENDQ_BYTES (4u << 20)
+#endif
+#ifndef ISC_REPLY_BYTES
 #define ISC_REPLY_BYTES (1u << 20)
+#endif
 #define ISC_PROTO_DROPS_MAX 3
 
 enum isc_kind { ISC_K_SCSI, ISC_K_NOP, ISC_K_TMF, ISC_K_TEXT, ISC_K_LOGOUT };
