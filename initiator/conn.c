@@ -89,8 +89,12 @@ static void opdu_done(struct xp_pdu *p, int err)
 		o->t->r2t_out--;
 	if (o->t)
 		isc_task_pdu_done(s, o->t);
-	/* (A PDU that failed went with its connection: the next one starts sending anew.) */
-	if (!err && was_full && !isc_sendq_full(s) && !s->resume_pending && s->state != ISC_S_FREEING &&
+	/*
+	 * A PDU that failed went with its connection, which takes no more; but
+	 * one of an older connection failing late frees room on the current.
+	 */
+	bool room = !err || o->gen != s->conn_gen;
+	if (room && was_full && !isc_sendq_full(s) && !s->resume_pending && s->state != ISC_S_FREEING &&
 	    !reactor_defer(s->r, sendq_resume, s))
 		s->resume_pending = true;
 	free(o);
