@@ -5,12 +5,15 @@
  * unfinished tasks are issued again, so the caller's workload completes).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "common/iser.h"
+#include "common/log.h"
 #include "common/reactor.h"
 #include "common/serial.h"
 #include "common/util.h"
@@ -43,29 +46,72 @@ struct isc_opdu {
 	struct xp_pdu x;
 	struct isc_session *s;
 	struct isc_task *t;
+	uint32_t wire;      /* what it adds to s->sendq */
+	uint32_t reply;     /* what it adds to s->reply_mem */
+	uint32_t gen;       /* the connection it was sent on (s->conn_gen) */
+	bool r2t_end;
 	uint8_t buf[];
 };
+
+bool isc_sendq_full(const struct isc_session *s)
+{
+	return s->sendq >= ISC_SENDQ_BYTES;
+}
+
+uint32_t isc_send_dsl(const struct isc_session *s)
+{
+	const struct neg_params *n = &s->params;
+	uint32_t m = n->peer_max_recv_dsl ? n->peer_max_recv_dsl : 8192;
+	/* iSER (RFC 7145 sec. 6): the target's receive buffers, and our send slots. */
+	if (s->o.iser)
+		m = MIN(m, MIN(n->target_recv_dsl ? n->target_recv_dsl : 8192u, (uint32_t)ISER_INITIATOR_SEND_DSL));
+	return m;
+}
+
+/* The queue drained below its bound: send what waited for room (from a fresh stack). */
+static void sendq_resume(void *arg)
+{
+	struct isc_session *s = arg;
+	s->resume_pending = false;
+	isc_dout_pump(s);
+	isc_task_pump(s);
+}
 
 static void opdu_done(struct xp_pdu *p, int err)
 {
 	struct isc_opdu *o = container_of(p, struct isc_opdu, x);
-	(void)err;
+	struct isc_session *s = o->s;
+	bool was_full = isc_sendq_full(s);
+	s->sendq -= o->wire;
+	s->reply_mem -= o->reply;
+	/* The last Data-Out of an R2T left: that R2T is no longer outstanding (RFC 7143 sec. 13.17). */
+	if (o->r2t_end && o->t && o->gen == s->conn_gen && o->t->r2t_out)
+		o->t->r2t_out--;
 	if (o->t)
-		isc_task_pdu_done(o->s, o->t);
+		isc_task_pdu_done(s, o->t);
+	/*
+	 * A PDU that failed went with its connection, which takes no more; but
+	 * one of an older connection failing late frees room on the current.
+	 */
+	bool room = !err || o->gen != s->conn_gen;
+	if (room && was_full && !isc_sendq_full(s) && !s->resume_pending && s->state != ISC_S_FREEING &&
+	    !reactor_defer(s->r, sendq_resume, s))
+		s->resume_pending = true;
 	free(o);
 }
 
-int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
+int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, unsigned flags,
 		 struct isc_task *t)
 {
-	return isc_send_pdu(s, bhs, data, len, copy, t, NULL);
+	return isc_send_pdu(s, bhs, data, len, flags, t, NULL);
 }
 
-int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
-		 struct isc_task *t, const struct xp_pdu *iser)
+static int send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len,
+		    unsigned flags, struct isc_task *t, const struct xp_pdu *iser, bool reply)
 {
 	if (!s->xc)
 		return -ENOTCONN;
+	bool copy = flags & ISC_TX_COPY;
 	struct isc_opdu *o = malloc(sizeof(*o) + (copy ? len : 0));
 	if (!o)
 		return -ENOMEM;
@@ -88,12 +134,37 @@ int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data,
 	}
 	o->s = s;
 	o->t = t;
+	o->wire = PDU_BHS_LEN + len;
+	o->reply = reply ? (uint32_t)sizeof(*o) + len : 0;
+	o->gen = s->conn_gen;
+	o->r2t_end = flags & ISC_TX_R2T_END;
+	s->sendq += o->wire;
+	s->reply_mem += o->reply;
 	if (t)
 		t->pdus++;
 	/* A failure comes back through opdu_done() and the connection's closed() upcall. */
 	s->xc->ops->send(s->xc, &o->x);
 	isc_kick(s);
 	return 0;
+}
+
+int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, unsigned flags,
+		 struct isc_task *t, const struct xp_pdu *iser)
+{
+	return send_pdu(s, bhs, data, len, flags, t, iser, false);
+}
+
+int isc_send_reply(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len,
+		   struct isc_task *t)
+{
+	/* One answer always goes (a ping may carry up to MaxRecvDataSegmentLength); more pile up only to the cap. */
+	size_t need = sizeof(struct isc_opdu) + len;
+	if (s->reply_mem && s->reply_mem + need > ISC_REPLY_BYTES) {
+		isc_proto_drop(s, "target is not reading: %zu bytes of answers to its pings and requests not sent "
+				  "(limit %u)", s->reply_mem, ISC_REPLY_BYTES);
+		return -ENOBUFS;
+	}
+	return send_pdu(s, bhs, data, len, ISC_TX_COPY, t, NULL, true);
 }
 
 void isc_update_sn(struct isc_session *s, uint32_t exp_cmdsn, uint32_t max_cmdsn)
@@ -124,6 +195,41 @@ void isc_arm_timer(struct isc_session *s)
 	arm(s, need);
 }
 
+/* The session's error as a log line: it may quote the target (login keys), so escaped. */
+static void warn_errmsg(const struct isc_session *s, const char *what)
+{
+	char esc[sizeof(s->errmsg) + 64];
+	isc_log(ISC_LOG_WARN, "%s:%u: %s%s", s->host, s->port, log_escape(s->errmsg, esc, sizeof(esc)), what);
+}
+
+/* One line per connection: the first violation is the reason, the rest follow from it. */
+static void proto_note(struct isc_session *s)
+{
+	if (s->drop_err == -EPROTO)
+		return;
+	s->drop_err = -EPROTO;
+	warn_errmsg(s, "; closing the connection");
+}
+
+int isc_proto_fail(struct isc_session *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
+	va_end(ap);
+	proto_note(s);
+	return -EPROTO;
+}
+
+void isc_proto_drop(struct isc_session *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
+	va_end(ap);
+	isc_conn_lost(s, -EPROTO, NULL);
+}
+
 /* ---- transport upcalls ---- */
 
 static int up_rx_bhs(struct xp_conn *c, const uint8_t *bhs, uint8_t **dest)
@@ -132,11 +238,16 @@ static int up_rx_bhs(struct xp_conn *c, const uint8_t *bhs, uint8_t **dest)
 	if (!s)
 		return -ECONNRESET;
 	char why[128];
-	uint32_t max = s->state == ISC_S_LOGIN ? MAX(8192u, s->o.max_recv_dsl) : s->o.max_recv_dsl;
-	if (pdu_check_bhs(bhs, false, max, why, sizeof(why))) {
-		isc_seterr(s, "target sent a bad PDU: %s", why);
-		return -EPROTO;
-	}
+	/*
+	 * What we declared (MaxRecvDataSegmentLength, or iSER's
+	 * InitiatorRecvDataSegmentLength, the same value): in force since the
+	 * login; a login PDU may carry 8192 (RFC 7143 sec. 6.2).
+	 */
+	uint32_t max = s->params.max_recv_dsl ? s->params.max_recv_dsl : 8192;
+	if (s->state == ISC_S_LOGIN)
+		max = MAX(8192u, s->o.max_recv_dsl);
+	if (pdu_check_bhs(bhs, false, max, why, sizeof(why)))
+		return isc_proto_fail(s, "target sent a bad PDU: %s", why);
 	if (pdu_opcode(bhs) == PDU_OP_DATA_IN)
 		return isc_task_rx_bhs(s, bhs, dest);
 	*dest = NULL;
@@ -164,9 +275,16 @@ static void on_nop_in(struct isc_session *s, struct xp_rx *rx)
 		}
 		return;
 	}
+	/* Unsolicited (TTT 0xffffffff): nothing to answer (RFC 7143 sec. 11.19). */
 	if (n->ttt == htobe32(PDU_RESERVED_TAG))
 		return;
-	/* The target pings us: answer with its TTT, echoing its data. */
+	/*
+	 * The target pings us: answer with its TTT, echoing its data up to what
+	 * the target receives in one PDU (its data arrived within our own
+	 * receive length, checked in up_rx_bhs).  The echo is a copy held until
+	 * sent: isc_send_reply() caps what a target that does not read can
+	 * make us keep.
+	 */
 	uint8_t bhs[PDU_BHS_LEN] = { 0 };
 	struct pdu_nop *o = (void *)bhs;
 	o->opcode = PDU_OP_NOP_OUT | PDU_FLAG_IMMEDIATE;
@@ -175,7 +293,8 @@ static void on_nop_in(struct isc_session *s, struct xp_rx *rx)
 	o->itt = htobe32(PDU_RESERVED_TAG);
 	o->ttt = n->ttt;
 	o->sn1 = htobe32(s->cmdsn);
-	isc_send_bhs(s, bhs, rx->data, rx->data ? rx->data_len : 0, true, NULL);
+	uint32_t len = rx->data ? MIN(rx->data_len, isc_send_dsl(s)) : 0;
+	isc_send_reply(s, bhs, rx->data, len, NULL);
 }
 
 static void on_reject(struct isc_session *s, struct xp_rx *rx)
@@ -315,6 +434,8 @@ static void up_closed(struct xp_conn *c, int err)
 		return;
 	if (!err)
 		err = -ECONNRESET;
+	bool proto = err == -EPROTO || s->drop_err == -EPROTO;
+	s->drop_err = 0;
 	bool was_ffp = s->state == ISC_S_FFP;
 	if (s->state == ISC_S_CONNECT && c->why[0])
 		isc_seterr(s, "%s", c->why);
@@ -325,6 +446,20 @@ static void up_closed(struct xp_conn *c, int err)
 		return;
 	}
 	if (s->o.reconnect_timeout_s && !s->discovery && (was_ffp || s->reconnecting)) {
+		/*
+		 * A target that breaks the protocol on every connection would be
+		 * logged in to again and again (each login a fresh reconnect
+		 * window), the same tasks re-issued each time: give up instead.
+		 */
+		if (proto && ++s->proto_drops >= ISC_PROTO_DROPS_MAX) {
+			char msg[sizeof(s->errmsg)];
+			snprintf(msg, sizeof(msg), "%s", s->errmsg);
+			isc_seterr(s, "gave up: the target broke the protocol on %u connections in a row; the last "
+				      "time: %.380s", s->proto_drops, msg);
+			warn_errmsg(s, "");
+			give_up(s, -EPROTO);
+			return;
+		}
 		if (was_ffp) {
 			s->reconnecting = true;
 			s->reconnect_start_ns = reactor_now_ns();
@@ -376,6 +511,8 @@ void isc_conn_lost(struct isc_session *s, int err, const char *why)
 {
 	if (why)
 		isc_seterr(s, "%s", why);
+	if (err == -EPROTO)
+		proto_note(s);
 	/* While connecting or logging in, this is the error the caller gets. */
 	if ((s->state == ISC_S_CONNECT || s->state == ISC_S_LOGIN) && !s->login_err)
 		s->login_err = err;
@@ -391,6 +528,8 @@ static int conn_open(struct isc_session *s)
 	unsigned tmo_s = s->o.connect_timeout_s ? s->o.connect_timeout_s : 15;
 	s->xops = s->o.iser ? &iser_transport : &tcp_transport;
 	s->login_err = 0;
+	s->drop_err = 0;
+	s->conn_gen++;
 	int rc = s->xops->connect(s->host, s->port, s->r, tmo_s * 1000, &xc, err, sizeof(err));
 	if (rc) {
 		isc_seterr(s, "%s", err);
@@ -495,6 +634,7 @@ int isc_connect_async(struct isc_session *s, const char *host, uint16_t port, co
 	snprintf(s->target, sizeof(s->target), "%s", target ? target : "");
 	s->errmsg[0] = 0;
 	s->user_logout = false;
+	s->proto_drops = 0;
 	s->tsih = 0;
 	s->login_cb = cb;
 	s->login_arg = arg;

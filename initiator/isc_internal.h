@@ -11,6 +11,27 @@
 #include "isert/initiator.h"
 
 struct reactor;
+struct isc_seq;
+
+/*
+ * What a target can make the library hold (docs/security.md, "The
+ * initiator's bounds").  The send queue is the bytes (BHS + data) handed to
+ * the transport and not yet sent: SCSI Commands and Data-Out wait in the
+ * library while it holds ISC_SENDQ_BYTES (they point into the caller's
+ * buffers; only one more PDU goes past it).  Answers the target asks for
+ * (NOP-Out echoes of its pings, requests for the rest of a Text Response)
+ * are copies: past ISC_REPLY_BYTES of them unsent (allocation included)
+ * the target is not reading, and the connection is dropped.  A target that
+ * breaks the protocol on ISC_PROTO_DROPS_MAX connections in a row, with no
+ * SCSI status in between, is not logged in to again.
+ */
+#ifndef ISC_SENDQ_BYTES /* (tests/fuzz builds with smaller bounds, to reach them) */
+#define ISC_SENDQ_BYTES (4u << 20)
+#endif
+#ifndef ISC_REPLY_BYTES
+#define ISC_REPLY_BYTES (1u << 20)
+#endif
+#define ISC_PROTO_DROPS_MAX 3
 
 enum isc_kind { ISC_K_SCSI, ISC_K_NOP, ISC_K_TMF, ISC_K_TEXT, ISC_K_LOGOUT };
 
@@ -28,6 +49,9 @@ struct isc_task {
 	unsigned pdus;       /* PDUs of ours still queued in the transport */
 	uint32_t next_datasn;
 	uint32_t data_in;    /* Data-In bytes received */
+	uint32_t next_r2tsn; /* the R2TSN the next R2T must carry */
+	uint32_t r2t_out;    /* R2Ts whose last Data-Out has not left yet (MaxOutstandingR2T) */
+	unsigned nseq;       /* Data-Out sequences of this task waiting in the session's queue */
 	uint8_t bhs[PDU_BHS_LEN]; /* TMF/NOP/Text/Logout request to (re)send */
 	uint8_t *out_data;   /* their data segment (owned) */
 	uint32_t out_len;
@@ -117,6 +141,14 @@ struct isc_session {
 	int pool_dev;           /* that device's index in the pool: buffers' keys[pool_dev] */
 	struct isc_bufent *bufs;
 	size_t nbufs, bufs_cap;
+	/* the send queue (ISC_SENDQ_BYTES, ISC_REPLY_BYTES) and Data-Out waiting for room in it */
+	size_t sendq;           /* BHS + data bytes handed to the transport, not yet sent */
+	size_t reply_mem;       /* memory of queued answers to the target */
+	bool resume_pending;    /* a deferred call resumes sending once the queue drained */
+	struct isc_seq *seq_head, *seq_tail;
+	uint32_t conn_gen;      /* counts connections: a PDU's completion knows its own */
+	int drop_err;           /* -EPROTO once the target broke the protocol on this connection */
+	unsigned proto_drops;   /* connections in a row lost that way (ISC_PROTO_DROPS_MAX) */
 	/* timers */
 	int tfd;
 	uint64_t last_rx_ns;
@@ -146,13 +178,30 @@ char *isc_dup_opt(struct isc_session *s, int i, const char *v);
 
 /* conn.c */
 void isc_on_tick(void *arg, uint32_t events);
-int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
+/* isc_send_pdu flags: copy the data; the PDU ends the Data-Out sequence of an R2T. */
+enum { ISC_TX_COPY = 1, ISC_TX_R2T_END = 2 };
+int isc_send_bhs(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, unsigned flags,
 		 struct isc_task *t);
 /* The same with iSER buffer descriptors (its *_stag* fields) taken from iser. */
-int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, bool copy,
+int isc_send_pdu(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len, unsigned flags,
 		 struct isc_task *t, const struct xp_pdu *iser);
+/* An answer the target asked for (copied); past ISC_REPLY_BYTES unsent it drops the connection. */
+int isc_send_reply(struct isc_session *s, const uint8_t *bhs, const uint8_t *data, uint32_t len,
+		   struct isc_task *t);
+/* Commands and Data-Out wait while this is true. */
+bool isc_sendq_full(const struct isc_session *s);
+/* The largest data segment a PDU of ours may carry (the target's receive length). */
+uint32_t isc_send_dsl(const struct isc_session *s);
 void isc_update_sn(struct isc_session *s, uint32_t exp_cmdsn, uint32_t max_cmdsn);
+/* why NULL: the session's error says it already.  -EPROTO: logged as a protocol violation. */
 void isc_conn_lost(struct isc_session *s, int err, const char *why);
+/*
+ * The target broke the protocol: the reason goes to the session's error and
+ * the log.  isc_proto_fail() leaves the closing to its caller (a transport
+ * upcall returning -EPROTO) and returns -EPROTO; isc_proto_drop() closes.
+ */
+int isc_proto_fail(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void isc_proto_drop(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void isc_kick(struct isc_session *s);
 void isc_arm_timer(struct isc_session *s);
 
@@ -162,6 +211,7 @@ struct isc_waiter {
 	int err;
 	int response;             /* TMF */
 	struct isc_result res;    /* SCSI task */
+	uint32_t data_in;         /* its Data-In bytes (TCP) */
 };
 int isc_wait(struct isc_session *s, const bool *done);
 void isc_waiter_done(struct isc_session *s, int err, void *arg);  /* an isc_done_cb */
@@ -169,6 +219,8 @@ void isc_waiter_tmf(struct isc_session *s, int err, int response, void *arg);
 void isc_waiter_task(struct isc_session *s, const struct isc_result *r, void *arg);
 /* rc: what starting the asynchronous call returned; then the loop runs until w is done. */
 int isc_waiter_wait(struct isc_session *s, struct isc_waiter *w, int rc);
+/* isc_submit_sync, and *got: the bytes of a read that arrived (at most cmd->len). */
+int isc_submit_sync_got(struct isc_session *s, const struct isc_cmd *cmd, struct isc_result *r, uint32_t *got);
 
 /* login.c */
 int isc_login_start(struct isc_session *s);
@@ -188,6 +240,13 @@ void isc_task_rx(struct isc_session *s, struct xp_rx *rx);
 void isc_tasks_requeue(struct isc_session *s);
 void isc_tasks_fail_all(struct isc_session *s, int err);
 void isc_tasks_free_all(struct isc_session *s);
+
+/* dataout.c: Data-Out sequences (unsolicited, or one per R2T) sent as the send queue has room */
+int isc_dout_add(struct isc_session *s, struct isc_task *t, uint32_t ttt, uint32_t off, uint32_t len, bool r2t);
+void isc_dout_pump(struct isc_session *s);
+void isc_dout_drop(struct isc_session *s, struct isc_task *t);
+void isc_dout_drop_all(struct isc_session *s);
+void isc_r2t_rx(struct isc_session *s, struct xp_rx *rx);
 
 /* buffers.c */
 int isc_mem_attach(struct isc_session *s, struct xp_conn *xc);

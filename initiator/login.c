@@ -32,7 +32,7 @@ static int send_login(struct isc_session *s, int csg, int nsg, bool transit, str
 	q->cid = htobe16(s->cid);
 	q->cmdsn = htobe32(s->cmdsn);
 	l->csg = (uint8_t)csg;
-	return isc_send_bhs(s, bhs, tb ? tb->data : NULL, tb ? tb->len : 0, true, NULL);
+	return isc_send_bhs(s, bhs, tb ? tb->data : NULL, tb ? tb->len : 0, ISC_TX_COPY, NULL);
 }
 
 void isc_login_end(struct isc_session *s)

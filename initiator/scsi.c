@@ -7,6 +7,9 @@
 #include "common/util.h"
 #include "isc_internal.h"
 
+/* The largest REPORT LUNS answer isc_report_luns_sync asks for (2 Mi LUNs). */
+#define ISC_REPORT_LUNS_MAX (16u << 20)
+
 static void cmd_init(struct isc_cmd *c, uint64_t lun, uint8_t cdb_len, enum isc_dir dir, void *data,
 		     uint32_t len)
 {
@@ -145,18 +148,44 @@ int isc_parse_readcap16(const void *buf, uint32_t len, struct isc_capacity *out)
 	return 0;
 }
 
-int isc_parse_report_luns(const void *buf, uint32_t len, uint64_t *luns, unsigned max)
+/*
+ * The LUNs of a REPORT LUNS answer of len bytes: those its list length
+ * names that lie whole within len (a target may claim more than it sent).
+ * Stores at most max; *stored says how many, *cut whether the list names
+ * more than that.  Returns how many the answer holds, or -EPROTO.
+ */
+static int report_luns_parse(const void *buf, uint32_t len, uint64_t *luns, unsigned max, unsigned *stored,
+			     bool *cut)
 {
 	const uint8_t *p = buf;
+	*stored = 0;
+	*cut = false;
 	if (len < 8)
 		return -EPROTO;
 	uint32_t list = get_be32(p);
 	if (list % 8)
 		return -EPROTO;
-	unsigned n = list / 8;
-	for (unsigned i = 0; i < n && i < max && 8 + 8 * (i + 1) <= len; i++)
+	uint32_t claimed = list / 8, held = MIN(claimed, (len - 8) / 8);
+	unsigned n = MIN(held, max);
+	for (unsigned i = 0; i < n; i++)
 		luns[i] = pdu_lun_decode(get_be64(p + 8 + 8 * i));
-	return (int)n;
+	*stored = n;
+	*cut = claimed > n;
+	return (int)held;
+}
+
+int isc_parse_report_luns(const void *buf, uint32_t len, uint64_t *luns, unsigned max)
+{
+	unsigned n;
+	bool cut;
+	return report_luns_parse(buf, len, luns, max, &n, &cut);
+}
+
+int isc_parse_report_luns2(const void *buf, uint32_t len, uint64_t *luns, unsigned max, unsigned *n,
+			   bool *truncated)
+{
+	int rc = report_luns_parse(buf, len, luns, max, n, truncated);
+	return rc < 0 ? rc : 0;
 }
 
 /* ---- synchronous helpers ---- */
@@ -206,35 +235,47 @@ int isc_readcap16_sync(struct isc_session *s, uint64_t lun, struct isc_capacity 
 	return rc ? rc : isc_parse_readcap16(buf, sizeof(buf), cap);
 }
 
-int isc_report_luns_sync(struct isc_session *s, uint64_t *luns, unsigned max, unsigned *n,
-			 struct isc_result *r)
+int isc_report_luns2_sync(struct isc_session *s, uint64_t *luns, unsigned max, unsigned *n, bool *truncated,
+			  struct isc_result *r)
 {
+	struct isc_result tmp;
 	uint32_t len = 8 + 8 * 256;
+	*n = 0;
+	*truncated = false;
 	for (int pass = 0; pass < 2; pass++) {
 		uint8_t *buf = calloc(1, len);
 		if (!buf)
 			return -ENOMEM;
 		struct isc_cmd c;
+		uint32_t got;
 		isc_cmd_report_luns(&c, buf, len);
-		int rc = run(s, &c, r);
+		int rc = isc_submit_sync_got(s, &c, r ? r : &tmp, &got);
 		if (rc) {
 			free(buf);
 			return rc;
 		}
-		uint32_t need = 8 + get_be32(buf);
-		if (need > len && pass == 0 && need <= 16u << 20) {
+		/* A longer list: ask once more with room for all of it. */
+		uint64_t need = got >= 4 ? 8 + (uint64_t)get_be32(buf) : 0;
+		if (pass == 0 && need > len && need <= ISC_REPORT_LUNS_MAX) {
 			free(buf);
-			len = need;
+			len = (uint32_t)need;
 			continue;
 		}
-		rc = isc_parse_report_luns(buf, len, luns, max);
+		/* Only what arrived: the buffer beyond it was never written by the target. */
+		rc = report_luns_parse(buf, got, luns, max, n, truncated);
 		free(buf);
 		if (rc < 0)
-			return rc;
-		*n = (unsigned)rc;
-		return 0;
+			isc_seterr(s, "REPORT LUNS: an answer of %u bytes is not a LUN list", got);
+		return rc < 0 ? rc : 0;
 	}
 	return -EPROTO;
+}
+
+int isc_report_luns_sync(struct isc_session *s, uint64_t *luns, unsigned max, unsigned *n,
+			 struct isc_result *r)
+{
+	bool truncated;
+	return isc_report_luns2_sync(s, luns, max, n, &truncated, r);
 }
 
 int isc_read16_sync(struct isc_session *s, uint64_t lun, uint64_t lba, uint32_t blocks, uint32_t block_size,

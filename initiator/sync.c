@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "common/reactor.h"
+#include "common/util.h"
 #include "isc_internal.h"
 
 /* Run the loop until *done (sync wrappers). */
@@ -84,22 +85,54 @@ int isc_nop_sync(struct isc_session *s)
 	return isc_waiter_wait(s, &w, isc_nop_async(s, isc_waiter_done, &w));
 }
 
+/* r is the task's own result (deliver() passes &t->res): what Data-In came is beside it. */
+static void waiter_task_got(struct isc_session *s, const struct isc_result *r, void *arg)
+{
+	struct isc_waiter *w = arg;
+	w->data_in = container_of(r, const struct isc_task, res)->data_in;
+	isc_waiter_task(s, r, arg);
+}
+
+static int submit_wait(struct isc_session *s, const struct isc_cmd *cmd, struct isc_result *r, isc_task_cb cb,
+		       struct isc_waiter *w)
+{
+	if (!isc_submit(s, cmd, cb, w))
+		return -errno;
+	int rc = isc_wait(s, &w->done);
+	if (r)
+		*r = w->res;
+	if (rc)
+		return rc;
+	if (w->res.err == -EIO) {
+		char why[256];
+		isc_result_str(&w->res, why, sizeof(why));
+		isc_seterr(s, "%s", why);
+	}
+	return w->res.err;
+}
+
 int isc_submit_sync(struct isc_session *s, const struct isc_cmd *cmd, struct isc_result *r)
 {
 	struct isc_waiter w = { 0 };
-	if (!isc_submit(s, cmd, isc_waiter_task, &w))
-		return -errno;
-	int rc = isc_wait(s, &w.done);
-	if (r)
-		*r = w.res;
-	if (rc)
-		return rc;
-	if (w.res.err == -EIO) {
-		char why[256];
-		isc_result_str(&w.res, why, sizeof(why));
-		isc_seterr(s, "%s", why);
-	}
-	return w.res.err;
+	return submit_wait(s, cmd, r, isc_waiter_task, &w);
+}
+
+int isc_submit_sync_got(struct isc_session *s, const struct isc_cmd *cmd, struct isc_result *r, uint32_t *got)
+{
+	struct isc_waiter w = { 0 };
+	int rc = submit_wait(s, cmd, r, waiter_task_got, &w);
+	/*
+	 * What the target says it left out (a residual beyond the buffer means
+	 * nothing came); over TCP, no more than the Data-In that arrived.  Over
+	 * iSER the data came by RDMA WRITE, which only the residual describes.
+	 */
+	uint32_t n = cmd->len;
+	if (w.res.underflow)
+		n = w.res.residual < n ? n - w.res.residual : 0;
+	if (!s->o.iser)
+		n = MIN(n, w.data_in);
+	*got = rc ? 0 : n;
+	return rc;
 }
 
 /* The TMF response, or a negative errno (-EALREADY: the task had completed). */

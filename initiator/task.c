@@ -134,6 +134,8 @@ void isc_task_finish(struct isc_session *s, struct isc_task *t, int err)
 	if (t->completed)
 		return;
 	t->completed = true;
+	if (t->nseq)
+		isc_dout_drop(s, t);
 	if (!t->res.err)
 		t->res.err = err;
 	if (t->issued) {
@@ -154,36 +156,6 @@ void isc_task_pdu_done(struct isc_session *s, struct isc_task *t)
 		deliver(s, t);
 }
 
-static uint32_t seg_max(const struct isc_session *s)
-{
-	uint32_t m = s->params.peer_max_recv_dsl;
-	return m ? m : 8192;
-}
-
-/* Data-Out PDUs for [off, off + len) of a write, one sequence (DataSN from 0). */
-static int send_data_out(struct isc_session *s, struct isc_task *t, uint32_t ttt, uint32_t off, uint32_t len)
-{
-	uint32_t datasn = 0, max = seg_max(s);
-	while (len) {
-		uint32_t n = MIN(len, max);
-		uint8_t bhs[PDU_BHS_LEN] = { 0 };
-		struct pdu_data_out *d = (void *)bhs;
-		d->opcode = PDU_OP_DATA_OUT;
-		d->flags = n == len ? PDU_FLAG_FINAL : 0;
-		pdu_set_lun(bhs, pdu_lun_encode(t->cmd.lun));
-		d->itt = htobe32(t->itt);
-		d->ttt = htobe32(ttt);
-		d->datasn = htobe32(datasn++);
-		d->offset = htobe32(off);
-		int rc = isc_send_bhs(s, bhs, (const uint8_t *)t->cmd.data + off, n, false, t);
-		if (rc)
-			return rc;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
 /*
  * iSER (RFC 7145 sec. 7.3): immediate data rides in the command's Send, as
  * much as the target takes (TargetRecvDataSegmentLength, FirstBurstLength);
@@ -196,9 +168,7 @@ static uint32_t iser_imm(const struct isc_session *s, const struct isc_task *t)
 	const struct neg_params *n = &s->params;
 	if (t->cmd.dir != ISC_DIR_WRITE || !n->immediate_data)
 		return 0;
-	uint32_t max = MIN(n->target_recv_dsl ? n->target_recv_dsl : 8192u, (uint32_t)ISER_INITIATOR_SEND_DSL);
-	max = MIN(max, seg_max(s));
-	return MIN(t->cmd.len, MIN(n->first_burst, max));
+	return MIN(t->cmd.len, MIN(n->first_burst, isc_send_dsl(s)));
 }
 
 /* Does the target need the task's buffer registered (an RDMA WRITE or READ)? */
@@ -227,7 +197,7 @@ static int issue_scsi_iser(struct isc_session *s, struct isc_task *t, uint8_t *b
 			st.write_va = (uintptr_t)t->cmd.data + imm;
 		}
 	}
-	return isc_send_pdu(s, bhs, t->cmd.data, imm, false, t, &st);
+	return isc_send_pdu(s, bhs, t->cmd.data, imm, 0, t, &st);
 }
 
 static int issue_scsi(struct isc_session *s, struct isc_task *t)
@@ -252,15 +222,16 @@ static int issue_scsi(struct isc_session *s, struct isc_task *t)
 	if (t->cmd.dir == ISC_DIR_WRITE && len) {
 		uint32_t fb = MIN(len, n->first_burst);
 		if (n->immediate_data)
-			imm = MIN(fb, seg_max(s));
+			imm = MIN(fb, isc_send_dsl(s));
 		if (!n->initial_r2t)
 			unsol = fb - imm;
 	}
 	if (!unsol)
 		c->flags |= PDU_FLAG_FINAL;
-	int rc = isc_send_bhs(s, bhs, t->cmd.data, imm, false, t);
-	if (!rc && unsol)
-		rc = send_data_out(s, t, PDU_RESERVED_TAG, imm, unsol);
+	int rc = isc_send_bhs(s, bhs, t->cmd.data, imm, 0, t);
+	/* The unsolicited burst is sent as the send queue has room, like R2T-solicited data. */
+	if (!rc && unsol && !(rc = isc_dout_add(s, t, PDU_RESERVED_TAG, imm, unsol, false)))
+		isc_dout_pump(s);
 	return rc;
 }
 
@@ -269,6 +240,8 @@ static int issue(struct isc_session *s, struct isc_task *t)
 	t->cmdsn = s->cmdsn;
 	t->next_datasn = 0;
 	t->data_in = 0;
+	t->next_r2tsn = 0;
+	t->r2t_out = 0;
 	memset(&t->res, 0, sizeof(t->res));
 	if (t->kind == ISC_K_SCSI) {
 		/* Register before the CmdSN is taken: a gap would stall every later command. */
@@ -318,7 +291,7 @@ static int issue(struct isc_session *s, struct isc_task *t)
 	}
 	b->itt = htobe32(t->itt);
 	b->sn1 = htobe32(s->cmdsn);
-	return isc_send_bhs(s, bhs, t->out_data, t->out_len, false, t);
+	return isc_send_bhs(s, bhs, t->out_data, t->out_len, 0, t);
 }
 
 void isc_task_pump(struct isc_session *s)
@@ -330,8 +303,12 @@ void isc_task_pump(struct isc_session *s)
 	while (t) {
 		struct isc_task *next = t->next;
 		if (!t->immediate) {
-			/* Over iSER every response needs one of the receives we posted. */
-			bool full = s->o.iser && s->nfly_scsi >= ISER_INITIATOR_QUEUE_DEPTH;
+			/*
+			 * Over iSER every response needs one of the receives we posted;
+			 * on any transport, a send queue the target does not drain
+			 * stops new commands (their data would pile up behind).
+			 */
+			bool full = (s->o.iser && s->nfly_scsi >= ISER_INITIATOR_QUEUE_DEPTH) || isc_sendq_full(s);
 			if (s->state == ISC_S_LOGOUT || serial_gt(s->cmdsn, s->max_cmdsn) || full) {
 				/* Window closed: later non-immediate tasks keep their order. */
 				t = next;
@@ -395,11 +372,9 @@ int isc_task_rx_bhs(struct isc_session *s, const uint8_t *bhs, uint8_t **dest)
 		*dest = XP_DISCARD; /* a task we gave up on (aborted): drop its data */
 		return 0;
 	}
-	if (t->cmd.dir != ISC_DIR_READ || off > t->cmd.len || dlen > t->cmd.len - off) {
-		isc_seterr(s, "target sent Data-In [%u, +%u) outside the %u-byte read buffer", off, dlen,
-			   t->cmd.len);
-		return -EPROTO;
-	}
+	if (t->cmd.dir != ISC_DIR_READ || off > t->cmd.len || dlen > t->cmd.len - off)
+		return isc_proto_fail(s, "target sent Data-In [%u, +%u) outside the %u-byte read buffer", off, dlen,
+				      t->cmd.len);
 	*dest = (uint8_t *)t->cmd.data + off;
 	return 0;
 }
@@ -426,6 +401,8 @@ static bool retry_after_reconnect(struct isc_session *s, struct isc_task *t, uin
 	    t->res.sense.key != UNIT_ATTENTION || t->res.sense.asc != ASC_RESET_OCCURRED)
 		return false;
 	t->ua_retries++;
+	if (t->nseq)
+		isc_dout_drop(s, t);
 	list_del(&s->fly_head, &s->fly_tail, t);
 	s->nfly_scsi--;
 	t->issued = false;
@@ -435,6 +412,8 @@ static bool retry_after_reconnect(struct isc_session *s, struct isc_task *t, uin
 
 static void scsi_done(struct isc_session *s, struct isc_task *t, uint8_t status)
 {
+	/* A status came: this target works, whatever it did to earlier connections. */
+	s->proto_drops = 0;
 	if (retry_after_reconnect(s, t, status))
 		return;
 	t->res.status = status;
@@ -497,23 +476,6 @@ static void rx_scsi_rsp(struct isc_session *s, struct xp_rx *rx)
 	scsi_done(s, t, r->status);
 }
 
-static void rx_r2t(struct isc_session *s, struct xp_rx *rx)
-{
-	const struct pdu_r2t *r = (const void *)rx->bhs;
-	isc_update_sn(s, be32toh(r->exp_cmdsn), be32toh(r->max_cmdsn));
-	struct isc_task *t = isc_task_by_itt(s, be32toh(r->itt));
-	if (!t || !t->issued)
-		return;
-	uint32_t off = be32toh(r->offset), len = be32toh(r->length);
-	if (t->cmd.dir != ISC_DIR_WRITE || off > t->cmd.len || len > t->cmd.len - off || !len) {
-		isc_conn_lost(s, -EPROTO, "R2T outside the write buffer");
-		return;
-	}
-	int rc = send_data_out(s, t, be32toh(r->ttt), off, len);
-	if (rc)
-		isc_conn_lost(s, rc, "cannot send Data-Out");
-}
-
 static void rx_tmf_rsp(struct isc_session *s, struct xp_rx *rx)
 {
 	const struct pdu_tmf_rsp *r = (const void *)rx->bhs;
@@ -567,7 +529,7 @@ static void rx_text_rsp(struct isc_session *s, struct xp_rx *rx)
 		isc_task_finish(s, t, t->text.oom ? -ENOMEM : 0);
 		return;
 	}
-	/* More to come: an empty Text Request with the target's TTT asks for it. */
+	/* More to come: an empty Text Request with the target's TTT asks for it (an answer: capped). */
 	uint8_t bhs[PDU_BHS_LEN] = { 0 };
 	struct pdu_text *q = (void *)bhs;
 	q->opcode = PDU_OP_TEXT_REQ | PDU_FLAG_IMMEDIATE;
@@ -576,7 +538,7 @@ static void rx_text_rsp(struct isc_session *s, struct xp_rx *rx)
 	q->ttt = r->ttt;
 	q->sn1 = htobe32(s->cmdsn);
 	pdu_set_lun(bhs, 0);
-	int rc = isc_send_bhs(s, bhs, NULL, 0, false, t);
+	int rc = isc_send_reply(s, bhs, NULL, 0, t);
 	if (rc)
 		isc_task_finish(s, t, rc);
 }
@@ -591,7 +553,7 @@ void isc_task_rx(struct isc_session *s, struct xp_rx *rx)
 		rx_scsi_rsp(s, rx);
 		break;
 	case PDU_OP_R2T:
-		rx_r2t(s, rx);
+		isc_r2t_rx(s, rx);
 		break;
 	case PDU_OP_TMF_RSP:
 		rx_tmf_rsp(s, rx);
@@ -607,6 +569,8 @@ void isc_task_rx(struct isc_session *s, struct xp_rx *rx)
 /* After a connection loss: SCSI tasks go back to the front of the queue, in order. */
 void isc_tasks_requeue(struct isc_session *s)
 {
+	/* Data-Out belongs to the connection: the target asks again on the new one. */
+	isc_dout_drop_all(s);
 	struct isc_task *t = s->fly_tail;
 	while (t) {
 		struct isc_task *prev = t->prev;
@@ -652,6 +616,7 @@ void isc_tasks_fail_all(struct isc_session *s, int err)
 /* Session teardown: tasks whose PDUs never completed (transport gone). */
 void isc_tasks_free_all(struct isc_session *s)
 {
+	isc_dout_drop_all(s);
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		struct isc_task *t = s->slots[i];
 		if (t)

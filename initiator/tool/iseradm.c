@@ -208,19 +208,26 @@ static struct isc_session *open_session(const struct isc_url *u, int *code)
 	return s;
 }
 
-/* LUNs of a logged-in session, each with size and identity; JSON array or text lines. */
-static json_object *list_luns(struct isc_session *s, const char *indent)
+#define MAX_LUNS 1024
+
+/*
+ * LUNs of a logged-in session, each with size and identity; JSON array or
+ * text lines.  Only the LUNs the target's answer held are used; *cut says
+ * its list names more (more than MAX_LUNS, or more than it sent).
+ */
+static json_object *list_luns(struct isc_session *s, const char *indent, bool *cut)
 {
-	uint64_t luns[1024];
+	uint64_t luns[MAX_LUNS];
 	unsigned n = 0;
 	json_object *arr = json_object_new_array();
-	int rc = isc_report_luns_sync(s, luns, 1024, &n, NULL);
+	*cut = false;
+	int rc = isc_report_luns2_sync(s, luns, MAX_LUNS, &n, cut, NULL);
 	if (rc) {
 		if (!json_out)
 			printf("%sREPORT LUNS failed: %s\n", indent, isc_errmsg(s));
 		return arr;
 	}
-	for (unsigned i = 0; i < n && i < 1024; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		struct isc_inquiry inq = { 0 };
 		struct isc_capacity cap = { 0 };
 		struct isc_result r;
@@ -251,6 +258,8 @@ static json_object *list_luns(struct isc_session *s, const char *indent)
 				       inq.product, inq.revision, inq.peripheral_type);
 		}
 	}
+	if (*cut && !json_out)
+		printf("%sLUN list cut: the target's REPORT LUNS names more LUNs than the %u shown\n", indent, n);
 	return arr;
 }
 
@@ -313,12 +322,14 @@ static int do_login(const struct isc_url *u)
 		printf("Logged in to %s\n", u->target);
 		print_params(&p);
 	}
-	json_object *luns = list_luns(s, "  ");
+	bool cut;
+	json_object *luns = list_luns(s, "  ", &cut);
 	if (json_out) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "target", json_object_new_string(u->target));
 		json_object_object_add(o, "session", params_json(&p));
 		json_object_object_add(o, "luns", luns);
+		json_object_object_add(o, "luns_truncated", json_object_new_boolean(cut));
 		print_json(o);
 	} else {
 		json_object_put(luns);
@@ -362,7 +373,9 @@ static int do_ls(const char *portal)
 			if (worst == EX_OK)
 				worst = exit_code(rc);
 		} else {
-			json_object_object_add(t, "luns", list_luns(s, "  "));
+			bool cut;
+			json_object_object_add(t, "luns", list_luns(s, "  ", &cut));
+			json_object_object_add(t, "luns_truncated", json_object_new_boolean(cut));
 			isc_logout(s);
 		}
 		isc_session_free(s);

@@ -346,3 +346,131 @@ scsi('rsoc', scsi_setup(lu=LU_WCE),
      rd(cdb(0xa3, 0x0c, 0x80, 0, 0, 0, *be(0xffff, 4)), 0xffff), rd(cdb(0xa3, 0x0c, 0, 0, 0, 0, *be(64, 4)), 64),
      rd(cdb(0xa3, 0x0c, 0x81, 0x12, 0, 0, *be(512, 4)), 512), rd(cdb(0xa3, 0x0c, 0x02, 0x9e, 0, 0x10, *be(512, 4)), 512),
      rd(cdb(0xa3, 0x0c, 0x03, 0x42, 0, 0, *be(512, 4)), 512), rd(cdb(0xa3, 0x0c, 0x01, 0x5f, 0, 0, *be(512, 4)), 512))
+
+
+# -- initiator: [header 8][events...] (tests/fuzz/fuzz_initiator.c) --------
+# Header: flags (1 immediate data, 2 InitialR2T, 4 discovery, 8 reconnect,
+# 0x10 CHAP, 0x20 mutual, 0x40 digests, 0x80 connect refused), lengths
+# (MaxRecvDataSegmentLength 512/8192/64K/256K, MaxBurstLength 512/64K/1M/8M,
+# FirstBurstLength), CHAP_A choice, 5 reserved.
+(E_LOGIN, E_SCSI_RSP, E_DATA_IN, E_R2T, E_NOP_IN, E_REJECT, E_ASYNC, E_TEXT_RSP, E_TMF_RSP, E_LOGOUT_RSP,
+ E_RAW, E_CLOSE, E_STALL, E_SERVICE, E_SUBMIT, E_ABORT, E_LU_RESET, E_NOP, E_LOGOUT, E_SYNC,
+ E_RECONNECT) = range(21)
+u16 = lambda v: struct.pack('<H', v)
+u32 = lambda v: struct.pack('<I', v)
+
+
+def ini_header(flags=0x01, dsl=1, burst=2, first=1, alg=2):
+    return bytes([flags, dsl | burst << 2 | first << 4, alg]) + bytes(5)
+
+
+def ev_login(text, f=0x01, tsih=1, status=None):
+    """f: 1 transit, 2-4 NSG (0: full feature, 2: operational, 4: security), 8 continue."""
+    b = bytes([E_LOGIN, f | (0x10 if status else 0)]) + u16(tsih)
+    if status:
+        b += bytes(status)
+    return b + u16(len(text)) + text
+
+
+def ev_scsi_rsp(status=0, sense=b'', resid=0, flags=0, pick=0):
+    f = (1 if status else 0) | (0x40 if sense else 0) | flags
+    b = bytes([E_SCSI_RSP, pick, f]) + (bytes([status]) if status else b'') + u32(resid) + bytes([0])
+    return b + (u16(len(sense)) + sense if sense else u16(0))
+
+
+def ev_data_in(data, status=True, pick=0, blocks=None):
+    """Data-In from the command's next offset, n bytes as 512-byte units (f & 2 clear)."""
+    f = 0x04 | (0x08 if status else 0)
+    units = (len(data) + 511) // 512
+    return bytes([E_DATA_IN, pick, f, units - 1]) + u32(0) + data.ljust(units * 512, b'\0')[:units * 512] + b'\0'
+
+
+def ev_data_in_exact(data, status=True, pick=0, underflow=False):
+    f = 0x02 | 0x04 | (0x08 if status else 0) | (0x10 if underflow else 0)
+    return bytes([E_DATA_IN, pick, f]) + u16(len(data)) + u32(0) + data + b'\0'
+
+
+def ev_r2t(off, length, flags=0, pick=0, ttt=0x10, sn=None):
+    f = flags | (0x08 if sn is not None else 0)
+    b = bytes([E_R2T, pick, f]) + u32(off) + u32(length) + u32(ttt)
+    return b + (u32(sn) if sn is not None else b'')
+
+
+def ev_nop_in(data=b'', ttt=0x99, answer=False, big=False):
+    f = (0x01 if answer else 0) | (0x04 if ttt is None else 0) | (0x80 if big else 0)
+    b = bytes([E_NOP_IN, f]) + (u32(ttt) if ttt is not None else b'')
+    if big:
+        return b + u16(len(data) // 8) + data
+    return b + u16(len(data)) + data
+
+
+def ev_text_rsp(text, final=True):
+    return bytes([E_TEXT_RSP, 0x01 if final else 0x00]) + (u32(0x77) if not final else b'') + u16(len(text)) + text
+
+
+def ev_submit(kind, arg=8, extra=None):
+    """kind: 0 READ16, 1 WRITE16, 2 REPORT LUNS, 3 INQUIRY, 4 READ CAPACITY, 5 TUR, 6 SYNC CACHE."""
+    b = bytes([E_SUBMIT, kind, arg])
+    return b + (bytes([extra]) if extra is not None else b'')
+
+
+OK_KEYS = kv([('HeaderDigest', 'None'), ('DataDigest', 'None'), ('MaxRecvDataSegmentLength', '8192'),
+              ('MaxBurstLength', '262144'), ('FirstBurstLength', '65536'), ('InitialR2T', 'Yes'),
+              ('ImmediateData', 'No'), ('MaxOutstandingR2T', '1'), ('ErrorRecoveryLevel', '0'),
+              ('DefaultTime2Wait', '2'), ('DefaultTime2Retain', '0'), ('TargetAlias', 'fuzz')])
+LOGIN = ev_login(OK_KEYS)
+GO = bytes([E_SERVICE])
+
+
+def ini(name, *parts, header=None):
+    put('initiator', name, (header or ini_header()) + b''.join(parts))
+
+
+def luns_answer(claimed, sent):
+    return struct.pack('>II', 8 * claimed, 0) + b''.join(struct.pack('>Q', i << 48) for i in range(sent))
+
+
+inquiry = bytes([0, 0, 5, 2, 31, 0, 0, 0]) + b'FAKE    HOSTILE         0001'
+readcap = struct.pack('>QI', 2047, 512) + bytes(20)
+sense = u16(18)[::-1] + bytes([0x70, 0, 6, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x29, 0, 0, 0, 0, 0])
+ini('login-tur', GO, LOGIN, ev_submit(5, 0, 0), ev_scsi_rsp())
+ini('login-refused', GO, ev_login(b'', status=(2, 1)))
+ini('read-data-in', GO, LOGIN, ev_submit(0, 7), ev_data_in(bytes(range(256)) * 16))
+ini('check-condition-sense', GO, LOGIN, ev_submit(5, 0, 0), ev_scsi_rsp(status=2, sense=sense))
+ini('write-r2t', GO, LOGIN, ev_submit(1, 15), ev_r2t(0, 8192), GO, ev_scsi_rsp())
+ini('write-r2t-beyond', GO, LOGIN, ev_submit(1, 15), bytes([E_STALL]), ev_r2t(0, 4096), ev_r2t(4096, 4096))
+ini('write-r2t-out-of-range', GO, LOGIN, ev_submit(1, 0), ev_r2t(0, 1024, flags=0x02))
+ini('write-r2t-bad-sn', GO, LOGIN, ev_submit(1, 3), ev_r2t(0, 2048, sn=5))
+ini('write-unsolicited', GO, ev_login(kv([('InitialR2T', 'No'), ('ImmediateData', 'Yes'),
+                                          ('MaxRecvDataSegmentLength', '512'), ('FirstBurstLength', '65536')])),
+    ev_submit(1, 127), GO, ev_r2t(65536 - 512, 512), GO, ev_scsi_rsp(),
+    header=ini_header(flags=0x01, burst=3, first=2))
+ini('ping-echo', GO, LOGIN, ev_nop_in(bytes(range(200)) * 20), GO, bytes([E_NOP]), ev_nop_in(answer=True, ttt=None))
+ini('ping-flood-stalled', GO, LOGIN, bytes([E_STALL]), *[ev_nop_in(bytes(8000), big=True) for _ in range(10)])
+ini('ping-over-mrdsl', GO, LOGIN, ev_nop_in(bytes(8192 + 8), big=True))
+# During a synchronous call the answers come one per loop turn: GO (no-op) gives the call a turn to go on.
+ini('report-luns-cut', GO, LOGIN, bytes([E_SYNC, 80]), ev_data_in_exact(luns_answer(3000, 4), underflow=True),
+    GO, GO, ev_data_in_exact(luns_answer(3000, 4), pick=0))
+ini('report-luns-async', GO, LOGIN, ev_submit(2, 0, 31), ev_data_in_exact(luns_answer(2, 2)))
+ini('inquiry-readcap-sync', GO, LOGIN, bytes([E_SYNC, 2]), ev_data_in_exact(inquiry), GO,
+    bytes([E_SYNC, 3]), ev_data_in_exact(readcap, pick=0), GO)
+ini('discovery', GO, ev_login(kv([('MaxRecvDataSegmentLength', '8192')])), bytes([E_SYNC, 4]),
+    ev_text_rsp(kv([('TargetName', 'iqn.2026-11.org.isert:a'), ('TargetAddress', '127.0.0.1:3260,1'),
+                    ('TargetAddress', '[::1]:3261,2'), ('TargetName', 'iqn.2026-11.org.isert:b')]), final=False),
+    ev_text_rsp(b''), header=ini_header(flags=0x05))
+ini('chap-mutual', GO, ev_login(kv([('AuthMethod', 'CHAP')]), f=0x00),
+    ev_login(kv([('CHAP_A', '5'), ('CHAP_I', '7'), ('CHAP_C', '0x' + '0123456789abcdef' * 2)]), f=0x00),
+    ev_login(kv([('CHAP_N', 'target'), ('CHAP_R', '0x' + '00' * 16)]), f=0x03),
+    header=ini_header(flags=0x31, alg=0))
+ini('reject-async-tmf', GO, LOGIN, ev_submit(0, 0), bytes([E_REJECT, 0, 4]), bytes([E_LU_RESET, 0]),
+    bytes([E_TMF_RSP, 0]), bytes([E_ASYNC, 0, 1]) + u16(0), bytes([E_ASYNC, 0, 4]) + u16(0))
+ini('abort-logout', GO, LOGIN, ev_submit(0, 0), bytes([E_ABORT, 1]), bytes([E_TMF_RSP, 0]), bytes([E_LOGOUT]),
+    bytes([E_LOGOUT_RSP, 0]))
+ini('reconnect', GO, LOGIN, ev_submit(1, 3), bytes([E_CLOSE]), GO, bytes([E_RECONNECT, 0]), GO, LOGIN,
+    ev_r2t(0, 2048), GO, ev_scsi_rsp(), header=ini_header(flags=0x09))
+ini('data-in-outside', GO, LOGIN, ev_submit(0, 0), bytes([E_DATA_IN, 0, 0x03]) + u32(400) + u16(127) + u32(0) +
+    bytes(127) + b'\0')
+# The harness is built with a 32 KiB send queue and 64 KiB of answers: 64 KiB of Data-Out waits for room.
+ini('write-paced', GO, LOGIN, ev_submit(1, 127), ev_r2t(0, 65536), GO, GO, ev_scsi_rsp())
+ini('write-paced-early-status', GO, LOGIN, bytes([E_STALL]), ev_submit(1, 127), ev_r2t(0, 65536),
+    ev_scsi_rsp(status=2, sense=sense), bytes([E_STALL]), GO)

@@ -46,7 +46,7 @@ extern "C" {
  * macros to learn what the library loaded at run time offers.
  */
 #define ISC_API_VERSION_MAJOR 1
-#define ISC_API_VERSION_MINOR 0
+#define ISC_API_VERSION_MINOR 1
 #define ISC_API_VERSION ((ISC_API_VERSION_MAJOR << 16) | ISC_API_VERSION_MINOR)
 /* The library's ISC_API_VERSION (major << 16 | minor). */
 unsigned isc_version(void);
@@ -265,8 +265,21 @@ struct isc_inquiry {
 int isc_parse_inquiry(const void *buf, uint32_t len, struct isc_inquiry *out);
 struct isc_capacity { uint64_t blocks; uint32_t block_size; bool thin; };
 int isc_parse_readcap16(const void *buf, uint32_t len, struct isc_capacity *out);
-/* Returns the number of LUNs in the report (may exceed max), or -EPROTO. */
+/*
+ * A REPORT LUNS answer of len bytes (what arrived, not the buffer's size):
+ * returns how many LUNs it holds, those its list length names that lie
+ * whole within len (may exceed max: the first max are stored), or -EPROTO.
+ * Since 1.1; before, the count the list length claimed, even beyond len,
+ * so entries up to that count could be left unwritten.
+ */
 int isc_parse_report_luns(const void *buf, uint32_t len, uint64_t *luns, unsigned max);
+/*
+ * Since 1.1.  The same answer: *n the LUNs stored in luns (at most max,
+ * every one of them from the answer), *truncated true when its list names
+ * more (more than max, or more than the answer held).  0 or -EPROTO.
+ */
+int isc_parse_report_luns2(const void *buf, uint32_t len, uint64_t *luns, unsigned max, unsigned *n,
+			   bool *truncated);
 
 /* Synchronous helpers (r may be NULL when only the error code matters). */
 int isc_tur_sync(struct isc_session *s, uint64_t lun, struct isc_result *r);
@@ -274,9 +287,16 @@ int isc_inquiry_sync(struct isc_session *s, uint64_t lun, struct isc_inquiry *in
 int isc_vpd_sync(struct isc_session *s, uint64_t lun, uint8_t page, void *buf, uint16_t len,
 		 struct isc_result *r);
 int isc_readcap16_sync(struct isc_session *s, uint64_t lun, struct isc_capacity *cap, struct isc_result *r);
-/* *n: LUNs found (at most max stored). */
+/*
+ * *n: the LUNs stored in luns, at most max and only those the target's
+ * answer held (since 1.1; before, the count its list length claimed, which
+ * could exceed both).  isc_report_luns2_sync (since 1.1) also sets
+ * *truncated when the target's list names LUNs that are not in luns.
+ */
 int isc_report_luns_sync(struct isc_session *s, uint64_t *luns, unsigned max, unsigned *n,
 			 struct isc_result *r);
+int isc_report_luns2_sync(struct isc_session *s, uint64_t *luns, unsigned max, unsigned *n, bool *truncated,
+			  struct isc_result *r);
 int isc_read16_sync(struct isc_session *s, uint64_t lun, uint64_t lba, uint32_t blocks, uint32_t block_size,
 		    void *buf, struct isc_result *r);
 int isc_write16_sync(struct isc_session *s, uint64_t lun, uint64_t lba, uint32_t blocks, uint32_t block_size,
