@@ -26,7 +26,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
-from admin_rpc import stop_isertd  # noqa: E402
+from admin_rpc import shown, stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD = sys.argv[1]
@@ -172,31 +172,6 @@ def known_workload():
 HOSTILE = [b'iqn.2026-11.org.test:esc\x1b[31mred\x07', b'iqn.2026-11.org.test:cr\rlf\nend',
            b'iqn.2026-11.org.test:bad\xff\xfe\xc0\x80', b'iqn.2026-11.org.test:q"uo\\te',
            b'iqn.2026-11.org.test:c1\xc2\x9b2J', b'iqn.2026-11.org.test:caf\xc3\xa9', b'*']
-
-
-def shown(raw):
-    """A name as docs/stats.md says the endpoint shows it: printable UTF-8 as it is, each byte of a control
-    character (C0, DEL, C1), of a sequence that is not UTF-8, and each backslash as \\xNN."""
-    out, i = '', 0
-    while i < len(raw):
-        ch = None
-        for n in (1, 2, 3, 4):
-            try:
-                ch = raw[i:i + n].decode('utf-8')
-                break
-            except UnicodeDecodeError:
-                pass
-        if ch is None:
-            out += '\\x%02x' % raw[i]
-            i += 1
-            continue
-        cp = ord(ch)
-        if cp < 0x20 or cp == 0x7f or 0x80 <= cp < 0xa0 or ch == '\\':
-            out += ''.join('\\x%02x' % b for b in raw[i:i + n])
-        else:
-            out += ch
-        i += n
-    return out
 
 
 def unquote(v):
