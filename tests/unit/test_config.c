@@ -991,6 +991,10 @@ static void test_alua(void)
 		 "targets[0].alua.groups[0].tpgs: must be an array");
 	/* Bounds: 256 groups, 255 ports in one (TARGET PORT COUNT is one byte). */
 	char *doc = malloc(64 * 1024), *p = doc;
+	if (!doc) {
+		CU_FAIL("out of memory");
+		return;
+	}
 	p += sprintf(p, "{" BS_RAM ",\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[{\"tag\":1},{\"tag\":2}],"
 		     "\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[1,2],\"remote_ports\":[");
 	for (int i = 0; i < 254; i++)
