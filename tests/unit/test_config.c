@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -757,6 +758,16 @@ static void test_one_object(void)
 
 /* ------------------------------------------------------------ round trip */
 
+/* Append to a document being built in a buffer of cap bytes. */
+static void __attribute__((format(printf, 3, 4))) append(char *doc, size_t cap, const char *fmt, ...)
+{
+	size_t n = strlen(doc);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(doc + n, cap - n, fmt, ap);
+	va_end(ap);
+}
+
 static bool str_eq(const char *a, const char *b)
 {
 	return (!a && !b) || (a && b && !strcmp(a, b));
@@ -1010,21 +1021,21 @@ static void test_alua(void)
 	/* One limit for portal groups: 255 load (the default group holds them all), 256 do not, with or without alua. */
 	for (int n = 255; n <= 256; n++) {
 		for (int with_alua = 0; with_alua < 2; with_alua++) {
-			p = doc;
-			p += sprintf(p, "{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[");
+			doc[0] = 0;
+			append(doc, 64 * 1024, "{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[");
 			for (int i = 0; i < n; i++)
-				p += sprintf(p, "%s{\"tag\":%d}", i ? "," : "", i + 1);
-			p += sprintf(p, "]");
+				append(doc, 64 * 1024, "%s{\"tag\":%d}", i ? "," : "", i + 1);
+			append(doc, 64 * 1024, "]");
 			if (with_alua) {
-				p += sprintf(p, ",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[");
+				append(doc, 64 * 1024, ",\"alua\":{\"groups\":[{\"id\":1,\"tpgs\":[");
 				for (int i = 0; i < 128; i++)
-					p += sprintf(p, "%s%d", i ? "," : "", i + 1);
-				p += sprintf(p, "]},{\"id\":2,\"tpgs\":[");
+					append(doc, 64 * 1024, "%s%d", i ? "," : "", i + 1);
+				append(doc, 64 * 1024, "]},{\"id\":2,\"tpgs\":[");
 				for (int i = 128; i < n; i++)
-					p += sprintf(p, "%s%d", i > 128 ? "," : "", i + 1);
-				p += sprintf(p, "]}]}");
+					append(doc, 64 * 1024, "%s%d", i > 128 ? "," : "", i + 1);
+				append(doc, 64 * 1024, "]}]}");
 			}
-			sprintf(p, "}]}");
+			append(doc, 64 * 1024, "}]}");
 			if (n == 255) {
 				struct config *c = load_ok(doc);
 				CU_ASSERT_EQUAL(c->targets[0].nalua_groups, with_alua ? 2 : 1);
