@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checks.h"
 #include "fake_target.h"
 #include "isert/initiator.h"
 
@@ -30,28 +31,6 @@
 #define MEM_BOUND_KIB (32 * 1024)
 /* Logins a hostile target gets: the first, then the re-logins before the library gives up. */
 #define MAX_LOGINS 4
-
-static int passed, failed;
-
-static void check(const char *name, bool ok, const char *fmt, ...)
-{
-	if (ok) {
-		passed++;
-		printf("ok   %s\n", name);
-		return;
-	}
-	failed++;
-	printf("FAIL %s", name);
-	if (fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		printf(": ");
-		vprintf(fmt, ap);
-		va_end(ap);
-	}
-	printf("\n");
-	fflush(stdout);
-}
 
 /* ---- what the library logs ---- */
 

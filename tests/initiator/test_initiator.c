@@ -29,34 +29,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checks.h"
 #include "isert/initiator.h"
 
 #ifdef HAVE_LIBISCSI
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 #endif
-
-static int passed, failed;
-
-static void check(const char *name, bool ok, const char *fmt, ...)
-{
-	if (ok) {
-		passed++;
-		printf("ok   %s\n", name);
-		return;
-	}
-	failed++;
-	printf("FAIL %s", name);
-	if (fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		printf(": ");
-		vprintf(fmt, ap);
-		va_end(ap);
-	}
-	printf("\n");
-	fflush(stdout);
-}
 
 static void msleep(int ms)
 {
