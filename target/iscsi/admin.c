@@ -356,7 +356,7 @@ static void refresh_session(struct iscsi_conn *c, void *arg)
 	/* LUs it can no longer reach: as if its nexus ended there (reservations, unit attentions go). */
 	for (size_t i = 0; i < s->nluns; i++)
 		if (!map_has_lu(luns, n, s->luns[i].lu))
-			scsi_lu_event(s->luns[i].lu, &s->nexus, SCSI_EV_NEXUS_LOSS);
+			session_nexus_lost(c, s->luns[i].lu);
 	session_set_lun_map(s, luns, n, ids);
 	for (size_t i = 0; i < n; i++)
 		scsi_lu_luns_changed(luns[i].lu, &s->nexus);

@@ -28,6 +28,7 @@ struct iscsi_lun {
 	uint64_t lun;
 	struct scsi_lu *lu;
 	bool read_only;
+	struct lu_nexus *itl;          /* scsi_lu_itl(lu, the session's nexus); NULL: no memory */
 	struct stats_lun *st;          /* made at the first command (stats.c) */
 };
 
@@ -322,8 +323,13 @@ void session_close_async(struct iscsi_session *o);
 const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun);
 /* The LUNs s sees in the configuration now (cfg_lock held): -EACCES when it is no longer admitted. */
 int session_lun_map(const struct iscsi_session *s, struct iscsi_lun **out, size_t *count);
-/* Install a LUN map (luns from session_lun_map, ids an array of n, both taken). */
+/* Install a LUN map (luns from session_lun_map, ids an array of n, both taken), with its I_T_L entries. */
 void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, size_t n, uint64_t *ids);
+/*
+ * The nexus of c's session ends at lu (the map dropped it, or the session
+ * ends): its tasks there forget their I_T_L entry, which goes with it.
+ */
+void session_nexus_lost(struct iscsi_conn *c, struct scsi_lu *lu);
 
 /* discovery.c */
 void discovery_text(struct iscsi_conn *c, struct xp_rx *rx);

@@ -566,6 +566,7 @@ void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
 	stats_cmd_arrived(t, s, (struct iscsi_lun *)l);
 	cmd->lu = l ? l->lu : NULL;
 	cmd->read_only = l ? l->read_only : false;
+	cmd->itl = l ? l->itl : NULL;
 	cmd->nexus = &s->nexus;
 	cmd->lun_map = &s->lun_map;
 	cmd->edtl = t->edtl;
@@ -709,6 +710,15 @@ void session_data_out(struct iscsi_conn *c, struct xp_rx *rx)
 	data_out_pdu(t, rx->bhs, rx->data, rx->data ? rx->data_len : 0, rx->placed);
 }
 
+void session_nexus_lost(struct iscsi_conn *c, struct scsi_lu *lu)
+{
+	/* Tasks still in the backstore stay on c->tasks until they end; none may keep the entry. */
+	for (struct iscsi_task *t = c->tasks; t; t = t->lnext)
+		if (t->cmd.lu == lu)
+			t->cmd.itl = NULL;
+	scsi_lu_event(lu, &c->sess->nexus, SCSI_EV_NEXUS_LOSS);
+}
+
 /* The connection ended: its tasks end with it, and the nexus is lost. */
 void session_conn_gone(struct iscsi_conn *c)
 {
@@ -734,7 +744,7 @@ void session_conn_gone(struct iscsi_conn *c)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nluns; i++)
-		scsi_lu_event(s->luns[i].lu, &s->nexus, SCSI_EV_NEXUS_LOSS);
+		session_nexus_lost(c, s->luns[i].lu);
 	/* Gone for everyone else now; the memory goes with the connection (tasks still point at it). */
 	session_unregister(s);
 }
@@ -814,26 +824,26 @@ void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, size_t
 	s->luns = luns;
 	s->nluns = n;
 	s->lun_ids = ids;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		s->lun_ids[i] = s->luns[i].lun;
+		s->luns[i].itl = scsi_lu_itl(s->luns[i].lu, &s->nexus);
+	}
 	s->lun_map.count = (uint32_t)s->nluns;
 	s->lun_map.luns = s->lun_ids;
 	s->lun_map.lu_at = lun_map_lu_at;
 }
 
-static int build_lun_map(struct iscsi_session *s)
+/* The session's LUN map as the configuration has it now, to install once its nexus is known. */
+static int new_lun_map(struct iscsi_session *s, struct iscsi_lun **luns, size_t *n, uint64_t **ids)
 {
-	struct iscsi_lun *luns;
-	size_t n;
-	int rc = session_lun_map(s, &luns, &n);
+	int rc = session_lun_map(s, luns, n);
 	if (rc)
 		return rc;
-	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
-	if (!ids) {
-		free(luns);
+	*ids = calloc(*n ? *n : 1, sizeof(**ids));
+	if (!*ids) {
+		free(*luns);
 		return -ENOMEM;
 	}
-	session_set_lun_map(s, luns, n, ids);
 	return 0;
 }
 
@@ -866,7 +876,10 @@ void session_close_async(struct iscsi_session *o)
 
 int session_register(struct iscsi_session *s, char *why, size_t whylen)
 {
-	int rc = s->discovery ? 0 : build_lun_map(s);
+	struct iscsi_lun *luns = NULL;
+	uint64_t *ids = NULL;
+	size_t n = 0;
+	int rc = s->discovery ? 0 : new_lun_map(s, &luns, &n, &ids);
 	if (rc) {
 		/* The configuration may have changed since the login began. */
 		snprintf(why, whylen, rc == -EACCES ? "the initiator is no longer admitted to this portal group"
@@ -906,6 +919,9 @@ int session_register(struct iscsi_session *s, char *why, size_t whylen)
 		nx->port = s->tpg->alua_port;
 		nx->alua_gen = scsi_alua_gen(nx->port);
 	}
+	/* Installed only now: its I_T_L entries are made for this nexus. */
+	if (!s->discovery)
+		session_set_lun_map(s, luns, n, ids);
 	return 0;
 }
 

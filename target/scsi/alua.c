@@ -303,11 +303,12 @@ void alua_ua_sync(struct lu_nexus *n, const struct scsi_nexus *nx)
 	uint32_t gen = scsi_alua_gen(nx->port);
 	if (!n->alua_seen) {
 		n->alua_seen = true;
-		n->alua_gen = nx->alua_gen;   /* what it knew at login */
+		__atomic_store_n(&n->alua_gen, nx->alua_gen, __ATOMIC_RELEASE);   /* what it knew at login */
 	}
 	if (n->alua_gen != gen) {
-		n->alua_gen = gen;
+		/* The unit attention first: a reader without the mutex that sees the new gen sees it queued. */
 		lu_ua_add(n, ASC_ALUA_STATE_CHANGED);
+		__atomic_store_n(&n->alua_gen, gen, __ATOMIC_RELEASE);
 	}
 }
 
@@ -462,7 +463,7 @@ void alua_set_tpgs(struct scsi_cmd *cmd)
 		pthread_mutex_lock(&cmd->lu->mu);
 		struct lu_nexus *ln = lu_nexus_get(cmd->lu, cmd->nexus);
 		if (ln && ln->alua_gen + 1 == gen)
-			ln->alua_gen = gen;
+			__atomic_store_n(&ln->alua_gen, gen, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&cmd->lu->mu);
 	}
 out:

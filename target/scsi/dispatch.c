@@ -162,7 +162,7 @@ static void cmd_reset(struct scsi_cmd *cmd)
 	cmd->scratch = NULL;
 }
 
-/* The op found for this command is kept in scratch until exec. */
+/* The op for this command, found again at exec from the CDB (nothing keeps it in between). */
 static const struct scsi_op *cmd_op(const struct scsi_cmd *cmd)
 {
 	bool bad;
@@ -179,14 +179,31 @@ static bool changes_shared(const struct scsi_cmd *cmd, const struct scsi_op *op)
 	return op->opcode != SCSI_OP_PREVENT_ALLOW || (cmd->cdb[4] & 0x03);
 }
 
-/* Unit attention, reservation conflict: the LU's shared state, under its mutex. */
+/*
+ * The common case, read without the LU's mutex: no unit attention pending
+ * for this I_T_L, no ALUA change it has not heard of, no reservation held on
+ * the LU.  Each of these is set under the mutex, so a command that races a
+ * change is ordered either before it or after it, as with the mutex.
+ */
+static bool itl_quiet(const struct lu_nexus *n, const struct scsi_nexus *nx, const struct scsi_lu *lu)
+{
+	if (__atomic_load_n(&n->n_ua, __ATOMIC_ACQUIRE) || pr_active(lu->pr))
+		return false;
+	return !nx->port || (n->alua_seen && __atomic_load_n(&n->alua_gen, __ATOMIC_ACQUIRE) == scsi_alua_gen(nx->port));
+}
+
+/* Unit attention, reservation conflict: the LU's shared state, under its mutex unless all is quiet. */
 static bool check_shared(struct scsi_cmd *cmd, const struct scsi_op *op)
 {
 	struct scsi_lu *lu = cmd->lu;
-	struct lu_nexus *n;
+	struct lu_nexus *n = cmd->itl;
 	uint16_t asc;
 	bool ok = true;
 
+	if (n && cmd->nexus && itl_quiet(n, cmd->nexus, lu)) {
+		cmd->flags |= (uint32_t)__atomic_load_n(&n->abort_gen, __ATOMIC_ACQUIRE) << CMD_GEN_SHIFT;
+		return true;
+	}
 	pthread_mutex_lock(&lu->mu);
 	n = lu_nexus_get(lu, cmd->nexus);
 	if (n)
@@ -254,6 +271,21 @@ bool scsi_cmd_prepare(struct scsi_cmd *cmd)
 	return true;
 }
 
+/* Did a PREEMPT AND ABORT of its nexus overtake cmd since prepare?  Without the mutex when it has its entry. */
+static bool cmd_aborted(const struct scsi_cmd *cmd)
+{
+	bool aborted;
+
+	if (!cmd->lu || !__atomic_load_n(&cmd->lu->pr_aborts, __ATOMIC_ACQUIRE))
+		return false;
+	if (cmd->itl)
+		return (uint16_t)(cmd->flags >> CMD_GEN_SHIFT) != __atomic_load_n(&cmd->itl->abort_gen, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&cmd->lu->mu);
+	aborted = lu_cmd_aborted(cmd->lu, cmd);
+	pthread_mutex_unlock(&cmd->lu->mu);
+	return aborted;
+}
+
 void scsi_cmd_exec(struct scsi_cmd *cmd)
 {
 	const struct scsi_op *op = cmd_op(cmd);
@@ -264,18 +296,13 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		scsi_cmd_complete(cmd);
 		return;
 	}
-	if (cmd->lu && __atomic_load_n(&cmd->lu->pr_aborts, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&cmd->lu->mu);
-		bool aborted = lu_cmd_aborted(cmd->lu, cmd);
-		pthread_mutex_unlock(&cmd->lu->mu);
-		if (aborted) {
-			cmd->status = SCSI_TASK_ABORTED;
-			cmd->sense_len = 0;
-			cmd->din_len = 0;
-			cmd->resid = (int64_t)cmd->edtl;
-			scsi_cmd_complete(cmd);
-			return;
-		}
+	if (cmd_aborted(cmd)) {
+		cmd->status = SCSI_TASK_ABORTED;
+		cmd->sense_len = 0;
+		cmd->din_len = 0;
+		cmd->resid = (int64_t)cmd->edtl;
+		scsi_cmd_complete(cmd);
+		return;
 	}
 	op->exec(cmd);
 }

@@ -71,8 +71,10 @@ static void ua_add(struct lu_nexus *n, uint16_t asc)
 	for (i = 0; i < n->n_ua; i++)
 		if (n->ua[i] == asc)
 			return;
-	if (n->n_ua < SCSI_UA_MAX)
-		n->ua[n->n_ua++] = asc;
+	if (n->n_ua < SCSI_UA_MAX) {
+		n->ua[n->n_ua] = asc;
+		__atomic_store_n(&n->n_ua, n->n_ua + 1, __ATOMIC_RELEASE);
+	}
 }
 
 void lu_ua_add(struct lu_nexus *n, uint16_t asc)
@@ -113,7 +115,7 @@ static void lu_pr_abort(void *ctx, const char *initiator_port)
 
 	for (struct lu_nexus *n = lu->nexuses; n; n = n->next)
 		if (nexus_named(n, initiator_port))
-			n->abort_gen++;
+			__atomic_store_n(&n->abort_gen, (uint16_t)(n->abort_gen + 1), __ATOMIC_RELEASE);
 	__atomic_add_fetch(&lu->pr_aborts, 1, __ATOMIC_RELEASE);
 }
 
@@ -286,8 +288,18 @@ bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc)
 		return false;
 	*asc = n->ua[0];
 	memmove(n->ua, n->ua + 1, (n->n_ua - 1) * sizeof(n->ua[0]));
-	n->n_ua--;
+	__atomic_store_n(&n->n_ua, n->n_ua - 1, __ATOMIC_RELEASE);
 	return true;
+}
+
+struct lu_nexus *scsi_lu_itl(struct scsi_lu *lu, const struct scsi_nexus *nx)
+{
+	pthread_mutex_lock(&lu->mu);
+	struct lu_nexus *n = lu_nexus_get(lu, nx);
+	/* Taken now, so the first command finds alua_gen set and needs no lock either. */
+	alua_ua_sync(n, nx);
+	pthread_mutex_unlock(&lu->mu);
+	return n;
 }
 
 void scsi_lu_luns_changed(struct scsi_lu *lu, const struct scsi_nexus *nx)

@@ -87,6 +87,8 @@ struct scsi_pr {
 	struct pr_reg *holder; /* NULL for all-registrants types: every registrant holds */
 
 	bool res2; /* SPC-2 reservation */
+	/* reserved || res2, written with them and read without the LU's mutex (pr_active). */
+	bool active;
 	char res2_iport[256];
 	char res2_tport[256];
 
@@ -173,9 +175,20 @@ static bool pr_is_holder(const struct scsi_pr *pr, const struct pr_reg *r)
 	return r && pr->reserved && (pr_type_ar(pr->type) || pr->holder == r);
 }
 
+static void pr_active_sync(struct scsi_pr *pr)
+{
+	__atomic_store_n(&pr->active, pr->reserved || pr->res2, __ATOMIC_RELEASE);
+}
+
+bool pr_active(const struct scsi_pr *pr)
+{
+	return __atomic_load_n(&pr->active, __ATOMIC_ACQUIRE);
+}
+
 static void pr_set_reservation(struct scsi_pr *pr, struct pr_reg *r, uint8_t type)
 {
 	pr->reserved = true;
+	pr_active_sync(pr);
 	pr->type = type;
 	pr->holder = pr_type_ar(type) ? NULL : r;
 }
@@ -183,6 +196,7 @@ static void pr_set_reservation(struct scsi_pr *pr, struct pr_reg *r, uint8_t typ
 static void pr_clear_reservation(struct scsi_pr *pr)
 {
 	pr->reserved = false;
+	pr_active_sync(pr);
 	pr->type = 0;
 	pr->holder = NULL;
 }
@@ -1284,6 +1298,7 @@ void pr_reserve(struct scsi_pr *pr, struct scsi_cmd *cmd)
 		return;
 	}
 	pr->res2 = true;
+	pr_active_sync(pr);
 	snprintf(pr->res2_iport, sizeof(pr->res2_iport), "%s", n->initiator_port);
 	snprintf(pr->res2_tport, sizeof(pr->res2_tport), "%s", n->target_port);
 }
@@ -1295,12 +1310,16 @@ void pr_release(struct scsi_pr *pr, struct scsi_cmd *cmd)
 	if (!pr_spc2_begin(pr, cmd))
 		return;
 	/* A RELEASE from a nexus that holds nothing succeeds and does nothing (SPC-2 7.17). */
-	if (pr_res2_is(pr, n))
+	if (pr_res2_is(pr, n)) {
 		pr->res2 = false;
+		pr_active_sync(pr);
+	}
 }
 
 void pr_reset(struct scsi_pr *pr, const struct scsi_nexus *nexus, bool nexus_loss_only)
 {
-	if (!nexus_loss_only || (nexus && pr_res2_is(pr, nexus)))
+	if (!nexus_loss_only || (nexus && pr_res2_is(pr, nexus))) {
 		pr->res2 = false;
+		pr_active_sync(pr);
+	}
 }

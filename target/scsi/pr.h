@@ -45,6 +45,11 @@ int pr_persist_init(struct scsi_pr *pr, const char *dir, const char *serial, con
  * the commands SPC-2 allows conflicts.)
  */
 bool pr_conflict(struct scsi_pr *pr, const struct scsi_nexus *nexus, const uint8_t *cdb);
+/*
+ * Is a reservation (persistent or SPC-2) held?  Without one pr_conflict()
+ * is false for every CDB, so the I/O path asks this without the LU's mutex.
+ */
+bool pr_active(const struct scsi_pr *pr);
 
 /* PERSISTENT RESERVE IN: fill cmd->buf / din_len, or sense. */
 void pr_in(struct scsi_pr *pr, struct scsi_cmd *cmd);

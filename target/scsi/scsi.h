@@ -49,6 +49,13 @@ struct scsi_nexus {
 	uint32_t alua_gen;         /* the port's ALUA generation at login */
 };
 
+/*
+ * The I_T_L entry: one nexus's state at one LU (unit attentions, PREVENT,
+ * copy list identifiers).  Private to target/scsi; the transport holds a
+ * pointer per mapped LUN (scsi_lu_itl) so the common command needs no lock.
+ */
+struct lu_nexus;
+
 /* LUNs the nexus sees, for REPORT LUNS (ascending). */
 struct scsi_lun_map {
 	uint32_t count;
@@ -81,6 +88,8 @@ struct scsi_cmd {
 	struct scsi_lu *lu;                 /* NULL: no such LUN for this nexus */
 	uint64_t lun;                       /* as addressed */
 	const struct scsi_nexus *nexus;
+	/* scsi_lu_itl(lu, nexus), or NULL: prepare looks the entry up under the LU's mutex. */
+	struct lu_nexus *itl;
 	const struct scsi_lun_map *lun_map;
 	bool read_only;                     /* LUN mapped read-only for this nexus */
 	uint32_t edtl;                      /* Expected Data Transfer Length from the initiator */
@@ -125,6 +134,14 @@ struct backstore *scsi_lu_backstore(const struct scsi_lu *lu);
 void scsi_lu_capacity_changed(struct scsi_lu *lu);
 /* The admin turned the volatile write cache on or off: WCE follows, MODE PARAMETERS CHANGED to all. */
 void scsi_lu_set_write_cache(struct scsi_lu *lu, bool on);
+/*
+ * The I_T_L entry of nexus nx at lu, made if it is new (NULL: no memory).
+ * The transport resolves it when it installs a session's LUN map and sets
+ * cmd->itl from it; it stays valid until SCSI_EV_NEXUS_LOSS of nx at lu or
+ * scsi_lu_destroy(), so a command whose map changed since it arrived must
+ * not carry it.
+ */
+struct lu_nexus *scsi_lu_itl(struct scsi_lu *lu, const struct scsi_nexus *nx);
 /* REPORTED LUNS DATA HAS CHANGED for nexus nx (its LUN inventory changed). */
 void scsi_lu_luns_changed(struct scsi_lu *lu, const struct scsi_nexus *nx);
 

@@ -40,7 +40,12 @@ struct xcopy_id {
 	uint32_t seq;            /* age: the oldest held result gives way first */
 };
 
-/* Per I_T nexus state of one LU: pending unit attentions, PREVENT, copies. */
+/*
+ * Per I_T nexus state of one LU (the I_T_L entry): pending unit attentions,
+ * PREVENT, copies.  Written under the LU's mutex; abort_gen, n_ua and
+ * alua_gen are also read without it (check_shared's common case), so they
+ * are written with atomic stores.
+ */
 struct lu_nexus {
 	uint64_t id;
 	char initiator_name[224];

@@ -6,6 +6,7 @@
  */
 #include <CUnit/Basic.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1627,6 +1628,95 @@ static void test_unit_attention(void)
 	scsi_lu_event(LU, &NX2, SCSI_EV_NEXUS_LOSS);
 }
 
+/* Holds the LU's mutex on another thread until told to stop or 2 s pass. */
+struct mu_holder {
+	pthread_t th;
+	int held, stop, released;
+};
+
+static void *hold_mu(void *arg)
+{
+	struct mu_holder *h = arg;
+	pthread_mutex_lock(&LU->mu);
+	__atomic_store_n(&h->held, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < 2000 && !__atomic_load_n(&h->stop, __ATOMIC_SEQ_CST); i++)
+		usleep(1000);
+	__atomic_store_n(&h->released, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&LU->mu);
+	return NULL;
+}
+
+/* Run cmd (with the I_T_L entry itl) while another thread holds the LU's mutex; did it wait for the mutex? */
+static bool waited_for_mutex(struct scsi_cmd *c, struct lu_nexus *itl, const void *dout, uint32_t dlen)
+{
+	struct mu_holder h = { 0 };
+	CU_ASSERT_FATAL(pthread_create(&h.th, NULL, hold_mu, &h) == 0);
+	while (!__atomic_load_n(&h.held, __ATOMIC_SEQ_CST))
+		usleep(100);
+	c->itl = itl;
+	run(c, dout, dlen);
+	bool waited = __atomic_load_n(&h.released, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&h.stop, 1, __ATOMIC_SEQ_CST);
+	pthread_join(h.th, NULL);
+	return waited;
+}
+
+/*
+ * The common READ and WRITE of a nexus with its I_T_L entry take no lock
+ * (docs/architecture.md): they run while another thread holds the LU's
+ * mutex.  With a unit attention pending or a reservation held they take
+ * it, and answer as before.
+ */
+static void test_itl_without_lock(void)
+{
+	uint8_t data[BS] = { 0x5a }, rd[10] = { 0x28 }, wr[10] = { 0x2a }, tur[6] = { 0 };
+	uint8_t reserve6[6] = { 0x16 }, release6[6] = { 0x17 };
+	struct scsi_cmd c;
+
+	clear_ua();
+	struct lu_nexus *itl = scsi_lu_itl(LU, &NX);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(itl);
+	CU_ASSERT_PTR_EQUAL(scsi_lu_itl(LU, &NX), itl);   /* one entry per I_T_L */
+
+	put_be16(rd + 7, 1);
+	put_be16(wr + 7, 1);
+	cmd_init(&c, wr, 10, BS, false, true);
+	CU_ASSERT_FALSE(waited_for_mutex(&c, itl, data, BS));
+	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
+	scsi_cmd_release(&c);
+	cmd_init(&c, rd, 10, BS, true, false);
+	CU_ASSERT_FALSE(waited_for_mutex(&c, itl, NULL, 0));
+	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
+	CU_ASSERT_EQUAL(c.buf->data[0], 0x5a);
+	scsi_cmd_release(&c);
+
+	/* A unit attention pending: the locked path reports it. */
+	scsi_lu_capacity_changed(LU);
+	cmd_init(&c, tur, 6, 0, false, false);
+	CU_ASSERT_TRUE(waited_for_mutex(&c, itl, NULL, 0));
+	expect_sense(&c, SK_UNIT_ATTENTION, ASC_CAPACITY_CHANGED);
+	scsi_cmd_release(&c);
+
+	/* A reservation held (SPC-2, by another nexus): the locked path finds the conflict. */
+	cmd_init(&c, reserve6, 6, 0, false, false);
+	c.nexus = &NX2;
+	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
+	scsi_cmd_release(&c);
+	cmd_init(&c, rd, 10, BS, true, false);
+	CU_ASSERT_TRUE(waited_for_mutex(&c, itl, NULL, 0));
+	CU_ASSERT_EQUAL(c.status, SCSI_RESERVATION_CONFLICT);
+	scsi_cmd_release(&c);
+	cmd_init(&c, release6, 6, 0, false, false);
+	c.nexus = &NX2;
+	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
+	scsi_cmd_release(&c);
+	cmd_init(&c, rd, 10, BS, true, false);
+	CU_ASSERT_FALSE(waited_for_mutex(&c, itl, NULL, 0));
+	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
+	scsi_cmd_release(&c);
+	scsi_lu_event(LU, &NX2, SCSI_EV_NEXUS_LOSS);
+}
+
 /* PERSISTENT RESERVE OUT from nexus nx; p is the 24-byte list, plus TransportIDs when SPEC_I_PT. */
 static uint8_t prout(const struct scsi_nexus *nx, uint8_t sa, const uint8_t *p, uint32_t len)
 {
@@ -1650,7 +1740,7 @@ static void test_pr_preempt_abort_bare_name(void)
 {
 	static const struct scsi_nexus NX3 = { .initiator_name = "iqn.test:k",
 					       .initiator_port = "iqn.test:k,i,0x000000000003", .id = 3 };
-	struct scsi_cmd c, w;
+	struct scsi_cmd c, w, w2;
 	uint8_t tur[6] = { 0 }, blk[BS], p[24 + 4 + 20];
 
 	clear_ua();
@@ -1677,6 +1767,11 @@ static void test_pr_preempt_abort_bare_name(void)
 	cmd_init(&w, wr, 10, BS, false, true);
 	CU_ASSERT_FATAL(scsi_cmd_prepare(&w));
 	memcpy(w.buf->data, blk, BS);
+	/* ... and another with its I_T_L entry, which checks for the abort without the mutex */
+	cmd_init(&w2, wr, 10, BS, false, true);
+	w2.itl = scsi_lu_itl(LU, &NX);
+	CU_ASSERT_FATAL(scsi_cmd_prepare(&w2));
+	memcpy(w2.buf->data, blk, BS);
 
 	/* NX3 preempts key 0xC and aborts */
 	memset(p, 0, sizeof(p));
@@ -1689,6 +1784,11 @@ static void test_pr_preempt_abort_bare_name(void)
 	CU_ASSERT_EQUAL(ndone, 1);
 	CU_ASSERT_EQUAL(w.status, SCSI_TASK_ABORTED);
 	scsi_cmd_release(&w);
+	ndone = 0;
+	scsi_cmd_exec(&w2);
+	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(w2.status, SCSI_TASK_ABORTED);
+	scsi_cmd_release(&w2);
 	CU_ASSERT_EQUAL(rw10(false, 400, 1, BS, blk, &c), SCSI_CHECK_CONDITION);
 	expect_sense(&c, SK_UNIT_ATTENTION, ASC_REGISTRATIONS_PREEMPTED);
 	CU_ASSERT_EQUAL(rw10(false, 400, 1, BS, blk, &c), SCSI_GOOD);
@@ -1989,6 +2089,7 @@ int main(void)
 	CU_add_test(s, "thick_lu", test_thick_lu);
 	CU_add_test(s, "write_same_limit", test_write_same_limit);
 	CU_add_test(s, "unit_attention", test_unit_attention);
+	CU_add_test(s, "itl_without_lock", test_itl_without_lock);
 	CU_add_test(s, "pr_preempt_abort_bare_name", test_pr_preempt_abort_bare_name);
 	CU_add_test(s, "start_stop", test_start_stop);
 	CU_add_test(s, "write_protected_mapping", test_write_protected_mapping);
