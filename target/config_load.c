@@ -360,37 +360,27 @@ int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 	}
 	if ((r = cfg_get_str(p, v, "type", true, 16, &type)) < 0)
 		return r;
-	if (!strcmp(type, "ram"))
-		b->bs.type = BACKSTORE_RAM;
-	else if (!strcmp(type, "file"))
-		b->bs.type = BACKSTORE_FILE;
-	else if (!strcmp(type, "block"))
-		b->bs.type = BACKSTORE_BLOCK;
-	else if (!strcmp(type, "rbd"))
-		b->bs.type = BACKSTORE_RBD;
-	else if (!strcmp(type, "nvme"))
-		b->bs.type = BACKSTORE_NVME;
-	else {
+	const struct backstore_kind *kind = backstore_kind_named(type);
+	if (!kind) {
 		cfg_push_key(p, "type");
 		r = cfg_perr(p, "must be \"ram\", \"file\", \"block\", \"nvme\" or \"rbd\", got \"%s\"", type);
 		free(type);
 		return r;
 	}
 	free(type);
+	b->bs.type = kind->type;
 
-	bool rbd = b->bs.type == BACKSTORE_RBD;
-	if ((r = cfg_get_str(p, v, "path", b->bs.type == BACKSTORE_FILE || b->bs.type == BACKSTORE_BLOCK ||
-			     b->bs.type == BACKSTORE_NVME, PATH_MAX - 1, &b->path)) < 0)
+	bool image = kind->caps & BS_KIND_IMAGE;
+	if ((r = cfg_get_str(p, v, "path", kind->caps & BS_KIND_PATH, PATH_MAX - 1, &b->path)) < 0)
 		return r;
-	if (b->path && (b->bs.type == BACKSTORE_RAM || rbd)) {
+	if (b->path && !(kind->caps & BS_KIND_PATH)) {
 		cfg_push_key(p, "path");
-		return cfg_perr(p, "not allowed for a%s backstore%s", rbd ? "n rbd" : " ram",
-				rbd ? " (give pool and image)" : "");
+		return cfg_perr(p, "not allowed for %s%s", kind->noun, image ? " (give pool and image)" : "");
 	}
-	if ((r = parse_rbd(p, v, rbd, &b->bs.rbd)) < 0)
+	if ((r = parse_rbd(p, v, image, &b->bs.rbd)) < 0)
 		return r;
 	/* RBD allocates on write and UNMAP deallocates: thin unless told otherwise. */
-	b->bs.thin = rbd;
+	b->bs.thin = image;
 	if (b->path && b->path[0] != '/') {
 		cfg_push_key(p, "path");
 		return cfg_perr(p, "must be an absolute path, got \"%s\"", b->path);
@@ -398,7 +388,7 @@ int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 
 	if ((r = cfg_get_u32(p, v, "block_size", false, 0, 4096, &b->bs.block_size)) < 0)
 		return r;
-	r = cfg_lookup(p, v, "size", b->bs.type == BACKSTORE_RAM, &sv);
+	r = cfg_lookup(p, v, "size", kind->caps & BS_KIND_SIZE, &sv);
 	if (r < 0)
 		return r;
 	if (r == 1) {
@@ -622,7 +612,7 @@ static const char *known_serial(const struct cfg_backstore *b)
 {
 	if (b->serial)
 		return b->serial;
-	return b->bs.type == BACKSTORE_RBD || b->bs.type == BACKSTORE_NVME ? NULL : b->name;
+	return backstore_kind_has(b->bs.type, BS_KIND_OWN_ID) ? NULL : b->name;
 }
 
 /*

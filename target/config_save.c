@@ -62,23 +62,11 @@ static json_object *chap_to_json(const struct cfg_chap *c, bool compare)
 	return o;
 }
 
-static const char *bs_type_name(enum backstore_type t)
-{
-	switch (t) {
-	case BACKSTORE_RAM: return "ram";
-	case BACKSTORE_FILE: return "file";
-	case BACKSTORE_BLOCK: return "block";
-	case BACKSTORE_RBD: return "rbd";
-	case BACKSTORE_NVME: return "nvme";
-	}
-	return "?";
-}
-
 static json_object *backstore_to_json(const struct cfg_backstore *b)
 {
 	json_object *o = json_object_new_object();
 	bool ok = o && put_str(o, "name", b->name) &&
-		  put(o, "type", json_object_new_string(bs_type_name(b->bs.type))) &&
+		  put(o, "type", json_object_new_string(backstore_kind(b->bs.type)->name)) &&
 		  put_str(o, "path", b->path) &&
 		  put_str(o, "pool", b->bs.rbd.pool) &&
 		  put_str(o, "image", b->bs.rbd.image) &&
@@ -87,7 +75,7 @@ static json_object *backstore_to_json(const struct cfg_backstore *b)
 		  put_str(o, "client_id", b->bs.rbd.client_id) &&
 		  put_str(o, "conf", b->bs.rbd.conf) &&
 		  put_str(o, "keyring", b->bs.rbd.keyring) &&
-		  ((b->bs.type == BACKSTORE_RBD && !b->bs.size) || put(o, "size", json_object_new_uint64(b->bs.size))) &&
+		  ((backstore_kind_has(b->bs.type, BS_KIND_IMAGE) && !b->bs.size) || put(o, "size", json_object_new_uint64(b->bs.size))) &&
 		  (!b->bs.block_size || put(o, "block_size", json_object_new_int64(b->bs.block_size))) &&
 		  put(o, "thin", json_object_new_boolean(b->bs.thin)) &&
 		  put(o, "write_cache", json_object_new_boolean(b->bs.write_cache)) &&

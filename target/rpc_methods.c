@@ -430,8 +430,8 @@ static int m_backstore_resize(struct rpc_call *c)
 	uint64_t now = backstore_size(bs);
 	if (now != before)
 		scsi_lu_capacity_changed(cfg->backstores[i].rt_lu);
-	if ((cfg->backstores[i].bs.type != BACKSTORE_BLOCK && cfg->backstores[i].bs.type != BACKSTORE_NVME) ||
-	    cfg->backstores[i].bs.size)
+	/* A device-sized backstore configured with size 0 keeps following its device. */
+	if (!backstore_kind_has(cfg->backstores[i].bs.type, BS_KIND_FOLLOW) || cfg->backstores[i].bs.size)
 		cfg->backstores[i].bs.size = now;
 	c->result = json_object_new_object();
 	json_object_object_add(c->result, "name", json_object_new_string(name));

@@ -64,10 +64,8 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 		bs_errf(&tmp, err, errlen, "%s: %s", field, why);
 		return -EINVAL;
 	}
-	if ((cfg->type == BACKSTORE_FILE || cfg->type == BACKSTORE_BLOCK || cfg->type == BACKSTORE_NVME) &&
-	    (!cfg->path || !cfg->path[0])) {
-		bs_errf(&tmp, err, errlen, "path: required for %s backstore%s",
-			cfg->type == BACKSTORE_FILE ? "a file" : cfg->type == BACKSTORE_BLOCK ? "a block" : "an nvme",
+	if (backstore_kind_has(cfg->type, BS_KIND_PATH) && (!cfg->path || !cfg->path[0])) {
+		bs_errf(&tmp, err, errlen, "path: required for %s%s", backstore_kind(cfg->type)->noun,
 			cfg->type == BACKSTORE_NVME ? ": give the namespace's generic char device (/dev/ngXnY)" : "");
 		return -EINVAL;
 	}

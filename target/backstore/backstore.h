@@ -89,6 +89,42 @@ struct bs_io {
 };
 
 /*
+ * A backstore type: what its configuration needs and what it can do
+ * (kinds.c).  Nothing outside target/backstore/ switches on the type; it
+ * asks its kind (tests/docs/check-backstore-types.sh checks).
+ */
+enum {
+	BS_KIND_PATH        = 1u << 0,  /* needs "path" (and refuses pool/image) */
+	BS_KIND_SIZE        = 1u << 1,  /* needs a "size" greater than 0 */
+	BS_KIND_IMAGE       = 1u << 2,  /* an RBD image: "pool" and "image", no path; thin by default; size 0 = the image's */
+	BS_KIND_GROW        = 1u << 3,  /* a larger configured size grows it while it runs */
+	BS_KIND_FOLLOW      = 1u << 4,  /* its size is its device's: a changed size reads the device again */
+	BS_KIND_OWN_ID      = 1u << 5,  /* the store has an identity of its own: the LU's serial unless one is configured */
+	BS_KIND_NONROTATING = 1u << 6,  /* reported as a non-rotating medium (VPD B1) */
+};
+struct backstore_kind {
+	enum backstore_type type;
+	const char *name;       /* in the configuration: "ram" */
+	const char *noun;       /* in messages: "a ram backstore" */
+	const char *product;    /* INQUIRY's product unless one is configured */
+	unsigned caps;          /* BS_KIND_* */
+};
+const struct backstore_kind *backstore_kind(enum backstore_type type);
+/* NULL: no such type. */
+const struct backstore_kind *backstore_kind_named(const char *name);
+/* Has type any of caps? */
+bool backstore_kind_has(enum backstore_type type, unsigned caps);
+
+/*
+ * A running backstore's configured size changes from was to want while it
+ * has have bytes: nothing to do, backstore_resize(want), or refused (why
+ * filled: "... cannot be resized while it runs", "... is smaller than ...").
+ */
+enum bs_resize { BS_RESIZE_NONE, BS_RESIZE_DO, BS_RESIZE_REFUSED };
+enum bs_resize backstore_resize_rule(enum backstore_type type, uint64_t was, uint64_t want, uint64_t have,
+				     char *why, size_t whylen);
+
+/*
  * The rules on block_size and size that hold before anything is opened (the
  * configuration loader and backstore_open both ask here): NULL, or the
  * field that breaks one, with why filled ("must be ..., got ...").

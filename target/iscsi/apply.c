@@ -371,17 +371,10 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 		struct cfg_backstore *o = find_bs(r, rnames, b->name, &j);
 		from[i] = -1;
 		if (o && same_identity(o, b)) {
-			uint64_t have = backstore_size(o->rt_bs);
-			if (b->bs.type == BACKSTORE_RAM && b->bs.size != o->bs.size) {
-				snprintf(err, errlen, "backstore '%s': size: a ram backstore cannot be resized while it runs",
-					 b->name);
-				rc = -EINVAL;
-				goto undo;
-			}
-			if (b->bs.type == BACKSTORE_FILE && b->bs.size && b->bs.size < have) {
-				snprintf(err, errlen, "backstore '%s': size: %llu is smaller than the current %llu bytes; a LUN "
-					 "is only grown while it is in use", b->name, (unsigned long long)b->bs.size,
-					 (unsigned long long)have);
+			char why[160];
+			if (backstore_resize_rule(b->bs.type, o->bs.size, b->bs.size, backstore_size(o->rt_bs), why,
+						  sizeof(why)) == BS_RESIZE_REFUSED) {
+				snprintf(err, errlen, "backstore '%s': size: %s", b->name, why);
 				rc = -EINVAL;
 				goto undo;
 			}
@@ -451,8 +444,8 @@ int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, 
 			scsi_lu_set_write_cache(o->rt_lu, b->bs.write_cache);
 		}
 		uint64_t have = backstore_size(o->rt_bs);
-		bool follow = (b->bs.type == BACKSTORE_BLOCK || b->bs.type == BACKSTORE_NVME) && b->bs.size != o->bs.size;
-		if (!follow && (b->bs.type != BACKSTORE_FILE || !b->bs.size || b->bs.size == have))
+		char why[160];
+		if (backstore_resize_rule(b->bs.type, o->bs.size, b->bs.size, have, why, sizeof(why)) != BS_RESIZE_DO)
 			continue;
 		if ((rc = backstore_resize(o->rt_bs, b->bs.size, err, errlen)))
 			goto undo;

@@ -172,7 +172,6 @@ static void lu_resized(void *arg)
 
 int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct scsi_lu **out)
 {
-	static const char *const types[] = { "RAM", "FILE", "BLOCK", "RBD", "NVME" };
 	struct scsi_lu_params none = { 0 };
 	struct scsi_lu *lu;
 	uint32_t bsz;
@@ -200,9 +199,9 @@ int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct 
 		lu->block_shift++;
 	lu->thin = backstore_thin(bs);
 	lu->wce = backstore_write_cache(bs);
-	unsigned t = (unsigned)backstore_type(bs);
+	const struct backstore_kind *kind = backstore_kind(backstore_type(bs));
 	copy_id(lu->vendor, sizeof(lu->vendor), p->vendor, "ISERT");
-	copy_id(lu->product, sizeof(lu->product), p->product, t < ARRAY_SIZE(types) ? types[t] : "DISK");
+	copy_id(lu->product, sizeof(lu->product), p->product, kind ? kind->product : "DISK");
 	copy_id(lu->revision, sizeof(lu->revision), p->revision, "0001");
 	if (p->serial && *p->serial) {
 		copy_id(lu->serial, sizeof(lu->serial), p->serial, "0");

@@ -111,7 +111,8 @@ static void vpd_bdc(struct scsi_cmd *cmd, struct din *d)
 {
 	uint8_t p[64] = { 0 };
 
-	put_be16(p + 4, backstore_type(cmd->lu->bs) == BACKSTORE_RAM ? 1 : 0);
+	/* MEDIUM ROTATION RATE: 1 = non-rotating, 0 = not reported. */
+	put_be16(p + 4, backstore_kind_has(backstore_type(cmd->lu->bs), BS_KIND_NONROTATING) ? 1 : 0);
 	din_put(d, p + 4, sizeof(p) - 4);
 }
 

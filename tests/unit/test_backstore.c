@@ -208,6 +208,43 @@ static void test_ram_atomic(void)
 
 /* --- common argument checks and open errors --- */
 
+/* kinds.c: every type described once, and the one resize rule apply and the admin methods follow. */
+static void test_kinds(void)
+{
+	static const enum backstore_type all[] = { BACKSTORE_RAM, BACKSTORE_FILE, BACKSTORE_BLOCK, BACKSTORE_RBD,
+						   BACKSTORE_NVME };
+	char why[160] = "";
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		const struct backstore_kind *k = backstore_kind(all[i]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+		CU_ASSERT_PTR_EQUAL(backstore_kind_named(k->name), k);
+		CU_ASSERT(strstr(k->noun, k->name) != NULL);
+		/* exactly one way to say where the blocks are: a path, an image, or memory (a size) */
+		CU_ASSERT_EQUAL(!!(k->caps & BS_KIND_PATH) + !!(k->caps & BS_KIND_IMAGE) + !!(k->caps & BS_KIND_SIZE), 1);
+	}
+	CU_ASSERT_PTR_NULL(backstore_kind_named("tape"));
+	CU_ASSERT_STRING_EQUAL(backstore_kind(BACKSTORE_RAM)->product, "RAM");
+
+	/* ram: any change refused, no change nothing to do */
+	CU_ASSERT_EQUAL(backstore_resize_rule(BACKSTORE_RAM, 1 << 20, 1 << 20, 1 << 20, why, sizeof(why)), BS_RESIZE_NONE);
+	CU_ASSERT_EQUAL(backstore_resize_rule(BACKSTORE_RAM, 1 << 20, 2 << 20, 1 << 20, why, sizeof(why)),
+			BS_RESIZE_REFUSED);
+	CU_ASSERT_STRING_EQUAL(why, "a ram backstore cannot be resized while it runs");
+	/* file, rbd: grown, never shrunk; 0 or the size it has is nothing to do */
+	for (int t = 0; t < 2; t++) {
+		enum backstore_type ty = t ? BACKSTORE_RBD : BACKSTORE_FILE;
+		CU_ASSERT_EQUAL(backstore_resize_rule(ty, 0, 0, 4096, why, sizeof(why)), BS_RESIZE_NONE);
+		CU_ASSERT_EQUAL(backstore_resize_rule(ty, 0, 4096, 4096, why, sizeof(why)), BS_RESIZE_NONE);
+		CU_ASSERT_EQUAL(backstore_resize_rule(ty, 4096, 8192, 4096, why, sizeof(why)), BS_RESIZE_DO);
+		CU_ASSERT_EQUAL(backstore_resize_rule(ty, 8192, 4096, 8192, why, sizeof(why)), BS_RESIZE_REFUSED);
+		CU_ASSERT(strstr(why, "4096 is smaller than the current 8192 bytes") != NULL);
+	}
+	/* block, nvme: a changed size (0 too) reads the device again */
+	CU_ASSERT_EQUAL(backstore_resize_rule(BACKSTORE_BLOCK, 0, 0, 4096, why, sizeof(why)), BS_RESIZE_NONE);
+	CU_ASSERT_EQUAL(backstore_resize_rule(BACKSTORE_NVME, 4096, 0, 4096, why, sizeof(why)), BS_RESIZE_DO);
+	CU_ASSERT_EQUAL(backstore_resize_rule(BACKSTORE_BLOCK, 0, 8192, 4096, why, sizeof(why)), BS_RESIZE_DO);
+}
+
 static void test_open_errors(void)
 {
 	struct backstore *bs = (void *)1;
@@ -852,6 +889,7 @@ int main(void)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	CU_pSuite s = CU_add_suite("backstore", suite_init, suite_clean);
+	CU_add_test(s, "kinds", test_kinds);
 	CU_add_test(s, "open errors", test_open_errors);
 	CU_add_test(s, "argument checks (ram)", test_ram_args);
 	CU_add_test(s, "ram io", test_ram_io);
