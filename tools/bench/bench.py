@@ -77,6 +77,34 @@ def wait_port(port, proc, what, secs=20):
     raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {secs} s")
 
 
+def iserbench_parm(iserbench, work, parm, url):
+    """Run iserbench on the parameter file text PARM (in folder WORK): its first run's results."""
+    with open(f"{work}/b.parm", "w") as f:
+        f.write(parm)
+    out = f"{work}/ib"
+    r = subprocess.run([iserbench, "-f", f"{work}/b.parm", "-o", out],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"iserbench against {url} failed: {r.stderr.strip()[-300:]}")
+    with open(f"{out}/results.json") as f:
+        return json.load(f)["runs"][0]
+
+
+def run_figures(run, cpu_secs, what):
+    """One iserbench run's figures and its I/O count (results.json "runs" entry); cpu_secs: the target's CPU time over it."""
+    # The first interval holds the ramp-up: left out when there are more.
+    iv = run["intervals"][1:] if len(run["intervals"]) > 1 else run["intervals"]
+    secs = sum(i["seconds"] for i in iv)
+    ios = sum(i["reads"] + i["writes"] for i in iv)
+    nbytes = sum(i["read_bytes"] + i["write_bytes"] for i in iv)
+    lat = sum(i["resp_ms"] * (i["reads"] + i["writes"]) for i in iv) / max(ios, 1) * 1000
+    all_ios = run["reads_done"] + run["writes_done"]
+    if run["validation_errors"] or any(i["errors"] for i in run["intervals"]) or not ios:
+        raise RuntimeError(f"{what}: I/O errors or no I/O")
+    return {"iops": ios / secs, "mib_s": nbytes / secs / 1048576, "lat_us": lat,
+            "cpu_us_per_io": cpu_secs * 1e6 / max(all_ios, 1)}, all_ios
+
+
 class Tcp:
     """The loopback section: targets on this host, iserbench as initiator."""
 
@@ -166,15 +194,7 @@ class Tcp:
         parm = (f"sd=sd1,lun={url},threads={threads}\n"
                 f"wd=wd1,sd=sd1,xfersize={xfer},rdpct={rdpct},{seek or f'seekpct={seekpct}'}\n"
                 f"rd=rd1,wd=wd1,iorate=max,elapsed={secs},interval=1\n")
-        with open(f"{self.work}/b.parm", "w") as f:
-            f.write(parm)
-        out = f"{self.work}/ib"
-        r = subprocess.run([self.iserbench, "-f", f"{self.work}/b.parm", "-o", out],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"iserbench against {url} failed: {r.stderr.strip()[-300:]}")
-        with open(f"{out}/results.json") as f:
-            return json.load(f)["runs"][0]
+        return iserbench_parm(self.iserbench, self.work, parm, url)
 
     def measure(self, target, wl):
         url, pid = self.targets[target]
@@ -182,17 +202,7 @@ class Tcp:
         c0 = cpu_seconds(pid)
         run = self.iserbench_run(url, xfer, rdpct, seekpct, qd, self.args.secs)
         c1 = cpu_seconds(pid)
-        # The first interval holds the ramp-up: left out when there are more.
-        iv = run["intervals"][1:] if len(run["intervals"]) > 1 else run["intervals"]
-        secs = sum(i["seconds"] for i in iv)
-        ios = sum(i["reads"] + i["writes"] for i in iv)
-        nbytes = sum(i["read_bytes"] + i["write_bytes"] for i in iv)
-        lat = sum(i["resp_ms"] * (i["reads"] + i["writes"]) for i in iv) / max(ios, 1) * 1000
-        all_ios = run["reads_done"] + run["writes_done"]
-        if run["validation_errors"] or any(i["errors"] for i in run["intervals"]) or not ios:
-            raise RuntimeError(f"{target} {wl}: I/O errors or no I/O")
-        return {"iops": ios / secs, "mib_s": nbytes / secs / 1048576, "lat_us": lat,
-                "cpu_us_per_io": (c1 - c0) * 1e6 / max(all_ios, 1)}
+        return run_figures(run, c1 - c0, f"{target} {wl}")[0]
 
     def raw_stream(self, length):
         """A raw loopback TCP stream of LENGTH-byte writes (iperf3, one stream): MiB/s received."""

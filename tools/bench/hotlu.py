@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import cpu_seconds, free_port, log, wait_port  # noqa: E402
+from bench import cpu_seconds, free_port, iserbench_parm, log, run_figures, wait_port  # noqa: E402
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IQN = "iqn.2026-11.org.isert:hotlu"
@@ -55,15 +55,7 @@ def iserbench(args, work, url, secs, seek="seekpct=100", rdpct=70, xfer="4k"):
     parm = "".join(f"sd=sd{i},lun={url},threads={args.threads}\n" for i in range(args.sessions))
     parm += (f"wd=wd1,sd=sd*,xfersize={xfer},rdpct={rdpct},{seek}\n"
              f"rd=rd1,wd=wd1,iorate=max,elapsed={secs},interval=1\n")
-    with open(f"{work}/hot.parm", "w") as f:
-        f.write(parm)
-    out = f"{work}/ib"
-    r = subprocess.run([args.iserbench, "-f", f"{work}/hot.parm", "-o", out],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"iserbench against {url} failed: {r.stderr.strip()[-300:]}")
-    with open(f"{out}/results.json") as f:
-        return json.load(f)["runs"][0]
+    return iserbench_parm(args.iserbench, work, parm, url)
 
 
 def measure(args, work, proc, url):
@@ -78,13 +70,8 @@ def measure(args, work, proc, url):
         f = line.split(",")
         if len(f) > 2 and f[2].startswith("syscalls:sys_enter_futex") and f[0].isdigit():
             futex = int(f[0])
-    iv = run["intervals"][1:] if len(run["intervals"]) > 1 else run["intervals"]
-    ios = sum(i["reads"] + i["writes"] for i in iv)
-    secs = sum(i["seconds"] for i in iv)
-    all_ios = run["reads_done"] + run["writes_done"]
-    if any(i["errors"] for i in run["intervals"]) or not ios:
-        raise RuntimeError(f"{url}: I/O errors or no I/O")
-    return {"iops": ios / secs, "cpu_us_per_io": (c1 - c0) * 1e6 / all_ios, "futex_per_kio": futex * 1e3 / all_ios}
+    m, ios = run_figures(run, c1 - c0, url)
+    return {"iops": m["iops"], "cpu_us_per_io": m["cpu_us_per_io"], "futex_per_kio": futex * 1e3 / ios}
 
 
 def main():
