@@ -186,6 +186,11 @@ struct xp_stats {
 	uint64_t cq_polls, cq_empty_polls, completions; /* iSER: CQ polls, those that found nothing */
 };
 
+/*
+ * Statistics in the data path, on unless meson's -Dstats=false passes
+ * -DISERT_STATS=0.  The one definition: the target's stats.h and the SCSI
+ * layer include this header for it (common/ cannot include target/).
+ */
 #ifndef ISERT_STATS
 #define ISERT_STATS 1
 #endif

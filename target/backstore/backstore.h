@@ -134,7 +134,11 @@ const char *backstore_check_geometry(enum backstore_type type, uint64_t size, ui
 /* Open per cfg; on failure returns -errno and writes a message naming the field/path to err. */
 int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char *err, size_t errlen);
 void backstore_close(struct backstore *bs);
-/* Grow to size bytes (file: extends the file; rbd: resizes the image; block, nvme: 0 = follow the device's new size); ram refuses. */
+/*
+ * Grow to size bytes, never shrink (file: extends the file; rbd: resizes the image; block, nvme:
+ * size 0 or the device's size, to follow the device); ram refuses.  backstore_on_resize()'s fn is
+ * not called: the caller tells the LU (scsi_lu_capacity_changed).
+ */
 int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen);
 
 const char *backstore_name(const struct backstore *bs);

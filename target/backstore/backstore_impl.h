@@ -19,7 +19,11 @@ struct bs_ops {
 	void (*submit)(struct backstore *bs, struct bs_io *io);
 	/* offset already checked; NULL means everything is mapped. */
 	int (*lba_status)(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run);
-	/* Grow to size (checked: a block multiple, not smaller); NULL: only file and block do it. */
+	/*
+	 * Grow the store to size (already checked by backstore_resize(): a positive block multiple, not
+	 * smaller, not readonly).  Only rbd has one: backstore_resize() itself extends a file, makes
+	 * block and nvme take their device's size, and refuses ram.
+	 */
 	int (*resize)(struct backstore *bs, uint64_t size, char *err, size_t errlen);
 };
 
@@ -40,7 +44,8 @@ struct backstore {
 	uint32_t compare_write_max;  /* BS_COMPARE_WRITE unit (bytes); 0: not offered */
 	bool shared;             /* other targets may serve the same blocks */
 	char serial[64];         /* the store's identity for the LU serial; "" if none */
-	/* backstore_on_resize(): set and called under resize_mu */
+	/* backstore_on_resize()'s fn: set under resize_mu and called under it by bs_size_changed() (a
+	 * change made underneath); backstore_resize() never calls it, its caller tells the LU */
 	pthread_mutex_t resize_mu;
 	void (*resize_fn)(void *arg);
 	void *resize_arg;
@@ -76,7 +81,8 @@ int bs_nvme_dev_size(struct backstore *bs, uint64_t *bytes, char *err, size_t er
 void bs_errf(const struct backstore *bs, char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* The size changed underneath: store it and tell backstore_on_resize()'s fn (any thread). */
+/* The size changed underneath: store it (rounded down to a block) and, if it differs, tell
+ * backstore_on_resize()'s fn (any thread). */
 void bs_size_changed(struct backstore *bs, uint64_t size);
 
 /* Complete io with res (sets io->err). */

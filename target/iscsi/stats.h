@@ -14,11 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ISERT_STATS (on unless the build says -Dstats=false) is defined once, there. */
 #include "common/transport.h"
-
-#ifndef ISERT_STATS
-#define ISERT_STATS 1
-#endif
 
 struct json_object;
 struct iscsi_conn;

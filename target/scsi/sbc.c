@@ -10,6 +10,7 @@
 
 #include "common/bufpool.h"
 #include "common/reactor.h"
+#include "common/transport.h" /* ISERT_STATS: the backstore's share of a command's latency */
 #include "target/scsi/scsi_int.h"
 
 _Static_assert(sizeof(struct bs_io) <= sizeof(((struct scsi_cmd *)0)->io), "bs_io must fit in cmd->io");
