@@ -72,6 +72,9 @@ enum bs_resize backstore_resize_rule(enum backstore_type type, uint64_t was, uin
 			return BS_RESIZE_NONE;
 		if (want > have)
 			return BS_RESIZE_DO;
+		/* Grown underneath since (rbd resize by another client, a longer file): the document did not ask. */
+		if (want == was)
+			return BS_RESIZE_NONE;
 		/* An initiator's file system may hold blocks past the new end: shrinking is a restart's decision. */
 		snprintf(why, whylen, "%llu is smaller than the current %llu bytes; a LUN is only grown while it is in use",
 			 (unsigned long long)want, (unsigned long long)have);

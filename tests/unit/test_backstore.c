@@ -238,6 +238,8 @@ static void test_kinds(void)
 		CU_ASSERT_EQUAL(backstore_resize_rule(ty, 4096, 8192, 4096, why, sizeof(why)), BS_RESIZE_DO);
 		CU_ASSERT_EQUAL(backstore_resize_rule(ty, 8192, 4096, 8192, why, sizeof(why)), BS_RESIZE_REFUSED);
 		CU_ASSERT(strstr(why, "4096 is smaller than the current 8192 bytes") != NULL);
+		/* grown underneath (rbd resize by another client): an unchanged document leaves it */
+		CU_ASSERT_EQUAL(backstore_resize_rule(ty, 4096, 4096, 8192, why, sizeof(why)), BS_RESIZE_NONE);
 	}
 	/* block, nvme: a changed size (0 too) reads the device again */
 	CU_ASSERT_EQUAL(backstore_resize_rule(BACKSTORE_BLOCK, 0, 0, 4096, why, sizeof(why)), BS_RESIZE_NONE);
