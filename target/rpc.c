@@ -191,6 +191,8 @@ static char *handle_obj(json_object *req, uid_t uid)
 	/* What SET TARGET PORT GROUPS changed is part of the running configuration the method sees. */
 	iscsi_alua_sync(rpc_st.cfg);
 	if (!rc)
+		rc = rpc_check_params(m, &c);
+	if (!rc)
 		rc = m->fn(&c);
 	if (!rc && m->change && !c.unchanged) {
 		rpc_st.generation++;

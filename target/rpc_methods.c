@@ -28,30 +28,85 @@
 #define SAVE_BACKUPS_DEFAULT 10
 #define SAVE_BACKUPS_MAX     1000
 
-/* Every key of params is one of keys (NULL-terminated)? */
-static int only_keys(struct rpc_call *c, const char *const *keys)
+static const struct rpc_param *param_of(const struct rpc_method *m, const char *name)
 {
-	json_object_object_foreach(c->params, k, v)
-	{
-		(void)v;
-		const char *const *a = keys;
-		while (*a && strcmp(*a, k))
-			a++;
-		if (!*a) {
-			char list[256] = "";
-			size_t used = 0;
-			for (a = keys; *a && used < sizeof(list); a++) {
-				int n = snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "", *a);
-				used += n > 0 ? (size_t)n : 0;
-			}
-			return rpc_fail(c, RPC_INVALID_PARAMS, "unknown parameter '%.64s' (this method takes: %s)", k,
-					*keys ? list : "none");
-		}
+	for (const struct rpc_param *p = m->params; p->name; p++)
+		if (!strcmp(p->name, name))
+			return p;
+	return NULL;
+}
+
+static int unknown_param(struct rpc_call *c, const struct rpc_method *m, const char *k)
+{
+	char list[256] = "";
+	size_t used = 0;
+	for (const struct rpc_param *p = m->params; p->name && used < sizeof(list); p++) {
+		int n = snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "", p->name);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	return rpc_fail(c, RPC_INVALID_PARAMS, "unknown parameter '%.64s' (this method takes: %s)", k,
+			m->params->name ? list : "none");
+}
+
+static int check_param(struct rpc_call *c, const struct rpc_param *p, json_object *v)
+{
+	errno = 0;
+	switch (p->type) {
+	case RPC_P_STR:
+		if (!json_object_is_type(v, json_type_string) || !json_object_get_string_len(v))
+			return rpc_fail(c, RPC_INVALID_PARAMS, "%s: must be a non-empty string", p->name);
+		if (p->max && json_object_get_string_len(v) > p->max)
+			return rpc_fail(c, RPC_INVALID_PARAMS, "%s: at most %" PRId64 " bytes", p->name, p->max);
+		return 0;
+	case RPC_P_INT: {
+		int64_t x = json_object_get_int64(v);
+		if (!json_object_is_type(v, json_type_int) || errno || x < p->min || x > p->max)
+			return rpc_fail(c, RPC_INVALID_PARAMS, "%s: must be an integer from %" PRId64 " to %" PRId64,
+					p->name, p->min, p->max);
+		return 0;
+	}
+	case RPC_P_BOOL:
+		if (!json_object_is_type(v, json_type_boolean))
+			return rpc_fail(c, RPC_INVALID_PARAMS, "%s: must be true or false", p->name);
+		return 0;
+	case RPC_P_ARRAY:
+		if (!json_object_is_type(v, json_type_array))
+			return rpc_fail(c, RPC_INVALID_PARAMS, "%s: must be an array", p->name);
+		return 0;
+	case RPC_P_OBJECT:
+		if (!json_object_is_type(v, json_type_object))
+			return rpc_fail(c, RPC_INVALID_PARAMS, "%s: must be an object", p->name);
+		return 0;
+	case RPC_P_VALUE:
+		return 0;
 	}
 	return 0;
 }
 
-/* A string parameter (NULL when absent and not required). */
+int rpc_check_params(const struct rpc_method *m, struct rpc_call *c)
+{
+	json_object_object_foreach(c->params, k, v)
+	{
+		(void)v;
+		/* A method that takes its object's file keys names what it refuses; the loader checks the rest. */
+		if (!param_of(m, k) && !m->doc_keys)
+			return unknown_param(c, m, k);
+	}
+	for (const struct rpc_param *p = m->params; p->name; p++) {
+		json_object *v;
+		if (!json_object_object_get_ex(c->params, p->name, &v)) {
+			if (p->required)
+				return rpc_fail(c, RPC_INVALID_PARAMS, "%s: required%s%s", p->name, p->hint ? " " : "",
+						p->hint ? p->hint : "");
+			continue;
+		}
+		if (check_param(c, p, v))
+			return -1;
+	}
+	return 0;
+}
+
+/* A string parameter, checked by rpc_check_params (NULL when absent). */
 static int str_param(struct rpc_call *c, const char *key, bool required, const char **out)
 {
 	json_object *v;
@@ -61,8 +116,6 @@ static int str_param(struct rpc_call *c, const char *key, bool required, const c
 			return rpc_fail(c, RPC_INVALID_PARAMS, "%s: required", key);
 		return 0;
 	}
-	if (!json_object_is_type(v, json_type_string) || !json_object_get_string_len(v))
-		return rpc_fail(c, RPC_INVALID_PARAMS, "%s: must be a non-empty string", key);
 	*out = json_object_get_string(v);
 	return 0;
 }
@@ -70,22 +123,20 @@ static int str_param(struct rpc_call *c, const char *key, bool required, const c
 /*
  * An initiator's name as the answers show it (its shown form, common/utf8.h:
  * "\xNN" for each byte that is not printable UTF-8, and for a backslash),
- * back to the bytes to match; NULL when absent.
+ * back to the bytes to match; NULL when absent.  buflen exceeds the
+ * parameter's bound in its table.
  */
-static int name_param(struct rpc_call *c, const char *key, char *buf, size_t buflen, const char **out)
+static void name_param(struct rpc_call *c, const char *key, char *buf, const char **out)
 {
-	if (str_param(c, key, false, out))
-		return -1;
-	if (!*out)
-		return 0;
-	if (strlen(*out) >= buflen)
-		return rpc_fail(c, RPC_INVALID_PARAMS, "%s: at most %zu bytes", key, buflen - 1);
-	utf8_unshown(*out, buf);
-	*out = buf;
-	return 0;
+	str_param(c, key, false, out);
+	if (*out) {
+		utf8_unshown(*out, buf);
+		*out = buf;
+	}
 }
 
-static int int_param(struct rpc_call *c, const char *key, bool required, int64_t min, int64_t max, int64_t *out)
+/* An integer parameter, checked by rpc_check_params; *out unchanged when absent. */
+static int int_param(struct rpc_call *c, const char *key, bool required, int64_t *out)
 {
 	json_object *v;
 	if (!json_object_object_get_ex(c->params, key, &v)) {
@@ -93,12 +144,7 @@ static int int_param(struct rpc_call *c, const char *key, bool required, int64_t
 			return rpc_fail(c, RPC_INVALID_PARAMS, "%s: required", key);
 		return 0;
 	}
-	errno = 0;
-	int64_t x = json_object_get_int64(v);
-	if (!json_object_is_type(v, json_type_int) || errno || x < min || x > max)
-		return rpc_fail(c, RPC_INVALID_PARAMS, "%s: must be an integer from %" PRId64 " to %" PRId64, key, min,
-				max);
-	*out = x;
+	*out = json_object_get_int64(v);
 	return 0;
 }
 
@@ -125,17 +171,40 @@ static struct config *check_doc(struct rpc_call *c, json_object *doc)
 
 /* ------------------------------------------------------------------------ */
 
+static json_object *param_obj(const struct rpc_param *p)
+{
+	static const char *const types[] = { [RPC_P_STR] = "string", [RPC_P_INT] = "integer",
+					     [RPC_P_BOOL] = "boolean", [RPC_P_ARRAY] = "array",
+					     [RPC_P_OBJECT] = "object", [RPC_P_VALUE] = "value" };
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(p->name));
+	json_object_object_add(o, "type", json_object_new_string(types[p->type]));
+	json_object_object_add(o, "required", json_object_new_boolean(p->required));
+	if (p->type == RPC_P_INT) {
+		json_object_object_add(o, "min", json_object_new_int64(p->min));
+		json_object_object_add(o, "max", json_object_new_int64(p->max));
+	} else if (p->type == RPC_P_STR && p->max) {
+		json_object_object_add(o, "max_bytes", json_object_new_int64(p->max));
+	}
+	if (p->secret)
+		json_object_object_add(o, "secret", json_object_new_boolean(true));
+	return o;
+}
+
 static int m_methods(struct rpc_call *c)
 {
-	static const char *const keys[] = { NULL };
-	if (only_keys(c, keys))
-		return -1;
 	json_object *a = json_object_new_array();
 	for (const struct rpc_method *m = rpc_methods; m->name; m++) {
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "name", json_object_new_string(m->name));
 		json_object_object_add(o, "change", json_object_new_boolean(m->change));
 		json_object_object_add(o, "help", json_object_new_string(m->help));
+		json_object *ps = json_object_new_array();
+		for (const struct rpc_param *p = m->params; p->name; p++)
+			json_object_array_add(ps, param_obj(p));
+		json_object_object_add(o, "params", ps);
+		if (m->doc_keys)
+			json_object_object_add(o, "doc_keys", json_object_new_string(m->doc_keys));
 		json_object_array_add(a, o);
 	}
 	c->result = a;
@@ -144,14 +213,8 @@ static int m_methods(struct rpc_call *c)
 
 static int m_config_get(struct rpc_call *c)
 {
-	static const char *const keys[] = { "show_secrets", NULL };
 	json_object *v;
-	if (only_keys(c, keys))
-		return -1;
-	bool secrets = json_object_object_get_ex(c->params, "show_secrets", &v);
-	if (secrets && !json_object_is_type(v, json_type_boolean))
-		return rpc_fail(c, RPC_INVALID_PARAMS, "show_secrets: must be true or false");
-	secrets = secrets && json_object_get_boolean(v);
+	bool secrets = json_object_object_get_ex(c->params, "show_secrets", &v) && json_object_get_boolean(v);
 	/* isertd's own uid may use the socket when isertd is not root; the secrets are root's only. */
 	if (secrets && c->uid != 0)
 		return rpc_fail(c, RPC_PERMISSION, "show_secrets: only root may read the secrets (uid %u)",
@@ -170,13 +233,12 @@ static int m_config_get(struct rpc_call *c)
 
 static int m_sessions(struct rpc_call *c)
 {
-	static const char *const keys[] = { "tsih", "initiator", "target", NULL };
 	const char *ini, *tgt;
 	char name[1024];
 	int64_t tsih = 0;
-	if (only_keys(c, keys) || name_param(c, "initiator", name, sizeof(name), &ini) ||
-	    str_param(c, "target", false, &tgt) ||
-	    int_param(c, "tsih", false, 1, 65535, &tsih))
+	name_param(c, "initiator", name, &ini);
+	if (str_param(c, "target", false, &tgt) ||
+	    int_param(c, "tsih", false, &tsih))
 		return -1;
 	json_object *a = json_object_new_array();
 	char err[160];
@@ -195,7 +257,6 @@ static int m_sessions(struct rpc_call *c)
 
 static int m_stats(struct rpc_call *c)
 {
-	static const char *const keys[] = { "target", "initiator", "lun", "tsih", "sections", "cursor", "limit", NULL };
 	static const char *const sections[] = { "luns", "connections", "portals", "rdma_devices", "reactors", NULL };
 	struct stats_filter f = { .lun = -1, .luns = true, .connections = true, .portals = true, .rdma_devices = true,
 				  .reactors = true };
@@ -204,18 +265,14 @@ static int m_stats(struct rpc_call *c)
 	char name[1024];
 	json_object *sec;
 	/* The luns section comes in pages (at most STATS_PAGE_MAX rows), so an answer stays bounded. */
-	if (only_keys(c, keys) || str_param(c, "target", false, &f.target) ||
-	    name_param(c, "initiator", name, sizeof(name), &f.initiator) ||
-	    int_param(c, "lun", false, 0, INT64_MAX, &lun) ||
-	    int_param(c, "tsih", false, 1, 65535, &tsih) || str_param(c, "cursor", false, &cursor) ||
-	    int_param(c, "limit", false, 1, STATS_PAGE_MAX, &limit))
+	name_param(c, "initiator", name, &f.initiator);
+	if (str_param(c, "target", false, &f.target) || int_param(c, "lun", false, &lun) ||
+	    int_param(c, "tsih", false, &tsih) || str_param(c, "cursor", false, &cursor) ||
+	    int_param(c, "limit", false, &limit))
 		return -1;
 	f.lun = lun;
 	f.tsih = (int)tsih;
 	if (json_object_object_get_ex(c->params, "sections", &sec)) {
-		if (!json_object_is_type(sec, json_type_array))
-			return rpc_fail(c, RPC_INVALID_PARAMS, "sections: must be an array of luns, connections, portals, "
-							       "rdma_devices, reactors");
 		f.luns = f.connections = f.portals = f.rdma_devices = f.reactors = false;
 		for (size_t i = 0; i < json_object_array_length(sec); i++) {
 			const char *s = json_object_get_string(json_object_array_get_idx(sec, i));
@@ -247,10 +304,7 @@ static int m_stats(struct rpc_call *c)
 
 static int m_stats_reset(struct rpc_call *c)
 {
-	static const char *const keys[] = { NULL };
 	char err[160];
-	if (only_keys(c, keys))
-		return -1;
 	int rc = stats_reset(err, sizeof(err));
 	if (rc)
 		return rpc_fail(c, rc == -ETIMEDOUT ? RPC_UNAVAILABLE : RPC_INTERNAL, "%s", err);
@@ -260,9 +314,8 @@ static int m_stats_reset(struct rpc_call *c)
 
 static int m_session_close(struct rpc_call *c)
 {
-	static const char *const keys[] = { "tsih", NULL };
 	int64_t tsih = 0;
-	if (only_keys(c, keys) || int_param(c, "tsih", true, 1, 65535, &tsih))
+	if (int_param(c, "tsih", true, &tsih))
 		return -1;
 	char err[160];
 	int n = admin_close_sessions((uint16_t)tsih, NULL, -1, "closed by the admin", err, sizeof(err));
@@ -367,11 +420,10 @@ static int backup_old(struct rpc_call *c, const char *path, unsigned keep, char 
 
 static int m_save(struct rpc_call *c)
 {
-	static const char *const keys[] = { "path", "backups", NULL };
 	const char *path;
 	int64_t keep = SAVE_BACKUPS_DEFAULT;
-	if (only_keys(c, keys) || str_param(c, "path", false, &path) ||
-	    int_param(c, "backups", false, 0, SAVE_BACKUPS_MAX, &keep))
+	if (str_param(c, "path", false, &path) ||
+	    int_param(c, "backups", false, &keep))
 		return -1;
 	if (!path)
 		path = rpc_st.config_path;
@@ -396,14 +448,11 @@ static int m_save(struct rpc_call *c)
 
 static int m_backstore_resize(struct rpc_call *c)
 {
-	static const char *const keys[] = { "name", "size", NULL };
 	const char *name;
 	json_object *size;
-	if (only_keys(c, keys) || str_param(c, "name", true, &name))
+	if (str_param(c, "name", true, &name))
 		return -1;
-	if (!json_object_object_get_ex(c->params, "size", &size))
-		return rpc_fail(c, RPC_INVALID_PARAMS, "size: required (bytes, or a string such as \"20G\"; 0 for a "
-						       "block backstore: follow the device)");
+	json_object_object_get_ex(c->params, "size", &size);
 	struct config *cfg = rpc_st.cfg;
 	size_t i = 0;
 	while (i < cfg->nbackstores && strcmp(cfg->backstores[i].name, name))
@@ -532,7 +581,7 @@ static json_object *doc_tpg(struct rpc_call *c, json_object *doc, size_t *at)
 {
 	const char *iqn;
 	int64_t tag = 0;
-	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, 1, 65535, &tag))
+	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, &tag))
 		return NULL;
 	json_object *t = doc_target(c, doc, iqn, NULL);
 	if (!t)
@@ -609,11 +658,10 @@ static bool backstore_user(json_object *doc, const char *name, char *out, size_t
 
 static int e_backstore_delete(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "name", "dry_run", NULL };
 	const char *name;
 	size_t at;
 	char user[512];
-	if (only_keys(c, keys) || str_param(c, "name", true, &name))
+	if (str_param(c, "name", true, &name))
 		return -1;
 	if (!find_elem(arr(doc, "backstores"), "name", name, 0, &at))
 		return rpc_fail(c, RPC_NOT_FOUND, "no backstore '%s'", name);
@@ -647,10 +695,9 @@ static int e_target_create(struct rpc_call *c, json_object *doc)
 
 static int e_target_delete(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "iqn", "dry_run", NULL };
 	const char *iqn;
 	size_t at;
-	if (only_keys(c, keys) || str_param(c, "iqn", true, &iqn) || !doc_target(c, doc, iqn, &at))
+	if (str_param(c, "iqn", true, &iqn) || !doc_target(c, doc, iqn, &at))
 		return -1;
 	json_object_array_del_idx(arr(doc, "targets"), at, 1);
 	return 0;
@@ -690,8 +737,8 @@ static int e_tpg_create(struct rpc_call *c, json_object *doc)
 	static const char *const skip[] = { "target", "tag", "alua_group", NULL };
 	const char *iqn;
 	int64_t tag = 0, group = 0;
-	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, 1, 65535, &tag) ||
-	    int_param(c, "alua_group", false, 1, 65535, &group))
+	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, &tag) ||
+	    int_param(c, "alua_group", false, &group))
 		return -1;
 	json_object *t = doc_target(c, doc, iqn, NULL);
 	if (!t)
@@ -714,14 +761,13 @@ static int e_tpg_create(struct rpc_call *c, json_object *doc)
 
 static int e_tpg_delete(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "target", "tag", "dry_run", NULL };
 	size_t at;
-	if (only_keys(c, keys) || !doc_tpg(c, doc, &at))
+	if (!doc_tpg(c, doc, &at))
 		return -1;
 	const char *iqn;
 	int64_t tag = 0;
 	str_param(c, "target", true, &iqn);
-	int_param(c, "tag", true, 1, 65535, &tag);
+	int_param(c, "tag", true, &tag);
 	json_object *t = doc_target(c, doc, iqn, NULL), *a;
 	json_object_array_del_idx(arr(t, "tpgs"), at, 1);
 	/* Its relative port leaves its ALUA group with it. */
@@ -762,9 +808,8 @@ static int e_tpg_set(struct rpc_call *c, json_object *doc)
 
 static int e_tpg_enable(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "target", "tag", "dry_run", NULL };
 	json_object *g;
-	if (only_keys(c, keys) || !(g = doc_tpg(c, doc, NULL)))
+	if (!(g = doc_tpg(c, doc, NULL)))
 		return -1;
 	json_object_object_add(g, "enable", json_object_new_boolean(true));
 	return 0;
@@ -772,9 +817,8 @@ static int e_tpg_enable(struct rpc_call *c, json_object *doc)
 
 static int e_tpg_disable(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "target", "tag", "dry_run", NULL };
 	json_object *g;
-	if (only_keys(c, keys) || !(g = doc_tpg(c, doc, NULL)))
+	if (!(g = doc_tpg(c, doc, NULL)))
 		return -1;
 	json_object_object_add(g, "enable", json_object_new_boolean(false));
 	return 0;
@@ -783,10 +827,9 @@ static int e_tpg_disable(struct rpc_call *c, json_object *doc)
 /* The portal named by ip, port (default 3260) and iser (default false) in TPG g's portals. */
 static json_object *find_portal(struct rpc_call *c, json_object *g, size_t *at, json_object **made)
 {
-	static const char *const keys[] = { "target", "tag", "ip", "port", "iser", "dry_run", NULL };
 	const char *ip;
 	int64_t port = 3260;
-	if (only_keys(c, keys) || str_param(c, "ip", true, &ip) || int_param(c, "port", false, 1, 65535, &port))
+	if (str_param(c, "ip", true, &ip) || int_param(c, "port", false, &port))
 		return NULL;
 	bool iser = bool_param(c, "iser");
 	json_object *ps = arr(g, "portals");
@@ -839,12 +882,11 @@ static int e_portal_remove(struct rpc_call *c, json_object *doc)
 
 static int e_lun_add(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "target", "tag", "lun", "backstore", "read_only", "dry_run", NULL };
 	json_object *g;
 	const char *bs;
 	int64_t lun = -1;
-	if (only_keys(c, keys) || !(g = doc_tpg(c, doc, NULL)) || str_param(c, "backstore", true, &bs) ||
-	    int_param(c, "lun", false, 0, 16383, &lun))
+	if (!(g = doc_tpg(c, doc, NULL)) || str_param(c, "backstore", true, &bs) ||
+	    int_param(c, "lun", false, &lun))
 		return -1;
 	json_object *luns = arr(g, "luns");
 	if (lun < 0) /* the lowest free number, as targetcli picks */
@@ -875,11 +917,10 @@ static void unmap_everywhere(json_object *g, int64_t tpg_lun)
 
 static int e_lun_remove(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "target", "tag", "lun", "dry_run", NULL };
 	json_object *g;
 	int64_t lun = 0;
 	size_t at;
-	if (only_keys(c, keys) || !(g = doc_tpg(c, doc, NULL)) || int_param(c, "lun", true, 0, 16383, &lun))
+	if (!(g = doc_tpg(c, doc, NULL)) || int_param(c, "lun", true, &lun))
 		return -1;
 	if (!find_elem(arr(g, "luns"), "lun", NULL, lun, &at))
 		return rpc_fail(c, RPC_NOT_FOUND, "no LUN %" PRId64 " in this TPG", lun);
@@ -929,9 +970,8 @@ static json_object *doc_acl(struct rpc_call *c, json_object *doc, size_t *at)
 
 static int e_acl_remove(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "target", "tag", "initiator", "dry_run", NULL };
 	size_t at;
-	if (only_keys(c, keys) || !doc_acl(c, doc, &at))
+	if (!doc_acl(c, doc, &at))
 		return -1;
 	json_object_array_del_idx(arr(doc_tpg(c, doc, NULL), "acls"), at, 1);
 	return 0;
@@ -954,12 +994,10 @@ static int e_acl_set(struct rpc_call *c, json_object *doc)
 
 static int e_mapped_lun_add(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "target", "tag", "initiator", "mapped_lun", "tpg_lun", "write_protect",
-					    "dry_run", NULL };
 	json_object *a;
 	int64_t m = 0, t = 0;
-	if (only_keys(c, keys) || !(a = doc_acl(c, doc, NULL)) || int_param(c, "mapped_lun", true, 0, 16383, &m) ||
-	    int_param(c, "tpg_lun", true, 0, 16383, &t))
+	if (!(a = doc_acl(c, doc, NULL)) || int_param(c, "mapped_lun", true, &m) ||
+	    int_param(c, "tpg_lun", true, &t))
 		return -1;
 	json_object *ml = arr(a, "mapped_luns");
 	if (find_elem(ml, "mapped_lun", NULL, m, NULL))
@@ -975,11 +1013,10 @@ static int e_mapped_lun_add(struct rpc_call *c, json_object *doc)
 
 static int e_mapped_lun_remove(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "target", "tag", "initiator", "mapped_lun", "dry_run", NULL };
 	json_object *a;
 	int64_t m = 0;
 	size_t at;
-	if (only_keys(c, keys) || !(a = doc_acl(c, doc, NULL)) || int_param(c, "mapped_lun", true, 0, 16383, &m))
+	if (!(a = doc_acl(c, doc, NULL)) || int_param(c, "mapped_lun", true, &m))
 		return -1;
 	if (!find_elem(arr(a, "mapped_luns"), "mapped_lun", NULL, m, &at))
 		return rpc_fail(c, RPC_NOT_FOUND, "no mapped LUN %" PRId64 " in this ACL", m);
@@ -990,12 +1027,10 @@ static int e_mapped_lun_remove(struct rpc_call *c, json_object *doc)
 /* alua.set: a group's state or preference, or the target's mode and transition time. */
 static int e_alua_set(struct rpc_call *c, json_object *doc)
 {
-	static const char *const keys[] = { "target", "group", "state", "preferred", "mode", "transition_time",
-					    "dry_run", NULL };
 	const char *iqn;
 	int64_t id = 0;
 	json_object *t, *v;
-	if (only_keys(c, keys) || str_param(c, "target", true, &iqn) || int_param(c, "group", false, 1, 65535, &id) ||
+	if (str_param(c, "target", true, &iqn) || int_param(c, "group", false, &id) ||
 	    !(t = doc_target(c, doc, iqn, NULL)))
 		return -1;
 	bool per_group = json_object_object_get_ex(c->params, "state", NULL) ||
@@ -1069,9 +1104,8 @@ CHANGE_METHOD(alua_set)
 /* alua.show: every target's (or one target's) ALUA groups with their running states. */
 static int m_alua_show(struct rpc_call *c)
 {
-	static const char *const keys[] = { "target", NULL };
 	const char *iqn;
-	if (only_keys(c, keys) || str_param(c, "target", false, &iqn))
+	if (str_param(c, "target", false, &iqn))
 		return -1;
 	const struct config *cfg = rpc_st.cfg;
 	json_object *ts = json_object_new_array();
@@ -1157,13 +1191,12 @@ static int m_backstore_create(struct rpc_call *c)
 
 static int m_lun_add(struct rpc_call *c)
 {
-	static const char *const keys[] = { "target", "tag", "lun", "backstore", "read_only", "dry_run", NULL };
 	const char *iqn, *bs;
 	int64_t tag = 0, lun = -1;
 	if (bool_param(c, "dry_run") || rpc_plan_only)
 		return change(c, e_lun_add);
-	if (only_keys(c, keys) || str_param(c, "target", true, &iqn) || int_param(c, "tag", true, 1, 65535, &tag) ||
-	    str_param(c, "backstore", true, &bs) || int_param(c, "lun", false, 0, 16383, &lun))
+	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, &tag) ||
+	    str_param(c, "backstore", true, &bs) || int_param(c, "lun", false, &lun))
 		return -1;
 	struct config *cfg = rpc_st.cfg;
 	size_t ti = 0, gi = 0;
@@ -1214,18 +1247,15 @@ static int m_lun_add(struct rpc_call *c)
 /* apply: a whole document (a file, or given inline) becomes the running configuration. */
 static int m_apply(struct rpc_call *c)
 {
-	static const char *const keys[] = { "path", "config", "dry_run", NULL };
 	const char *path;
 	json_object *inline_cfg = NULL;
 	char err[768] = "";
 	struct config *n = NULL;
-	if (only_keys(c, keys) || str_param(c, "path", false, &path))
+	if (str_param(c, "path", false, &path))
 		return -1;
 	json_object_object_get_ex(c->params, "config", &inline_cfg);
 	if (!path == !inline_cfg)
 		return rpc_fail(c, RPC_INVALID_PARAMS, "give path (a file isertd reads) or config (the document)");
-	if (inline_cfg && !json_object_is_type(inline_cfg, json_type_object))
-		return rpc_fail(c, RPC_INVALID_PARAMS, "config: must be an object");
 	int rc = path ? config_load_file(path, &n, err, sizeof(err))
 		      : config_load_string(json_object_to_json_string_ext(inline_cfg, JSON_C_TO_STRING_PLAIN), "config",
 					   &n, err, sizeof(err));
@@ -1237,11 +1267,10 @@ static int m_apply(struct rpc_call *c)
 /* restore: the file, or only one target or one backstore of it, into the running configuration. */
 static int m_restore(struct rpc_call *c)
 {
-	static const char *const keys[] = { "path", "target", "backstore", "dry_run", NULL };
 	const char *path, *iqn, *bsname;
 	char err[768] = "";
 	struct config *f = NULL;
-	if (only_keys(c, keys) || str_param(c, "path", true, &path) || str_param(c, "target", false, &iqn) ||
+	if (str_param(c, "path", true, &path) || str_param(c, "target", false, &iqn) ||
 	    str_param(c, "backstore", false, &bsname))
 		return -1;
 	if (iqn && bsname)
@@ -1312,15 +1341,22 @@ out:
 	return rc;
 }
 
-/* Global settings a running isertd takes at once; the others need a restart. */
-static const char *const live_globals[] = { "login_timeout", "max_connections", "max_connections_per_portal",
-					    "max_connections_per_host", "max_sessions", "shutdown_timeout", NULL };
+/* Global settings that need a restart: global.set names them in its refusal. */
 static const char *const restart_globals[] = { "reactors", "poll_mode", "iser_srq", "admin_socket", "tcp_keepalive",
 					       "buffer_pool_mb", "metrics", "state_dir", NULL };
 
+static const struct rpc_method *method_named(const char *name)
+{
+	const struct rpc_method *m = rpc_methods;
+	while (m->name && strcmp(m->name, name))
+		m++;
+	return m;
+}
 
+/* Its table holds the keys that apply at once; a restart key is refused by name, any other as unknown. */
 static int m_global_set(struct rpc_call *c)
 {
+	const struct rpc_method *m = method_named("global.set");
 	if (!json_object_object_length(c->params))
 		return rpc_fail(c, RPC_INVALID_PARAMS, "nothing to set: give one or more of login_timeout, "
 						       "max_connections, max_connections_per_portal, "
@@ -1332,8 +1368,8 @@ static int m_global_set(struct rpc_call *c)
 			return rpc_fail(c, RPC_REFUSED, "global.%s cannot change while isertd runs: change the file, "
 							"then restart isertd",
 					k);
-		if (!in_list(live_globals, k))
-			return only_keys(c, live_globals);
+		if (!param_of(m, k))
+			return unknown_param(c, m, k);
 	}
 	json_object *doc = config_to_obj(rpc_st.cfg), *glob;
 	if (!doc)
@@ -1346,52 +1382,147 @@ static int m_global_set(struct rpc_call *c)
 	return n ? apply_config(c, n, false) : -1;
 }
 
+/*
+ * The parameter tables (rpc_check_params checks a request against its
+ * method's; rpc.methods lists them; tests/integration/test_admin.py holds
+ * docs/admin.md's method table to them).
+ */
+#define P_STR(n, req)        { n, RPC_P_STR, req, 0, 0, false, NULL }
+#define P_INT(n, req, lo, hi) { n, RPC_P_INT, req, lo, hi, false, NULL }
+#define P_BOOL(n)            { n, RPC_P_BOOL, false, 0, 0, false, NULL }
+#define P_VALUE(n)           { n, RPC_P_VALUE, false, 0, 0, false, NULL }
+#define P_SECRET(n)          { n, RPC_P_VALUE, false, 0, 0, true, NULL }
+#define P_DRY_RUN            P_BOOL("dry_run")
+#define P_TPG                P_STR("target", true), P_INT("tag", true, 1, 65535)
+#define P_END                { NULL, RPC_P_VALUE, false, 0, 0, false, NULL }
+/* An initiator name in its shown form (common/utf8.h): up to 4 bytes of text per byte of a 223-byte name. */
+#define P_INITIATOR(req)     { "initiator", RPC_P_STR, req, 0, 1023, false, NULL }
+
+static const struct rpc_param p_none[] = { P_END };
+static const struct rpc_param p_config_get[] = { P_BOOL("show_secrets"), P_END };
+static const struct rpc_param p_sessions[] = { P_INITIATOR(false), P_STR("target", false),
+					       P_INT("tsih", false, 1, 65535), P_END };
+static const struct rpc_param p_stats[] = { P_STR("target", false), P_INITIATOR(false),
+					    P_INT("lun", false, 0, INT64_MAX), P_INT("tsih", false, 1, 65535),
+					    P_STR("cursor", false), P_INT("limit", false, 1, STATS_PAGE_MAX),
+					    { "sections", RPC_P_ARRAY, false, 0, 0, false, NULL }, P_END };
+static const struct rpc_param p_session_close[] = { P_INT("tsih", true, 1, 65535), P_END };
+static const struct rpc_param p_save[] = { P_STR("path", false), P_INT("backups", false, 0, SAVE_BACKUPS_MAX), P_END };
+static const struct rpc_param p_apply[] = { P_STR("path", false), { "config", RPC_P_OBJECT, false, 0, 0, false, NULL },
+					    P_DRY_RUN, P_END };
+static const struct rpc_param p_restore[] = { P_STR("path", true), P_STR("target", false), P_STR("backstore", false),
+					      P_DRY_RUN, P_END };
+static const struct rpc_param p_name[] = { P_STR("name", true), P_DRY_RUN, P_END };
+static const struct rpc_param p_backstore_resize[] = {
+	P_STR("name", true),
+	{ "size", RPC_P_VALUE, true, 0, 0, false,
+	  "(bytes, or a string such as \"20G\"; 0 for a block backstore: follow the device)" },
+	P_END };
+static const struct rpc_param p_iqn[] = { P_STR("iqn", true), P_DRY_RUN, P_END };
+static const struct rpc_param p_tpg[] = { P_TPG, P_DRY_RUN, P_END };
+static const struct rpc_param p_tpg_create[] = { P_TPG, P_INT("alua_group", false, 1, 65535), P_DRY_RUN, P_END };
+static const struct rpc_param p_tpg_set[] = { P_TPG, P_SECRET("demo_chap"), P_DRY_RUN, P_END };
+static const struct rpc_param p_portal[] = { P_TPG, P_STR("ip", true), P_INT("port", false, 1, 65535), P_BOOL("iser"),
+					     P_DRY_RUN, P_END };
+static const struct rpc_param p_lun_add[] = { P_TPG, P_STR("backstore", true), P_INT("lun", false, 0, 16383),
+					      P_BOOL("read_only"), P_DRY_RUN, P_END };
+static const struct rpc_param p_lun_remove[] = { P_TPG, P_INT("lun", true, 0, 16383), P_DRY_RUN, P_END };
+static const struct rpc_param p_acl[] = { P_TPG, P_STR("initiator", true), P_DRY_RUN, P_END };
+static const struct rpc_param p_acl_chap[] = { P_TPG, P_STR("initiator", true), P_SECRET("chap"), P_DRY_RUN, P_END };
+static const struct rpc_param p_mapped_lun_add[] = { P_TPG, P_STR("initiator", true), P_INT("mapped_lun", true, 0, 16383),
+						     P_INT("tpg_lun", true, 0, 16383), P_BOOL("write_protect"),
+						     P_DRY_RUN, P_END };
+static const struct rpc_param p_mapped_lun_remove[] = { P_TPG, P_STR("initiator", true),
+							P_INT("mapped_lun", true, 0, 16383), P_DRY_RUN, P_END };
+static const struct rpc_param p_discovery_set[] = { P_SECRET("chap"), P_DRY_RUN, P_END };
+static const struct rpc_param p_alua_show[] = { P_STR("target", false), P_END };
+static const struct rpc_param p_alua_set[] = { P_STR("target", true), P_INT("group", false, 1, 65535), P_VALUE("state"),
+					       P_VALUE("preferred"), P_VALUE("mode"), P_VALUE("transition_time"),
+					       P_DRY_RUN, P_END };
+/* The loader checks their values, as in the file. */
+static const struct rpc_param p_global_set[] = { P_VALUE("login_timeout"), P_VALUE("max_connections"),
+						 P_VALUE("max_connections_per_portal"), P_VALUE("max_connections_per_host"),
+						 P_VALUE("max_sessions"), P_VALUE("shutdown_timeout"), P_END };
+
 const struct rpc_method rpc_methods[] = {
-	{ "rpc.methods", m_methods, false, "the methods of this socket" },
-	{ "config.get", m_config_get, false, "the running configuration (as --print-config) and its generation; "
-					    "CHAP secrets masked unless show_secrets (root only)" },
-	{ "sessions", m_sessions, false, "sessions with their negotiated parameters; filter by tsih, initiator, target" },
-	{ "stats", m_stats, false, "statistics (docs/stats.md): luns, connections, portals, rdma_devices, reactors; "
-				   "filter by target, initiator, lun, tsih; sections: which of them; luns in pages of "
-				   "limit rows (at most 512) from cursor, the answer's cursor while more is true" },
-	{ "stats.reset", m_stats_reset, false, "zero every statistics counter (gauges stay)" },
-	{ "session.close", m_session_close, false, "close the connection of session tsih (the initiator may log in again)" },
-	{ "save", m_save, false, "write the running configuration to path (default: the file isertd started with), "
-				 "keeping backups (default 10) in backup/ beside it" },
-	{ "apply", m_apply, true, "make a whole configuration (path, or config inline) the running one, changing only "
-				  "what differs; dry_run: the plan only" },
-	{ "restore", m_restore, true, "the configuration in path, or only its target (iqn) or backstore (name), into "
-				      "the running one; dry_run" },
-	{ "backstore.create", m_backstore_create, true, "a backstore (name, type, path, size, ... as in the file)" },
-	{ "backstore.delete", m_backstore_delete, true, "a backstore no LUN uses (name)" },
-	{ "backstore.set", m_backstore_set, true, "attributes of a backstore (write_cache and size live; the others "
-						  "only while no LUN uses it)" },
-	{ "backstore.resize", m_backstore_resize, true, "grow backstore name to size (file; block: follow the device)" },
-	{ "target.create", m_target_create, true, "a target (iqn, alias; with TPG 1 enabled unless tpgs are given)" },
-	{ "target.delete", m_target_delete, true, "a target and its TPGs (iqn); their sessions are closed" },
-	{ "tpg.create", m_tpg_create, true, "a TPG (target, tag, and its settings as in the file; alua_group: the "
-					    "ALUA target port group its port joins)" },
-	{ "tpg.delete", m_tpg_delete, true, "a TPG (target, tag); its sessions are closed" },
-	{ "tpg.set", m_tpg_set, true, "settings of a TPG (enable, demo_mode, demo_write_protect, demo_target_reset, "
-				      "demo_chap, params)" },
-	{ "tpg.enable", m_tpg_enable, true, "accept logins to TPG tag of target" },
-	{ "tpg.disable", m_tpg_disable, true, "refuse logins to TPG tag of target and close its sessions" },
-	{ "portal.add", m_portal_add, true, "a portal (target, tag, ip, port, iser): listening at once" },
-	{ "portal.remove", m_portal_remove, true, "a portal; its listener stops when no TPG has it (sessions stay)" },
-	{ "lun.add", m_lun_add, true, "a LUN (target, tag, backstore, lun: default the lowest free, read_only)" },
-	{ "lun.remove", m_lun_remove, true, "a LUN (target, tag, lun) and the ACL mappings to it" },
-	{ "acl.add", m_acl_add, true, "an ACL (target, tag, initiator, chap, allow_target_reset; mapped_luns: default "
-				      "every LUN of the TPG)" },
-	{ "acl.remove", m_acl_remove, true, "an ACL (target, tag, initiator); its sessions are closed" },
-	{ "acl.set", m_acl_set, true, "chap (null: off) or allow_target_reset of an ACL" },
-	{ "mapped_lun.add", m_mapped_lun_add, true, "map tpg_lun as mapped_lun for an ACL (write_protect)" },
-	{ "mapped_lun.remove", m_mapped_lun_remove, true, "a mapped LUN of an ACL" },
-	{ "discovery.set", m_discovery_set, true, "discovery auth_required and chap (null: off)" },
-	{ "alua.show", m_alua_show, false, "ALUA target port groups of every target (or target): mode, transition_time, "
-					   "groups with id, state, status, preferred, tpgs, remote_ports" },
-	{ "alua.set", m_alua_set, true, "ALUA of a target: state (active_optimized, active_nonoptimized, standby, "
+	{ "rpc.methods", m_methods, false, p_none, NULL,
+	  "the methods of this socket" },
+	{ "config.get", m_config_get, false, p_config_get, NULL,
+	  "the running configuration (as --print-config) and its generation; "
+	  "CHAP secrets masked unless show_secrets (root only)" },
+	{ "sessions", m_sessions, false, p_sessions, NULL,
+	  "sessions with their negotiated parameters; filter by tsih, initiator, target" },
+	{ "stats", m_stats, false, p_stats, NULL,
+	  "statistics (docs/stats.md): luns, connections, portals, rdma_devices, reactors; "
+	  "filter by target, initiator, lun, tsih; sections: which of them; luns in pages of "
+	  "limit rows (at most 512) from cursor, the answer's cursor while more is true" },
+	{ "stats.reset", m_stats_reset, false, p_none, NULL,
+	  "zero every statistics counter (gauges stay)" },
+	{ "session.close", m_session_close, false, p_session_close, NULL,
+	  "close the connection of session tsih (the initiator may log in again)" },
+	{ "save", m_save, false, p_save, NULL,
+	  "write the running configuration to path (default: the file isertd started with), "
+	  "keeping backups (default 10) in backup/ beside it" },
+	{ "apply", m_apply, true, p_apply, NULL,
+	  "make a whole configuration (path, or config inline) the running one, changing only "
+	  "what differs; dry_run: the plan only" },
+	{ "restore", m_restore, true, p_restore, NULL,
+	  "the configuration in path, or only its target (iqn) or backstore (name), into "
+	  "the running one; dry_run" },
+	{ "backstore.create", m_backstore_create, true, p_name, "a backstore's keys in the file (type, path, size, ...)",
+	  "a backstore (name, type, path, size, ... as in the file)" },
+	{ "backstore.delete", m_backstore_delete, true, p_name, NULL,
+	  "a backstore no LUN uses (name)" },
+	{ "backstore.set", m_backstore_set, true, p_name, "a backstore's keys in the file",
+	  "attributes of a backstore (write_cache and size live; the others "
+	  "only while no LUN uses it)" },
+	{ "backstore.resize", m_backstore_resize, true, p_backstore_resize, NULL,
+	  "grow backstore name to size (file; block: follow the device)" },
+	{ "target.create", m_target_create, true, p_iqn, "a target's keys in the file (alias, tpgs, alua)",
+	  "a target (iqn, alias; with TPG 1 enabled unless tpgs are given)" },
+	{ "target.delete", m_target_delete, true, p_iqn, NULL,
+	  "a target and its TPGs (iqn); their sessions are closed" },
+	{ "tpg.create", m_tpg_create, true, p_tpg_create, "a TPG's keys in the file",
+	  "a TPG (target, tag, and its settings as in the file; alua_group: the "
+	  "ALUA target port group its port joins)" },
+	{ "tpg.delete", m_tpg_delete, true, p_tpg, NULL,
+	  "a TPG (target, tag); its sessions are closed" },
+	{ "tpg.set", m_tpg_set, true, p_tpg_set, "a TPG's keys in the file but portals, luns and acls; params merged key by key",
+	  "settings of a TPG (enable, demo_mode, demo_write_protect, demo_target_reset, "
+	  "demo_chap, params)" },
+	{ "tpg.enable", m_tpg_enable, true, p_tpg, NULL,
+	  "accept logins to TPG tag of target" },
+	{ "tpg.disable", m_tpg_disable, true, p_tpg, NULL,
+	  "refuse logins to TPG tag of target and close its sessions" },
+	{ "portal.add", m_portal_add, true, p_portal, NULL,
+	  "a portal (target, tag, ip, port, iser): listening at once" },
+	{ "portal.remove", m_portal_remove, true, p_portal, NULL,
+	  "a portal; its listener stops when no TPG has it (sessions stay)" },
+	{ "lun.add", m_lun_add, true, p_lun_add, NULL,
+	  "a LUN (target, tag, backstore, lun: default the lowest free, read_only)" },
+	{ "lun.remove", m_lun_remove, true, p_lun_remove, NULL,
+	  "a LUN (target, tag, lun) and the ACL mappings to it" },
+	{ "acl.add", m_acl_add, true, p_acl_chap, "an ACL's keys in the file (allow_target_reset, mapped_luns)",
+	  "an ACL (target, tag, initiator, chap, allow_target_reset; mapped_luns: default "
+	  "every LUN of the TPG)" },
+	{ "acl.remove", m_acl_remove, true, p_acl, NULL,
+	  "an ACL (target, tag, initiator); its sessions are closed" },
+	{ "acl.set", m_acl_set, true, p_acl_chap, "an ACL's keys in the file but mapped_luns",
+	  "chap (null: off) or allow_target_reset of an ACL" },
+	{ "mapped_lun.add", m_mapped_lun_add, true, p_mapped_lun_add, NULL,
+	  "map tpg_lun as mapped_lun for an ACL (write_protect)" },
+	{ "mapped_lun.remove", m_mapped_lun_remove, true, p_mapped_lun_remove, NULL,
+	  "a mapped LUN of an ACL" },
+	{ "discovery.set", m_discovery_set, true, p_discovery_set, "the discovery object's keys in the file (auth_required)",
+	  "discovery auth_required and chap (null: off)" },
+	{ "alua.show", m_alua_show, false, p_alua_show, NULL,
+	  "ALUA target port groups of every target (or target): mode, transition_time, "
+	  "groups with id, state, status, preferred, tpgs, remote_ports" },
+	{ "alua.set", m_alua_set, true, p_alua_set, NULL,
+	  "ALUA of a target: state (active_optimized, active_nonoptimized, standby, "
 					"unavailable, transitioning) or preferred of group; mode; transition_time" },
-	{ "global.set", m_global_set, true, "change global limits that apply at once (login_timeout, max_*, "
-					    "shutdown_timeout)" },
-	{ NULL, NULL, false, NULL },
+	{ "global.set", m_global_set, true, p_global_set, "global keys that need a restart are refused by name",
+	  "change global limits that apply at once (login_timeout, max_*, "
+	  "shutdown_timeout)" },
+	{ NULL, NULL, false, NULL, NULL, NULL },
 };

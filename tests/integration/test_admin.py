@@ -98,6 +98,42 @@ class Verifier(threading.Thread):
             self.errors.append(repr(e))
 
 
+def methods_match_docs(rpc):
+    """rpc.methods' tables and docs/admin.md's method table name the same methods and parameters."""
+    import re
+    ms = {m['name']: m for m in rpc.call('rpc.methods')['result']}
+    check('rpc.methods: every method has its parameter table',
+          all(isinstance(m.get('params'), list) for m in ms.values()), list(ms))
+    doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'docs', 'admin.md')
+    rows, inside = {}, False
+    with open(doc) as f:
+        for line in f:
+            if line.startswith('| method | params |'):
+                inside = True
+            elif inside and not line.startswith('|'):
+                break
+            cols = line.split('|')
+            if inside and len(cols) >= 4 and cols[1].strip().startswith('`'):
+                for name in re.findall(r'`([a-z_.]+)`', cols[1]):
+                    rows[name] = cols[2]
+    check('docs/admin.md lists exactly the methods rpc.methods answers', set(rows) == set(ms),
+          sorted(set(rows) ^ set(ms)))
+    dry = {n for n, m in ms.items() if any(p['name'] == 'dry_run' for p in m['params'])}
+    check('dry_run: every change method but global.set and backstore.resize (as docs/admin.md says)',
+          dry == {n for n, m in ms.items() if m['change']} - {'global.set', 'backstore.resize'}, sorted(dry))
+    for name, m in sorted(ms.items()):
+        col = rows.get(name, '')
+        named = set(re.findall(r'`([a-z_]+)`', col))
+        # dry_run: the section's introduction says which methods take it.
+        params = {p['name'] for p in m['params']} - {'dry_run'}
+        check(f'docs/admin.md: {name} shows its parameters', params <= named, sorted(params - named))
+        if not m.get('doc_keys'):
+            # Outside parentheses (values, defaults), every name in the column is a parameter.
+            bare = set(re.findall(r'`([a-z_]+)`', re.sub(r'\([^)]*\)', '', col)))
+            check(f'docs/admin.md: {name} shows no parameter it does not take', bare <= params,
+                  sorted(bare - params))
+
+
 def main():
     work = checks.workdir('isert-admin-')
     sock = os.path.join(work, 'admin.sock')
@@ -144,6 +180,17 @@ def main():
         refused('unknown method', rpc.call('lun.frobnicate'), -32601, "unknown method 'lun.frobnicate'")
         refused('params not an object', rpc.call('sessions', [1]), -32602, 'params: must be an object')
         refused('unknown parameter', rpc.call('save', {'pth': '/tmp/x'}), -32602, "unknown parameter 'pth'")
+        # The dispatcher checks every request against its method's parameter table.
+        refused('a required parameter missing', rpc.call('session.close', {}), -32602, 'tsih: required')
+        refused('a parameter of the wrong type', rpc.call('lun.add', {'target': T1, 'tag': 1, 'backstore': 'r0',
+                                                                      'read_only': 'yes'}),
+                -32602, 'read_only: must be true or false')
+        refused('an integer out of its bounds', rpc.call('mapped_lun.remove', {'target': T1, 'tag': 1,
+                                                                               'initiator': 'iqn.x', 'mapped_lun': 16384}),
+                -32602, 'mapped_lun: must be an integer from 0 to 16383')
+        refused('dry_run not a boolean', rpc.call('tpg.disable', {'target': T1, 'tag': 1, 'dry_run': 1}), -32602,
+                'dry_run: must be true or false')
+        methods_match_docs(rpc)
         refused('a rule of the file (max_sessions 0)', rpc.call('global.set', {'max_sessions': 0}), -32000,
                 'global.max_sessions: must be 1-')
         refused('two settings, the second bad', rpc.call('global.set', {'login_timeout': 7, 'max_sessions': 0}),
