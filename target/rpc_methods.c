@@ -880,26 +880,67 @@ static int e_portal_remove(struct rpc_call *c, json_object *doc)
 	return 0;
 }
 
-static int e_lun_add(struct rpc_call *c, json_object *doc)
+/* The running TPG named by params target and tag, its indexes in *ti and *gi; NULL: not found (error set). */
+static struct cfg_tpg *running_tpg(struct rpc_call *c, size_t *ti, size_t *gi)
 {
-	json_object *g;
+	const char *iqn;
+	int64_t tag = 0;
+	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, &tag))
+		return NULL;
+	struct config *cfg = rpc_st.cfg;
+	for (*ti = 0; *ti < cfg->ntargets && strcmp(cfg->targets[*ti].iqn, iqn); (*ti)++)
+		;
+	if (*ti == cfg->ntargets)
+		return rpc_fail(c, RPC_NOT_FOUND, "no target %s", iqn), NULL;
+	struct cfg_target *t = &cfg->targets[*ti];
+	for (*gi = 0; *gi < t->ntpgs && t->tpgs[*gi].tag != tag; (*gi)++)
+		;
+	if (*gi == t->ntpgs)
+		return rpc_fail(c, RPC_NOT_FOUND, "target %s has no TPG %" PRId64, iqn, tag), NULL;
+	return &t->tpgs[*gi];
+}
+
+/*
+ * lun.add's LUN as an object of the file: the number given, or the lowest
+ * free one in g (as targetcli picks), in *lun.  Both ways of carrying out
+ * lun.add take it from here.
+ */
+static json_object *new_lun(struct rpc_call *c, const struct cfg_tpg *g, int64_t *lun)
+{
 	const char *bs;
-	int64_t lun = -1;
-	if (!(g = doc_tpg(c, doc, NULL)) || str_param(c, "backstore", true, &bs) ||
-	    int_param(c, "lun", false, &lun))
-		return -1;
-	json_object *luns = arr(g, "luns");
-	if (lun < 0) /* the lowest free number, as targetcli picks */
-		for (lun = 0; find_elem(luns, "lun", NULL, lun, NULL); lun++)
+	*lun = -1;
+	if (str_param(c, "backstore", true, &bs) || int_param(c, "lun", false, lun))
+		return NULL;
+	uint8_t *used = calloc(16384 / 8, 1);
+	if (!used)
+		return rpc_fail(c, RPC_INTERNAL, "out of memory"), NULL;
+	for (size_t i = 0; i < g->nluns; i++)
+		used[g->luns[i].lun / 8] |= (uint8_t)(1u << (g->luns[i].lun % 8));
+	bool taken = *lun >= 0 && (used[*lun / 8] & (1u << (*lun % 8)));
+	if (*lun < 0)
+		for (*lun = 0; *lun < 16384 && (used[*lun / 8] & (1u << (*lun % 8))); (*lun)++)
 			;
-	else if (find_elem(luns, "lun", NULL, lun, NULL))
-		return rpc_fail(c, RPC_REFUSED, "LUN %" PRId64 " exists in this TPG", lun);
+	free(used);
+	if (taken)
+		return rpc_fail(c, RPC_REFUSED, "LUN %" PRId64 " exists in this TPG", *lun), NULL;
 	json_object *l = json_object_new_object();
-	json_object_object_add(l, "lun", json_object_new_int64(lun));
+	json_object_object_add(l, "lun", json_object_new_int64(*lun));
 	json_object_object_add(l, "backstore", json_object_new_string(bs));
 	if (json_object_object_get_ex(c->params, "read_only", NULL))
 		json_object_object_add(l, "read_only", json_object_new_boolean(bool_param(c, "read_only")));
-	json_object_array_add(luns, l);
+	return l;
+}
+
+/* The document was made from the running configuration just now: the running TPG numbers the LUN. */
+static int e_lun_add(struct rpc_call *c, json_object *doc)
+{
+	json_object *g, *l;
+	const struct cfg_tpg *run;
+	size_t ti, gi;
+	int64_t lun;
+	if (!(g = doc_tpg(c, doc, NULL)) || !(run = running_tpg(c, &ti, &gi)) || !(l = new_lun(c, run, &lun)))
+		return -1;
+	json_object_array_add(arr(g, "luns"), l);
 	return 0;
 }
 
@@ -1191,39 +1232,15 @@ static int m_backstore_create(struct rpc_call *c)
 
 static int m_lun_add(struct rpc_call *c)
 {
-	const char *iqn, *bs;
-	int64_t tag = 0, lun = -1;
+	const struct cfg_tpg *g;
+	json_object *obj;
+	size_t ti, gi;
+	int64_t lun;
 	if (bool_param(c, "dry_run") || rpc_plan_only)
 		return change(c, e_lun_add);
-	if (str_param(c, "target", true, &iqn) || int_param(c, "tag", true, &tag) ||
-	    str_param(c, "backstore", true, &bs) || int_param(c, "lun", false, &lun))
+	if (!(g = running_tpg(c, &ti, &gi)) || !(obj = new_lun(c, g, &lun)))
 		return -1;
 	struct config *cfg = rpc_st.cfg;
-	size_t ti = 0, gi = 0;
-	while (ti < cfg->ntargets && strcmp(cfg->targets[ti].iqn, iqn))
-		ti++;
-	if (ti == cfg->ntargets)
-		return rpc_fail(c, RPC_NOT_FOUND, "no target %s", iqn);
-	while (gi < cfg->targets[ti].ntpgs && cfg->targets[ti].tpgs[gi].tag != tag)
-		gi++;
-	if (gi == cfg->targets[ti].ntpgs)
-		return rpc_fail(c, RPC_NOT_FOUND, "target %s has no TPG %" PRId64, iqn, tag);
-	struct cfg_tpg *g = &cfg->targets[ti].tpgs[gi];
-	if (lun < 0) { /* the lowest free number, as targetcli picks */
-		uint8_t *used = calloc(16384 / 8, 1);
-		if (!used)
-			return rpc_fail(c, RPC_INTERNAL, "out of memory");
-		for (size_t i = 0; i < g->nluns; i++)
-			used[g->luns[i].lun / 8] |= (uint8_t)(1u << (g->luns[i].lun % 8));
-		for (lun = 0; lun < 16384 && (used[lun / 8] & (1u << (lun % 8))); lun++)
-			;
-		free(used);
-	}
-	json_object *obj = json_object_new_object();
-	json_object_object_add(obj, "lun", json_object_new_int64(lun));
-	json_object_object_add(obj, "backstore", json_object_new_string(bs));
-	if (json_object_object_get_ex(c->params, "read_only", NULL))
-		json_object_object_add(obj, "read_only", json_object_new_boolean(bool_param(c, "read_only")));
 	struct cfg_lun l;
 	char err[768] = "", path[600];
 	int rc = config_check_lun(cfg, ti, gi, obj, "the change", &l, err, sizeof(err));
@@ -1240,7 +1257,7 @@ static int m_lun_add(struct rpc_call *c)
 	int closed = 0, changed = 0;
 	if (admin_refresh_sessions(&closed, &changed, err, sizeof(err)))
 		log_warn("after lun.add: %s", err);
-	snprintf(path, sizeof(path), "/iscsi/%s/tpg%" PRId64 "/luns/lun%" PRId64, iqn, tag, lun);
+	snprintf(path, sizeof(path), "/iscsi/%s/tpg%" PRIu16 "/luns/lun%" PRId64, cfg->targets[ti].iqn, g->tag, lun);
 	return one_step(c, path, closed, changed);
 }
 

@@ -341,6 +341,14 @@ def main():
                                           'size': '16M'})
         check('backstore.create f1', 'result' in r, json.dumps(r))
         ver.uas.clear()
+        # The dry run and the change itself number the LUN the same way (one function for both).
+        r = rpc.call('lun.add', {'target': T1, 'tag': 1, 'backstore': 'f1', 'dry_run': True})
+        dry = [(st['op'], st['path']) for st in r.get('result', {}).get('plan', [])]
+        check('lun.add dry_run plans the lowest free LUN (2)', ('create', f'/iscsi/{T1}/tpg1/luns/lun2') in dry,
+              json.dumps(r))
+        r = rpc.call('lun.add', {'target': T1, 'tag': 1, 'backstore': 'f1', 'lun': 0})
+        check('lun.add of a LUN number in use is refused, naming it', 'LUN 0 exists in this TPG' in
+              r.get('error', {}).get('message', ''), json.dumps(r))
         r = rpc.call('lun.add', {'target': T1, 'tag': 1, 'backstore': 'f1'})
         plan = [(st['op'], st['path']) for st in r.get('result', {}).get('plan', [])]
         check('lun.add picks the lowest free LUN (2) and says so in its plan',
