@@ -128,7 +128,7 @@ struct rdma_conn {
 	uint32_t max_inline;                     /* granted at QP creation: Sends this long go inline */
 	uint32_t ord, reads_out;                 /* RDMA READs we may have in flight */
 	uint32_t wrs_out;                        /* posted, not yet completed (incl. recvs) */
-	bool qp_ready, established, closing, disconnected, close_notified, in_poll;
+	bool qp_ready, established, disconnected, in_poll;   /* closing, closed: c->xc.state */
 	bool post_scheduled;                     /* post_flush() queued: WRs wait for one ibv_post_send */
 	bool signal_writes;                      /* iWARP: see setup_qp */
 	bool active;                             /* we connected (initiator side) */
@@ -137,17 +137,9 @@ struct rdma_conn {
 	struct wr_ctx *fly;                      /* signaled READs/WRITEs not yet completed */
 	struct reactor_timer *flush_timer;       /* close: give up waiting for flushes */
 	bool forced;                             /* torn down without every flush: CQ not read */
-	int err;
-	struct xp_pdu *dead;                     /* sent after the close: failed from a deferred call */
-	bool fail_scheduled;
-	unsigned calls;                          /* deferred calls queued with this connection */
-	bool destroy_pending;                    /* destroyed meanwhile: the last of them frees it */
-	/* active side, while connecting: the step rdma_cm is at and the time limit */
-	bool connecting;
+	/* active side, while connecting (XP_CONNECTING): the step rdma_cm is at */
 	const char *cstep;
-	struct reactor_timer *connect_timer;
 	struct reactor_timer *gap_timer;         /* waiting out IWARP_RECONNECT_GAP_MS */
-	unsigned ctimeout_ms;
 };
 
 struct xp_listener {
@@ -159,36 +151,7 @@ struct xp_listener {
 };
 
 static void conn_fail(struct rdma_conn *c, int err);
-static void conn_free(struct rdma_conn *c);
-
-/* Run fn(c) on the connection's reactor soon; c stays allocated until it ran. */
-static int defer(struct rdma_conn *c, reactor_fn fn)
-{
-	int rc = reactor_defer(c->xc.reactor, fn, c);
-	if (!rc)
-		c->calls++;
-	return rc;
-}
-
-/* First thing in a deferred call: true when the connection was destroyed meanwhile. */
-static bool deferred_gone(struct rdma_conn *c)
-{
-	c->calls--;
-	if (!c->destroy_pending)
-		return false;
-	if (!c->calls)
-		conn_free(c);
-	return true;
-}
-
-static void fail_dead(void *arg)
-{
-	struct rdma_conn *c = arg;
-	if (deferred_gone(c))
-		return;
-	c->fail_scheduled = false;
-	xp_fail_pdus(&c->dead, -ECONNRESET);
-}
+static void conn_free(struct xp_conn *xc);
 
 static struct rdma_dev *dev_get(struct ibv_context *verbs)
 {
@@ -463,7 +426,7 @@ static void recv_done(struct rdma_conn *c, struct wr_ctx *w)
 {
 	if (c->srq)
 		srq_post(c->srq, w);
-	else if (!c->closing)
+	else if (!xp_closing(&c->xc))
 		post_recv(c, w->slot);
 }
 
@@ -490,13 +453,13 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 		c->wrq_tail = w;
 		if (c->in_poll || c->post_scheduled)
 			return;
-		if (c->xc.reactor && !defer(c, post_flush)) {
+		if (c->xc.reactor && !xp_defer(&c->xc, post_flush)) {
 			c->post_scheduled = true;
 			return;
 		}
 	}
 	struct wr_ctx *first = NULL, *last = NULL;
-	while (c->wrq_head && !c->closing) {
+	while (c->wrq_head && !xp_closing(&c->xc)) {
 		w = c->wrq_head;
 		bool read = w->kind == WR_READ;
 		/* Keep one entry for a signaled WR that frees the unsignaled ones before it. */
@@ -602,7 +565,7 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 static void post_flush(void *arg)
 {
 	struct rdma_conn *c = arg;
-	if (deferred_gone(c))
+	if (xp_deferred_gone(&c->xc))
 		return;
 	c->post_scheduled = false;
 	post_wr(c, NULL);
@@ -644,7 +607,7 @@ static void send_pdu_now(struct rdma_conn *c, struct xp_pdu *p)
 
 static void pump_tx(struct rdma_conn *c)
 {
-	while (c->txq_head && c->ntx_free && !c->closing) {
+	while (c->txq_head && c->ntx_free && !xp_closing(&c->xc)) {
 		struct xp_pdu *p = c->txq_head;
 		c->txq_head = p->next;
 		if (!c->txq_head)
@@ -657,17 +620,13 @@ static void rdma_send(struct xp_conn *xc, struct xp_pdu *p)
 {
 	struct rdma_conn *c = (struct rdma_conn *)xc;
 	p->next = NULL;
-	if (!c->closing && p->ahs_len + p->data_len > RDMA_TX_SLOT - ISER_HDR_LEN - PDU_BHS_LEN) {
+	if (!xp_closing(&c->xc) && p->ahs_len + p->data_len > RDMA_TX_SLOT - ISER_HDR_LEN - PDU_BHS_LEN) {
 		/* Nothing the peer could receive: the connection cannot go on. */
 		log_err("%s: PDU of %u bytes does not fit an iSER send slot, closing", c->xc.peer, p->data_len);
 		conn_fail(c, -EMSGSIZE);
 	}
-	if (c->closing) {
-		/* Failed later, from a fresh stack: never inside send(). */
-		p->next = c->dead;
-		c->dead = p;
-		if (!c->fail_scheduled && c->xc.reactor && !defer(c, fail_dead))
-			c->fail_scheduled = true;
+	if (xp_closing(xc)) {
+		xp_send_dead(xc, p);
 		return;
 	}
 	if (c->txq_tail)
@@ -681,7 +640,7 @@ static void rdma_send(struct xp_conn *xc, struct xp_pdu *p)
 static int rdma_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint32_t off, uint32_t len, uint64_t va,
 		     uint32_t stag, void (*cb)(void *arg, int err), void *arg)
 {
-	if (c->closing)
+	if (xp_closing(&c->xc))
 		return -ECONNRESET;
 	if (!b || (uint64_t)off + len > b->cap || !b->keys)
 		return -EINVAL;
@@ -818,7 +777,7 @@ static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 	struct wr_ctx *w = (struct wr_ctx *)(uintptr_t)wc->wr_id;
 	if (!w) {
 		/* A failed or flushed unsignaled RDMA WRITE: not counted, nothing to free. */
-		if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR && !c->closing) {
+		if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR && !xp_closing(&c->xc)) {
 			log_info("%s: RDMA WRITE failed: %s", c->xc.peer, ibv_wc_status_str(wc->status));
 			conn_fail(c, -EIO);
 		}
@@ -828,12 +787,12 @@ static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 	int err = wc->status == IBV_WC_SUCCESS ? 0 : wc->status == IBV_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
 	if (w->kind != WR_RECV || !c->srq)
 		c->wrs_out--;
-	if (err == -EIO && !c->closing)
+	if (err == -EIO && !xp_closing(&c->xc))
 		log_info("%s: %s work request failed: %s (vendor error 0x%x)", c->xc.peer,
 			 w->kind == WR_RECV ? "receive" : w->kind == WR_SEND ? "send" : w->kind == WR_READ ? "RDMA READ" : "RDMA WRITE",
 			 ibv_wc_status_str(wc->status), wc->vendor_err);
 	if (w->kind == WR_RECV) {
-		if (!err && !c->closing)
+		if (!err && !xp_closing(&c->xc))
 			on_recv(c, w, wc->byte_len);
 		else if (err)
 			conn_fail(c, err);
@@ -874,10 +833,10 @@ static int poll_cq(struct rdma_conn *c)
 	}
 	XP_STAT_ADD(&c->xc, completions, (uint64_t)total);
 	XP_STAT_ADD(&c->xc, cq_empty_polls, total == 0);
-	if (!c->closing)
+	if (!xp_closing(&c->xc))
 		pump_tx(c);   /* PDUs that waited for a send slot the poll freed: queued, posted below */
 	c->in_poll = false;
-	if (!c->closing)
+	if (!xp_closing(&c->xc))
 		post_wr(c, NULL);
 	maybe_finish(c);
 	return total;
@@ -919,22 +878,6 @@ static int cq_arm(void *arg)
 
 /* ---- teardown --------------------------------------------------------- */
 
-static void notify_closed_now(struct rdma_conn *c)
-{
-	if (c->close_notified)
-		return;
-	c->close_notified = true;
-	if (c->xc.up && c->xc.up->closed)
-		c->xc.up->closed(&c->xc, c->err);
-}
-
-static void notify_closed(void *arg)
-{
-	struct rdma_conn *c = arg;
-	if (!deferred_gone(c))
-		notify_closed_now(c);
-}
-
 static void fail_queues(struct rdma_conn *c)
 {
 	c->txq_tail = NULL;
@@ -957,19 +900,18 @@ static void fail_queues(struct rdma_conn *c)
 /* The upper layer hears of the close once every posted WR has flushed. */
 static void maybe_finish(struct rdma_conn *c)
 {
-	if (!c->closing || c->close_notified || c->in_poll)
+	if (c->xc.state != XP_CLOSING || c->in_poll)
 		return;
 	if (c->wrs_out && c->qp_ready)
 		return;
-	if (defer(c, notify_closed))
-		notify_closed_now(c);
+	xp_closed_later(&c->xc);
 }
 
 static void conn_fail(struct rdma_conn *c, int err)
 {
 	/* Flushed work requests after our own close are no error of the connection. */
-	if (!c->err && !c->closing)
-		c->err = err;
+	if (!c->xc.err && !xp_closing(&c->xc))
+		c->xc.err = err;
 	c->xc.ops->close(&c->xc);
 }
 
@@ -985,7 +927,7 @@ static void flush_timeout(void *arg)
 {
 	struct rdma_conn *c = arg;
 	c->flush_timer = NULL;
-	if (c->close_notified)
+	if (c->xc.state == XP_CLOSED)
 		return;
 	log_info("%s: %u work requests not flushed %d ms after the close; freeing the connection anyway",
 		 c->xc.peer, c->wrs_out, RDMA_FLUSH_WAIT_MS);
@@ -1002,21 +944,17 @@ static void flush_timeout(void *arg)
 		free(w);
 	}
 	c->wrs_out = 0;
-	notify_closed_now(c);
+	xp_closed_now(&c->xc);
 }
 
 static void rdma_close(struct xp_conn *xc)
 {
 	struct rdma_conn *c = (struct rdma_conn *)xc;
-	if (c->closing)
+	if (!xp_close_begin(xc))
 		return;
-	c->closing = true;
-	c->connecting = false;
-	if (c->connect_timer)
-		reactor_timer_cancel(c->xc.reactor, c->connect_timer);
 	if (c->gap_timer)
 		reactor_timer_cancel(c->xc.reactor, c->gap_timer);
-	c->connect_timer = c->gap_timer = NULL;
+	c->gap_timer = NULL;
 	fail_queues(c);
 	if (c->qp_ready) {
 		/* Moving the QP to error flushes every posted WR through the CQ. */
@@ -1032,25 +970,17 @@ static void rdma_close(struct xp_conn *xc)
 
 static void rdma_destroy(struct xp_conn *xc)
 {
-	struct rdma_conn *c = (struct rdma_conn *)xc;
-	if (!c)
-		return;
-	/* The contract: every PDU given to send() hears back, even now. */
-	xp_fail_pdus(&c->dead, -ECONNRESET);
-	if (c->calls) {
-		c->destroy_pending = true;
-		return;
-	}
-	conn_free(c);
+	if (xc)
+		xp_release(xc);
 }
 
-static void conn_free(struct rdma_conn *c)
+static void conn_free(struct xp_conn *xc)
 {
+	struct rdma_conn *c = (struct rdma_conn *)xc;
 	if (c->xc.reactor) {
 		if (c->flush_timer)
 			reactor_timer_cancel(c->xc.reactor, c->flush_timer);
-		if (c->connect_timer)
-			reactor_timer_cancel(c->xc.reactor, c->connect_timer);
+		xp_connect_timer_stop(xc);
 		if (c->gap_timer)
 			reactor_timer_cancel(c->xc.reactor, c->gap_timer);
 		reactor_poller_del(c->xc.reactor, c->poller);
@@ -1107,7 +1037,7 @@ static void on_conn_event(void *arg, uint32_t events)
 		enum rdma_cm_event_type type = ev->event;
 		int status = ev->status;
 		rdma_ack_cm_event(ev);
-		if (c->connecting) {
+		if (c->xc.state == XP_CONNECTING) {
 			connect_step(c, type, status);
 			continue;
 		}
@@ -1324,6 +1254,8 @@ static void on_listen_event(void *arg, uint32_t events)
 		}
 		c->id = id;
 		c->xc.ops = &iser_transport;
+		c->xc.free = conn_free;
+		c->xc.state = XP_UP;   /* accepted: the CM's ESTABLISHED follows (c->established) */
 		c->xc.max_ctrl_data = ISER_INITIATOR_RX_SIZE - ISER_HDR_LEN - PDU_BHS_LEN;
 		netaddr_format(rdma_get_peer_addr(id), c->xc.peer, sizeof(c->xc.peer), c->xc.peer_ip,
 			       sizeof(c->xc.peer_ip), NULL);
@@ -1434,19 +1366,11 @@ static void rdma_unlisten(struct xp_listener *l)
 
 /* ---- active side (initiator) ------------------------------------------ */
 
-static void connect_failed(struct rdma_conn *c, int rc, const char *why)
+static void connect_failed(struct xp_conn *xc, int rc, const char *why)
 {
+	struct rdma_conn *c = (struct rdma_conn *)xc;
 	snprintf(c->xc.why, sizeof(c->xc.why), "iSER connection to %s: %s: %.150s", c->xc.peer, c->cstep, why);
 	conn_fail(c, rc);
-}
-
-static void connect_timeout(void *arg)
-{
-	struct rdma_conn *c = arg;
-	char why[64];
-	c->connect_timer = NULL;
-	snprintf(why, sizeof(why), "timed out after %u ms", c->ctimeout_ms);
-	connect_failed(c, -ETIMEDOUT, why);
 }
 
 /* An rdma_cm call of the set-up failed at once. */
@@ -1455,7 +1379,7 @@ static void connect_call_failed(struct rdma_conn *c, const char *call)
 	char why[96];
 	int rc = errno ? -errno : -EIO;
 	snprintf(why, sizeof(why), "%s: %s", call, strerror(-rc));
-	connect_failed(c, rc, why);
+	connect_failed(&c->xc, rc, why);
 }
 
 /* Route known: the queue pair, then rdma_connect(). */
@@ -1467,7 +1391,7 @@ static void connect_now(void *arg)
 	if (rc) {
 		char why[96];
 		snprintf(why, sizeof(why), "cannot set up the queue pair: %s", strerror(-rc));
-		connect_failed(c, rc, why);
+		connect_failed(&c->xc, rc, why);
 		return;
 	}
 	/* We issue no RDMA READ; the target reads our write buffers (our responder resources). */
@@ -1518,10 +1442,9 @@ static void connect_step(struct rdma_conn *c, enum rdma_cm_event_type type, int 
 		return;
 	}
 	case RDMA_CM_EVENT_ESTABLISHED:
-		c->connecting = false;
+		c->xc.state = XP_UP;
 		c->established = true;
-		reactor_timer_cancel(c->xc.reactor, c->connect_timer);
-		c->connect_timer = NULL;
+		xp_connect_timer_stop(&c->xc);
 		netaddr_format(rdma_get_peer_addr(c->id), c->xc.peer, sizeof(c->xc.peer), c->xc.peer_ip,
 			       sizeof(c->xc.peer_ip), NULL);
 		netaddr_format(rdma_get_local_addr(c->id), c->xc.local, sizeof(c->xc.local), c->xc.local_ip,
@@ -1559,7 +1482,7 @@ static void connect_step(struct rdma_conn *c, enum rdma_cm_event_type type, int 
 	}
 	char msg[160];
 	snprintf(msg, sizeof(msg), "%s (%s, status %d)", why, rdma_event_str(type), status);
-	connect_failed(c, rc, msg);
+	connect_failed(&c->xc, rc, msg);
 }
 
 static int rdma_connect_fn(const char *host, uint16_t port, struct reactor *r, unsigned timeout_ms,
@@ -1576,8 +1499,10 @@ static int rdma_connect_fn(const char *host, uint16_t port, struct reactor *r, u
 		return -ENOMEM;
 	}
 	c->active = true;
-	c->connecting = true;
+	c->xc.state = XP_CONNECTING;
 	c->xc.ops = &iser_transport;
+	c->xc.free = conn_free;
+	c->xc.connect_failed = connect_failed;
 	snprintf(c->xc.peer, sizeof(c->xc.peer), "%s:%u", host, port);
 	c->ch = rdma_create_event_channel();
 	if (!c->ch) {
@@ -1599,14 +1524,12 @@ static int rdma_connect_fn(const char *host, uint16_t port, struct reactor *r, u
 			 rc == -EHOSTUNREACH ? "no RDMA device reaches this address" : strerror(errno));
 		goto fail;
 	}
-	c->ctimeout_ms = timeout_ms ? timeout_ms : 15000;
 	if ((rc = reactor_add_fd(r, c->ch->fd, EPOLLIN, on_conn_event, c))) {
 		snprintf(err, errlen, "iSER connection to %s: %s", c->xc.peer, strerror(-rc));
 		goto fail;
 	}
 	c->xc.reactor = r;
-	if (!(c->connect_timer = reactor_timer_add(r, c->ctimeout_ms, connect_timeout, c))) {
-		rc = -ENOMEM;
+	if ((rc = xp_connect_timer_start(&c->xc, timeout_ms ? timeout_ms : 15000))) {
 		snprintf(err, errlen, "iSER connection to %s: out of memory", c->xc.peer);
 		goto fail;
 	}

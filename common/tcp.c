@@ -42,15 +42,10 @@ enum rx_state { RX_BHS, RX_AHS, RX_HDIG, RX_DATA, RX_PAD, RX_DDIG };
 struct tcp_conn {
 	struct xp_conn xc;
 	int fd;
-	bool closing, close_notified, flush_scheduled, want_out, rx_more_scheduled, fail_scheduled;
-	/* Deferred calls queued on the reactor with this connection as argument:
-	 * destroy() leaves the freeing to the last of them. */
-	unsigned calls;
-	bool destroy_pending;
+	bool flush_scheduled, want_out, rx_more_scheduled;
 	/* The last data segment was large: the next ones likely are too, so read
 	 * headers without the staging buffer and let data go straight to its place. */
 	bool direct_next;
-	int err;
 	/* receive; the staging buffer comes with the first byte, small, and grows
 	 * to TCP_STAGING once a read fills it (a busy connection) */
 	uint8_t *stage;
@@ -70,12 +65,10 @@ struct tcp_conn {
 	uint8_t dig[4];
 	uint8_t padbuf[4];
 	struct xp_rx rx;
-	/* send; dead: PDUs sent after the close, failed from a deferred call */
-	struct xp_pdu *txh, *txt, *dead;
-	/* connecting (active side): the addresses not tried yet, the time limit */
+	/* send */
+	struct xp_pdu *txh, *txt;
+	/* connecting (active side): the addresses not tried yet */
 	struct addrinfo *ai, *ai_next;
-	struct reactor_timer *ctimer;
-	unsigned ctimeout_ms;
 };
 
 struct xp_listener {
@@ -93,64 +86,17 @@ static void tcp_flush(void *arg);
 static void flush_now(struct tcp_conn *c);
 static void tcp_on_event(void *arg, uint32_t events);
 
-static void conn_free(struct tcp_conn *c)
+static void conn_free(struct xp_conn *xc)
 {
+	struct tcp_conn *c = (struct tcp_conn *)xc;
 	free(c->stage);
 	free(c->own);
 	free(c);
 }
 
-/* Run fn(c) on the reactor soon; the connection stays allocated until it ran. */
-static int defer(struct tcp_conn *c, reactor_fn fn)
-{
-	int rc = reactor_defer(c->xc.reactor, fn, c);
-	if (!rc)
-		c->calls++;
-	return rc;
-}
-
-/* First thing in a deferred call: true when the connection was destroyed meanwhile. */
-static bool deferred_gone(struct tcp_conn *c)
-{
-	c->calls--;
-	if (!c->destroy_pending)
-		return false;
-	if (!c->calls)
-		conn_free(c);
-	return true;
-}
-
-static void fail_dead(void *arg)
-{
-	struct tcp_conn *c = arg;
-	if (deferred_gone(c))
-		return;
-	c->fail_scheduled = false;
-	xp_fail_pdus(&c->dead, -ECONNRESET);
-}
-
-static void notify_closed_now(struct tcp_conn *c)
-{
-	if (c->close_notified)
-		return;
-	c->close_notified = true;
-	if (c->xc.up && c->xc.up->closed)
-		c->xc.up->closed(&c->xc, c->err);
-}
-
-static void notify_closed(void *arg)
-{
-	struct tcp_conn *c = arg;
-	/* Destroyed before this ran: its owner wants no upcall. */
-	if (!deferred_gone(c))
-		notify_closed_now(c);
-}
-
 static void connect_end(struct tcp_conn *c)
 {
-	if (c->ctimer)
-		reactor_timer_cancel(c->xc.reactor, c->ctimer);
-	c->ctimer = NULL;
+	xp_connect_timer_stop(&c->xc);
 	if (c->ai)
 		freeaddrinfo(c->ai);
 	c->ai = c->ai_next = NULL;
@@ -165,9 +111,8 @@ static void fail_queue(struct tcp_conn *c)
 static void tcp_close(struct xp_conn *xc)
 {
 	struct tcp_conn *c = (struct tcp_conn *)xc;
-	if (c->closing)
+	if (!xp_close_begin(xc))
 		return;
-	c->closing = true;
 	connect_end(c);
 	if (c->fd >= 0) {
 		reactor_del_fd(c->xc.reactor, c->fd);
@@ -175,15 +120,13 @@ static void tcp_close(struct xp_conn *xc)
 		c->fd = -1;
 	}
 	fail_queue(c);
-	/* Tell the upper layer from a fresh stack: it may be inside an upcall now. */
-	if (!c->xc.reactor || defer(c, notify_closed))
-		notify_closed_now(c);
+	xp_closed_later(xc);
 }
 
 static void fail(struct tcp_conn *c, int err)
 {
-	if (!c->err)
-		c->err = err;
+	if (!c->xc.err)
+		c->xc.err = err;
 	tcp_close(&c->xc);
 }
 
@@ -192,15 +135,9 @@ static void tcp_destroy(struct xp_conn *xc)
 	struct tcp_conn *c = (struct tcp_conn *)xc;
 	if (!c)
 		return;
-	if (!c->closing)
+	if (!xp_closing(xc))
 		tcp_close(xc);
-	/* The contract: every PDU given to send() hears back, even now. */
-	xp_fail_pdus(&c->dead, -ECONNRESET);
-	if (c->calls) {
-		c->destroy_pending = true; /* the last deferred call frees it */
-		return;
-	}
-	conn_free(c);
+	xp_release(xc);
 }
 
 /* Copy up to n bytes into p: from the staging buffer, else from the socket. */
@@ -366,7 +303,7 @@ static void rx_run(struct tcp_conn *c)
 {
 	/* Bounded work per wake-up keeps other connections on this reactor served. */
 	for (int i = 0; i < TCP_RX_BUDGET; i++) {
-		if (c->closing)
+		if (xp_closing(&c->xc))
 			return;
 		int rc = rx_step(c);
 		if (rc < 0) {
@@ -381,14 +318,14 @@ static void rx_run(struct tcp_conn *c)
 	 * no epoll event (the socket may be empty now), so come back on the
 	 * next loop iteration instead of waiting for the peer to send more.
 	 */
-	if (!c->rx_more_scheduled && !defer(c, rx_more))
+	if (!c->rx_more_scheduled && !xp_defer(&c->xc, rx_more))
 		c->rx_more_scheduled = true;
 }
 
 static void rx_more(void *arg)
 {
 	struct tcp_conn *c = arg;
-	if (deferred_gone(c))
+	if (xp_deferred_gone(&c->xc))
 		return;
 	c->rx_more_scheduled = false;
 	rx_run(c);
@@ -399,7 +336,7 @@ static void tcp_on_event(void *arg, uint32_t events)
 	struct tcp_conn *c = arg;
 	if (events & EPOLLOUT)
 		flush_now(c);
-	if (!c->closing && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->rx_more_scheduled) {
+	if (!xp_closing(&c->xc) && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->rx_more_scheduled) {
 		c->rx_dry = false;
 		rx_run(c);
 	}
@@ -416,7 +353,7 @@ static int set_events(struct tcp_conn *c, bool out)
 static void tcp_flush(void *arg)
 {
 	struct tcp_conn *c = arg;
-	if (deferred_gone(c))
+	if (xp_deferred_gone(&c->xc))
 		return;
 	c->flush_scheduled = false;
 	flush_now(c);
@@ -424,7 +361,7 @@ static void tcp_flush(void *arg)
 
 static void flush_now(struct tcp_conn *c)
 {
-	while (c->txh && !c->closing) {
+	while (c->txh && !xp_closing(&c->xc)) {
 		struct iovec iov[TCP_MAX_IOV];
 		int n = 0;
 		/* Gather as many queued PDUs as fit, skipping what was already sent. */
@@ -481,7 +418,7 @@ static void flush_now(struct tcp_conn *c)
 				p->done(p, 0);
 		}
 	}
-	if (!c->closing)
+	if (!xp_closing(&c->xc))
 		set_events(c, false);
 }
 
@@ -489,12 +426,8 @@ static void tcp_send(struct xp_conn *xc, struct xp_pdu *p)
 {
 	struct tcp_conn *c = (struct tcp_conn *)xc;
 	p->next = NULL;
-	if (c->closing) {
-		/* Failed later, from a fresh stack: never inside send(). */
-		p->next = c->dead;
-		c->dead = p;
-		if (!c->fail_scheduled && c->xc.reactor && !defer(c, fail_dead))
-			c->fail_scheduled = true;
+	if (xp_closing(xc)) {
+		xp_send_dead(xc, p);
 		return;
 	}
 	p->sent = 0;
@@ -517,7 +450,7 @@ static void tcp_send(struct xp_conn *xc, struct xp_pdu *p)
 	c->txt = p;
 	if (!c->flush_scheduled && !c->want_out) {
 		/* Without a deferred call, the socket's writability flushes it. */
-		if (!defer(c, tcp_flush))
+		if (!xp_defer(&c->xc, tcp_flush))
 			c->flush_scheduled = true;
 		else
 			set_events(c, true);
@@ -533,6 +466,8 @@ static struct tcp_conn *conn_new(int fd)
 		return NULL;
 	c->fd = fd;
 	c->xc.ops = &tcp_transport;
+	c->xc.free = conn_free;
+	c->xc.state = XP_UP;   /* accepted; tcp_connect says XP_CONNECTING */
 	c->need = PDU_BHS_LEN;
 	if (fd >= 0)
 		conn_addrs(c);
@@ -632,7 +567,7 @@ static void on_accept(void *arg, uint32_t events)
 		}
 		if (l->lp.admit && !l->lp.admit(l->lp.arg, &c->xc)) {
 			close(fd);
-			conn_free(c);
+			conn_free(&c->xc);
 			continue;
 		}
 		if (l->lp.keepalive_s)
@@ -713,8 +648,9 @@ static void tcp_unlisten(struct xp_listener *l)
 
 /* ---- active side (initiator) ---- */
 
-static void connect_failed(struct tcp_conn *c, int err, const char *what)
+static void connect_failed(struct xp_conn *xc, int err, const char *what)
 {
+	struct tcp_conn *c = (struct tcp_conn *)xc;
 	snprintf(c->xc.why, sizeof(c->xc.why), "cannot connect to %s: %s", c->xc.peer, what ? what : strerror(-err));
 	fail(c, err);
 }
@@ -762,22 +698,14 @@ static void on_connect_event(void *arg, uint32_t events)
 		c->fd = -1;
 		int rc = connect_next(c);
 		if (rc)
-			connect_failed(c, -soerr, NULL);
+			connect_failed(&c->xc, -soerr, NULL);
 		return;
 	}
 	connect_end(c);
 	conn_addrs(c);
+	c->xc.state = XP_UP;
 	if (c->xc.up && c->xc.up->connected)
 		c->xc.up->connected(&c->xc);
-}
-
-static void connect_timeout(void *arg)
-{
-	struct tcp_conn *c = arg;
-	char what[64];
-	c->ctimer = NULL;
-	snprintf(what, sizeof(what), "no answer within %u ms", c->ctimeout_ms);
-	connect_failed(c, -ETIMEDOUT, what);
 }
 
 static int tcp_connect(const char *host, uint16_t port, struct reactor *r, unsigned timeout_ms, struct xp_conn **out,
@@ -794,12 +722,13 @@ static int tcp_connect(const char *host, uint16_t port, struct reactor *r, unsig
 		return -ENOMEM;
 	}
 	c->xc.reactor = r;
+	c->xc.state = XP_CONNECTING;
+	c->xc.connect_failed = connect_failed;
 	snprintf(c->xc.peer, sizeof(c->xc.peer), "%s:%u", host, port);
 	c->ai = c->ai_next = ai;
-	c->ctimeout_ms = timeout_ms ? timeout_ms : 15000;
 	rc = connect_next(c);
-	if (!rc && !(c->ctimer = reactor_timer_add(r, c->ctimeout_ms, connect_timeout, c)))
-		rc = -ENOMEM;
+	if (!rc)
+		rc = xp_connect_timer_start(&c->xc, timeout_ms ? timeout_ms : 15000);
 	if (rc) {
 		snprintf(err, errlen, "cannot connect to %s:%u: %s", host, port, strerror(-rc));
 		connect_end(c);
@@ -807,7 +736,7 @@ static int tcp_connect(const char *host, uint16_t port, struct reactor *r, unsig
 			reactor_del_fd(r, c->fd);
 			close(c->fd);
 		}
-		conn_free(c);
+		conn_free(&c->xc);
 		return rc;
 	}
 	*out = &c->xc;

@@ -17,6 +17,7 @@
 struct buf;
 struct bufpool;
 struct reactor;
+struct reactor_timer;
 struct xp_conn;
 struct xp_listener;
 
@@ -201,9 +202,29 @@ struct xp_stats {
 #endif
 
 /* The transport-independent part of a connection, first in every transport's struct. */
+/*
+ * A connection's life, the same for every transport (common/xp_conn.c):
+ * an active connection starts XP_CONNECTING, an accepted one XP_UP;
+ * close() makes it XP_CLOSING, and it is XP_CLOSED once the upper layer
+ * has heard closed() (after the transport let go of every buffer of it).
+ */
+enum xp_state { XP_CONNECTING, XP_UP, XP_CLOSING, XP_CLOSED };
+
 struct xp_conn {
 	const struct transport_ops *ops;
 	struct reactor *reactor;
+	/* The lifecycle (xp_conn.c); the transport's own state is in its struct. */
+	enum xp_state state;
+	int err;                 /* what closed it: the first error, 0 for a close asked for */
+	unsigned calls;          /* deferred calls queued with it as their argument */
+	bool destroy_pending;    /* destroyed meanwhile: the last of those calls frees it */
+	bool fail_scheduled;
+	struct xp_pdu *dead;     /* given to send() after the close: failed from a deferred call */
+	void (*free)(struct xp_conn *xc);  /* the transport's: frees it and what it holds */
+	/* Active side: the time limit of connecting, and how the transport fails it. */
+	struct reactor_timer *connect_timer;
+	unsigned connect_ms;
+	void (*connect_failed)(struct xp_conn *xc, int err, const char *why);
 	const struct xp_upcalls *up;
 	void *upper;             /* the iSCSI connection */
 	bool header_digest;      /* in force after login */
@@ -234,6 +255,29 @@ static inline void xp_fail_pdus(struct xp_pdu **head, int err)
 			p->done(p, err);
 	}
 }
+
+/*
+ * The shared lifecycle, for transports (xp_conn.c).  Deferred calls take the
+ * connection itself as their argument and begin with xp_deferred_gone().
+ */
+static inline bool xp_closing(const struct xp_conn *xc) { return xc->state >= XP_CLOSING; }
+/* close() begins: false when it had begun already; else XP_CLOSING, the connect time limit stopped. */
+bool xp_close_begin(struct xp_conn *xc);
+/* Run fn(xc) on its reactor soon; xc stays allocated until it ran.  0 or -errno. */
+int xp_defer(struct xp_conn *xc, void (*fn)(void *arg));
+/* First thing in a deferred call: true when xc was destroyed meanwhile (and maybe freed now). */
+bool xp_deferred_gone(struct xp_conn *xc);
+/* The upper layer hears closed() once: now, or from a fresh stack (it may be inside an upcall). */
+void xp_closed_now(struct xp_conn *xc);
+void xp_closed_later(struct xp_conn *xc);
+/* A PDU sent after the close: its done() runs from a deferred call, never inside send(). */
+void xp_send_dead(struct xp_conn *xc, struct xp_pdu *p);
+/* destroy(): fail what send() still holds; free now, or leave it to the last deferred call. */
+void xp_release(struct xp_conn *xc);
+/* Active side: fail with -ETIMEDOUT ("no answer within MS ms") unless connected by then.  0 or -ENOMEM. */
+int xp_connect_timer_start(struct xp_conn *xc, unsigned ms);
+/* Connected, or closing: the time limit no longer applies. */
+void xp_connect_timer_stop(struct xp_conn *xc);
 
 extern const struct transport_ops tcp_transport;
 extern const struct transport_ops iser_transport; /* NULL ops when built without rdma-core */
