@@ -1,7 +1,8 @@
 /*
- * SCSI operation codes and service actions (SPC-4, SBC-3), named once for
- * the target's emulation and the initiator's CDB builders.  Values only:
- * what a command means is the business of the code that builds or runs it.
+ * SCSI operation codes, service actions and field values (SPC-4, SBC-3),
+ * named once for the target's emulation, its configuration and the
+ * initiator's CDB builders.  Values only: what a command means is the
+ * business of the code that builds or runs it.
  */
 #ifndef SCSI_PROTO_H
 #define SCSI_PROTO_H
@@ -113,5 +114,21 @@ enum {
 	SCSI_PROUT_REGISTER_IGNORE = 0x06,
 	SCSI_PROUT_REGISTER_MOVE = 0x07,
 };
+
+/*
+ * ALUA (SPC-4 5.16): the asymmetric access state codes, as the configuration
+ * stores them and REPORT/SET TARGET PORT GROUPS carry them.
+ */
+enum scsi_alua_state {
+	ALUA_ACTIVE_OPTIMIZED = 0x0,
+	ALUA_ACTIVE_NONOPTIMIZED = 0x1,
+	ALUA_STANDBY = 0x2,
+	ALUA_UNAVAILABLE = 0x3,
+	ALUA_TRANSITIONING = 0xf,
+};
+
+/* The transitions a target supports: standard INQUIRY's TPGS field, and the configuration's alua.mode. */
+#define SCSI_ALUA_IMPLICIT 0x1
+#define SCSI_ALUA_EXPLICIT 0x2
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/reactor.h"
+#include "common/scsi_proto.h"
 #include "target/backstore/backstore.h"
 
 struct scsi_lu;
@@ -101,22 +102,13 @@ struct cfg_tpg {
 
 /*
  * ALUA (SPC-4 5.16): target port groups of a target (docs/config.md, "alua").
- * States are SPC-4's asymmetric access state codes.
+ * States are SPC-4's asymmetric access state codes, and alua.mode the
+ * INQUIRY TPGS bits, both from common/scsi_proto.h: the SCSI layer is
+ * handed them as they are.
  */
-enum cfg_alua_state {
-	CFG_ALUA_ACTIVE_OPTIMIZED = 0x0,
-	CFG_ALUA_ACTIVE_NONOPTIMIZED = 0x1,
-	CFG_ALUA_STANDBY = 0x2,
-	CFG_ALUA_UNAVAILABLE = 0x3,
-	CFG_ALUA_TRANSITIONING = 0xf,
-};
-/* alua.mode: which transitions the target says it supports (INQUIRY TPGS). */
-#define CFG_ALUA_IMPLICIT 0x1
-#define CFG_ALUA_EXPLICIT 0x2
-
 struct cfg_alua_group {
 	uint16_t id;             /* target port group, 1-65535 */
-	uint8_t state;           /* enum cfg_alua_state */
+	uint8_t state;           /* enum scsi_alua_state */
 	bool preferred;
 	uint16_t *tpgs;          /* tags of this target's portal groups (their relative port ids) */
 	size_t ntpgs;
@@ -131,7 +123,7 @@ struct cfg_target {
 	size_t ntpgs;
 	/* ALUA: without "alua" in the document, one group 1, active/optimized, with every portal group. */
 	bool alua_given;         /* "alua" was in the document: saved back only then */
-	uint8_t alua_modes;      /* CFG_ALUA_IMPLICIT | CFG_ALUA_EXPLICIT */
+	uint8_t alua_modes;      /* SCSI_ALUA_IMPLICIT | SCSI_ALUA_EXPLICIT */
 	uint8_t alua_transition_time; /* seconds, REPORT TARGET PORT GROUPS' implicit transition time */
 	struct cfg_alua_group *alua_groups;
 	size_t nalua_groups;

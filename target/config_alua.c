@@ -18,11 +18,11 @@ static const struct {
 	const char *name;
 	uint8_t code;
 } alua_states[] = {
-	{ "active_optimized", CFG_ALUA_ACTIVE_OPTIMIZED },
-	{ "active_nonoptimized", CFG_ALUA_ACTIVE_NONOPTIMIZED },
-	{ "standby", CFG_ALUA_STANDBY },
-	{ "unavailable", CFG_ALUA_UNAVAILABLE },
-	{ "transitioning", CFG_ALUA_TRANSITIONING },
+	{ "active_optimized", ALUA_ACTIVE_OPTIMIZED },
+	{ "active_nonoptimized", ALUA_ACTIVE_NONOPTIMIZED },
+	{ "standby", ALUA_STANDBY },
+	{ "unavailable", ALUA_UNAVAILABLE },
+	{ "transitioning", ALUA_TRANSITIONING },
 };
 
 const char *config_alua_state_name(uint8_t state)
@@ -131,7 +131,7 @@ static int parse_group(struct pctx *p, json_object *v, struct cfg_target *tg, si
 			cfg_push_key(p, "id");
 			return cfg_perr(p, "duplicate target port group id %u, also in groups[%zu]", g->id, j);
 		}
-	g->state = CFG_ALUA_ACTIVE_OPTIMIZED;
+	g->state = ALUA_ACTIVE_OPTIMIZED;
 	if ((r = cfg_get_str(p, v, "state", false, 32, &state)) < 0)
 		return r;
 	if (state) {
@@ -158,14 +158,14 @@ static int parse_group(struct pctx *p, json_object *v, struct cfg_target *tg, si
 
 static int alua_default(struct pctx *p, struct cfg_target *tg)
 {
-	tg->alua_modes = CFG_ALUA_IMPLICIT;
+	tg->alua_modes = SCSI_ALUA_IMPLICIT;
 	tg->alua_groups = calloc(1, sizeof(*tg->alua_groups));
 	if (!tg->alua_groups)
 		return cfg_enomem(p);
 	tg->nalua_groups = 1;
 	struct cfg_alua_group *g = &tg->alua_groups[0];
 	g->id = 1;
-	g->state = CFG_ALUA_ACTIVE_OPTIMIZED;
+	g->state = ALUA_ACTIVE_OPTIMIZED;
 	g->tpgs = calloc(tg->ntpgs ? tg->ntpgs : 1, sizeof(*g->tpgs));
 	if (!g->tpgs)
 		return cfg_enomem(p);
@@ -192,16 +192,16 @@ int cfg_parse_alua(struct pctx *p, json_object *target, struct cfg_target *tg)
 	size_t mark = cfg_push_key(p, "alua");
 	if ((r = cfg_expect_object(p, v)) || (r = cfg_check_keys(p, v, keys)))
 		return r;
-	tg->alua_modes = CFG_ALUA_IMPLICIT;
+	tg->alua_modes = SCSI_ALUA_IMPLICIT;
 	if ((r = cfg_get_str(p, v, "mode", false, 16, &mode)) < 0)
 		return r;
 	if (mode) {
 		if (!strcmp(mode, "implicit"))
-			tg->alua_modes = CFG_ALUA_IMPLICIT;
+			tg->alua_modes = SCSI_ALUA_IMPLICIT;
 		else if (!strcmp(mode, "explicit"))
-			tg->alua_modes = CFG_ALUA_EXPLICIT;
+			tg->alua_modes = SCSI_ALUA_EXPLICIT;
 		else if (!strcmp(mode, "both"))
-			tg->alua_modes = CFG_ALUA_IMPLICIT | CFG_ALUA_EXPLICIT;
+			tg->alua_modes = SCSI_ALUA_IMPLICIT | SCSI_ALUA_EXPLICIT;
 		else {
 			cfg_push_key(p, "mode");
 			r = cfg_perr(p, "must be \"implicit\", \"explicit\" or \"both\", got \"%s\"", mode);

@@ -20,21 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The access state codes (enum scsi_alua_state) and SCSI_ALUA_IMPLICIT/EXPLICIT. */
+#include "common/scsi_proto.h"
+
 struct scsi_alua;
 struct scsi_port;
-
-/* SPC-4 asymmetric access state codes. */
-enum scsi_alua_state {
-	ALUA_ACTIVE_OPTIMIZED = 0x0,
-	ALUA_ACTIVE_NONOPTIMIZED = 0x1,
-	ALUA_STANDBY = 0x2,
-	ALUA_UNAVAILABLE = 0x3,
-	ALUA_TRANSITIONING = 0xf,
-};
-
-/* Transitions the target supports (standard INQUIRY's TPGS field). */
-#define SCSI_ALUA_IMPLICIT 0x1
-#define SCSI_ALUA_EXPLICIT 0x2
 
 /* REPORT TARGET PORT GROUPS status codes: why the state is what it is. */
 enum { ALUA_STATUS_NONE = 0, ALUA_STATUS_STPG = 1, ALUA_STATUS_IMPLICIT = 2 };

@@ -919,10 +919,10 @@ static void test_alua(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	const struct cfg_target *t = &c->targets[0];
 	CU_ASSERT_FALSE(t->alua_given);
-	CU_ASSERT_EQUAL(t->alua_modes, CFG_ALUA_IMPLICIT);
+	CU_ASSERT_EQUAL(t->alua_modes, SCSI_ALUA_IMPLICIT);
 	CU_ASSERT_EQUAL_FATAL(t->nalua_groups, 1);
 	CU_ASSERT_EQUAL(t->alua_groups[0].id, 1);
-	CU_ASSERT_EQUAL(t->alua_groups[0].state, CFG_ALUA_ACTIVE_OPTIMIZED);
+	CU_ASSERT_EQUAL(t->alua_groups[0].state, ALUA_ACTIVE_OPTIMIZED);
 	CU_ASSERT_EQUAL_FATAL(t->alua_groups[0].ntpgs, 2);
 	CU_ASSERT_EQUAL(t->alua_groups[0].tpgs[0], 1);
 	CU_ASSERT_EQUAL(t->alua_groups[0].tpgs[1], 2);
@@ -940,17 +940,17 @@ static void test_alua(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	t = &c->targets[0];
 	CU_ASSERT_TRUE(t->alua_given);
-	CU_ASSERT_EQUAL(t->alua_modes, CFG_ALUA_IMPLICIT | CFG_ALUA_EXPLICIT);
+	CU_ASSERT_EQUAL(t->alua_modes, SCSI_ALUA_IMPLICIT | SCSI_ALUA_EXPLICIT);
 	CU_ASSERT_EQUAL(t->alua_transition_time, 255);
 	CU_ASSERT_EQUAL_FATAL(t->nalua_groups, 5);
 	CU_ASSERT_EQUAL(t->alua_groups[0].id, 65535);
-	CU_ASSERT_EQUAL(t->alua_groups[0].state, CFG_ALUA_STANDBY);
+	CU_ASSERT_EQUAL(t->alua_groups[0].state, ALUA_STANDBY);
 	CU_ASSERT_TRUE(t->alua_groups[0].preferred);
 	CU_ASSERT_EQUAL(t->alua_groups[0].nremote, 2);
 	CU_ASSERT_EQUAL(t->alua_groups[0].remote_ports[1], 65535);
-	CU_ASSERT_EQUAL(t->alua_groups[1].state, CFG_ALUA_TRANSITIONING);
-	CU_ASSERT_EQUAL(t->alua_groups[2].state, CFG_ALUA_UNAVAILABLE);
-	CU_ASSERT_EQUAL(t->alua_groups[3].state, CFG_ALUA_ACTIVE_NONOPTIMIZED);
+	CU_ASSERT_EQUAL(t->alua_groups[1].state, ALUA_TRANSITIONING);
+	CU_ASSERT_EQUAL(t->alua_groups[2].state, ALUA_UNAVAILABLE);
+	CU_ASSERT_EQUAL(t->alua_groups[3].state, ALUA_ACTIVE_NONOPTIMIZED);
 	roundtrip(c);
 	j = config_to_json(c);
 	struct config *b = load_ok(j);
@@ -962,8 +962,8 @@ static void test_alua(void)
 	config_free(c);
 	c = load_ok(TGT2(",\"alua\":{\"mode\":\"explicit\",\"groups\":[{\"id\":1,\"tpgs\":[1,2]}]}"));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-	CU_ASSERT_EQUAL(c->targets[0].alua_modes, CFG_ALUA_EXPLICIT);
-	CU_ASSERT_EQUAL(c->targets[0].alua_groups[0].state, CFG_ALUA_ACTIVE_OPTIMIZED);
+	CU_ASSERT_EQUAL(c->targets[0].alua_modes, SCSI_ALUA_EXPLICIT);
+	CU_ASSERT_EQUAL(c->targets[0].alua_groups[0].state, ALUA_ACTIVE_OPTIMIZED);
 	config_free(c);
 
 	/* Each rule, with the field named. */
