@@ -252,17 +252,6 @@ static json_object *ports_json(const uint16_t *v, size_t n)
 	return a;
 }
 
-static bool add(json_object *o, const char *key, json_object *v)
-{
-	if (!v)
-		return false;
-	if (json_object_object_add(o, key, v)) {
-		json_object_put(v);
-		return false;
-	}
-	return true;
-}
-
 const char *config_alua_mode_name(uint8_t modes)
 {
 	static const char *const names[] = { "implicit", "implicit", "explicit", "both" };
@@ -272,23 +261,23 @@ const char *config_alua_mode_name(uint8_t modes)
 json_object *config_alua_obj(const struct cfg_target *tg)
 {
 	json_object *o = json_object_new_object(), *gs = json_object_new_array();
-	bool ok = o && gs && add(o, "mode", json_object_new_string(config_alua_mode_name(tg->alua_modes))) &&
-		  add(o, "transition_time", json_object_new_int(tg->alua_transition_time));
+	bool ok = o && gs && cfg_put(o, "mode", json_object_new_string(config_alua_mode_name(tg->alua_modes))) &&
+		  cfg_put(o, "transition_time", json_object_new_int(tg->alua_transition_time));
 	for (size_t i = 0; ok && i < tg->nalua_groups; i++) {
 		const struct cfg_alua_group *g = &tg->alua_groups[i];
 		json_object *e = json_object_new_object();
-		ok = e && add(e, "id", json_object_new_int(g->id)) &&
-		     add(e, "state", json_object_new_string(config_alua_state_name(g->state))) &&
-		     add(e, "preferred", json_object_new_boolean(g->preferred)) &&
-		     add(e, "tpgs", ports_json(g->tpgs, g->ntpgs)) &&
-		     add(e, "remote_ports", ports_json(g->remote_ports, g->nremote));
+		ok = e && cfg_put(e, "id", json_object_new_int(g->id)) &&
+		     cfg_put(e, "state", json_object_new_string(config_alua_state_name(g->state))) &&
+		     cfg_put(e, "preferred", json_object_new_boolean(g->preferred)) &&
+		     cfg_put(e, "tpgs", ports_json(g->tpgs, g->ntpgs)) &&
+		     cfg_put(e, "remote_ports", ports_json(g->remote_ports, g->nremote));
 		if (ok)
 			ok = !json_object_array_add(gs, e);
 		if (!ok)
 			json_object_put(e);
 	}
 	if (ok) {
-		ok = add(o, "groups", gs);
+		ok = cfg_put(o, "groups", gs);
 		gs = NULL;
 	}
 	json_object_put(gs);
@@ -300,5 +289,5 @@ json_object *config_alua_obj(const struct cfg_target *tg)
 
 bool cfg_alua_to_json(json_object *target, const struct cfg_target *tg)
 {
-	return !tg->alua_given || add(target, "alua", config_alua_obj(tg));
+	return !tg->alua_given || cfg_put(target, "alua", config_alua_obj(tg));
 }

@@ -100,6 +100,10 @@ int cfg_parse_one_lun(struct pctx *p, json_object *el, const struct config *c,
 /* Also leaves the sorted name index in p->bs_names (the caller frees it). */
 int cfg_check_backstore_dups(struct pctx *p, struct config *c);
 
+/* config_save.c: o[key] = v, taking v; false (v freed) when v is NULL (out of memory) or the add fails,
+ * so a writer can chain every member of an object with && and free the object once. */
+bool cfg_put(json_object *o, const char *key, json_object *v);
+
 /* config_alua.c: a target's "alua" (after its tpgs), and back to JSON (nothing added without "alua"). */
 int cfg_parse_alua(struct pctx *p, json_object *target, struct cfg_target *tg);
 bool cfg_alua_to_json(json_object *target, const struct cfg_target *tg);

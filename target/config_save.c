@@ -17,7 +17,7 @@
 /* Serialising: every field written explicitly, so a saved file documents the
  * effective values; optional strings only when set. */
 
-static bool put(json_object *o, const char *key, json_object *v)
+bool cfg_put(json_object *o, const char *key, json_object *v)
 {
 	if (!v)
 		return false;
@@ -30,7 +30,7 @@ static bool put(json_object *o, const char *key, json_object *v)
 
 static bool put_str(json_object *o, const char *key, const char *s)
 {
-	return !s || put(o, key, json_object_new_string(s));
+	return !s || cfg_put(o, key, json_object_new_string(s));
 }
 
 static bool arr_add(json_object *a, json_object *v)
@@ -66,7 +66,7 @@ static json_object *backstore_to_json(const struct cfg_backstore *b)
 {
 	json_object *o = json_object_new_object();
 	bool ok = o && put_str(o, "name", b->name) &&
-		  put(o, "type", json_object_new_string(backstore_kind(b->bs.type)->name)) &&
+		  cfg_put(o, "type", json_object_new_string(backstore_kind(b->bs.type)->name)) &&
 		  put_str(o, "path", b->path) &&
 		  put_str(o, "pool", b->bs.rbd.pool) &&
 		  put_str(o, "image", b->bs.rbd.image) &&
@@ -75,11 +75,12 @@ static json_object *backstore_to_json(const struct cfg_backstore *b)
 		  put_str(o, "client_id", b->bs.rbd.client_id) &&
 		  put_str(o, "conf", b->bs.rbd.conf) &&
 		  put_str(o, "keyring", b->bs.rbd.keyring) &&
-		  ((backstore_kind_has(b->bs.type, BS_KIND_IMAGE) && !b->bs.size) || put(o, "size", json_object_new_uint64(b->bs.size))) &&
-		  (!b->bs.block_size || put(o, "block_size", json_object_new_int64(b->bs.block_size))) &&
-		  put(o, "thin", json_object_new_boolean(b->bs.thin)) &&
-		  put(o, "write_cache", json_object_new_boolean(b->bs.write_cache)) &&
-		  put(o, "readonly", json_object_new_boolean(b->bs.readonly)) &&
+		  ((backstore_kind_has(b->bs.type, BS_KIND_IMAGE) && !b->bs.size) ||
+		   cfg_put(o, "size", json_object_new_uint64(b->bs.size))) &&
+		  (!b->bs.block_size || cfg_put(o, "block_size", json_object_new_int64(b->bs.block_size))) &&
+		  cfg_put(o, "thin", json_object_new_boolean(b->bs.thin)) &&
+		  cfg_put(o, "write_cache", json_object_new_boolean(b->bs.write_cache)) &&
+		  cfg_put(o, "readonly", json_object_new_boolean(b->bs.readonly)) &&
 		  put_str(o, "serial", b->serial);
 
 	if (!ok) {
@@ -93,21 +94,21 @@ static json_object *params_to_json(const struct cfg_params *pr)
 {
 	json_object *o = json_object_new_object();
 	bool ok = o &&
-		put(o, "MaxRecvDataSegmentLength", json_object_new_int64(pr->max_recv_dsl)) &&
-		put(o, "MaxBurstLength", json_object_new_int64(pr->max_burst)) &&
-		put(o, "FirstBurstLength", json_object_new_int64(pr->first_burst)) &&
-		put(o, "MaxOutstandingR2T", json_object_new_int64(pr->max_outstanding_r2t)) &&
-		put(o, "InitialR2T", json_object_new_boolean(pr->initial_r2t)) &&
-		put(o, "ImmediateData", json_object_new_boolean(pr->immediate_data)) &&
-		put(o, "HeaderDigest", json_object_new_string(pr->header_digest ? "CRC32C,None" : "None")) &&
-		put(o, "DataDigest", json_object_new_string(pr->data_digest ? "CRC32C,None" : "None")) &&
-		put(o, "DefaultTime2Wait", json_object_new_int64(pr->default_time2wait)) &&
-		put(o, "DefaultTime2Retain", json_object_new_int64(pr->default_time2retain)) &&
-		put(o, "MaxConnections", json_object_new_int64(pr->max_connections)) &&
-		put(o, "QueueDepth", json_object_new_int64(pr->queue_depth)) &&
-		put(o, "NopInInterval", json_object_new_int64(pr->nop_in_interval)) &&
-		put(o, "MaxImmediateCommands", json_object_new_int64(pr->max_immediate)) &&
-		put(o, "SessionBufferMB", json_object_new_int64(pr->session_buffer_mb));
+		cfg_put(o, "MaxRecvDataSegmentLength", json_object_new_int64(pr->max_recv_dsl)) &&
+		cfg_put(o, "MaxBurstLength", json_object_new_int64(pr->max_burst)) &&
+		cfg_put(o, "FirstBurstLength", json_object_new_int64(pr->first_burst)) &&
+		cfg_put(o, "MaxOutstandingR2T", json_object_new_int64(pr->max_outstanding_r2t)) &&
+		cfg_put(o, "InitialR2T", json_object_new_boolean(pr->initial_r2t)) &&
+		cfg_put(o, "ImmediateData", json_object_new_boolean(pr->immediate_data)) &&
+		cfg_put(o, "HeaderDigest", json_object_new_string(pr->header_digest ? "CRC32C,None" : "None")) &&
+		cfg_put(o, "DataDigest", json_object_new_string(pr->data_digest ? "CRC32C,None" : "None")) &&
+		cfg_put(o, "DefaultTime2Wait", json_object_new_int64(pr->default_time2wait)) &&
+		cfg_put(o, "DefaultTime2Retain", json_object_new_int64(pr->default_time2retain)) &&
+		cfg_put(o, "MaxConnections", json_object_new_int64(pr->max_connections)) &&
+		cfg_put(o, "QueueDepth", json_object_new_int64(pr->queue_depth)) &&
+		cfg_put(o, "NopInInterval", json_object_new_int64(pr->nop_in_interval)) &&
+		cfg_put(o, "MaxImmediateCommands", json_object_new_int64(pr->max_immediate)) &&
+		cfg_put(o, "SessionBufferMB", json_object_new_int64(pr->session_buffer_mb));
 
 	if (!ok) {
 		json_object_put(o);
@@ -124,19 +125,19 @@ static json_object *acl_to_json(const struct cfg_acl *a, bool compare)
 
 	for (size_t i = 0; ok && i < a->nluns; i++) {
 		json_object *m = json_object_new_object();
-		ok = m && put(m, "mapped_lun", json_object_new_uint64(a->luns[i].mapped_lun)) &&
-		     put(m, "tpg_lun", json_object_new_uint64(a->luns[i].tpg_lun)) &&
-		     put(m, "write_protect", json_object_new_boolean(a->luns[i].write_protect));
+		ok = m && cfg_put(m, "mapped_lun", json_object_new_uint64(a->luns[i].mapped_lun)) &&
+		     cfg_put(m, "tpg_lun", json_object_new_uint64(a->luns[i].tpg_lun)) &&
+		     cfg_put(m, "write_protect", json_object_new_boolean(a->luns[i].write_protect));
 		if (!ok)
 			json_object_put(m);
 		else
 			ok = arr_add(ml, m);
 	}
 	ok = ok && put_str(o, "initiator", a->initiator) &&
-	     (!a->chap.userid || put(o, "chap", chap_to_json(&a->chap, compare))) &&
-	     put(o, "allow_target_reset", json_object_new_boolean(a->allow_target_reset));
+	     (!a->chap.userid || cfg_put(o, "chap", chap_to_json(&a->chap, compare))) &&
+	     cfg_put(o, "allow_target_reset", json_object_new_boolean(a->allow_target_reset));
 	if (ok) {
-		ok = put(o, "mapped_luns", ml);
+		ok = cfg_put(o, "mapped_luns", ml);
 		ml = NULL;
 	}
 	json_object_put(ml);
@@ -156,39 +157,39 @@ static json_object *tpg_to_json(const struct cfg_tpg *t, bool compare)
 
 	for (size_t i = 0; ok && i < t->nportals; i++) {
 		json_object *e = json_object_new_object();
-		ok = e && put(e, "ip", json_object_new_string(t->portals[i].host)) &&
-		     put(e, "port", json_object_new_int64(t->portals[i].port)) &&
-		     put(e, "iser", json_object_new_boolean(t->portals[i].iser));
+		ok = e && cfg_put(e, "ip", json_object_new_string(t->portals[i].host)) &&
+		     cfg_put(e, "port", json_object_new_int64(t->portals[i].port)) &&
+		     cfg_put(e, "iser", json_object_new_boolean(t->portals[i].iser));
 		ok = ok ? arr_add(ps, e) : (json_object_put(e), false);
 	}
 	for (size_t i = 0; ok && i < t->nluns; i++) {
 		json_object *e = json_object_new_object();
-		ok = e && put(e, "lun", json_object_new_uint64(t->luns[i].lun)) &&
-		     put(e, "backstore", json_object_new_string(t->luns[i].backstore)) &&
-		     put(e, "read_only", json_object_new_boolean(t->luns[i].read_only));
+		ok = e && cfg_put(e, "lun", json_object_new_uint64(t->luns[i].lun)) &&
+		     cfg_put(e, "backstore", json_object_new_string(t->luns[i].backstore)) &&
+		     cfg_put(e, "read_only", json_object_new_boolean(t->luns[i].read_only));
 		ok = ok ? arr_add(ls, e) : (json_object_put(e), false);
 	}
 	for (size_t i = 0; ok && i < t->nacls; i++)
 		ok = arr_add(as, acl_to_json(&t->acls[i], compare));
-	ok = ok && put(o, "tag", json_object_new_int64(t->tag)) &&
-	     put(o, "enable", json_object_new_boolean(t->enable)) &&
-	     put(o, "demo_mode", json_object_new_boolean(t->demo_mode)) &&
-	     put(o, "demo_write_protect", json_object_new_boolean(t->demo_write_protect)) &&
-	     put(o, "demo_target_reset", json_object_new_boolean(t->demo_target_reset)) &&
-	     (!t->demo_chap.userid || put(o, "demo_chap", chap_to_json(&t->demo_chap, compare)));
+	ok = ok && cfg_put(o, "tag", json_object_new_int64(t->tag)) &&
+	     cfg_put(o, "enable", json_object_new_boolean(t->enable)) &&
+	     cfg_put(o, "demo_mode", json_object_new_boolean(t->demo_mode)) &&
+	     cfg_put(o, "demo_write_protect", json_object_new_boolean(t->demo_write_protect)) &&
+	     cfg_put(o, "demo_target_reset", json_object_new_boolean(t->demo_target_reset)) &&
+	     (!t->demo_chap.userid || cfg_put(o, "demo_chap", chap_to_json(&t->demo_chap, compare)));
 	if (ok) {
-		ok = put(o, "portals", ps);
+		ok = cfg_put(o, "portals", ps);
 		ps = NULL;
 	}
 	if (ok) {
-		ok = put(o, "luns", ls);
+		ok = cfg_put(o, "luns", ls);
 		ls = NULL;
 	}
 	if (ok) {
-		ok = put(o, "acls", as);
+		ok = cfg_put(o, "acls", as);
 		as = NULL;
 	}
-	ok = ok && put(o, "params", params_to_json(&t->params));
+	ok = ok && cfg_put(o, "params", params_to_json(&t->params));
 	json_object_put(ps);
 	json_object_put(ls);
 	json_object_put(as);
@@ -209,7 +210,7 @@ static json_object *target_to_json(const struct cfg_target *tg, bool compare)
 		ok = arr_add(ts, tpg_to_json(&tg->tpgs[i], compare));
 	ok = ok && put_str(o, "iqn", tg->iqn) && put_str(o, "alias", tg->alias);
 	if (ok) {
-		ok = put(o, "tpgs", ts);
+		ok = cfg_put(o, "tpgs", ts);
 		ts = NULL;
 	}
 	ok = ok && cfg_alua_to_json(o, tg);
@@ -242,21 +243,21 @@ static json_object *to_obj(const struct config *c, bool compare)
 		ok = arr_add(bs, backstore_to_json(&c->backstores[i]));
 	for (size_t i = 0; ok && i < c->ntargets; i++)
 		ok = arr_add(ts, target_to_json(&c->targets[i], compare));
-	ok = ok && put(disc, "auth_required", json_object_new_boolean(c->discovery_auth_required)) &&
-	     (!c->discovery_chap.userid || put(disc, "chap", chap_to_json(&c->discovery_chap, compare))) &&
-	     put(glob, "reactors", json_object_new_int64(c->reactors)) &&
-	     put(glob, "poll_mode", json_object_new_string(poll_mode_name(c->poll_mode))) &&
-	     put(glob, "iser_srq", json_object_new_int64(c->iser_srq)) &&
+	ok = ok && cfg_put(disc, "auth_required", json_object_new_boolean(c->discovery_auth_required)) &&
+	     (!c->discovery_chap.userid || cfg_put(disc, "chap", chap_to_json(&c->discovery_chap, compare))) &&
+	     cfg_put(glob, "reactors", json_object_new_int64(c->reactors)) &&
+	     cfg_put(glob, "poll_mode", json_object_new_string(poll_mode_name(c->poll_mode))) &&
+	     cfg_put(glob, "iser_srq", json_object_new_int64(c->iser_srq)) &&
 	     put_str(glob, "admin_socket", c->admin_socket) && put_str(glob, "metrics", c->metrics) &&
 	     put_str(glob, "state_dir", c->state_dir);
 	for (size_t i = 0; ok && i < cfg_nlimit_keys; i++)
-		ok = put(glob, cfg_limit_keys[i].key,
+		ok = cfg_put(glob, cfg_limit_keys[i].key,
 			 json_object_new_int64(*cfg_limit_field((struct config *)c, &cfg_limit_keys[i])));
 	json_object *parts[] = { bs, ts, disc, glob };
 	const char *names[] = { "backstores", "targets", "discovery", "global" };
 	for (size_t i = 0; i < 4; i++) {
 		if (ok)
-			ok = put(root, names[i], parts[i]);
+			ok = cfg_put(root, names[i], parts[i]);
 		else
 			json_object_put(parts[i]);
 	}
