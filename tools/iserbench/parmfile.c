@@ -16,6 +16,7 @@
 #include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -736,79 +737,89 @@ static void rd_defaults(struct ib_rd *rd)
 	rd->distribution = IB_DIST_EXPONENTIAL;
 }
 
-/* Returns the new index, the default (-1), or -2 on error. */
-static int new_sd(struct ld *l, int ti)
-{
-	const struct tok *t = &l->tok[ti];
-	struct ib_parm *p = l->p;
-	char name[IB_NAME];
-	unsigned i;
+/* The three kinds of definition, each with its table in ib_parm and its side table in ld. */
+enum def_kind { DEF_SD, DEF_WD, DEF_RD };
 
-	if (def_name(l, t, name))
-		return -2;
-	if (!strcmp(name, "default"))
-		return -1;
-	for (i = 0; i < p->nsd; i++)
-		if (!strcmp(p->sd[i].name, name))
-			return terr(l, t, "sd=%s is defined twice (also line %d)", name, p->sd[i].line), -2;
-	if (!GROW_DEF(l, p->sd, l->sdx, p->nsd, l->sdcap, l->sdxcap))
-		return terr(l, t, "more than %d sd= definitions", MAX_DEFS), -2;
-	p->sd[p->nsd] = l->dsd;
-	l->sdx[p->nsd] = l->dsdx;
-	strcpy(p->sd[p->nsd].name, name);
-	p->sd[p->nsd].lun[0] = '\0';
-	p->sd[p->nsd].line = t->line;
-	l->sdx[p->nsd].file = t->file;
-	return (int)p->nsd++;
+/* Where one kind's definitions are, as bytes: new_def() works on every kind alike. */
+struct def_table {
+	const char *kw;                 /* "sd", "wd", "rd" */
+	char *arr, *x;                  /* p->sd and l->sdx, ... (moved by def_grow) */
+	unsigned *n;                    /* p->nsd, ... */
+	size_t size, xsize;             /* of one element of each */
+	size_t name_off, line_off, file_off;
+	const void *dflt, *dx;          /* the kind's default= definition, which a new one starts from */
+};
+
+static struct def_table def_table(struct ld *l, enum def_kind k)
+{
+	struct ib_parm *p = l->p;
+
+	switch (k) {
+	case DEF_SD:
+		return (struct def_table){ "sd", (char *)p->sd, (char *)l->sdx, &p->nsd, sizeof(*p->sd),
+					   sizeof(*l->sdx), offsetof(struct ib_sd, name),
+					   offsetof(struct ib_sd, line), offsetof(struct sdx, file), &l->dsd,
+					   &l->dsdx };
+	case DEF_WD:
+		return (struct def_table){ "wd", (char *)p->wd, (char *)l->wdx, &p->nwd, sizeof(*p->wd),
+					   sizeof(*l->wdx), offsetof(struct ib_wd, name),
+					   offsetof(struct ib_wd, line), offsetof(struct wdx, file), &l->dwd,
+					   &l->dwdx };
+	default:
+		return (struct def_table){ "rd", (char *)p->rd, (char *)l->rdx, &p->nrd, sizeof(*p->rd),
+					   sizeof(*l->rdx), offsetof(struct ib_rd, name),
+					   offsetof(struct ib_rd, line), offsetof(struct rdx, file), &l->drd,
+					   &l->drdx };
+	}
 }
 
-static int new_wd(struct ld *l, int ti)
+/* Room for one more definition of kind k (GROW_DEF needs the typed arrays). */
+static bool def_grow(struct ld *l, enum def_kind k)
 {
-	const struct tok *t = &l->tok[ti];
 	struct ib_parm *p = l->p;
-	char name[IB_NAME];
-	unsigned i;
 
-	if (def_name(l, t, name))
-		return -2;
-	if (!strcmp(name, "default"))
-		return -1;
-	for (i = 0; i < p->nwd; i++)
-		if (!strcmp(p->wd[i].name, name))
-			return terr(l, t, "wd=%s is defined twice (also line %d)", name, p->wd[i].line), -2;
-	if (!GROW_DEF(l, p->wd, l->wdx, p->nwd, l->wdcap, l->wdxcap))
-		return terr(l, t, "more than %d wd= definitions", MAX_DEFS), -2;
-	p->wd[p->nwd] = l->dwd;
-	l->wdx[p->nwd] = l->dwdx;
-	strcpy(p->wd[p->nwd].name, name);
-	p->wd[p->nwd].line = t->line;
-	l->wdx[p->nwd].file = t->file;
-	return (int)p->nwd++;
+	if (k == DEF_SD)
+		return GROW_DEF(l, p->sd, l->sdx, p->nsd, l->sdcap, l->sdxcap);
+	if (k == DEF_WD)
+		return GROW_DEF(l, p->wd, l->wdx, p->nwd, l->wdcap, l->wdxcap);
+	return GROW_DEF(l, p->rd, l->rdx, p->nrd, l->rdcap, l->rdxcap);
 }
 
-static int new_rd(struct ld *l, int ti)
+/*
+ * sd=, wd= or rd= (k) NAME at token ti: a new definition that starts as the
+ * kind's default= one.  Returns its index, -1 for NAME "default" (the
+ * keywords that follow change the default), or -2 on error.
+ */
+static int new_def(struct ld *l, int ti, enum def_kind k)
 {
 	const struct tok *t = &l->tok[ti];
-	struct ib_parm *p = l->p;
-	char name[IB_NAME];
+	struct def_table d = def_table(l, k);
+	char name[IB_NAME], *e, *x;
 	unsigned i;
+	int line;
 
-	l->rd_wd_here = false;
 	if (def_name(l, t, name))
 		return -2;
 	if (!strcmp(name, "default"))
 		return -1;
-	for (i = 0; i < p->nrd; i++)
-		if (!strcmp(p->rd[i].name, name))
-			return terr(l, t, "rd=%s is defined twice (also line %d)", name, p->rd[i].line), -2;
-	if (!GROW_DEF(l, p->rd, l->rdx, p->nrd, l->rdcap, l->rdxcap))
-		return terr(l, t, "more than %d rd= definitions", MAX_DEFS), -2;
-	p->rd[p->nrd] = l->drd;
-	l->rdx[p->nrd] = l->drdx;
-	strcpy(p->rd[p->nrd].name, name);
-	p->rd[p->nrd].line = t->line;
-	l->rdx[p->nrd].file = t->file;
-	return (int)p->nrd++;
+	for (i = 0; i < *d.n; i++) {
+		e = d.arr + i * d.size;
+		if (!strcmp(e + d.name_off, name)) {
+			memcpy(&line, e + d.line_off, sizeof(line));
+			return terr(l, t, "%s=%s is defined twice (also line %d)", d.kw, name, line), -2;
+		}
+	}
+	if (!def_grow(l, k))
+		return terr(l, t, "more than %d %s= definitions", MAX_DEFS, d.kw), -2;
+	d = def_table(l, k);
+	e = d.arr + *d.n * d.size;
+	x = d.x + *d.n * d.xsize;
+	memcpy(e, d.dflt, d.size);
+	memcpy(x, d.dx, d.xsize);
+	strcpy(e + d.name_off, name);
+	memcpy(e + d.line_off, &t->line, sizeof(t->line));
+	memcpy(x + d.file_off, &t->file, sizeof(t->file));
+	return (int)(*d.n)++;
 }
 
 static int gen_kw(struct ld *l, const struct tok *t)
@@ -1627,13 +1638,14 @@ static int parse_tokens(struct ld *l)
 
 		if (!strcmp(t->kw, "sd") && sec <= SEC_SD) {
 			sec = SEC_SD;
-			cur = new_sd(l, (int)i);
+			cur = new_def(l, (int)i, DEF_SD);
 		} else if (!strcmp(t->kw, "wd") && sec <= SEC_WD) {
 			sec = SEC_WD;
-			cur = new_wd(l, (int)i);
+			cur = new_def(l, (int)i, DEF_WD);
 		} else if (!strcmp(t->kw, "rd")) {
 			sec = SEC_RD;
-			cur = new_rd(l, (int)i);
+			l->rd_wd_here = false; /* wd= once per rd= (default= included): rd_kw() */
+			cur = new_def(l, (int)i, DEF_RD);
 		} else if (sec == SEC_GEN) {
 			gen_kw(l, t);
 		} else if (sec == SEC_SD) {
