@@ -171,8 +171,8 @@ int isc_send_targets_sync(struct isc_session *s, struct isc_discovery **out)
 	return rc;
 }
 
-int isc_discover(const char *host, uint16_t port, const struct isc_options *o, struct isc_discovery **out,
-		 char *err, size_t errlen)
+int isc_discover_sync(const char *host, uint16_t port, const struct isc_options *o, struct isc_discovery **out,
+		      char *err, size_t errlen)
 {
 	struct isc_session *s = isc_session_new(o);
 	if (!s) {
@@ -180,14 +180,18 @@ int isc_discover(const char *host, uint16_t port, const struct isc_options *o, s
 		snprintf(err, errlen, "%s", e == EINVAL ? "bad options (struct_size)" : strerror(e));
 		return -e;
 	}
-	int rc = isc_connect(s, host, port, NULL);
+	int rc = isc_connect_sync(s, host, port, NULL);
 	if (!rc) {
 		rc = isc_send_targets_sync(s, out);
 		if (!rc)
-			isc_logout(s);
+			isc_logout_sync(s);
 	}
 	if (rc)
 		snprintf(err, errlen, "%s", isc_errmsg(s));
 	isc_session_free(s);
 	return rc;
 }
+
+/* The name before 1.2 (initiator.h): programs built against 1.0 and 1.1 call it. */
+int isc_discover(const char *host, uint16_t port, const struct isc_options *o, struct isc_discovery **out,
+		 char *err, size_t errlen) __attribute__((alias("isc_discover_sync")));

@@ -184,15 +184,18 @@ int isc_service(struct isc_session *s, int revents)
 	return rc < 0 ? rc : 0;
 }
 
-int isc_connect_url(struct isc_session *s, const struct isc_url *u)
+int isc_connect_url_sync(struct isc_session *s, const struct isc_url *u)
 {
 	s->o.iser = u->iser;
 	if (u->user[0]) {
 		s->o.user = isc_dup_opt(s, 2, u->user);
 		s->o.password = isc_dup_opt(s, 3, u->password);
 	}
-	return isc_connect(s, u->host, u->port, u->target[0] ? u->target : NULL);
+	return isc_connect_sync(s, u->host, u->port, u->target[0] ? u->target : NULL);
 }
+
+/* The name before 1.2 (initiator.h): programs built against 1.0 and 1.1 call it. */
+int isc_connect_url(struct isc_session *s, const struct isc_url *u) __attribute__((alias("isc_connect_url_sync")));
 
 bool isc_logged_in(const struct isc_session *s) { return s->state == ISC_S_FFP; }
 uint16_t isc_login_status(const struct isc_session *s) { return s->login_status; }

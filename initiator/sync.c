@@ -60,13 +60,17 @@ int isc_waiter_wait(struct isc_session *s, struct isc_waiter *w, int rc)
 	return rc ? rc : w->err;
 }
 
-int isc_connect(struct isc_session *s, const char *host, uint16_t port, const char *target)
+int isc_connect_sync(struct isc_session *s, const char *host, uint16_t port, const char *target)
 {
 	struct isc_waiter w = { 0 };
 	return isc_waiter_wait(s, &w, isc_connect_async(s, host, port, target, isc_waiter_done, &w));
 }
 
-int isc_logout(struct isc_session *s)
+/* The name before 1.2 (initiator.h): programs built against 1.0 and 1.1 call it. */
+int isc_connect(struct isc_session *s, const char *host, uint16_t port, const char *target)
+	__attribute__((alias("isc_connect_sync")));
+
+int isc_logout_sync(struct isc_session *s)
 {
 	struct isc_waiter w = { 0 };
 	int rc = isc_logout_async(s, isc_waiter_done, &w);
@@ -78,6 +82,9 @@ int isc_logout(struct isc_session *s)
 		reactor_poll_once(s->r, 10);
 	return rc;
 }
+
+/* The name before 1.2 (initiator.h): programs built against 1.0 and 1.1 call it. */
+int isc_logout(struct isc_session *s) __attribute__((alias("isc_logout_sync")));
 
 int isc_nop_sync(struct isc_session *s)
 {

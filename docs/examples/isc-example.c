@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	int rc = isc_connect_url(s, &url);
+	int rc = isc_connect_url_sync(s, &url);
 	if (rc < 0) {
 		fprintf(stderr, "isc-example: login: %s\n", isc_errmsg(s));
 		isc_session_free(s);
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	}
 	free(block);
 	if (rc == 0)
-		isc_logout(s);
+		isc_logout_sync(s);
 out:
 	isc_session_free(s);
 	return rc < 0 ? 1 : 0;

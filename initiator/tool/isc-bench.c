@@ -104,7 +104,7 @@ static int run_isc(const char *url_s)
 	isc_options_default(&o);
 	o.nop_interval_s = 0;
 	is = isc_session_new(&o);
-	if (!is || isc_connect_url(is, &u)) {
+	if (!is || isc_connect_url_sync(is, &u)) {
 		fprintf(stderr, "isc: %s\n", is ? isc_errmsg(is) : "no memory");
 		isc_session_free(is);
 		return 1;
@@ -137,7 +137,7 @@ static int run_isc(const char *url_s)
 	double el = now_s() - t0, cpu = cpu_s() - c0;
 	printf("isc       %10.0f IOPS %9.1f MiB/s  cpu %.2f s  %.2f us/IO  %.0f IOPS per CPU-second  errors %" PRIu64 "\n",
 	       ios / el, ios * (double)bs / el / 1048576, cpu, cpu * 1e6 / (double)ios, ios / cpu, errors);
-	isc_logout(is);
+	isc_logout_sync(is);
 	isc_session_free(is);
 	for (uint32_t i = 0; i < qd; i++)
 		free(slots[i].buf);

@@ -159,7 +159,7 @@ static int do_discover(const char *portal)
 	struct isc_discovery *d = NULL;
 	char err[512];
 	opts.iser = u.iser;
-	int rc = isc_discover(u.host, u.port, &opts, &d, err, sizeof(err));
+	int rc = isc_discover_sync(u.host, u.port, &opts, &d, err, sizeof(err));
 	if (rc)
 		return fail("discover", rc, err);
 	if (json_out) {
@@ -199,7 +199,7 @@ static struct isc_session *open_session(const struct isc_url *u, int *code)
 		*code = fail("session", -ENOMEM, "out of memory");
 		return NULL;
 	}
-	int rc = isc_connect_url(s, u);
+	int rc = isc_connect_url_sync(s, u);
 	if (rc) {
 		*code = fail("login", rc, isc_errmsg(s));
 		isc_session_free(s);
@@ -334,7 +334,7 @@ static int do_login(const struct isc_url *u)
 	} else {
 		json_object_put(luns);
 	}
-	int rc = isc_logout(s);
+	int rc = isc_logout_sync(s);
 	if (!json_out)
 		printf("%s\n", rc ? "Logout failed" : "Logged out");
 	isc_session_free(s);
@@ -349,7 +349,7 @@ static int do_ls(const char *portal)
 	struct isc_discovery *d = NULL;
 	char err[512];
 	opts.iser = pu.iser;
-	int rc = isc_discover(pu.host, pu.port, &opts, &d, err, sizeof(err));
+	int rc = isc_discover_sync(pu.host, pu.port, &opts, &d, err, sizeof(err));
 	if (rc)
 		return fail("discover", rc, err);
 	json_object *arr = json_object_new_array();
@@ -365,7 +365,7 @@ static int do_ls(const char *portal)
 		if (!s)
 			break;
 		/* Log in through the portal we were given: advertised wildcard addresses are not reachable. */
-		rc = isc_connect_url(s, &u);
+		rc = isc_connect_url_sync(s, &u);
 		if (rc) {
 			if (!json_out)
 				printf("  login failed: %s\n", isc_errmsg(s));
@@ -376,7 +376,7 @@ static int do_ls(const char *portal)
 			bool cut;
 			json_object_object_add(t, "luns", list_luns(s, "  ", &cut));
 			json_object_object_add(t, "luns_truncated", json_object_new_boolean(cut));
-			isc_logout(s);
+			isc_logout_sync(s);
 		}
 		isc_session_free(s);
 		json_object_array_add(arr, t);
@@ -452,7 +452,7 @@ static int do_inq(const struct isc_url *u, int vpd)
 		code = fail("inquiry", rc, isc_errmsg(s));
 	else
 		code = EX_OK;
-	isc_logout(s);
+	isc_logout_sync(s);
 	isc_session_free(s);
 	return code;
 }
@@ -484,7 +484,7 @@ static int do_readcap(const struct isc_url *u)
 			       cap.blocks, cap.block_size, cap.blocks * cap.block_size, cap.thin ? "yes" : "no");
 		}
 	}
-	isc_logout(s);
+	isc_logout_sync(s);
 	isc_session_free(s);
 	return code;
 }
@@ -495,7 +495,7 @@ static int do_logout(const struct isc_url *u)
 	struct isc_session *s = open_session(u, &code);
 	if (!s)
 		return code;
-	int rc = isc_logout(s);
+	int rc = isc_logout_sync(s);
 	code = rc ? fail("logout", rc, isc_errmsg(s)) : EX_OK;
 	if (!rc && !json_out)
 		printf("Logged out of %s\n", u->target);

@@ -562,7 +562,7 @@ static void queue_free_sessions(struct queue *q)
 {
 	for (unsigned i = 0; i < q->d->npaths; i++) {
 		if (q->p[i].s && isc_logged_in(q->p[i].s))
-			isc_logout(q->p[i].s);
+			isc_logout_sync(q->p[i].s);
 		isc_session_free(q->p[i].s);
 		q->p[i].s = NULL;
 	}
@@ -582,7 +582,7 @@ static void *queue_main(void *arg)
 			snprintf(q->errmsg, sizeof(q->errmsg), "cannot create a session: %s", strerror(errno));
 			goto fail;
 		}
-		rc = isc_connect_url(p->s, &d->paths[i].u);
+		rc = isc_connect_url_sync(p->s, &d->paths[i].u);
 		if (rc) {
 			snprintf(q->errmsg, sizeof(q->errmsg), "%s: %s", d->paths[i].url, isc_errmsg(p->s));
 			goto fail;
@@ -918,7 +918,7 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 			rc = -errno;
 			goto out;
 		}
-		rc = isc_connect_url(ps, &urls[i]);
+		rc = isc_connect_url_sync(ps, &urls[i]);
 		if (!rc)
 			rc = probe_lun(ps, urls[i].lun, &li);
 		if (rc) {
@@ -927,7 +927,7 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 			isc_session_free(ps);
 			goto out;
 		}
-		isc_logout(ps);
+		isc_logout_sync(ps);
 		isc_session_free(ps);
 		/* Several URLs must reach one LU: the same VPD 83h designator, capacity and block size. */
 		if (i && (strcmp(li.id, d->li.id) || !li.id[0] || li.blocks != d->li.blocks ||

@@ -128,7 +128,7 @@ static struct isc_session *session(uint16_t port, struct ft_stats *st, const cha
 	if (max_burst)
 		o.max_burst = max_burst;
 	struct isc_session *s = isc_session_new(&o);
-	int rc = s ? isc_connect(s, "127.0.0.1", port, FT_TARGET) : -ENOMEM;
+	int rc = s ? isc_connect_sync(s, "127.0.0.1", port, FT_TARGET) : -ENOMEM;
 	char what[160];
 	snprintf(what, sizeof(what), "%s: logs in to the fake target", name);
 	check(what, rc == 0 && st->logins == 1, "rc %d (%s), %d logins", rc, s ? isc_errmsg(s) : "", st->logins);
@@ -219,7 +219,7 @@ static void sane(uint16_t port)
 	check("sane target: TUR, a 16 MiB WRITE through two 8 MiB R2Ts, READ CAPACITY",
 	      rc1 == 0 && rc2 == 0 && rc3 == 0 && cap.blocks == 2048, "rc %d %d %d: %s", rc1, rc2, rc3,
 	      isc_errmsg(s));
-	check("sane target: logout", isc_logout(s) == 0, "%s", isc_errmsg(s));
+	check("sane target: logout", isc_logout_sync(s) == 0, "%s", isc_errmsg(s));
 	isc_session_free(s);
 	ft_stop(pid, st);
 }
@@ -278,7 +278,7 @@ static void luns_library(uint16_t port)
 	check("REPORT LUNS cut: at most max stored, truncated", rc == 0 && n == 100 && cut, "rc %d, n %u, truncated %d",
 	      rc, n, cut);
 #endif
-	isc_logout(s);
+	isc_logout_sync(s);
 	isc_session_free(s);
 	free(luns);
 	ft_stop(pid, st);

@@ -77,7 +77,7 @@ static bool wait_port(int p, int ms)
 		char err[256];
 		struct isc_options o;
 		isc_options_default(&o);
-		int rc = isc_discover(url, (uint16_t)p, &o, &d, err, sizeof(err));
+		int rc = isc_discover_sync(url, (uint16_t)p, &o, &d, err, sizeof(err));
 		isc_discovery_free(d);
 		if (rc != -ECONNREFUSED)
 			return true;
@@ -158,7 +158,7 @@ static struct isc_session *login(const char *host, int p, const char *target, st
 		*err = -ENOMEM;
 		return NULL;
 	}
-	*err = isc_connect(s, host, (uint16_t)p, target);
+	*err = isc_connect_sync(s, host, (uint16_t)p, target);
 	if (*err) {
 		isc_session_free(s);
 		return NULL;
@@ -354,7 +354,7 @@ static void test_isertd_login_and_chap(void)
 
 	struct isc_discovery *d = NULL;
 	char emsg[300];
-	int rc = isc_discover("127.0.0.1", (uint16_t)port, &o, &d, emsg, sizeof(emsg));
+	int rc = isc_discover_sync("127.0.0.1", (uint16_t)port, &o, &d, emsg, sizeof(emsg));
 	bool found = false;
 	for (unsigned i = 0; !rc && i < d->ntargets; i++)
 		if (!strcmp(d->targets[i].name, "iqn.2026-11.org.isert:init-open") && d->targets[i].nportals == 1 &&
@@ -386,7 +386,7 @@ static void test_isertd_login_and_chap(void)
 		check("READ CAPACITY 16 (4 KiB blocks)", !rc && cap.block_size == 4096 && cap.blocks == 4096, "rc %d", rc);
 		rc = isc_nop_sync(s);
 		check("NOP-Out ping answered", !rc, "rc %d", rc);
-		rc = isc_logout(s);
+		rc = isc_logout_sync(s);
 		check("logout", !rc && !isc_logged_in(s), "rc %d", rc);
 		isc_session_free(s);
 	}
@@ -408,7 +408,7 @@ static void test_isertd_login_and_chap(void)
 		snprintf(name, sizeof(name), "one-way CHAP with CHAP_A=%d", alg);
 		check(name, s && p.chap_alg == alg, "err %d", err);
 		if (s)
-			isc_logout(s);
+			isc_logout_sync(s);
 		isc_session_free(s);
 	}
 	isc_options_default(&o);
@@ -416,7 +416,7 @@ static void test_isertd_login_and_chap(void)
 	o.user = "alice";
 	o.password = "wrong-secret-1";
 	struct isc_session *s2 = isc_session_new(&o);
-	err = isc_connect(s2, "127.0.0.1", (uint16_t)port, chap_t);
+	err = isc_connect_sync(s2, "127.0.0.1", (uint16_t)port, chap_t);
 	check("wrong CHAP secret: -EACCES, status 0x0201 in words",
 	      err == -EACCES && isc_login_status(s2) == 0x0201 && strstr(isc_errmsg(s2), "authentication failure"),
 	      "err %d '%s'", err, isc_errmsg(s2));
@@ -435,24 +435,24 @@ static void test_isertd_login_and_chap(void)
 		rc = isc_write16_sync(s, 0, 7, 1, 512, blk, true, NULL);
 		rc = rc ? rc : isc_read16_sync(s, 0, 7, 1, 512, back, NULL);
 		check("I/O on the mutual-CHAP session (FUA write)", !rc && !memcmp(blk, back, 512), "rc %d", rc);
-		isc_logout(s);
+		isc_logout_sync(s);
 		isc_session_free(s);
 	}
 	o.target_password = "not-the-secret";
 	s2 = isc_session_new(&o);
-	err = isc_connect(s2, "127.0.0.1", (uint16_t)port, chap_t);
+	err = isc_connect_sync(s2, "127.0.0.1", (uint16_t)port, chap_t);
 	check("mutual CHAP with the wrong target secret: -EACCES", err == -EACCES && strstr(isc_errmsg(s2), "mutual"),
 	      "err %d '%s'", err, isc_errmsg(s2));
 	isc_session_free(s2);
 
 	isc_options_default(&o);
 	s2 = isc_session_new(&o);
-	err = isc_connect(s2, "127.0.0.1", (uint16_t)port, "iqn.2026-11.org.isert:nosuch");
+	err = isc_connect_sync(s2, "127.0.0.1", (uint16_t)port, "iqn.2026-11.org.isert:nosuch");
 	check("unknown target: -EPERM, 'target not found'",
 	      err == -EPERM && isc_login_status(s2) == 0x0203 && strstr(isc_errmsg(s2), "not found"), "err %d", err);
 	isc_session_free(s2);
 	s2 = isc_session_new(&o);
-	err = isc_connect(s2, "127.0.0.1", (uint16_t)(port + 9), "iqn.2026-11.org.isert:init-open");
+	err = isc_connect_sync(s2, "127.0.0.1", (uint16_t)(port + 9), "iqn.2026-11.org.isert:init-open");
 	check("closed port: -ECONNREFUSED", err == -ECONNREFUSED, "err %d", err);
 	isc_session_free(s2);
 }
@@ -547,7 +547,7 @@ static void test_io(const char *host, int p, const char *target, uint64_t lun, u
 	check(name, rc == 0, "rc %d", rc);
 	isc_tur_sync(s, lun, &r); /* consume the reset's unit attention */
 
-	isc_logout(s);
+	isc_logout_sync(s);
 	isc_session_free(s);
 }
 
@@ -607,7 +607,7 @@ static void test_abort(const char *host, int p, const char *target, uint64_t lun
 	rc = isc_tur_sync(s, lun, &r);
 	check("session usable after ABORT TASK", !rc || rc == -EIO, "rc %d", rc);
 	free(buf);
-	isc_logout(s);
+	isc_logout_sync(s);
 	isc_session_free(s);
 }
 
@@ -726,7 +726,7 @@ static void test_reconnect(const char *who, const char *target, uint64_t lun, bo
 	check(name, !rc && !memcmp(wbuf, rbuf, total), "rc %d %s", rc, isc_errmsg(s));
 	free(wbuf);
 	free(rbuf);
-	isc_logout(s);
+	isc_logout_sync(s);
 	isc_session_free(s);
 }
 
@@ -779,22 +779,22 @@ static void test_api_rules(void)
 	isc_session_free(s);
 	struct isc_discovery *d = NULL;
 	char err[200] = "";
-	int rc = isc_discover("127.0.0.1", (uint16_t)port, &o, &d, err, sizeof(err));
-	check("options: isc_discover passes the refusal on as -EINVAL", rc == -EINVAL, "rc %d %s", rc, err);
+	int rc = isc_discover_sync("127.0.0.1", (uint16_t)port, &o, &d, err, sizeof(err));
+	check("options: isc_discover_sync passes the refusal on as -EINVAL", rc == -EINVAL, "rc %d %s", rc, err);
 
 	/* The log callback: debug lines when asked, nothing once removed. */
 	struct log_seen seen = { 0 };
 	isc_set_log_cb(log_cb, &seen, ISC_LOG_DEBUG);
 	isc_options_default(&o);
 	s = isc_session_new(&o);
-	rc = s ? isc_connect(s, "127.0.0.1", 1, NULL) : -ENOMEM;
+	rc = s ? isc_connect_sync(s, "127.0.0.1", 1, NULL) : -ENOMEM;
 	isc_session_free(s);
 	check("log callback: connection events at debug level", rc == -ECONNREFUSED && seen.debug >= 1 &&
 	      strstr(seen.last, "127.0.0.1:1"), "rc %d, %d lines, last '%s'", rc, seen.lines, seen.last);
 	isc_set_log_cb(log_cb, &seen, ISC_LOG_WARN);
 	int before = seen.lines;
 	s = isc_session_new(&o);
-	rc = s ? isc_connect(s, "127.0.0.1", 1, NULL) : -ENOMEM;
+	rc = s ? isc_connect_sync(s, "127.0.0.1", 1, NULL) : -ENOMEM;
 	isc_session_free(s);
 	check("log callback: no debug lines above max_level", rc == -ECONNREFUSED && seen.lines == before,
 	      "%d lines", seen.lines - before);
@@ -814,7 +814,7 @@ static int run_isertd(const char *bin, int p)
 	struct isc_options po;
 	isc_options_default(&po);
 	struct isc_session *probe = isc_session_new(&po);
-	int prc = probe ? isc_connect(probe, "127.0.0.1", (uint16_t)port, NULL) : -ENOMEM;
+	int prc = probe ? isc_connect_sync(probe, "127.0.0.1", (uint16_t)port, NULL) : -ENOMEM;
 	isc_session_free(probe);
 	if (prc != -ECONNREFUSED) {
 		printf("port %d is already in use (%d)\n", port, prc);
@@ -845,7 +845,7 @@ static int run_isertd(const char *bin, int p)
 			struct isc_result r;
 			isc_tur_sync(s, 0, &r);
 			cross_check(s, url, 0, 512, "isertd");
-			isc_logout(s);
+			isc_logout_sync(s);
 			isc_session_free(s);
 		}
 	}
@@ -958,7 +958,7 @@ static int run_tgtd(int p, int control)
 	isc_options_default(&o);
 	struct isc_discovery *d = NULL;
 	char emsg[300];
-	rc = isc_discover("127.0.0.1", (uint16_t)port, &o, &d, emsg, sizeof(emsg));
+	rc = isc_discover_sync("127.0.0.1", (uint16_t)port, &o, &d, emsg, sizeof(emsg));
 	bool f1 = false, f2 = false;
 	for (unsigned i = 0; !rc && i < d->ntargets; i++) {
 		f1 |= !strcmp(d->targets[i].name, T) && d->targets[i].nportals >= 1 && d->targets[i].portals[0].port == port;
@@ -987,7 +987,7 @@ static int run_tgtd(int p, int control)
 		snprintf(url, sizeof(url), "iscsi://127.0.0.1:%d/%s/1", port, T);
 		cross_check(s, url, 1, 512, "tgtd");
 #endif
-		isc_logout(s);
+		isc_logout_sync(s);
 		isc_session_free(s);
 	}
 	test_io("127.0.0.1", port, T, 1, 512, false, "tgtd");
@@ -1006,14 +1006,14 @@ static int run_tgtd(int p, int control)
 	s = login("127.0.0.1", port, TC, &o, &err);
 	check("tgtd: one-way CHAP", s != NULL, "err %d", err);
 	if (s)
-		isc_logout(s);
+		isc_logout_sync(s);
 	isc_session_free(s);
 	o.target_user = "tgtout";
 	o.target_password = "tgtout-secret-1";
 	s = login("127.0.0.1", port, TC, &o, &err);
 	check("tgtd: mutual CHAP", s != NULL, "err %d", err);
 	if (s)
-		isc_logout(s);
+		isc_logout_sync(s);
 	isc_session_free(s);
 	o.target_password = "tgtout-wrong-1";
 	s = login("127.0.0.1", port, TC, &o, &err);

@@ -40,6 +40,14 @@ for sym in $(grep '^isc_' "$tmp/exports"); do
 done
 [ -z "$undeclared" ] || fail "exported but not in isert/initiator.h:$undeclared"
 ok "exports: $(grep -c '^isc_' "$tmp/exports") isc_* symbols, nothing else"
+# The names before 1.2 stay exported, each at the address of its _sync function: programs built
+# against 1.0 and 1.1 keep running.
+addr() { nm -D --defined-only "$so" | awk -v s="$1" '{ sub(/@.*/, "", $NF) } $NF == s { print $1 }'; }
+for old in isc_connect isc_connect_url isc_logout isc_discover; do
+	a=$(addr $old)
+	[ -n "$a" ] && [ "$a" = "$(addr ${old}_sync)" ] || fail "$old is not exported as ${old}_sync is"
+done
+ok "isc_connect, isc_connect_url, isc_logout, isc_discover: exported, the same functions as their _sync names"
 readelf -d "$so" | grep -q 'SONAME.*\[libisert-initiator\.so\.1\]' || fail "soname is not libisert-initiator.so.1"
 ok "soname libisert-initiator.so.1"
 

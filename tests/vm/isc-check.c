@@ -54,7 +54,7 @@ struct isc_session *check_login(const struct isc_options *o, const struct isc_ur
 		check_report(false, "login", "out of memory");
 		return NULL;
 	}
-	int rc = isc_connect_url(s, u);
+	int rc = isc_connect_url_sync(s, u);
 	check_report(!rc, "login", isc_errmsg(s));
 	if (rc) {
 		isc_session_free(s);

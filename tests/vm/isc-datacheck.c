@@ -237,7 +237,7 @@ static void verify_elsewhere(const struct isc_options *o, const char *vurl)
 		return;
 	}
 	struct isc_session *s = isc_session_new(o);
-	if (!s || isc_connect_url(s, &v)) {
+	if (!s || isc_connect_url_sync(s, &v)) {
 		check_report(false, what, s ? isc_errmsg(s) : "out of memory");
 		isc_session_free(s);
 		return;
@@ -257,7 +257,7 @@ static void verify_elsewhere(const struct isc_options *o, const char *vurl)
 		free(b);
 	}
 	check_report(!bad, what, err);
-	isc_logout(s);
+	isc_logout_sync(s);
 	isc_session_free(s);
 }
 
@@ -326,7 +326,7 @@ int main(int argc, char **argv)
 	free(list);
 	readonly_check(s, 131072);
 	qd_check(s, qd, qd_len);
-	rc = isc_logout(s);
+	rc = isc_logout_sync(s);
 	check_report(!rc, "logout", isc_errmsg(s));
 	isc_session_free(s);
 	if (vurl)

@@ -620,7 +620,7 @@ int main(int argc, char **argv)
 		rc = do_lu_reset(s, qd ? qd : 32, len ? len : 262144, lba, pool);
 	if (rc == 2)
 		return 2;
-	rc = isc_logout(s);
+	rc = isc_logout_sync(s);
 	check_report(!rc, "logout", isc_errmsg(s));
 	isc_session_free(s);
 	printf("# %u failed\n", check_failures);

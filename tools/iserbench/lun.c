@@ -62,7 +62,7 @@ static int open_isc(struct ib_lun *l, const char *spec, char *err, size_t errlen
 		snprintf(err, errlen, "lun=%s: out of memory", spec);
 		return -ENOMEM;
 	}
-	int rc = isc_connect_url(l->s, &u);
+	int rc = isc_connect_url_sync(l->s, &u);
 	if (rc == -EPROTONOSUPPORT) {
 		snprintf(err, errlen, "lun=%s: iSER is not supported by this build of the initiator library "
 			 "(use iscsi:// for TCP)", spec);
@@ -166,7 +166,7 @@ void ib_lun_close(struct ib_lun *l)
 {
 	if (l->s) {
 		if (isc_logged_in(l->s))
-			isc_logout(l->s);
+			isc_logout_sync(l->s);
 		isc_session_free(l->s);
 		l->s = NULL;
 	}

@@ -5,8 +5,9 @@
  * descriptor the caller puts in its own poll/epoll/io_uring loop
  * (isc_get_fd(), isc_which_events(), isc_service()); every callback runs
  * inside isc_service() or a synchronous wrapper, on the caller's thread.
- * Synchronous wrappers (*_sync, isc_connect, isc_discover) run that loop
- * themselves.  A session is used by one thread at a time.
+ * Every call that blocks ends in _sync (since 1.2: the names it replaced
+ * are at the end of this header, deprecated) and runs that loop itself.
+ * A session is used by one thread at a time.
  *
  * Error convention, for every function: one returning int returns 0 (or a
  * count / a value >= 0 where stated) on success and a negative errno on
@@ -46,10 +47,17 @@ extern "C" {
  * macros to learn what the library loaded at run time offers.
  */
 #define ISC_API_VERSION_MAJOR 1
-#define ISC_API_VERSION_MINOR 1
+#define ISC_API_VERSION_MINOR 2
 #define ISC_API_VERSION ((ISC_API_VERSION_MAJOR << 16) | ISC_API_VERSION_MINOR)
 /* The library's ISC_API_VERSION (major << 16 | minor). */
 unsigned isc_version(void);
+
+/* Marks a name kept only for programs written before it was replaced: the compiler names the new one. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ISC_DEPRECATED(use) __attribute__((deprecated("use " use)))
+#else
+#define ISC_DEPRECATED(use)
+#endif
 
 /*
  * Logging: the library never writes to stderr or stdout by itself; its
@@ -138,14 +146,17 @@ typedef void (*isc_done_cb)(struct isc_session *s, int err, void *arg);
  * The async form returns at once (a host name is resolved first, which may
  * block; numeric addresses never do); cb runs from isc_service() when the
  * login is done or failed.
- * Options from the URL (user/password) override those of isc_session_new().
+ * isc_connect_url_sync takes host, port, target and user/password from the
+ * URL (they override those of isc_session_new()), and the transport
+ * (iser:// or iscsi://, whatever isc_options.iser said).  The _sync forms
+ * are since 1.2 (before: isc_connect, isc_connect_url, isc_logout).
  */
 int isc_connect_async(struct isc_session *s, const char *host, uint16_t port, const char *target,
 		      isc_done_cb cb, void *arg);
-int isc_connect(struct isc_session *s, const char *host, uint16_t port, const char *target);
-int isc_connect_url(struct isc_session *s, const struct isc_url *u);
+int isc_connect_sync(struct isc_session *s, const char *host, uint16_t port, const char *target);
+int isc_connect_url_sync(struct isc_session *s, const struct isc_url *u);
 int isc_logout_async(struct isc_session *s, isc_done_cb cb, void *arg);
-int isc_logout(struct isc_session *s);
+int isc_logout_sync(struct isc_session *s);
 bool isc_logged_in(const struct isc_session *s);
 
 /* Status class/detail of the last login response (0 if none or success). */
@@ -349,10 +360,25 @@ struct isc_discovery {
 };
 /* SendTargets=All on a logged-in discovery session. */
 int isc_send_targets_sync(struct isc_session *s, struct isc_discovery **out);
-/* Connect, discover, log out: one call. */
+/* Connect, discover, log out: one call (since 1.2; before, isc_discover). */
+int isc_discover_sync(const char *host, uint16_t port, const struct isc_options *o, struct isc_discovery **out,
+		      char *err, size_t errlen);
+void isc_discovery_free(struct isc_discovery *d);
+
+/*
+ * ---- names before 1.2 ----
+ * The blocking calls that did not end in _sync.  Each is the same function
+ * as its _sync name (an alias in the library), kept so that programs built
+ * against 1.0 or 1.1 run unchanged; code compiled against this header is
+ * told the new name.
+ */
+ISC_DEPRECATED("isc_connect_sync")
+int isc_connect(struct isc_session *s, const char *host, uint16_t port, const char *target);
+ISC_DEPRECATED("isc_connect_url_sync") int isc_connect_url(struct isc_session *s, const struct isc_url *u);
+ISC_DEPRECATED("isc_logout_sync") int isc_logout(struct isc_session *s);
+ISC_DEPRECATED("isc_discover_sync")
 int isc_discover(const char *host, uint16_t port, const struct isc_options *o, struct isc_discovery **out,
 		 char *err, size_t errlen);
-void isc_discovery_free(struct isc_discovery *d);
 
 #ifdef __cplusplus
 }
