@@ -34,7 +34,7 @@ static void unkick(void *arg)
  * in the reactor's deferred list, which does not make the fd readable: poke
  * the reactor's eventfd once so the caller's loop comes back to service.
  */
-void isc_kick(struct isc_session *s)
+static void isc_kick(struct isc_session *s)
 {
 	if (s->in_service || s->kicked)
 		return;

@@ -173,8 +173,6 @@ void isc_log(enum isc_log_level lvl, const char *fmt, ...) __attribute__((format
 
 /* session.c */
 void isc_seterr(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Replace the session's owned copy of option string i (s->strs[i]); returns it. */
-char *isc_dup_opt(struct isc_session *s, int i, const char *v);
 
 /* conn.c */
 void isc_on_tick(void *arg, uint32_t events);
@@ -202,7 +200,6 @@ void isc_conn_lost(struct isc_session *s, int err, const char *why);
  */
 int isc_proto_fail(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void isc_proto_drop(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void isc_kick(struct isc_session *s);
 void isc_arm_timer(struct isc_session *s);
 
 /* sync.c: one waiter for every synchronous wrapper */
@@ -213,10 +210,7 @@ struct isc_waiter {
 	struct isc_result res;    /* SCSI task */
 	uint32_t data_in;         /* its Data-In bytes (TCP) */
 };
-int isc_wait(struct isc_session *s, const bool *done);
 void isc_waiter_done(struct isc_session *s, int err, void *arg);  /* an isc_done_cb */
-void isc_waiter_tmf(struct isc_session *s, int err, int response, void *arg);
-void isc_waiter_task(struct isc_session *s, const struct isc_result *r, void *arg);
 /* rc: what starting the asynchronous call returned; then the loop runs until w is done. */
 int isc_waiter_wait(struct isc_session *s, struct isc_waiter *w, int rc);
 /* isc_submit_sync, and *got: the bytes of a read that arrived (at most cmd->len). */

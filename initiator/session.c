@@ -57,7 +57,8 @@ const char *isc_errmsg(const struct isc_session *s)
 	return s->errmsg[0] ? s->errmsg : "no error";
 }
 
-char *isc_dup_opt(struct isc_session *s, int i, const char *v)
+/* Replace the session's owned copy of option string i (s->strs[i]); returns it. */
+static char *isc_dup_opt(struct isc_session *s, int i, const char *v)
 {
 	free(s->strs[i]);
 	s->strs[i] = v ? strdup(v) : NULL;

@@ -11,7 +11,7 @@
 #include "isc_internal.h"
 
 /* Run the loop until *done (sync wrappers). */
-int isc_wait(struct isc_session *s, const bool *done)
+static int isc_wait(struct isc_session *s, const bool *done)
 {
 	bool was = s->in_service;
 	s->in_service = true;
@@ -34,7 +34,7 @@ void isc_waiter_done(struct isc_session *s, int err, void *arg)
 	w->err = err;
 }
 
-void isc_waiter_tmf(struct isc_session *s, int err, int response, void *arg)
+static void isc_waiter_tmf(struct isc_session *s, int err, int response, void *arg)
 {
 	struct isc_waiter *w = arg;
 	(void)s;
@@ -43,7 +43,7 @@ void isc_waiter_tmf(struct isc_session *s, int err, int response, void *arg)
 	w->response = response;
 }
 
-void isc_waiter_task(struct isc_session *s, const struct isc_result *r, void *arg)
+static void isc_waiter_task(struct isc_session *s, const struct isc_result *r, void *arg)
 {
 	struct isc_waiter *w = arg;
 	(void)s;

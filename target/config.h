@@ -129,11 +129,6 @@ struct cfg_target {
 	size_t nalua_groups;
 };
 
-/* "active_optimized", ... for a state code (NULL: none); the code for a name (-1: none). */
-const char *config_alua_state_name(uint8_t state);
-int config_alua_state_parse(const char *name);
-/* "implicit", "explicit" or "both". */
-const char *config_alua_mode_name(uint8_t modes);
 /* A target's "alua" object as the file writes it, the default group included (NULL: out of memory). */
 struct json_object;
 struct json_object *config_alua_obj(const struct cfg_target *tg);

@@ -25,7 +25,8 @@ static const struct {
 	{ "transitioning", ALUA_TRANSITIONING },
 };
 
-const char *config_alua_state_name(uint8_t state)
+/* "active_optimized", ... for a state code (NULL: none); the code for a name (-1: none). */
+static const char *config_alua_state_name(uint8_t state)
 {
 	for (size_t i = 0; i < sizeof(alua_states) / sizeof(alua_states[0]); i++)
 		if (alua_states[i].code == state)
@@ -33,7 +34,7 @@ const char *config_alua_state_name(uint8_t state)
 	return NULL;
 }
 
-int config_alua_state_parse(const char *name)
+static int config_alua_state_parse(const char *name)
 {
 	for (size_t i = 0; name && i < sizeof(alua_states) / sizeof(alua_states[0]); i++)
 		if (!strcmp(alua_states[i].name, name))
@@ -252,7 +253,8 @@ static json_object *ports_json(const uint16_t *v, size_t n)
 	return a;
 }
 
-const char *config_alua_mode_name(uint8_t modes)
+/* "implicit", "explicit" or "both". */
+static const char *config_alua_mode_name(uint8_t modes)
 {
 	static const char *const names[] = { "implicit", "implicit", "explicit", "both" };
 	return names[modes & 3];

@@ -95,10 +95,6 @@ int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, st
 void iscsi_portal_unlisten(struct iscsi_portal *ip);
 /* Is p among cfg's portals? */
 bool config_has_portal(const struct config *cfg, const struct iscsi_portal *p);
-/* Listen on every portal of the configuration. */
-int iscsi_listen(char *err, size_t errlen);
-/* The same for cfg: portals not listening yet start (an iSER portal that cannot is logged, not an error). */
-int iscsi_listen_all(const struct config *cfg, char *err, size_t errlen);
 int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
 /* Stop listening (the first step of a shutdown). */
 void iscsi_stop(void);
@@ -294,8 +290,6 @@ void task_stash_free(struct iscsi_task *t, struct stash *st);
 void task_slot_release(struct iscsi_task *t);
 /* Count the task's pool buffers (after the SCSI layer allocated or swapped them). */
 void task_bufs_account(struct iscsi_task *t);
-/* Drop the buffers of a task whose data no longer matters (aborted before execution). */
-void task_bufs_drop(struct iscsi_task *t);
 bool task_data_owed(const struct iscsi_task *t);
 /* Keep an ended task while the Data-Out it is owed comes in (bounded per connection). */
 void task_absorb(struct iscsi_task *t);
@@ -387,8 +381,6 @@ const char *iscsi_alua_status(const char *iqn, uint16_t id);
 
 /* tmf.c */
 void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx);
-/* Abort one task (TMF or shutdown): it ends silently. */
-void tmf_abort_task(struct iscsi_conn *c, struct iscsi_task *t);
 void tmf_free(struct iscsi_conn *c);
 
 #endif

@@ -254,7 +254,7 @@ void iscsi_portal_unlisten(struct iscsi_portal *ip)
 /* Listen on every portal of cfg not listening yet: TCP first (on iWARP a TCP and an RDMA
  * listener cannot share an address and port).  An iSER portal that cannot listen is logged
  * and left out (a host without RDMA still serves TCP); a TCP one is an error. */
-int iscsi_listen_all(const struct config *cfg, char *err, size_t errlen)
+static int iscsi_listen_all(const struct config *cfg, char *err, size_t errlen)
 {
 	for (int iser = 0; iser < 2; iser++)
 		for (size_t i = 0; i < cfg->ntargets; i++)
@@ -279,7 +279,8 @@ int iscsi_listen_all(const struct config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-int iscsi_listen(char *err, size_t errlen)
+/* Listen on every portal of the running configuration. */
+static int iscsi_listen(char *err, size_t errlen)
 {
 	return iscsi_listen_all(iscsi_g.cfg, err, errlen);
 }

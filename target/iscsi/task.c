@@ -78,7 +78,8 @@ void task_bufs_account(struct iscsi_task *t)
 	t->buf_bytes = now;
 }
 
-void task_bufs_drop(struct iscsi_task *t)
+/* Drop the buffers of a task whose data no longer matters (aborted before execution). */
+static void task_bufs_drop(struct iscsi_task *t)
 {
 	scsi_cmd_release(&t->cmd);
 	task_bufs_account(t);

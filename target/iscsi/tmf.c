@@ -37,7 +37,7 @@ static bool task_in_tmf_scope(const struct iscsi_task *t, int fn, uint64_t lun)
  * for that data (it could wait for ever), and the data gets no Reject; the
  * ITT is free again once the data is in or a new command reuses it.
  */
-void tmf_abort_task(struct iscsi_conn *c, struct iscsi_task *t)
+static void tmf_abort_task(struct iscsi_conn *c, struct iscsi_task *t)
 {
 	(void)c;
 	if (t->aborted)

@@ -22,7 +22,7 @@
 #define DEFAULT_SOCKET "/run/isertd.sock"
 #define TIMEOUT_MS     30000
 
-const char *sock_path = DEFAULT_SOCKET;
+static const char *sock_path = DEFAULT_SOCKET;
 bool as_json;
 static int64_t generation;   /* 0: not given */
 

@@ -7,7 +7,6 @@
 
 enum { EX_OK, EX_REFUSED, EX_USAGE, EX_UNREACHABLE, EX_NOTFOUND, EX_STALE };
 
-extern const char *sock_path;
 extern bool as_json;
 
 /* One method call; result (owned by the caller) or an exit status with the message printed. */
