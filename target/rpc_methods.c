@@ -1433,7 +1433,7 @@ static const struct rpc_param p_name[] = { P_STR("name", true), P_DRY_RUN, P_END
 static const struct rpc_param p_backstore_resize[] = {
 	P_STR("name", true),
 	{ "size", RPC_P_VALUE, true, 0, 0, false,
-	  "(bytes, or a string such as \"20G\"; 0 for a block backstore: follow the device)" },
+	  "(bytes, or a string such as \"20G\"; 0 for a block or nvme backstore: follow the device)" },
 	P_END };
 static const struct rpc_param p_iqn[] = { P_STR("iqn", true), P_DRY_RUN, P_END };
 static const struct rpc_param p_tpg[] = { P_TPG, P_DRY_RUN, P_END };
@@ -1494,7 +1494,7 @@ const struct rpc_method rpc_methods[] = {
 	  "attributes of a backstore (write_cache and size live; the others "
 	  "only while no LUN uses it)" },
 	{ "backstore.resize", m_backstore_resize, true, p_backstore_resize, NULL,
-	  "grow backstore name to size (file; block: follow the device)" },
+	  "grow backstore name to size (file, rbd; block, nvme: size 0 follows the device)" },
 	{ "target.create", m_target_create, true, p_iqn, "a target's keys in the file (alias, tpgs, alua)",
 	  "a target (iqn, alias; with TPG 1 enabled unless tpgs are given)" },
 	{ "target.delete", m_target_delete, true, p_iqn, NULL,

@@ -301,16 +301,12 @@ int session_data_out_dest(struct iscsi_conn *c, const uint8_t *bhs, uint8_t **de
 void session_data_out(struct iscsi_conn *c, struct xp_rx *rx);
 /* Buffer memory came back: start commands that waited for it (deferred). */
 void session_bufs_freed(struct iscsi_session *s);
-/* The window's end as last sent (what commands are checked against). */
-uint32_t session_max_cmdsn(const struct iscsi_session *s);
 /* MaxCmdSN for a PDU about to go out: the window the slots allow, as far as the transport can take it. */
 uint32_t session_next_max_cmdsn(struct iscsi_session *s);
 void session_conn_gone(struct iscsi_conn *c);
 /* A non-SCSI PDU with a CmdSN (NOP-Out, TMF, Text, Logout): update ExpCmdSN. Returns false to drop it. */
 bool session_check_cmdsn(struct iscsi_conn *c, const void *bhs);
 int session_register(struct iscsi_session *s, char *why, size_t whylen);
-/* Out of the process-wide list (reinstatement, TSIHs, limits); memory stays. */
-void session_unregister(struct iscsi_session *s);
 void session_free(struct iscsi_session *s);
 /* Close a session that may live on another reactor; call with iscsi_g.lock held. */
 void session_close_async(struct iscsi_session *o);

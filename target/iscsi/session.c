@@ -40,9 +40,10 @@ const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun)
  * whose receives are shared (iSER with a shared receive queue) may grant
  * less: the window then shrinks as ExpCmdSN moves up to a MaxCmdSN that
  * stays, since MaxCmdSN never goes back (sec. 3.2.2.1: an initiator never
- * lowers its own).
+ * lowers its own).  Here: the window's end as last sent, which commands are
+ * checked against.
  */
-uint32_t session_max_cmdsn(const struct iscsi_session *s)
+static uint32_t session_max_cmdsn(const struct iscsi_session *s)
 {
 	return s->max_cmdsn;
 }
@@ -710,6 +711,8 @@ void session_data_out(struct iscsi_conn *c, struct xp_rx *rx)
 	data_out_pdu(t, rx->bhs, rx->data, rx->data ? rx->data_len : 0, rx->placed);
 }
 
+static void session_unregister(struct iscsi_session *s);
+
 void session_nexus_lost(struct iscsi_conn *c, struct scsi_lu *lu)
 {
 	/* Tasks still in the backstore stay on c->tasks until they end; none may keep the entry. */
@@ -925,7 +928,8 @@ int session_register(struct iscsi_session *s, char *why, size_t whylen)
 	return 0;
 }
 
-void session_unregister(struct iscsi_session *s)
+/* Out of the process-wide list (reinstatement, TSIHs, limits); memory stays. */
+static void session_unregister(struct iscsi_session *s)
 {
 	pthread_mutex_lock(&iscsi_g.lock);
 	for (struct iscsi_session **pp = &iscsi_g.sessions; *pp; pp = &(*pp)->next) {
