@@ -53,11 +53,19 @@ static void tmf_abort_task(struct iscsi_conn *c, struct iscsi_task *t)
 	}
 }
 
+/*
+ * Aborted tasks the answer waits for: those in the SCSI layer, and over
+ * iSER those whose RDMA READ of the initiator's write buffer is still in
+ * flight.  The initiator takes the answer as the end of the task and may
+ * drop that buffer's registration: a READ still reading it then breaks the
+ * connection (Soft-iWARP: TERMINATE, invalid STag).  rdma_read_done() puts
+ * the task, and task_gone brings the answer when the last one is done.
+ */
 static unsigned tasks_aborted_pending(struct iscsi_conn *c)
 {
 	unsigned n = 0;
 	for (struct iscsi_task *t = c->tasks; t; t = t->lnext)
-		if (t->aborted && t->state == TASK_EXEC)
+		if (t->aborted && (t->state == TASK_EXEC || (t->r2t_outstanding && c->xp->ops->rdma)))
 			n++;
 	return n;
 }
