@@ -21,11 +21,11 @@
 
 #include "common/log.h"
 #include "common/reactor.h"
-#include "target/config.h"
+#include "target/config/config.h"
 #include "target/iscsi/iscsi.h"
-#include "target/metrics.h"
-#include "target/notify.h"
-#include "target/rpc.h"
+#include "target/control/metrics.h"
+#include "target/control/notify.h"
+#include "target/control/rpc.h"
 
 /* After the forced close, how long connections get to be freed before we give up on them. */
 #define FORCED_FREE_MS 3000

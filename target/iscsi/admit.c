@@ -15,8 +15,8 @@
 
 #include "common/log.h"
 #include "target/iscsi/iscsi.h"
-#include "target/metrics.h"
-#include "target/rpc.h"
+#include "target/control/metrics.h"
+#include "target/control/rpc.h"
 
 #define HOST_BUCKETS 256
 

@@ -15,7 +15,7 @@
 #include "common/pdu.h"
 #include "common/text.h"
 #include "common/transport.h"
-#include "target/config.h"
+#include "target/config/config.h"
 #include "target/iscsi/stats.h"
 #include "target/scsi/scsi.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "target/config.h"
+#include "target/config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

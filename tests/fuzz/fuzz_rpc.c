@@ -12,8 +12,8 @@
 
 #include "fuzz.h"
 #include "target/iscsi/iscsi.h"
-#include "target/rpc.h"
-#include "target/rpc_int.h"
+#include "target/control/rpc.h"
+#include "target/control/rpc_int.h"
 
 static const char fuzz_cfg[] =
 	"{ \"backstores\": [ { \"name\": \"r0\", \"type\": \"ram\", \"size\": \"1M\" } ],"

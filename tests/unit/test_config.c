@@ -1,5 +1,5 @@
 /* CUnit tests for target/config_*.c: loading, validation messages, round-trip, save, changes. */
-#include "target/config.h"
+#include "target/config/config.h"
 
 #include <CUnit/Basic.h>
 #include <dirent.h>

@@ -17,7 +17,7 @@
 #include "common/bufpool.h"
 #include "common/reactor.h"
 #include "common/util.h"
-#include "target/config.h"
+#include "target/config/config.h"
 #include "target/iscsi/iscsi.h"
 
 #define TGT "iqn.2026-11.org.isert.unit:t"

@@ -12,9 +12,9 @@
 
 #include "common/utf8.h"
 #include "common/util.h"
-#include "target/config.h"
+#include "target/config/config.h"
 #include "target/iscsi/stats.h"
-#include "target/metrics.h"
+#include "target/control/metrics.h"
 
 #define TGT "iqn.2024-01.org.x:d"
 /* An initiator name with every character the format escapes, and a control byte. */

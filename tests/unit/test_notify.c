@@ -13,7 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "target/notify.h"
+#include "target/control/notify.h"
 
 static char dir[] = "/tmp/test_notify.XXXXXX";
 static char path[sizeof(dir) + 16];

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "target/config.h"
+#include "target/config/config.h"
 
 struct rpc_call {
 	json_object *params;     /* an object (empty when the request had none) */

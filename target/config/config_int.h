@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "target/config.h"
+#include "target/config/config.h"
 
 #define CFG_MAX_FILE       (16u << 20)
 #define CFG_MAX_NAME       223      /* RFC 7143 sec. 4.2.7.1: iSCSI names up to 223 bytes */

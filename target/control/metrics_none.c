@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "target/metrics.h"
+#include "target/control/metrics.h"
 
 int metrics_start(const char *addr, char *err, size_t errlen)
 {

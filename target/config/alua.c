@@ -6,7 +6,7 @@
  * With "alua", every portal group must be in exactly one group: a port no
  * group names would have no access state to report.
  */
-#include "target/config_int.h"
+#include "target/config/config_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

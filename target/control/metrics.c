@@ -19,9 +19,9 @@
 #include <microhttpd.h>
 
 #include "common/log.h"
-#include "target/config.h"
+#include "target/config/config.h"
 #include "target/iscsi/stats.h"
-#include "target/metrics.h"
+#include "target/control/metrics.h"
 
 #define METRICS_PER_IP_LIMIT 4  /* so one address that holds its connections open leaves 12 to the others */
 #define METRICS_TIMEOUT_S 10

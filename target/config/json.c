@@ -4,7 +4,7 @@
  * getters that the loader and the one-object checks are built on.  Nothing
  * here knows the document's shape: that is config_load.c.
  */
-#include "target/config_int.h"
+#include "target/config/config_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
  * checks too (iSCSI names, HOST:PORT) and the backstore name index that
  * config_change.c's one-object checks use as well.
  */
-#include "target/config_int.h"
+#include "target/config/config_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -22,8 +22,8 @@
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/iscsi/iscsi.h"
-#include "target/rpc.h"
-#include "target/rpc_int.h"
+#include "target/control/rpc.h"
+#include "target/control/rpc_int.h"
 
 #define SAVE_BACKUPS_DEFAULT 10
 #define SAVE_BACKUPS_MAX     1000

@@ -6,7 +6,7 @@
  * secrets kept out of the document in files (password_file, a systemd
  * credential).  docs/security.md states the rules.
  */
-#include "target/config_int.h"
+#include "target/config/config_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -27,7 +27,7 @@
 #include "common/utf8.h"
 #include "common/util.h"
 #include "target/iscsi/stats.h"
-#include "target/metrics.h"
+#include "target/control/metrics.h"
 
 /* ------------------------------------------------------------------------ */
 /* Text */

@@ -5,7 +5,7 @@
  * the rules and messages are the file's; isertd's --portal replaces the
  * portals of every portal group.
  */
-#include "target/config_int.h"
+#include "target/config/config_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * sd_notify() wrappers (see notify.h).  HAVE_LIBSYSTEMD comes with the
  * libsystemd dependency (top-level meson.build); without it these are no-ops.
  */
-#include "target/notify.h"
+#include "target/control/notify.h"
 
 #ifdef HAVE_LIBSYSTEMD
 #include <stdbool.h>

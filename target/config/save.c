@@ -4,7 +4,7 @@
  * round trip); config_save_file replaces the file atomically.  Apart from the
  * limits table (config_load.c), nothing here shares code with the loader.
  */
-#include "target/config_int.h"
+#include "target/config/config_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "target/config.h"
+#include "target/config/config.h"
 
 #define RPC_DEFAULT_SOCKET "/run/isertd.sock"
 #define RPC_MAX_REQUEST    (1u << 20)  /* bytes of one request */

@@ -6,7 +6,7 @@
  * newline.  Requests are handled one at a time on this thread; a method
  * that needs the reactors asks them by message (target/iscsi/admin.c).
  */
-#include "target/rpc.h"
+#include "target/control/rpc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,7 @@
 #include "common/log.h"
 #include "common/utf8.h"
 #include "target/iscsi/iscsi.h"
-#include "target/rpc_int.h"
+#include "target/control/rpc_int.h"
 
 struct client {
 	int fd;
