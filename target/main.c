@@ -22,10 +22,11 @@
 #include "common/log.h"
 #include "common/reactor.h"
 #include "target/config/config.h"
-#include "target/iscsi/iscsi.h"
+#include "target/control/control.h"
 #include "target/control/metrics.h"
 #include "target/control/notify.h"
 #include "target/control/rpc.h"
+#include "target/iscsi/iscsi.h"
 
 /* After the forced close, how long connections get to be freed before we give up on them. */
 #define FORCED_FREE_MS 3000
@@ -83,7 +84,7 @@ static void stop_tick(void *arg)
 	uint64_t now = reactor_now_ns();
 	if (left && !forced_ns && now >= stop_deadline_ns) {
 		log_warn("%u connection%s still busy after %u s, closing %s", left, left > 1 ? "s" : "",
-			 cfg->shutdown_timeout_s, left > 1 ? "them" : "it");
+			 rt_shutdown_timeout_s(), left > 1 ? "them" : "it");
 		force_close();
 	}
 	if (left && forced_ns && now - forced_ns >= FORCED_FREE_MS * 1000000ull) {
@@ -118,12 +119,12 @@ static void on_signal(void *arg, uint32_t events)
 		return;
 	}
 	log_info("signal %d: shutting down: no new connections, in-flight commands finish (at most %u s)",
-		 (int)si.ssi_signo, cfg->shutdown_timeout_s);
+		 (int)si.ssi_signo, rt_shutdown_timeout_s());
 	notify_stopping();
 	iscsi_stop();
 	rpc_shutdown();
 	metrics_shutdown();
-	stop_deadline_ns = reactor_now_ns() + (uint64_t)cfg->shutdown_timeout_s * 1000000000ull;
+	stop_deadline_ns = reactor_now_ns() + (uint64_t)rt_shutdown_timeout_s() * 1000000000ull;
 	for (unsigned i = 0; i < nreactors; i++)
 		reactor_send(reactors[i], conn_drain_all, reactors[i]);
 	stop_tick(NULL);
@@ -142,16 +143,16 @@ static void raise_fd_limit(void)
 }
 
 /* Once everything of isertd's own is open: how many connections the descriptors leave room for. */
-static void check_fd_budget(void)
+static void check_fd_budget(unsigned max_connections)
 {
 	unsigned reserve;
 	unsigned long long limit;
 	unsigned cap = admit_fd_budget(&reserve, &limit);
-	if (cap < cfg->max_connections)
+	if (cap < max_connections)
 		log_warn("open file limit %llu leaves room for %u connections (%u descriptors kept for isertd's own "
 			 "files, the admin socket and metrics), below max_connections (%u): connections past %u are "
 			 "accepted and closed at once (raise the limit with ulimit -n or LimitNOFILE=)",
-			 limit, cap, reserve, cfg->max_connections, cap);
+			 limit, cap, reserve, max_connections, cap);
 }
 
 static void warn_exposed_secrets(void)
@@ -325,23 +326,23 @@ int main(int argc, char **argv)
 		}
 		nreactors++;
 	}
+	/* The running target takes cfg: once the admin socket runs, a change may replace it. */
+	char status[160];
+	snprintf(status, sizeof(status), "serving %.100s with %u reactor%s", cfg->origin, nr, nr > 1 ? "s" : "");
+	unsigned max_connections = cfg->max_connections;
 	rc = iscsi_start(cfg, reactors, nr, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "isertd: %s\n", err);
-		return 1;
-	}
-	rc = rpc_start(cfg, admin_socket, config_path, err, sizeof(err));
 	if (!rc)
 		rc = metrics_start(cfg->metrics, err, sizeof(err));
+	if (!rc)
+		rc = rpc_start(cfg, admin_socket, config_path, err, sizeof(err));
+	cfg = NULL;
 	if (rc) {
 		fprintf(stderr, "isertd: %s\n", err);
 		return 1;
 	}
 	reactor_add_fd(reactors[0], sfd, EPOLLIN, on_signal, &sfd);
-	check_fd_budget();
-	log_info("isertd serving %s with %u reactor%s", cfg->origin, nr, nr > 1 ? "s" : "");
-	char status[160];
-	snprintf(status, sizeof(status), "serving %.100s with %u reactor%s", cfg->origin, nr, nr > 1 ? "s" : "");
+	check_fd_budget(max_connections);
+	log_info("isertd %s", status);
 	notify_ready(status);
 	pthread_t *th = calloc(nr, sizeof(*th));
 	for (unsigned i = 1; i < nr; i++)
@@ -355,12 +356,12 @@ int main(int argc, char **argv)
 	/* Nothing runs any more: what a write cache holds goes to stable storage now. */
 	if (iscsi_flush())
 		exit_status = 1;
+	apply_free();
 	iscsi_free();
 	for (unsigned i = 0; i < nr; i++)
 		reactor_destroy(reactors[i]);
 	free(reactors);
 	close(sfd);
-	config_free(cfg);
 	log_info("stopped%s", exit_status ? " with errors" : "");
 	return exit_status;
 }

@@ -2,7 +2,9 @@
  * Target configuration: the JSON document (see docs/config.md) loaded into
  * plain structs.  Loading validates everything a running target relies on
  * (names, ranges, references between objects) and fails with a message that
- * names the file, the JSON path of the field and what is wrong.
+ * names the file, the JSON path of the field and what is wrong.  The
+ * structs are data only: nothing here points at what runs (that is
+ * target/runtime/'s, found from the configuration by name and index).
  */
 #ifndef CONFIG_H
 #define CONFIG_H
@@ -14,9 +16,6 @@
 #include "common/reactor.h"
 #include "common/scsi_proto.h"
 #include "target/backstore/backstore.h"
-
-struct scsi_lu;
-struct iscsi_tpg;
 
 struct cfg_chap {
 	char *userid;            /* NULL: no CHAP */
@@ -32,9 +31,6 @@ struct cfg_backstore {
 	char *name;
 	char *path;
 	char *serial;            /* NULL: derived from the name */
-	/* Set by the running target (not part of the document, not freed by config_free). */
-	struct backstore *rt_bs;
-	struct scsi_lu *rt_lu;
 };
 
 struct cfg_portal {
@@ -97,7 +93,6 @@ struct cfg_tpg {
 	struct cfg_acl *acls;
 	size_t nacls;
 	struct cfg_params params;
-	struct iscsi_tpg *rt;    /* the running target's object for it (not part of the document) */
 };
 
 /*
@@ -202,12 +197,24 @@ struct json_object *config_to_obj(const struct config *c);
  */
 struct json_object *config_to_obj_compare(const struct config *c);
 void config_free(struct config *c);
+/* A backstore as the file writes it (NULL: out of memory). */
+struct json_object *config_backstore_obj(const struct cfg_backstore *b);
 
 /*
- * One object added to a loaded configuration (the admin socket's fast path:
- * no whole-document round trip).  obj is checked as the next element of its
- * array by the loader's own code, so the rules and the messages are the
- * file's; origin starts the message.  The append takes the checked object.
+ * The steps that carry document a to document b (config_to_obj_compare's),
+ * appended to the array steps: {"op": "create" | "delete" | "set", "path",
+ * "value"}, paths as iserctl names objects, secrets masked (config/diff.c).
+ */
+void config_diff(struct json_object *steps, struct json_object *a, struct json_object *b);
+/* One step appended to steps (value taken; may be NULL). */
+void config_step(struct json_object *steps, const char *op, const char *path, struct json_object *value);
+
+/*
+ * One object added to a loaded configuration (a change that adds one object
+ * and nothing else: no whole-document round trip).  obj is checked as the
+ * next element of its array by the loader's own code, so the rules and the
+ * messages are the file's; origin starts the message.  The append takes the
+ * checked object.
  */
 int config_check_backstore(const struct config *c, struct json_object *obj, const char *origin,
 			   struct cfg_backstore *out, char *err, size_t errlen);

@@ -606,7 +606,7 @@ static int cmp_bs_name(const void *a, const void *b)
  * The serial an LU will report, where the document decides it: the
  * configured one, else the name (ram, file, block).  rbd and nvme without
  * one report the store's own identity, known once it is open
- * (iscsi_backstore_open checks those).
+ * (rt_store_open checks those).
  */
 static const char *known_serial(const struct cfg_backstore *b)
 {

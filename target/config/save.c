@@ -62,7 +62,7 @@ static json_object *chap_to_json(const struct cfg_chap *c, bool compare)
 	return o;
 }
 
-static json_object *backstore_to_json(const struct cfg_backstore *b)
+json_object *config_backstore_obj(const struct cfg_backstore *b)
 {
 	json_object *o = json_object_new_object();
 	bool ok = o && put_str(o, "name", b->name) &&
@@ -240,7 +240,7 @@ static json_object *to_obj(const struct config *c, bool compare)
 	bool ok = root && bs && ts && disc && glob;
 
 	for (size_t i = 0; ok && i < c->nbackstores; i++)
-		ok = arr_add(bs, backstore_to_json(&c->backstores[i]));
+		ok = arr_add(bs, config_backstore_obj(&c->backstores[i]));
 	for (size_t i = 0; ok && i < c->ntargets; i++)
 		ok = arr_add(ts, target_to_json(&c->targets[i], compare));
 	ok = ok && cfg_put(disc, "auth_required", json_object_new_boolean(c->discovery_auth_required)) &&

@@ -17,6 +17,7 @@
 #include "common/reactor.h"
 #include "common/utf8.h"
 #include "target/backstore/backstore.h"
+#include "target/control/control.h"
 #include "target/iscsi/iscsi.h"
 
 #define FANOUT_TIMEOUT_MS 5000
@@ -327,10 +328,11 @@ static void refresh_session(struct iscsi_conn *c, void *arg)
 	if (c->state != CONN_FULL || !s || s->discovery || s->gone)
 		return;
 	struct iscsi_lun *luns;
+	uint64_t *ids;
 	size_t n;
-	pthread_rwlock_rdlock(&iscsi_g.cfg_lock);
-	int rc = session_lun_map(s, &luns, &n);
-	pthread_rwlock_unlock(&iscsi_g.cfg_lock);
+	pthread_rwlock_rdlock(&rt_lock);
+	int rc = session_lun_map(s, &luns, &ids, &n);
+	pthread_rwlock_unlock(&rt_lock);
 	char who[160];
 	log_escape(s->initiator, who, sizeof(who));
 	if (rc == -EACCES) {
@@ -343,21 +345,17 @@ static void refresh_session(struct iscsi_conn *c, void *arg)
 		return;
 	}
 	if (rc)
-		return; /* out of memory: the old map stays, and so does the LU it names (see apply.c) */
+		return; /* out of memory: the old map stays, and so does the LU it names (apply.c waits for it) */
 	if (same_map(s, luns, n)) {
 		free(luns);
-		return;
-	}
-	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
-	if (!ids) {
-		free(luns);
+		free(ids);
 		return;
 	}
 	/* LUs it can no longer reach: as if its nexus ended there (reservations, unit attentions go). */
 	for (size_t i = 0; i < s->nluns; i++)
 		if (!map_has_lu(luns, n, s->luns[i].lu))
 			session_nexus_lost(c, s->luns[i].lu);
-	session_set_lun_map(s, luns, n, ids);
+	session_set_lun_map(s, luns, ids, n);
 	for (size_t i = 0; i < n; i++)
 		scsi_lu_luns_changed(luns[i].lu, &s->nexus);
 	log_info("%s: session TSIH %u of '%s': LUN map changed (%zu LUN%s)", c->xp->peer, s->tsih, who, n,

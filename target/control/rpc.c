@@ -4,7 +4,7 @@
  * stream of JSON texts (each up to RPC_MAX_REQUEST bytes, nothing between
  * them but white space), one response per request, each followed by a
  * newline.  Requests are handled one at a time on this thread; a method
- * that needs the reactors asks them by message (target/iscsi/admin.c).
+ * that needs the reactors asks them by message (fanout.c).
  */
 #include "target/control/rpc.h"
 
@@ -25,7 +25,7 @@
 
 #include "common/log.h"
 #include "common/utf8.h"
-#include "target/iscsi/iscsi.h"
+#include "target/runtime/runtime.h"
 #include "target/control/rpc_int.h"
 
 struct client {
@@ -119,9 +119,37 @@ static char *error_text(json_object *id, int code, const char *msg)
 	return s;
 }
 
-static const struct rpc_method *find_method(const char *name)
+/* The methods by kind of object, each table beside its methods (m_*.c). */
+static const struct rpc_method *const method_tables[] = { rpc_methods_config, rpc_methods_backstore,
+							  rpc_methods_target, rpc_methods_acl,
+							  rpc_methods_alua,   rpc_methods_session };
+
+static const struct rpc_method *table_end(const struct rpc_method *m)
 {
-	for (const struct rpc_method *m = rpc_methods; m->name; m++)
+	while (m->name)
+		m++;
+	return m;
+}
+
+const struct rpc_method *rpc_method_next(const struct rpc_method *m)
+{
+	size_t t = 0, n = sizeof(method_tables) / sizeof(method_tables[0]);
+	if (m) {
+		if ((++m)->name)
+			return m;
+		while (t < n && table_end(method_tables[t]) != m)
+			t++;
+		t++;
+	}
+	for (; t < n; t++)
+		if (method_tables[t]->name)
+			return method_tables[t];
+	return NULL;
+}
+
+const struct rpc_method *rpc_method_named(const char *name)
+{
+	for (const struct rpc_method *m = rpc_method_next(NULL); m; m = rpc_method_next(m))
 		if (!strcmp(m->name, name))
 			return m;
 	return NULL;
@@ -156,7 +184,7 @@ static char *handle_obj(json_object *req, uid_t uid)
 	const char *name = json_object_get_string(v);
 	if (json_object_object_get_ex(req, "params", &params) && !json_object_is_type(params, json_type_object))
 		return error_text(id, RPC_INVALID_PARAMS, "params: must be an object (named parameters)");
-	const struct rpc_method *m = find_method(name);
+	const struct rpc_method *m = rpc_method_named(name);
 	char *out = NULL;
 	if (!m) {
 		char msg[160];
@@ -177,7 +205,7 @@ static char *handle_obj(json_object *req, uid_t uid)
 	}
 	struct rpc_call c = { .params = params ? json_object_get(params) : json_object_new_object(), .uid = uid };
 	int rc = 0;
-	if (m->change && json_object_object_get_ex(c.params, "generation", &v)) {
+	if (RPC_CHANGES(m) && json_object_object_get_ex(c.params, "generation", &v)) {
 		int64_t g = json_object_get_int64(v);
 		if (!json_object_is_type(v, json_type_int) || g < 1)
 			rc = rpc_fail(&c, RPC_INVALID_PARAMS, "generation: must be a positive integer");
@@ -189,12 +217,12 @@ static char *handle_obj(json_object *req, uid_t uid)
 		json_object_object_del(c.params, "generation");
 	}
 	/* What SET TARGET PORT GROUPS changed is part of the running configuration the method sees. */
-	iscsi_alua_sync(rpc_st.cfg);
+	rt_alua_sync();
 	if (!rc)
 		rc = rpc_check_params(m, &c);
 	if (!rc)
-		rc = m->fn(&c);
-	if (!rc && m->change && !c.unchanged) {
+		rc = m->edit ? rpc_change(m, &c) : m->fn(&c);
+	if (!rc && RPC_CHANGES(m) && !c.unchanged) {
 		rpc_st.generation++;
 		json_object *shown = config_redacted(NULL, "params", params ? params : c.params);
 		log_info("admin (uid %u): %s %.200s: done, generation %llu", (unsigned)uid, m->name,
@@ -523,7 +551,6 @@ int rpc_start(struct config *cfg, const char *path, const char *config_path, cha
 	bool asked = path || cfg->admin_socket;
 	if (!path)
 		path = cfg->admin_socket ? cfg->admin_socket : RPC_DEFAULT_SOCKET;
-	rpc_st.cfg = cfg;
 	rpc_st.config_path = config_path ? realpath(config_path, NULL) : NULL;
 	if (!*path || !strcmp(path, "none"))
 		return start_thread(err, errlen); /* SIGHUP still applies the file */

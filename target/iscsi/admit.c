@@ -29,6 +29,8 @@ struct host_count {
 
 static pthread_mutex_t admit_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned nconns, nsessions;
+/* The running configuration's limits, copied at start and at each change (admit_set_limits). */
+static unsigned max_conns, max_per_portal, max_per_host, max_sessions;
 /* Connections the open file limit leaves room for (admit_fd_budget); UINT_MAX: no limit counted yet. */
 static unsigned fd_cap = UINT_MAX;
 static unsigned long long fd_limit;
@@ -48,23 +50,21 @@ static struct host_count **host_slot(const char *ip)
 bool admit_conn(void *arg, const struct xp_conn *xp)
 {
 	struct iscsi_portal *p = arg;
-	const struct config *cfg = iscsi_g.cfg;
 	char why[96] = "";
 	pthread_mutex_lock(&admit_lock);
 	struct host_count **hp = host_slot(xp->peer_ip);
 	unsigned from_host = *hp ? (*hp)->n : 0;
 	if (iscsi_g.stopping)
 		snprintf(why, sizeof(why), "shutting down");
-	else if (nconns >= cfg->max_connections)
-		snprintf(why, sizeof(why), "max_connections (%u) reached", cfg->max_connections);
+	else if (nconns >= max_conns)
+		snprintf(why, sizeof(why), "max_connections (%u) reached", max_conns);
 	else if (nconns >= fd_cap)
 		snprintf(why, sizeof(why), "%u connections are what the open file limit (%llu) leaves room for", fd_cap,
 			 fd_limit);
-	else if (p && p->nconns >= cfg->max_connections_per_portal)
-		snprintf(why, sizeof(why), "max_connections_per_portal (%u) reached", cfg->max_connections_per_portal);
-	else if (from_host >= cfg->max_connections_per_host)
-		snprintf(why, sizeof(why), "max_connections_per_host (%u) reached for %s", cfg->max_connections_per_host,
-			 xp->peer_ip);
+	else if (p && p->nconns >= max_per_portal)
+		snprintf(why, sizeof(why), "max_connections_per_portal (%u) reached", max_per_portal);
+	else if (from_host >= max_per_host)
+		snprintf(why, sizeof(why), "max_connections_per_host (%u) reached for %s", max_per_host, xp->peer_ip);
 	else if (!*hp && !(*hp = calloc(1, sizeof(**hp))))
 		snprintf(why, sizeof(why), "out of memory");
 	if (!why[0]) {
@@ -107,8 +107,8 @@ uint16_t admit_session(char *why, size_t whylen)
 {
 	uint16_t status = 0;
 	pthread_mutex_lock(&admit_lock);
-	if (nsessions >= iscsi_g.cfg->max_sessions) {
-		snprintf(why, whylen, "max_sessions (%u) reached", iscsi_g.cfg->max_sessions);
+	if (nsessions >= max_sessions) {
+		snprintf(why, whylen, "max_sessions (%u) reached", max_sessions);
 		status = PDU_LOGIN_OUT_OF_RESOURCES;
 	} else {
 		nsessions++;
@@ -146,7 +146,7 @@ unsigned admit_fd_budget(unsigned *reserve, unsigned long long *limit)
 	pthread_mutex_lock(&admit_lock);
 	/* What is open but connections, and what the admin socket and the metrics endpoint may still open. */
 	unsigned r = (open > nconns ? open - nconns : 0) + RPC_MAX_CLIENTS +
-		     (iscsi_g.cfg->metrics ? METRICS_MAX_CONNECTIONS : 0) + ADMIT_FD_FILES;
+		     (rt_config()->metrics ? METRICS_MAX_CONNECTIONS : 0) + ADMIT_FD_FILES;
 	fd_limit = rl.rlim_cur;
 	if (rl.rlim_cur == RLIM_INFINITY)
 		fd_cap = UINT_MAX;
@@ -163,13 +163,12 @@ unsigned admit_fd_budget(unsigned *reserve, unsigned long long *limit)
 	return cap;
 }
 
-void admit_set_limits(unsigned max_conns, unsigned per_portal, unsigned per_host, unsigned max_sessions)
+void admit_set_limits(const struct config *c)
 {
-	struct config *cfg = iscsi_g.cfg;
 	pthread_mutex_lock(&admit_lock);
-	cfg->max_connections = max_conns;
-	cfg->max_connections_per_portal = per_portal;
-	cfg->max_connections_per_host = per_host;
-	cfg->max_sessions = max_sessions;
+	max_conns = c->max_connections;
+	max_per_portal = c->max_connections_per_portal;
+	max_per_host = c->max_connections_per_host;
+	max_sessions = c->max_sessions;
 	pthread_mutex_unlock(&admit_lock);
 }

@@ -53,7 +53,7 @@ static void login_expired(void *arg)
 	if (c->state != CONN_LOGIN)
 		return;
 	log_limited(LOG_INFO, "%s: login not finished within %u s, closing the connection", c->xp->peer,
-		    iscsi_g.cfg ? iscsi_g.cfg->login_timeout_s : 0);
+		    rt_login_timeout_s());
 	conn_close(c);
 }
 
@@ -73,7 +73,7 @@ static void conn_start(void *arg)
 		reactor_conns->rprev = c;
 	reactor_conns = c;
 	/* A connection that does not finish its login in time costs nothing for long. */
-	unsigned s = iscsi_g.cfg ? iscsi_g.cfg->login_timeout_s : 0;
+	unsigned s = rt_login_timeout_s();
 	if (s)
 		c->login_timer = reactor_timer_add(r, (uint64_t)s * 1000, login_expired, c);
 	if (iscsi_g.stopping)

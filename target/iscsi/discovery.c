@@ -16,7 +16,7 @@
 #include "common/util.h"
 #include "target/iscsi/iscsi.h"
 
-bool tpg_initiator_allowed(const struct iscsi_tpg *tpg, const char *initiator, const struct cfg_acl **acl)
+bool tpg_initiator_allowed(const struct rt_tpg *tpg, const char *initiator, const struct cfg_acl **acl)
 {
 	*acl = NULL;
 	if (!tpg->cfg)
@@ -35,7 +35,7 @@ static bool wildcard(const char *host)
 	return !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "[::]");
 }
 
-bool tpg_has_portal(const struct iscsi_tpg *tpg, const struct xp_conn *xp)
+bool tpg_has_portal(const struct rt_tpg *tpg, const struct xp_conn *xp)
 {
 	if (!tpg->cfg)
 		return false;
@@ -59,7 +59,7 @@ static void add_target(struct text_buf *tb, const struct cfg_target *t, const ch
 {
 	bool named = false;
 	for (size_t j = 0; j < t->ntpgs; j++) {
-		const struct iscsi_tpg *tpg = t->tpgs[j].rt;
+		const struct rt_tpg *tpg = rt_tpg_find(t->iqn, t->tpgs[j].tag);
 		const struct cfg_acl *acl;
 		if (!tpg || !tpg->cfg->enable || !tpg_initiator_allowed(tpg, initiator, &acl) || !tpg_has_portal(tpg, xp))
 			continue;
@@ -102,15 +102,15 @@ void discovery_text(struct iscsi_conn *c, struct xp_rx *rx)
 	for (unsigned i = 0; i < kv.count; i++) {
 		const char *k = kv.pairs[i].key, *v = kv.pairs[i].value;
 		if (!strcmp(k, "SendTargets")) {
-			pthread_rwlock_rdlock(&iscsi_g.cfg_lock);
-			const struct config *cfg = iscsi_g.cfg;
+			pthread_rwlock_rdlock(&rt_lock);
+			const struct config *cfg = rt_config();
 			for (size_t j = 0; j < cfg->ntargets; j++) {
 				const struct cfg_target *t = &cfg->targets[j];
 				if (s->discovery ? (!strcmp(v, "All") || !strcmp(v, t->iqn))
 						 : (s->tpg && !strcmp(s->tpg->iqn, t->iqn) && (!*v || !strcmp(v, t->iqn))))
 					add_target(&tb, t, s->initiator, c->xp);
 			}
-			pthread_rwlock_unlock(&iscsi_g.cfg_lock);
+			pthread_rwlock_unlock(&rt_lock);
 		} else {
 			/* Renegotiation in full feature phase is not offered: keep values, say so. */
 			if (neg_is_operational_key(k))

@@ -17,6 +17,7 @@
 #include "common/transport.h"
 #include "target/config/config.h"
 #include "target/iscsi/stats.h"
+#include "target/runtime/runtime.h"
 #include "target/scsi/scsi.h"
 
 struct reactor;
@@ -30,21 +31,6 @@ struct iscsi_lun {
 	bool read_only;
 	struct lu_nexus *itl;          /* scsi_lu_itl(lu, the session's nexus); NULL: no memory */
 	struct stats_lun *st;          /* made at the first command (stats.c) */
-};
-
-/*
- * A portal group as sessions and logins know it.  Its configuration
- * (cfg) is read under iscsi_g.cfg_lock and changes with the configuration;
- * the object itself stays for the life of the process (sessions and logins
- * point at it), and is found again when a TPG of the same target and tag
- * comes back.
- */
-struct iscsi_tpg {
-	struct iscsi_tpg *next;        /* iscsi_g.tpgs */
-	const struct cfg_tpg *cfg;     /* NULL once it left the configuration */
-	char iqn[224];
-	uint16_t tag;
-	struct scsi_port *alua_port;   /* its relative target port in the SCSI layer's ALUA groups */
 };
 
 /* A portal (listener), with its share of the connection limits (admit.c); kept like a TPG. */
@@ -62,11 +48,6 @@ struct iscsi_portal {
 
 /* Process-wide state, built from the configuration at start. */
 struct iscsi_globals {
-	struct config *cfg;            /* the running configuration: its arrays under cfg_lock */
-	/* Readers: login, discovery, task management, the admin's session walks (never the I/O path).
-	 * Writer: a configuration change (admin thread), for the moment it swaps the document. */
-	pthread_rwlock_t cfg_lock;
-	struct iscsi_tpg *tpgs;        /* every TPG object made so far */
 	struct reactor **reactors;
 	unsigned nreactors;
 	struct iscsi_portal *portals;  /* every portal made so far (listening or not) */
@@ -82,24 +63,20 @@ struct iscsi_globals {
 extern struct iscsi_globals iscsi_g;
 
 /* portal.c */
-/* Backstores, LUs and targets from cfg (no listeners yet). */
+/* The reactors, and the running target made from cfg (taken: runtime.h), no listeners yet. */
 int iscsi_setup(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
-/* Open backstore b (its rt_bs and rt_lu); 0 or -errno with err filled. */
-int iscsi_backstore_open(struct cfg_backstore *b, char *err, size_t errlen);
-void iscsi_backstore_close(struct cfg_backstore *b);
-/* The TPG object for (iqn, tag): found, or made (NULL: out of memory). */
-struct iscsi_tpg *iscsi_tpg_get(const char *iqn, uint16_t tag);
 /* The portal object for p: found, or made; listening afterwards (0), or -errno with err filled. */
 int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, struct iscsi_portal **out, char *err,
 			size_t errlen);
 void iscsi_portal_unlisten(struct iscsi_portal *ip);
 /* Is p among cfg's portals? */
-bool config_has_portal(const struct config *cfg, const struct iscsi_portal *p);
+bool iscsi_portal_in(const struct config *cfg, const struct iscsi_portal *p);
 int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
 /* Stop listening (the first step of a shutdown). */
 void iscsi_stop(void);
 /* Flush every writable backstore, synchronously, once the reactors stopped; returns the failures. */
 int iscsi_flush(void);
+/* The running target and the portals freed. */
 void iscsi_free(void);
 
 enum task_state {
@@ -199,7 +176,7 @@ struct iscsi_session {
 	struct iscsi_session *next;     /* iscsi_g.sessions, under iscsi_g.lock */
 	struct iscsi_conn *conn;        /* MaxConnections=1 */
 	struct reactor *r;
-	const struct iscsi_tpg *tpg;    /* NULL for discovery */
+	const struct rt_tpg *tpg;    /* NULL for discovery */
 	bool discovery;
 	uint8_t isid[6];
 	uint16_t tsih;
@@ -231,8 +208,8 @@ void admit_conn_gone(struct iscsi_conn *c);
 /* 0 (counted), or a login status refusing one more session (why filled). */
 uint16_t admit_session(char *why, size_t whylen);
 void admit_session_gone(void);
-/* The admin socket changed the limits (existing connections and sessions stay). */
-void admit_set_limits(unsigned max_conns, unsigned per_portal, unsigned per_host, unsigned max_sessions);
+/* The limits of c (at start, and after each change: existing connections and sessions stay). */
+void admit_set_limits(const struct config *c);
 /*
  * Connections past what the open file limit leaves room for are refused at
  * accept, like those past max_connections: a connection left in the listen
@@ -311,10 +288,13 @@ void session_free(struct iscsi_session *s);
 /* Close a session that may live on another reactor; call with iscsi_g.lock held. */
 void session_close_async(struct iscsi_session *o);
 const struct iscsi_lun *session_lun(const struct iscsi_session *s, uint64_t lun);
-/* The LUNs s sees in the configuration now (cfg_lock held): -EACCES when it is no longer admitted. */
-int session_lun_map(const struct iscsi_session *s, struct iscsi_lun **out, size_t *count);
-/* Install a LUN map (luns from session_lun_map, ids an array of n, both taken), with its I_T_L entries. */
-void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, size_t n, uint64_t *ids);
+/*
+ * The LUNs s sees in the configuration now (rt_lock held), and an array of
+ * as many ids for the SCSI layer: -EACCES when it is no longer admitted.
+ */
+int session_lun_map(const struct iscsi_session *s, struct iscsi_lun **out, uint64_t **ids, size_t *count);
+/* Install a LUN map (both arrays from session_lun_map, taken), with its I_T_L entries. */
+void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, uint64_t *ids, size_t n);
 /*
  * The nexus of c's session ends at lu (the map dropped it, or the session
  * ends): its tasks there forget their I_T_L entry, which goes with it.
@@ -323,57 +303,8 @@ void session_nexus_lost(struct iscsi_conn *c, struct scsi_lu *lu);
 
 /* discovery.c */
 void discovery_text(struct iscsi_conn *c, struct xp_rx *rx);
-bool tpg_initiator_allowed(const struct iscsi_tpg *tpg, const char *initiator, const struct cfg_acl **acl);
-bool tpg_has_portal(const struct iscsi_tpg *tpg, const struct xp_conn *xp);
-
-/* admin.c: what the admin socket asks of the reactors (from its own thread) */
-struct json_object;
-/* A peer's text (an initiator name) as the admin socket gives it: its shown form (common/utf8.h). */
-struct json_object *admin_json_shown(const char *s);
-/* Every session (filtered by tsih, initiator, target when non-zero/non-NULL) as JSON objects. */
-int admin_sessions(struct json_object *out, uint16_t tsih, const char *initiator, const char *target,
-		   char *err, size_t errlen);
-/* Close the connections of matching sessions (tsih, or every session of target/tag); returns how many. */
-int admin_close_sessions(uint16_t tsih, const char *target, int tag, const char *why, char *err, size_t errlen);
-/* After a change: each session takes its LUN map again (REPORTED LUNS DATA HAS CHANGED where it
- * changed), sessions no longer admitted are closed. */
-int admin_refresh_sessions(int *closed, int *changed, char *err, size_t errlen);
-/*
- * Run fn(ctx) on every reactor and wait (5 s at most).  0: all ran, ctx is
- * the caller's again.  Otherwise -errno with err filled, and ctx belongs to
- * the request: ctx_free(ctx) runs once the last reactor let go of it.
- */
-int admin_on_reactors(void (*fn)(void *ctx), void *ctx, void (*ctx_free)(void *ctx), char *err, size_t errlen);
-/* How many tasks and LUN maps still point at one of lus (a negative errno when reactors did not answer). */
-int admin_lu_users(struct scsi_lu *const *lus, size_t n, char *err, size_t errlen);
-
-/* apply.c: carry the running configuration to another one (docs/admin.md) */
-struct iscsi_apply_result {
-	struct json_object *plan;      /* steps, as JSON (always filled) */
-	int sessions_closed, maps_changed;
-	struct json_object *restart;   /* global keys that differ and need a restart (not applied) */
-};
-/* n was loaded by the configuration loader; it is consumed (freed) in every case. */
-int iscsi_apply(struct config *n, bool dry_run, struct iscsi_apply_result *res, char *err, size_t errlen);
-/* At exit: LUs whose last users never went (kept rather than freed under them). */
-void iscsi_apply_free(void);
-
-/* alua.c: the configuration's ALUA groups and the SCSI layer's running ones */
-/*
- * Every target of n configured, in two steps so that a change never half
- * happens: prepare (what can fail: 0, or -ENOMEM/-EINVAL with err written)
- * before the configuration is switched, commit (cannot fail; takes the plan)
- * after.  States equal in old and n keep what runs.
- */
-struct iscsi_alua_plan;
-int iscsi_alua_prepare(const struct config *old, const struct config *n, struct iscsi_alua_plan **out, char *err,
-		       size_t errlen);
-void iscsi_alua_commit(struct iscsi_alua_plan *p);
-void iscsi_alua_plan_free(struct iscsi_alua_plan *p);
-/* Admin thread: states changed by SET TARGET PORT GROUPS into c (under cfg_lock as writer). */
-void iscsi_alua_sync(struct config *c);
-/* Why group id of target iqn is in its state: "none", "set_by_initiator", "set_by_admin". */
-const char *iscsi_alua_status(const char *iqn, uint16_t id);
+bool tpg_initiator_allowed(const struct rt_tpg *tpg, const char *initiator, const struct cfg_acl **acl);
+bool tpg_has_portal(const struct rt_tpg *tpg, const struct xp_conn *xp);
 
 /* tmf.c */
 void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx);

@@ -30,7 +30,7 @@ struct login_state {
 	char initiator[224];
 	char target[224];
 	bool discovery;
-	const struct iscsi_tpg *tpg;
+	const struct rt_tpg *tpg;
 	const struct cfg_chap *chap;  /* credentials required (&chap_copy), or NULL */
 	struct cfg_chap chap_copy;    /* the configuration may change between PDUs */
 	enum auth_state auth;
@@ -108,18 +108,20 @@ static void login_fail(struct iscsi_conn *c, uint16_t status, const char *why)
 	c->state = CONN_LOGOUT; /* ignore anything more until the close */
 }
 
-static const struct iscsi_tpg *find_tpg(struct iscsi_conn *c, const char *name, bool *exists)
+static const struct rt_tpg *find_tpg(struct iscsi_conn *c, const char *name, bool *exists)
 {
-	const struct config *cfg = iscsi_g.cfg;
+	const struct config *cfg = rt_config();
 	*exists = false;
 	for (size_t i = 0; i < cfg->ntargets; i++) {
 		const struct cfg_target *t = &cfg->targets[i];
 		if (strcmp(t->iqn, name))
 			continue;
 		*exists = true;
-		for (size_t j = 0; j < t->ntpgs; j++)
-			if (t->tpgs[j].enable && t->tpgs[j].rt && tpg_has_portal(t->tpgs[j].rt, c->xp))
-				return t->tpgs[j].rt;
+		for (size_t j = 0; j < t->ntpgs; j++) {
+			const struct rt_tpg *g = rt_tpg_find(t->iqn, t->tpgs[j].tag);
+			if (t->tpgs[j].enable && g && tpg_has_portal(g, c->xp))
+				return g;
+		}
 	}
 	return NULL;
 }
@@ -173,7 +175,7 @@ static int login_identify(struct iscsi_conn *c, const struct text_list *kv, char
 			.data_digest = true, .default_time2wait = 2, .default_time2retain = 0, .max_connections = 1,
 		};
 		neg_local_from_tpg(&local, &dparams);
-		struct config *cfg = iscsi_g.cfg;
+		struct config *cfg = rt_config();
 		if (cfg->discovery_auth_required || cfg->discovery_chap.userid)
 			ls->chap = cfg->discovery_chap.userid ? keep_chap(ls, &cfg->discovery_chap) : NULL;
 		if (cfg->discovery_chap.userid && !ls->chap) {
@@ -425,9 +427,9 @@ static void login_rx_locked(struct iscsi_conn *c, struct xp_rx *rx);
 /* The configuration is read throughout a login PDU: it must not change underneath. */
 void login_rx(struct iscsi_conn *c, struct xp_rx *rx)
 {
-	pthread_rwlock_rdlock(&iscsi_g.cfg_lock);
+	pthread_rwlock_rdlock(&rt_lock);
 	login_rx_locked(c, rx);
-	pthread_rwlock_unlock(&iscsi_g.cfg_lock);
+	pthread_rwlock_unlock(&rt_lock);
 }
 
 static void login_rx_locked(struct iscsi_conn *c, struct xp_rx *rx)

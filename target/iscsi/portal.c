@@ -1,8 +1,8 @@
 /*
- * Start-up of the iSCSI layer from a loaded configuration: backstores and
- * their logical units, targets and portal groups, and one listener per
- * portal (accepting on the first reactor, handing connections round-robin
- * to all reactors).
+ * Portals: one listener per portal of the running configuration, accepting
+ * on the first reactor and handing connections round-robin to all
+ * reactors; and the iSCSI layer's start-up and end around the running
+ * target's (target/runtime/).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,147 +16,7 @@
 #include "target/iscsi/iscsi.h"
 #include "target/scsi/alua.h"
 
-struct iscsi_globals iscsi_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .cfg_lock = PTHREAD_RWLOCK_INITIALIZER };
-
-/*
- * The serials of the LUs this process has open (the loader checks the ones
- * a document decides; an rbd image's or an NVMe namespace's own identity is
- * known only once open).  A backstore of the same name may hold one while
- * its replacement opens (apply).  Admin thread and start-up only.
- */
-struct lu_serial {
-	struct lu_serial *next;
-	const struct scsi_lu *lu;
-	char serial[64], name[65];
-};
-static struct lu_serial *lu_serials;
-static pthread_mutex_t lu_serials_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* Before the LU is made: its APTPL state file is found by the serial. */
-static struct lu_serial *serial_claim(const struct cfg_backstore *b, const char *serial, int *rc, char *err,
-				      size_t errlen)
-{
-	struct lu_serial *e = calloc(1, sizeof(*e));
-	*rc = -ENOMEM;
-	if (!e) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	snprintf(e->serial, sizeof(e->serial), "%s", serial);
-	snprintf(e->name, sizeof(e->name), "%s", b->name);
-	pthread_mutex_lock(&lu_serials_mu);
-	for (struct lu_serial *o = lu_serials; o; o = o->next)
-		if (!strcmp(o->serial, e->serial) && strcmp(o->name, e->name)) {
-			pthread_mutex_unlock(&lu_serials_mu);
-			snprintf(err, errlen, "backstore '%s': serial '%s'%s is already that of backstore '%s': each LU of "
-				 "one isertd needs its own (set \"serial\" to tell them apart)", b->name, e->serial,
-				 b->serial ? "" : " (the store's own identity)", o->name);
-			free(e);
-			*rc = -EEXIST;
-			return NULL;
-		}
-	e->next = lu_serials;
-	lu_serials = e;
-	pthread_mutex_unlock(&lu_serials_mu);
-	*rc = 0;
-	return e;
-}
-
-static void serial_release(const struct lu_serial *which, const struct scsi_lu *lu)
-{
-	pthread_mutex_lock(&lu_serials_mu);
-	for (struct lu_serial **pp = &lu_serials; *pp; pp = &(*pp)->next)
-		if (*pp == which || (lu && (*pp)->lu == lu)) {
-			struct lu_serial *e = *pp;
-			*pp = e->next;
-			free(e);
-			break;
-		}
-	pthread_mutex_unlock(&lu_serials_mu);
-}
-
-int iscsi_backstore_open(struct cfg_backstore *b, char *err, size_t errlen)
-{
-	int rc = backstore_open(&b->bs, &b->rt_bs, err, errlen);
-	if (rc)
-		return rc;
-	/* The configured serial, else the store's own identity (an RBD image, an NVMe
-	 * namespace: every target serving it reports the same LU), else the name. */
-	char serial[64];
-	const char *own = backstore_serial(b->rt_bs);
-	snprintf(serial, sizeof(serial), "%s", b->serial ? b->serial : own ? own : b->name);
-	/* iscsi_setup sets iscsi_g.cfg before the first backstore opens; state_dir never changes after. */
-	struct scsi_lu_params p = { .serial = serial, .name = b->name, .state_dir = config_state_dir(iscsi_g.cfg) };
-	struct lu_serial *claim = serial_claim(b, serial, &rc, err, errlen);
-	if (claim && (rc = scsi_lu_create(b->rt_bs, &p, &b->rt_lu))) {
-		snprintf(err, errlen, "backstore '%s': cannot create its logical unit: %s", b->name, strerror(-rc));
-		serial_release(claim, NULL);
-	}
-	if (claim && !rc)
-		claim->lu = b->rt_lu;
-	if (rc) {
-		b->rt_lu = NULL;
-		backstore_close(b->rt_bs);
-		b->rt_bs = NULL;
-	}
-	return rc;
-}
-
-void iscsi_backstore_close(struct cfg_backstore *b)
-{
-	if (b->rt_lu) {
-		serial_release(NULL, b->rt_lu);
-		scsi_lu_destroy(b->rt_lu);
-	}
-	if (b->rt_bs)
-		backstore_close(b->rt_bs);
-	b->rt_lu = NULL;
-	b->rt_bs = NULL;
-}
-
-static int open_backstores(struct config *cfg, char *err, size_t errlen)
-{
-	for (size_t i = 0; i < cfg->nbackstores; i++) {
-		int rc = iscsi_backstore_open(&cfg->backstores[i], err, errlen);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-struct iscsi_tpg *iscsi_tpg_get(const char *iqn, uint16_t tag)
-{
-	for (struct iscsi_tpg *g = iscsi_g.tpgs; g; g = g->next)
-		if (g->tag == tag && !strcmp(g->iqn, iqn))
-			return g;
-	struct iscsi_tpg *g = calloc(1, sizeof(*g));
-	if (!g)
-		return NULL;
-	snprintf(g->iqn, sizeof(g->iqn), "%s", iqn);
-	g->tag = tag;
-	g->alua_port = scsi_alua_port(scsi_alua_get(iqn), tag);
-	g->next = iscsi_g.tpgs;
-	iscsi_g.tpgs = g;
-	return g;
-}
-
-static int build_targets(struct config *cfg, char *err, size_t errlen)
-{
-	for (size_t i = 0; i < cfg->ntargets; i++)
-		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++) {
-			struct cfg_tpg *t = &cfg->targets[i].tpgs[j];
-			t->rt = iscsi_tpg_get(cfg->targets[i].iqn, t->tag);
-			if (!t->rt)
-				return -ENOMEM;
-			t->rt->cfg = t;
-		}
-	struct iscsi_alua_plan *plan;
-	int rc = iscsi_alua_prepare(NULL, cfg, &plan, err, errlen);
-	if (rc)
-		return rc;
-	iscsi_alua_commit(plan);
-	return 0;
-}
+struct iscsi_globals iscsi_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static bool wildcard_host(const char *h)
 {
@@ -177,7 +37,7 @@ static const struct cfg_portal *tcp_clash(const struct config *cfg, const struct
 	return NULL;
 }
 
-bool config_has_portal(const struct config *cfg, const struct iscsi_portal *ip)
+bool iscsi_portal_in(const struct config *cfg, const struct iscsi_portal *ip)
 {
 	for (size_t i = 0; i < cfg->ntargets; i++)
 		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++)
@@ -282,21 +142,19 @@ static int iscsi_listen_all(const struct config *cfg, char *err, size_t errlen)
 /* Listen on every portal of the running configuration. */
 static int iscsi_listen(char *err, size_t errlen)
 {
-	return iscsi_listen_all(iscsi_g.cfg, err, errlen);
+	return iscsi_listen_all(rt_config(), err, errlen);
 }
 
 int iscsi_setup(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen)
 {
-	iscsi_g.cfg = cfg;
 	iscsi_g.reactors = reactors;
 	iscsi_g.nreactors = nreactors;
 	/* A reactor's pool holds at most buffer_pool_mb; what is beyond a quarter of it is given back when free. */
 	size_t cap = (size_t)cfg->buffer_pool_mb << 20;
 	for (unsigned i = 0; i < nreactors; i++)
 		bufpool_set_limits(reactor_bufpool(reactors[i]), cap, cap / 4);
-	int rc = open_backstores(cfg, err, errlen);
-	if (!rc)
-		rc = build_targets(cfg, err, errlen);
+	admit_set_limits(cfg);
+	int rc = rt_start(cfg, err, errlen);
 	if (rc && !err[0])
 		snprintf(err, errlen, "%s", strerror(-rc));
 	return rc;
@@ -319,43 +177,16 @@ void iscsi_stop(void)
 	/* The portal records stay: connections still point at them until they are freed. */
 }
 
-static void flush_done(struct bs_io *io, int res)
-{
-	*(int *)io->priv = res;
-}
-
-/* After the reactors stopped: write caches to stable storage (synchronous I/O). */
 int iscsi_flush(void)
 {
-	int failed = 0;
-	for (size_t i = 0; iscsi_g.cfg && i < iscsi_g.cfg->nbackstores; i++) {
-		struct backstore *bs = iscsi_g.cfg->backstores[i].rt_bs;
-		if (!bs || backstore_readonly(bs))
-			continue;
-		int res = -EINPROGRESS;
-		struct bs_io io = { .op = BS_FLUSH, .cb = flush_done, .priv = &res };
-		backstore_submit(bs, &io);
-		if (res) {
-			log_err("backstore '%s': flush at shutdown failed: %s", backstore_name(bs), strerror(-res));
-			failed++;
-		}
-	}
-	return failed;
+	return rt_flush();
 }
 
 /* After the reactors stopped: nothing runs any more, free everything. */
 void iscsi_free(void)
 {
-	for (size_t i = 0; iscsi_g.cfg && i < iscsi_g.cfg->nbackstores; i++)
-		iscsi_backstore_close(&iscsi_g.cfg->backstores[i]);
-	iscsi_apply_free();
+	rt_free();
 	stats_free();
-	scsi_alua_free_all();
-	while (iscsi_g.tpgs) {
-		struct iscsi_tpg *g = iscsi_g.tpgs;
-		iscsi_g.tpgs = g->next;
-		free(g);
-	}
 	while (iscsi_g.portals) {
 		struct iscsi_portal *p = iscsi_g.portals;
 		iscsi_g.portals = p->next;

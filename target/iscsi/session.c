@@ -759,25 +759,29 @@ static int lun_cmp(const void *a, const void *b)
 }
 
 /*
- * The LUNs session s sees now (caller holds iscsi_g.cfg_lock): its ACL's
+ * The LUNs session s sees now (caller holds rt_lock): its ACL's
  * mapped LUNs, or every LUN of the portal group in demo mode.  -EACCES when
  * the initiator is no longer admitted (ACL gone, demo mode off, the TPG
  * removed or disabled).
  */
-int session_lun_map(const struct iscsi_session *s, struct iscsi_lun **out, size_t *count)
+int session_lun_map(const struct iscsi_session *s, struct iscsi_lun **out, uint64_t **ids, size_t *count)
 {
-	const struct iscsi_tpg *tpg = s->tpg;
+	const struct rt_tpg *tpg = s->tpg;
 	const struct cfg_acl *acl = NULL;
 	*out = NULL;
+	*ids = NULL;
 	*count = 0;
 	if (!tpg_initiator_allowed(tpg, s->initiator, &acl) || !tpg->cfg->enable)
 		return -EACCES;
 	const struct cfg_tpg *g = tpg->cfg;
-	const struct config *cfg = iscsi_g.cfg;
 	size_t n = acl ? acl->nluns : g->nluns, k = 0;
 	struct iscsi_lun *luns = calloc(n ? n : 1, sizeof(*luns));
-	if (!luns)
+	uint64_t *id_array = calloc(n ? n : 1, sizeof(*id_array));
+	if (!luns || !id_array) {
+		free(luns);
+		free(id_array);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct cfg_lun *l = NULL;
 		uint64_t id;
@@ -797,12 +801,13 @@ int session_lun_map(const struct iscsi_session *s, struct iscsi_lun **out, size_
 			ro = l->read_only || g->demo_write_protect;
 		}
 		luns[k].lun = id;
-		luns[k].lu = cfg->backstores[l->backstore_index].rt_lu;
+		luns[k].lu = rt_store_at(l->backstore_index)->lu;
 		luns[k].read_only = ro;
 		k++;
 	}
 	qsort(luns, k, sizeof(*luns), lun_cmp);
 	*out = luns;
+	*ids = id_array;
 	*count = k;
 	return 0;
 }
@@ -818,8 +823,8 @@ static struct scsi_lu *lun_map_lu_at(const struct scsi_lun_map *m, uint32_t i, b
 	return s->luns[i].lu;
 }
 
-/* Take luns (from session_lun_map) as the session's LUN map. */
-void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, size_t n, uint64_t *ids)
+/* Take luns and ids (from session_lun_map) as the session's LUN map. */
+void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, uint64_t *ids, size_t n)
 {
 	stats_map_dropped(s->luns, s->nluns);
 	free(s->luns);
@@ -834,20 +839,6 @@ void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, size_t
 	s->lun_map.count = (uint32_t)s->nluns;
 	s->lun_map.luns = s->lun_ids;
 	s->lun_map.lu_at = lun_map_lu_at;
-}
-
-/* The session's LUN map as the configuration has it now, to install once its nexus is known. */
-static int new_lun_map(struct iscsi_session *s, struct iscsi_lun **luns, size_t *n, uint64_t **ids)
-{
-	int rc = session_lun_map(s, luns, n);
-	if (rc)
-		return rc;
-	*ids = calloc(*n ? *n : 1, sizeof(**ids));
-	if (!*ids) {
-		free(*luns);
-		return -ENOMEM;
-	}
-	return 0;
 }
 
 static void close_by_id(void *arg)
@@ -882,7 +873,8 @@ int session_register(struct iscsi_session *s, char *why, size_t whylen)
 	struct iscsi_lun *luns = NULL;
 	uint64_t *ids = NULL;
 	size_t n = 0;
-	int rc = s->discovery ? 0 : new_lun_map(s, &luns, &n, &ids);
+	/* The LUN map as the configuration has it now, installed once the nexus is known. */
+	int rc = s->discovery ? 0 : session_lun_map(s, &luns, &ids, &n);
 	if (rc) {
 		/* The configuration may have changed since the login began. */
 		snprintf(why, whylen, rc == -EACCES ? "the initiator is no longer admitted to this portal group"
@@ -924,7 +916,7 @@ int session_register(struct iscsi_session *s, char *why, size_t whylen)
 	}
 	/* Installed only now: its I_T_L entries are made for this nexus. */
 	if (!s->discovery)
-		session_set_lun_map(s, luns, n, ids);
+		session_set_lun_map(s, luns, ids, n);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "common/reactor.h"
 #include "common/scsi_proto.h"
 #include "target/backstore/backstore.h"
+#include "target/control/control.h"
 #include "target/iscsi/iscsi.h"
 #include "target/iscsi/stats.h"
 
@@ -95,7 +96,7 @@ static void idle_del(struct stats_lun *e)
 	e->iprev = e->inext = NULL;
 }
 
-static uint32_t key_hash(const struct iscsi_tpg *tpg, uint64_t lun, const char *ini)
+static uint32_t key_hash(const struct rt_tpg *tpg, uint64_t lun, const char *ini)
 {
 	uint32_t h = 2166136261u ^ (uint32_t)(uintptr_t)tpg ^ (uint32_t)lun * 0x9e3779b1u;
 	for (const char *p = ini; *p; p++)
@@ -123,7 +124,7 @@ static struct stats_table *table(void)
 	return tab;
 }
 
-static struct stats_lun *find(struct stats_table *t, uint32_t h, uint8_t kind, const struct iscsi_tpg *tpg,
+static struct stats_lun *find(struct stats_table *t, uint32_t h, uint8_t kind, const struct rt_tpg *tpg,
 			      uint64_t lun, const char *ini, const char *bs)
 {
 	for (struct stats_lun *e = t->hash[h]; e; e = e->hnext)
@@ -144,7 +145,7 @@ static void hash_del(struct stats_lun *e)
 
 /* e (zeroed or reused memory) as a new row of t under key, in the hash. */
 static void row_init(struct stats_table *t, struct stats_lun *e, uint32_t h, uint8_t kind,
-		     const struct iscsi_tpg *tpg, uint64_t lun, const char *ini, const char *bs)
+		     const struct rt_tpg *tpg, uint64_t lun, const char *ini, const char *bs)
 {
 	memset(e, 0, sizeof(*e));
 	e->tab = t;
@@ -158,7 +159,7 @@ static void row_init(struct stats_table *t, struct stats_lun *e, uint32_t h, uin
 }
 
 /* The LUN's rest row on this reactor, made if the cap allows (NULL: none, the overflow row counts). */
-static struct stats_lun *rest_row(struct stats_table *t, const struct iscsi_tpg *tpg, uint64_t lun, const char *bs)
+static struct stats_lun *rest_row(struct stats_table *t, const struct rt_tpg *tpg, uint64_t lun, const char *bs)
 {
 	uint32_t h = key_hash(tpg, lun, STATS_REST_NAME);
 	struct stats_lun *r = find(t, h, STATS_REST, tpg, lun, STATS_REST_NAME, bs);

@@ -23,7 +23,7 @@ struct iscsi_lun;
 struct iscsi_portal;
 struct iscsi_session;
 struct iscsi_task;
-struct iscsi_tpg;
+struct rt_tpg;
 
 /* Latency histograms: bucket i counts latencies <= 2^i us (i < STATS_BUCKETS - 1), the last one the rest. */
 #define STATS_BUCKETS 28 /* 1 us .. 2^26 us (67 s), then beyond */
@@ -70,7 +70,7 @@ struct stats_lun {
 	struct stats_lun *hnext;        /* the reactor's hash chain */
 	struct stats_lun *iprev, *inext; /* its table's idle list (named, no user, nothing in flight), oldest first */
 	struct stats_table *tab;        /* its reactor's table */
-	const struct iscsi_tpg *tpg;    /* lives as long as the process; NULL for the overflow row */
+	const struct rt_tpg *tpg;    /* lives as long as the process; NULL for the overflow row */
 	uint64_t lun;
 	char initiator[224];
 	char backstore[65];

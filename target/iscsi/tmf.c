@@ -132,10 +132,10 @@ static void close_target_sessions(const struct iscsi_session *s)
 static bool target_reset_allowed(const struct iscsi_session *s)
 {
 	const struct cfg_acl *acl = NULL;
-	pthread_rwlock_rdlock(&iscsi_g.cfg_lock);
+	pthread_rwlock_rdlock(&rt_lock);
 	bool ok = tpg_initiator_allowed(s->tpg, s->initiator, &acl) &&
 		  (acl ? acl->allow_target_reset : s->tpg->cfg->demo_target_reset);
-	pthread_rwlock_unlock(&iscsi_g.cfg_lock);
+	pthread_rwlock_unlock(&rt_lock);
 	return ok;
 }
 

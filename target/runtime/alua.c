@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "target/iscsi/iscsi.h"
+#include "target/runtime/runtime.h"
 #include "target/scsi/alua.h"
 
 static const struct cfg_target *find_target(const struct config *c, const char *iqn)
@@ -30,7 +30,7 @@ static const struct cfg_alua_group *find_group(const struct cfg_target *t, uint1
 	return NULL;
 }
 
-struct iscsi_alua_plan {
+struct rt_alua_plan {
 	size_t n;
 	struct {
 		struct scsi_alua *a;
@@ -39,17 +39,17 @@ struct iscsi_alua_plan {
 	} tg[];
 };
 
-void iscsi_alua_plan_free(struct iscsi_alua_plan *p)
+void rt_alua_plan_free(struct rt_alua_plan *p)
 {
 	for (size_t i = 0; p && i < p->n; i++)
 		scsi_alua_table_free(p->tg[i].t);
 	free(p);
 }
 
-int iscsi_alua_prepare(const struct config *old, const struct config *n, struct iscsi_alua_plan **out, char *err,
+int rt_alua_prepare(const struct config *old, const struct config *n, struct rt_alua_plan **out, char *err,
 		       size_t errlen)
 {
-	struct iscsi_alua_plan *p = calloc(1, sizeof(*p) + n->ntargets * sizeof(p->tg[0]));
+	struct rt_alua_plan *p = calloc(1, sizeof(*p) + n->ntargets * sizeof(p->tg[0]));
 	int rc = p ? 0 : -ENOMEM;
 	if (p)
 		p->n = n->ntargets; /* tables not made stay NULL */
@@ -89,22 +89,23 @@ int iscsi_alua_prepare(const struct config *old, const struct config *n, struct 
 				 rc == -EINVAL ? "a group has more than 255 ports" : "out of memory");
 	}
 	if (rc) {
-		iscsi_alua_plan_free(p);
+		rt_alua_plan_free(p);
 		return rc;
 	}
 	*out = p;
 	return 0;
 }
 
-void iscsi_alua_commit(struct iscsi_alua_plan *p)
+void rt_alua_commit(struct rt_alua_plan *p)
 {
 	for (size_t i = 0; i < p->n; i++)
 		scsi_alua_install(p->tg[i].a, p->tg[i].modes, p->tg[i].ttime, p->tg[i].t);
 	free(p);
 }
 
-void iscsi_alua_sync(struct config *c)
+void rt_alua_sync(void)
 {
+	struct config *c = rt_config();
 	for (size_t i = 0; i < c->ntargets; i++) {
 		struct cfg_target *t = &c->targets[i];
 		struct scsi_alua *a = scsi_alua_get(t->iqn);
@@ -112,16 +113,16 @@ void iscsi_alua_sync(struct config *c)
 			uint8_t st, status;
 			if (scsi_alua_group_state(a, t->alua_groups[j].id, &st, &status) || st == t->alua_groups[j].state)
 				continue;
-			pthread_rwlock_wrlock(&iscsi_g.cfg_lock);
+			pthread_rwlock_wrlock(&rt_lock);
 			t->alua_groups[j].state = st;
 			/* The running groups are the document's now: the default group is written out too. */
 			t->alua_given = true;
-			pthread_rwlock_unlock(&iscsi_g.cfg_lock);
+			pthread_rwlock_unlock(&rt_lock);
 		}
 	}
 }
 
-const char *iscsi_alua_status(const char *iqn, uint16_t id)
+const char *rt_alua_status(const char *iqn, uint16_t id)
 {
 	struct scsi_alua *a = scsi_alua_get(iqn);
 	uint8_t st, status;

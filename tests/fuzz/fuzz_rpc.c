@@ -5,7 +5,7 @@
  * is refused leaves the running configuration as it was.  The target is
  * the real one without reactors: backstores and targets set up from a small
  * configuration, no connection; changes are planned (the loader, the
- * document edits and the diff run), not carried out (rpc_plan_only).
+ * document edits and the plan run), not carried out (rpc_plan_only).
  */
 #include <json-c/json.h>
 #include <string.h>
@@ -29,7 +29,6 @@ static void setup(void)
 		return;
 	FUZZ_CHECK(!config_load_string(fuzz_cfg, "fuzz", &cfg, err, sizeof(err)), "%s", err);
 	FUZZ_CHECK(!iscsi_setup(cfg, NULL, 0, err, sizeof(err)), "%s", err);
-	rpc_st.cfg = cfg;
 	rpc_plan_only = true;
 }
 
@@ -38,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > RPC_MAX_REQUEST)
 		return 0;
 	setup();
-	char *before = config_to_json(rpc_st.cfg);
+	char *before = config_to_json(rt_config());
 	uint64_t gen = rpc_st.generation;
 	uid_t uid = size && data[0] == ' ' ? 65534 : 0; /* a leading space: an unprivileged peer */
 	char *out = rpc_handle((const char *)data, size, uid);
@@ -59,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(json_object_object_get_ex(e, "message", &msg) && json_object_get_string_len(msg),
 				   "error message: %s", out);
 			FUZZ_CHECK(gen == rpc_st.generation, "a refusal changed the generation: %s", out);
-			char *after = config_to_json(rpc_st.cfg);
+			char *after = config_to_json(rt_config());
 			FUZZ_CHECK(!strcmp(before, after), "a refusal changed the configuration: %s", out);
 			free(after);
 		}

@@ -1,4 +1,4 @@
-/* CUnit tests for target/config_*.c: loading, validation messages, round-trip, save, changes. */
+/* CUnit tests for the configuration (target/config/): loading, validation messages, round-trip, save, changes. */
 #include "target/config/config.h"
 
 #include <CUnit/Basic.h>

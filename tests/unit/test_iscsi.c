@@ -765,9 +765,8 @@ static int suite_init(void)
 
 static int suite_clean(void)
 {
-	iscsi_free();
+	iscsi_free(); /* the running configuration with it */
 	reactor_destroy(r);
-	config_free(cfg);
 	unlink(lunfile);
 	return 0;
 }
