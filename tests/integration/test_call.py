@@ -122,7 +122,8 @@ def main():
                 ('an unknown key', ['tag=1', 'colour=red'],
                  f"call lun.add: unknown parameter 'colour' (this method takes: {', '.join(names['lun.add'])})"),
                 ('a key given twice', ['tag=1', 'tag=2'], "call lun.add: 'tag' given twice"),
-                ('an argument that is not KEY=VALUE', ['tag=1', 'r1'], "'r1' is not KEY=VALUE")):
+                ('an argument that is not KEY=VALUE', ['tag=1', 'r1'], "'r1' is not KEY=VALUE"),
+                ('a JSON object among KEY=VALUE', ['tag=1', '{"lun": 3}'], 'a JSON object of parameters comes alone')):
             rc, out, err = iserctl(sock, 'call', 'lun.add', f'target={T}', 'backstore=r1', *args)
             check(f'call lun.add with {label}: exit 2, saying "{words}"', rc == 2 and words in err, f'{rc} {err}')
             check(f'call lun.add with {label}: nothing changed', running() == before)
@@ -156,6 +157,12 @@ def main():
         check('chap=\'{"userid":...}\' (a secret "value" as JSON): the ACL has it',
               rc == 0 and acl and acl[0].get('chap') == {'userid': 'u', 'password': 'secretsecret12'},
               out + err + json.dumps(acl))
+        before = running()
+        rc, _, err = iserctl(sock, 'call', 'acl.set', f'target={T}', 'tag=1',
+                             '{"initiator": "%s", "chap": {"userid": "u", "password": "secret-not-shown"}}' % ini)
+        check('a JSON object among KEY=VALUE holding a secret: exit 2, the secret not shown, nothing changed',
+              rc == 2 and 'comes alone' in err and 'secret-not-shown' not in err and running() == before,
+              f'{rc} {err}')
         rc, out, err = iserctl(sock, 'call', 'acl.set', f'target={T}', 'tag=1', f'initiator={ini}', 'chap=null')
         acl = [a for a in running()['config']['targets'][0]['tpgs'][0].get('acls', []) if a['initiator'] == ini]
         check('chap=null (JSON null): CHAP off', rc == 0 and acl and 'chap' not in acl[0], out + err)

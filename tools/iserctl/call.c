@@ -16,13 +16,14 @@
 
 #include "iserctl.h"
 
-/* The element of rpc.methods' answer named name, or NULL. */
+/* The element named name of an array of {"name": ...} objects (rpc.methods' answer, a method's params), or NULL. */
 static json_object *method_of(json_object *methods, const char *name)
 {
-	for (size_t i = 0; methods && i < json_object_array_length(methods); i++) {
+	size_t n = json_object_is_type(methods, json_type_array) ? json_object_array_length(methods) : 0;
+	for (size_t i = 0; i < n; i++) {
 		json_object *m = json_object_array_get_idx(methods, i);
-		const char *n = json_object_get_string(get(m, "name"));
-		if (n && !strcmp(n, name))
+		const char *mn = json_object_get_string(get(m, "name"));
+		if (mn && !strcmp(mn, name))
 			return m;
 	}
 	return NULL;
@@ -142,10 +143,13 @@ static int params_of_args(const char *method, int argc, char **argv, json_object
 	for (int i = 0; !rc && i < argc; i++) {
 		char *eq = strchr(argv[i], '='), *key = argv[i];
 		json_object *v;
-		if (!eq || eq == key || key[0] == '{') {
-			rc = die_usage("call: '%s' is not KEY=VALUE (a JSON object of parameters comes alone)", key);
+		/* Not shown: the object may hold a secret. */
+		if (key[0] == '{')
+			rc = die_usage("call: %s", "a JSON object of parameters comes alone, without KEY=VALUE");
+		else if (!eq || eq == key)
+			rc = die_usage("call: '%s' is not KEY=VALUE", key);
+		if (rc)
 			break;
-		}
 		*eq = 0;
 		if (json_object_object_get_ex(*params, key, NULL))
 			rc = refuse("call %s: '%s' given twice", shown(method), shown(key));
