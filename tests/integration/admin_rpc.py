@@ -1,8 +1,13 @@
 """What the tests that drive isertd's admin socket share: a raw JSON-RPC
-client, and stopping isertd."""
+client, and starting and stopping isertd."""
 import json
+import os
+import shutil
 import socket
 import subprocess
+import time
+
+import checks
 
 
 class Rpc:
@@ -87,3 +92,26 @@ def stop_isertd(proc, timeout=15):
         proc.kill()
         proc.wait()
         return -9
+
+
+def start_isertd(isertd, work, cfgfile, *args):
+    """isertd -c CFGFILE --admin-socket WORK/admin.sock ARGS..., its output in WORK/isertd.log; once the socket
+    is there (at most 5 s): (the process, the socket's path)."""
+    sock = os.path.join(work, 'admin.sock')
+    with open(os.path.join(work, 'isertd.log'), 'w') as log:
+        proc = subprocess.Popen([isertd, '-c', cfgfile, '--admin-socket', sock, *args], stdout=log,
+                                stderr=subprocess.STDOUT)
+    for _ in range(100):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.05)
+    return proc, sock
+
+
+def end_isertd(proc, work):
+    """Stop isertd (start_isertd's) and check that it exits 0; its log's tail when a check failed; WORK removed."""
+    rc = stop_isertd(proc)
+    checks.check('isertd exits 0', rc == 0, f'exit {rc}')
+    if checks.failed:
+        print(open(os.path.join(work, 'isertd.log')).read()[-3000:])
+    shutil.rmtree(work, ignore_errors=True)

@@ -1,5 +1,17 @@
 # bash completion for iserctl: commands, options, and object paths read from
-# the running isertd (iserctl paths).
+# the running isertd (iserctl paths); after call, the methods and their
+# parameters from its method table (iserctl call rpc.methods).
+
+# The method names of rpc.methods, or with METHOD its parameters as "NAME TYPE" lines. Its answer is
+# printed one member a line, a method's members indented 4 spaces, a parameter's 8.
+_iserctl_methods()
+{
+	iserctl "${sock[@]}" call rpc.methods 2>/dev/null | awk -F '"' -v m="$1" '
+		/^    "name": / { cur = $4; if (m == "") print cur }
+		m != "" && cur == m && /^        "name": / { name = $4 }
+		m != "" && cur == m && /^        "type": / { print name, $4 }'
+}
+
 _iserctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
@@ -41,8 +53,36 @@ _iserctl()
 		COMPREPLY=($(compgen -W "set active_optimized active_nonoptimized standby unavailable transitioning
 			preferred= mode= transition_time=" -- "$cur")) ;;
 	call)
-		[ "$prev" = call ] && COMPREPLY=($(compgen -W "$(iserctl "${sock[@]}" call rpc.methods 2>/dev/null |
-			sed -n 's/.*"name": "\([^"]*\)".*/\1/p')" -- "$cur")) ;;
+		if [ "$prev" = call ]; then
+			COMPREPLY=($(compgen -W "$(_iserctl_methods)" -- "$cur"))
+			return
+		fi
+		((COMP_CWORD > i + 1)) || return
+		local params name='' on=' ' w j
+		params=$(_iserctl_methods "${COMP_WORDS[i+1]}")
+		# NAME=VALUE: bash splits it at = (COMP_WORDBREAKS) into NAME, =, VALUE; else it is one word.
+		if [ "$cur" = = ]; then
+			name=$prev cur=
+		elif [ "$prev" = = ]; then
+			name=${COMP_WORDS[COMP_CWORD-2]}
+		elif [[ $cur == ?*=* ]]; then
+			name=${cur%%=*}
+		fi
+		if [ -n "$name" ]; then
+			# A boolean's value; the whole word when bash did not split it.
+			[[ $'\n'$params$'\n' == *$'\n'"$name boolean"$'\n'* ]] &&
+				COMPREPLY=($(compgen -W "true false" -P "${cur%"${cur#*=}"}" -- "${cur#*=}"))
+			return
+		fi
+		# NAME= for each parameter not on the line yet.
+		for ((j = i + 2; j < COMP_CWORD; j++)); do
+			w=${COMP_WORDS[j]}
+			[ "${COMP_WORDS[j+1]}" = = ] && on+="$w "
+			[[ $w == ?*=* ]] && on+="${w%%=*} "
+		done
+		compopt -o nospace 2>/dev/null
+		COMPREPLY=($(compgen -W "$(while read -r w _; do
+			[[ -n $w && $on != *" $w "* ]] && echo "$w="; done <<<"$params")" -- "$cur")) ;;
 	esac
 }
 complete -F _iserctl iserctl

@@ -24,7 +24,7 @@
 
 static const char *sock_path = DEFAULT_SOCKET;
 bool as_json;
-static int64_t generation;   /* 0: not given */
+int64_t generation;   /* 0: not given */
 
 static void usage(FILE *f)
 {
@@ -60,7 +60,10 @@ static void usage(FILE *f)
 		"  apply FILE [--dry-run]      make FILE the running configuration, changing only what differs\n"
 		"  restore FILE [--target IQN | --backstore NAME] [--dry-run]\n"
 		"                              FILE, or one target or backstore of it, into the running one\n"
-		"  call METHOD [JSON-PARAMS]   any method of the socket (iserctl call rpc.methods)\n"
+		"  call METHOD [JSON-OBJECT | KEY=VALUE...]\n"
+		"                              any method of the socket (iserctl call rpc.methods lists\n"
+		"                              them), its parameters as one JSON object or as KEY=VALUE,\n"
+		"                              each typed as the method's table in rpc.methods says\n"
 		"  stats [--target IQN] [--initiator IQN] [--lun N] [--tsih N] [--json]\n"
 		"                              counters: per LUN and initiator (commands, MB, latency avg\n"
 		"                              and p99), per connection, per portal, RDMA devices\n"
@@ -742,20 +745,7 @@ int main(int argc, char **argv)
 		json_object_put(res);
 		return rc;
 	}
-	if (!strcmp(cmd, "call") && (n == 1 || n == 2)) {
-		json_object *params = NULL;
-		if (n == 2) {
-			params = json_tokener_parse(args[1]);
-			if (!params || !json_object_is_type(params, json_type_object)) {
-				json_object_put(params);
-				return die_usage("call: '%s' is not a JSON object", args[1]);
-			}
-		}
-		rc = call(args[0], params ? params : (generation ? json_object_new_object() : NULL), &res);
-		if (!rc)
-			print_json(res);
-		json_object_put(res);
-		return rc;
-	}
+	if (!strcmp(cmd, "call") && n >= 1)
+		return cmd_call(n, args);
 	return die_usage("'%s': unknown command or wrong arguments", cmd);
 }

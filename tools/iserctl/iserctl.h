@@ -4,10 +4,12 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 enum { EX_OK, EX_REFUSED, EX_USAGE, EX_UNREACHABLE, EX_NOTFOUND, EX_STALE };
 
 extern bool as_json;
+extern int64_t generation; /* -g N: the change is refused unless still at N; 0 when not given */
 
 /* One method call; result (owned by the caller) or an exit status with the message printed. */
 int call(const char *method, json_object *params, json_object **result);
@@ -28,6 +30,9 @@ int die_usage(const char *fmt, const char *arg);
 
 /* A change method: its plan and outcome printed (--dry-run, --json honoured); the exit status. */
 int run_change(const char *what, const char *method, json_object *params);
+
+/* call.c: iserctl call METHOD [JSON-OBJECT | KEY=VALUE...] */
+int cmd_call(int argc, char **argv);
 
 /* alua.c */
 int cmd_alua(int argc, char **argv);
