@@ -172,9 +172,10 @@ def main():
         check('call lun.remove \'{"target": ...}\' (the JSON form): exit 0, the LUN gone',
               rc == 0 and [x['lun'] for x in luns()] == [0], out + err)
         before = running()
-        rc, _, err = iserctl(sock, 'call', 'lun.remove', '{"target": ')
-        check('a JSON form that is not JSON: exit 2, nothing changed',
-              rc == 2 and 'is not a JSON object' in err and running() == before, f'{rc} {err}')
+        rc, _, err = iserctl(sock, 'call', 'acl.set', '{"chap": {"password": "Leaked-secret-1234"')
+        check('a JSON form that is not JSON: exit 2, nothing changed, the text not shown (it may hold a secret)',
+              rc == 2 and 'are not a JSON object' in err and 'Leaked' not in err and running() == before,
+              f'{rc} {err}')
         rc, out, _ = iserctl(sock, 'call', 'config.get')
         check('call METHOD without parameters', rc == 0 and json.loads(out)['generation'] == before['generation'])
     finally:

@@ -173,7 +173,8 @@ int cmd_call(int argc, char **argv)
 		params = json_tokener_parse(argv[1]);
 		if (!params || !json_object_is_type(params, json_type_object)) {
 			json_object_put(params);
-			return die_usage("call: '%s' is not a JSON object", argv[1]);
+			/* Not shown: it may hold a secret. */
+			return die_usage("call %s: the parameters are not a JSON object", shown(argv[0]));
 		}
 	} else if (argc > 1 && (rc = params_of_args(argv[0], argc - 1, argv + 1, &params))) {
 		return rc;
