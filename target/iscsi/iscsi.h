@@ -33,7 +33,7 @@ struct iscsi_lun {
 	struct stats_lun *st;          /* made at the first command (stats.c) */
 };
 
-/* A portal (listener), with its share of the connection limits (admit.c); kept like a TPG. */
+/* A portal (listener), with its share of the connection limits (admit.c); kept for the life of the process. */
 struct iscsi_portal {
 	struct iscsi_portal *next;     /* iscsi_g.portals */
 	const struct transport_ops *ops;
@@ -46,7 +46,7 @@ struct iscsi_portal {
 	struct stats_portal *st;       /* one per reactor, each written by its reactor only */
 };
 
-/* Process-wide state, built from the configuration at start. */
+/* The iSCSI layer's process-wide state (what runs of the configuration is target/runtime/'s). */
 struct iscsi_globals {
 	struct reactor **reactors;
 	unsigned nreactors;
@@ -71,6 +71,7 @@ int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, st
 void iscsi_portal_unlisten(struct iscsi_portal *ip);
 /* Is p among cfg's portals? */
 bool iscsi_portal_in(const struct config *cfg, const struct iscsi_portal *p);
+/* iscsi_setup, then every portal of the running configuration listens. */
 int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
 /* Stop listening (the first step of a shutdown). */
 void iscsi_stop(void);
