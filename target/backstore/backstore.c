@@ -134,6 +134,76 @@ bool backstore_compare_write_fits(const struct backstore *bs, uint64_t offset, u
 bool backstore_shared(const struct backstore *bs) { return bs->shared; }
 const char *backstore_serial(const struct backstore *bs) { return bs->serial[0] ? bs->serial : NULL; }
 
+/* The shared state: the store's own, or -ENOTSUP. */
+#define STATE(bs) ((bs)->ops->state)
+int backstore_state_read(struct backstore *bs, char **text, size_t *len, uint64_t *version)
+{
+	return STATE(bs) ? STATE(bs)->read(bs, text, len, version) : -ENOTSUP;
+}
+
+int backstore_state_write(struct backstore *bs, const char *text, size_t len, uint64_t version, uint64_t *now)
+{
+	return STATE(bs) ? STATE(bs)->write(bs, text, len, version, now) : -ENOTSUP;
+}
+
+int backstore_state_watch(struct backstore *bs, bs_notify_fn fn, bs_watch_error_fn efn, void *arg)
+{
+	return STATE(bs) ? STATE(bs)->watch(bs, fn, efn, arg) : -ENOTSUP;
+}
+
+void backstore_state_unwatch(struct backstore *bs)
+{
+	if (STATE(bs))
+		STATE(bs)->unwatch(bs);
+}
+
+int backstore_state_notify(struct backstore *bs, const void *data, size_t len, unsigned timeout_ms,
+			   struct bs_notify_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	return STATE(bs) ? STATE(bs)->notify(bs, data, len, timeout_ms, res) : -ENOTSUP;
+}
+
+void backstore_notify_result_free(struct bs_notify_result *res)
+{
+	free(res->acked);
+	free(res->missed);
+	memset(res, 0, sizeof(*res));
+}
+
+int backstore_state_ack(struct backstore *bs, uint64_t notify_id, const void *data, size_t len)
+{
+	return STATE(bs) ? STATE(bs)->ack(bs, notify_id, data, len) : -ENOTSUP;
+}
+
+uint64_t backstore_state_self(const struct backstore *bs)
+{
+	return STATE(bs) ? STATE(bs)->self(bs) : 0;
+}
+
+int backstore_state_join(struct backstore *bs, const char *desc)
+{
+	return STATE(bs) ? STATE(bs)->join(bs, desc) : -ENOTSUP;
+}
+
+void backstore_state_leave(struct backstore *bs)
+{
+	if (STATE(bs))
+		STATE(bs)->leave(bs);
+}
+
+int backstore_state_sharers(struct backstore *bs, struct bs_sharer **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	return STATE(bs) ? STATE(bs)->sharers(bs, out, n) : -ENOTSUP;
+}
+
+int backstore_state_fence(struct backstore *bs, const struct bs_sharer *s, char *err, size_t errlen)
+{
+	return STATE(bs) ? STATE(bs)->fence(bs, s, err, errlen) : -ENOTSUP;
+}
+
 void backstore_on_resize(struct backstore *bs, void (*fn)(void *arg), void *arg)
 {
 	pthread_mutex_lock(&bs->resize_mu);

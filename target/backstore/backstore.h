@@ -166,9 +166,57 @@ bool backstore_compare_write_fits(const struct backstore *bs, uint64_t offset, u
 /*
  * Can other targets serve the same blocks (an RBD image behind two
  * gateways)?  State kept in this process only (persistent reservations)
- * would then be silently wrong, so the SCSI layer refuses it.
+ * would then be silently wrong: the SCSI layer keeps it in the store's
+ * shared state below, or refuses it where the store has none.
  */
 bool backstore_shared(const struct backstore *bs);
+
+/*
+ * The state an LU shares with every target serving the same store (the
+ * sharers, one per process, each known by an id): one object beside the
+ * store, changed only by compare-and-set of its version; a watch on it,
+ * through which a sharer notifies the others and waits for each one's
+ * acknowledgement; and the list of sharers with the address that fences
+ * one (its access to the store cut, so nothing it still sends can land).
+ * rbd keeps them in RADOS beside the image (rbd.c).  Every call blocks on
+ * the cluster: never call one on a reactor.  -ENOTSUP where the store has
+ * no shared state.
+ */
+struct bs_sharer {
+	uint64_t id;
+	char addr[128];          /* what fencing it cuts off */
+	char desc[256];          /* host and process, for the operator */
+};
+struct bs_notify_result {
+	uint64_t *acked;         /* sharers that acknowledged */
+	size_t nacked;
+	uint64_t *missed;        /* sharers watching that did not acknowledge in time */
+	size_t nmissed;
+};
+/* Called on the store's thread for each notification (notifier: the sharer that sent it). */
+typedef void (*bs_notify_fn)(void *arg, uint64_t notify_id, uint64_t notifier, const void *data, size_t len);
+/* The watch broke (err): notifications may have been missed until it is made again. */
+typedef void (*bs_watch_error_fn)(void *arg, int err);
+
+/* The state and its version (*text malloc'd); -ENOENT while none was ever written. */
+int backstore_state_read(struct backstore *bs, char **text, size_t *len, uint64_t *version);
+/* Write text if the state is still at version (0: none yet): the new version, or -ERANGE when it moved. */
+int backstore_state_write(struct backstore *bs, const char *text, size_t len, uint64_t version, uint64_t *now);
+int backstore_state_watch(struct backstore *bs, bs_notify_fn fn, bs_watch_error_fn efn, void *arg);
+void backstore_state_unwatch(struct backstore *bs);
+/* Notify every watcher (this sharer too) and wait at most timeout_ms for the acknowledgements. */
+int backstore_state_notify(struct backstore *bs, const void *data, size_t len, unsigned timeout_ms,
+			   struct bs_notify_result *res);
+void backstore_notify_result_free(struct bs_notify_result *res);
+int backstore_state_ack(struct backstore *bs, uint64_t notify_id, const void *data, size_t len);
+/* This process's id among the sharers. */
+uint64_t backstore_state_self(const struct backstore *bs);
+/* Join the sharers (desc: who this is), leave them, list them (*out malloc'd). */
+int backstore_state_join(struct backstore *bs, const char *desc);
+void backstore_state_leave(struct backstore *bs);
+int backstore_state_sharers(struct backstore *bs, struct bs_sharer **out, size_t *n);
+/* Fence a sharer (its address cut off from the cluster) and remove it from the list. */
+int backstore_state_fence(struct backstore *bs, const struct bs_sharer *s, char *err, size_t errlen);
 /* The store's own stable identity for the LU's serial (rbd: the image id), or NULL. */
 const char *backstore_serial(const struct backstore *bs);
 /*

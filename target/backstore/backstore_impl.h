@@ -25,6 +25,24 @@ struct bs_ops {
 	 * block and nvme take their device's size, and refuses ram.
 	 */
 	int (*resize)(struct backstore *bs, uint64_t size, char *err, size_t errlen);
+	/* The shared state (backstore.h), where the store has one: NULL elsewhere. */
+	const struct bs_state_ops *state;
+};
+
+/* backstore_state_*() call these, one for one. */
+struct bs_state_ops {
+	int (*read)(struct backstore *bs, char **text, size_t *len, uint64_t *version);
+	int (*write)(struct backstore *bs, const char *text, size_t len, uint64_t version, uint64_t *now);
+	int (*watch)(struct backstore *bs, bs_notify_fn fn, bs_watch_error_fn efn, void *arg);
+	void (*unwatch)(struct backstore *bs);
+	int (*notify)(struct backstore *bs, const void *data, size_t len, unsigned timeout_ms,
+		      struct bs_notify_result *res);
+	int (*ack)(struct backstore *bs, uint64_t notify_id, const void *data, size_t len);
+	uint64_t (*self)(const struct backstore *bs);
+	int (*join)(struct backstore *bs, const char *desc);
+	void (*leave)(struct backstore *bs);
+	int (*sharers)(struct backstore *bs, struct bs_sharer **out, size_t *n);
+	int (*fence)(struct backstore *bs, const struct bs_sharer *s, char *err, size_t errlen);
 };
 
 struct backstore {

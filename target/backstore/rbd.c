@@ -9,9 +9,10 @@
  * isertd serving it reports the same VPD 0x83 identifier.  Several gateways
  * may serve one image; writes stay correct between them because librbd's
  * exclusive lock moves the image between writers, COMPARE AND WRITE is
- * librbd's own (atomic on the OSDs, not per process), and state a process
- * keeps alone (persistent reservations) is refused (bs->shared).  Which
- * gateway takes writes is ALUA's business (docs/rbd.md).
+ * librbd's own (atomic on the OSDs, not per process), and the LU's
+ * reservations are kept in RADOS beside the image (rbd_state.c), shared by
+ * every gateway.  Which gateway takes writes is ALUA's business
+ * (docs/rbd.md).
  *
  * Caching: without write_cache librbd's cache is off and a write completes
  * when the OSDs have it (WCE=0 promises that); with it, rbd_cache is on,
@@ -32,6 +33,8 @@
 #if ISERT_RBD
 #include <rados/librados.h>
 #include <rbd/librbd.h>
+
+#include "target/backstore/rbd_int.h"
 
 /* rados_connect() waits this long for the monitors unless ceph.conf says (librados' default is 300 s). */
 #define RBD_CONNECT_TIMEOUT "20"
@@ -54,7 +57,13 @@ struct rbd_bs {
 	uint64_t watch;
 	bool watching;
 	bool cache;            /* rbd_cache on: writes need a flush to be durable */
+	struct rbd_state *st;  /* its LU's shared state (rbd_state.c) */
 };
+
+struct rbd_state *rbd_state_of(const struct backstore *bs)
+{
+	return ((const struct rbd_bs *)bs->rbd)->st;
+}
 
 enum rbd_stage { RS_OP, RS_FLUSH };
 
@@ -193,6 +202,7 @@ static void rbd_free(struct backstore *bs)
 		return;
 	if (r->watching)
 		rbd_update_unwatch(r->image, r->watch);
+	rbd_state_close(r->st);
 	if (r->image)
 		rbd_close(r->image);
 	if (r->ioctx)
@@ -269,6 +279,10 @@ static int rbd_open_bs(struct backstore *bs, const struct backstore_cfg *cfg, ch
 	/* librbd compares and writes within one 512-byte sector only (larger: -EINVAL). */
 	bs->compare_write_max = 512;
 	bs->shared = true;
+	if ((rc = rbd_state_open(r->conn->rados, rc_->pool, rc_->ns, id, &r->st)) < 0) {
+		bs_errf(bs, err, errlen, "image '%s': its shared state: %s", rc_->image, strerror(-rc));
+		goto fail;
+	}
 	rc = rbd_update_watch(r->image, &r->watch, rbd_watch_cb, bs);
 	if (rc < 0) {
 		bs_errf(bs, err, errlen, "image '%s': cannot watch it for resizes: %s", rc_->image, strerror(-rc));
@@ -448,6 +462,7 @@ const struct bs_ops bs_rbd_ops = {
 	.submit = rbd_submit,
 	.lba_status = rbd_lba_status,
 	.resize = rbd_resize_bs,
+	.state = &rbd_state_ops,
 };
 
 #else /* !ISERT_RBD */

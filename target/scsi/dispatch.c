@@ -123,7 +123,7 @@ bool scsi_op_supported(const struct scsi_cmd *cmd, const struct scsi_op *op)
 		return false;
 	if ((op->flags & OPF_EXPLICIT_ALUA) && !(alua_tpgs(cmd->nexus) & SCSI_ALUA_EXPLICIT))
 		return false;
-	if ((op->flags & OPF_RESERVATION) && lu && backstore_shared(lu->bs))
+	if ((op->flags & OPF_RESERVATION) && lu && backstore_shared(lu->bs) && !lu->share)
 		return false;
 	return !(op->flags & OPF_THIN) || (lu && lu->thin);
 }

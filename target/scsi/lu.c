@@ -216,7 +216,12 @@ int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct 
 	}
 	lu->naa_hi = fnv1a(lu->serial, 0xcbf29ce484222325ull);
 	lu->naa_lo = fnv1a(lu->serial, 0x84222325cbf29ce4ull);
-	if (p->state_dir) {
+	lu->state = &lu_state_local;
+	if (backstore_shared(bs)) {
+		/* The reservations live where every target serving the store sees them (APTPL is implicit). */
+		char naa[33];
+		share_attach(lu, p->name ? p->name : backstore_name(bs), lu_naa_hex(lu, naa));
+	} else if (p->state_dir) {
 		char naa[33];
 		int rc = pr_persist_init(lu->pr, p->state_dir, lu->serial, lu_naa_hex(lu, naa),
 					 p->name ? p->name : backstore_name(bs));
@@ -238,6 +243,7 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 	if (!lu)
 		return;
 	backstore_on_resize(lu->bs, NULL, NULL);
+	share_detach(lu);
 	for (n = lu->nexuses; n; n = next) {
 		next = n->next;
 		free(n);
@@ -342,17 +348,17 @@ void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi
 	pthread_mutex_lock(&lu->mu);
 	switch (ev) {
 	case SCSI_EV_LU_RESET:
-		pr_reset(lu->pr, nexus, false);
+		lu->state->reset(lu, nexus, false);
 		lu_clear_prevent(lu);
 		lu_ua_all(lu, NULL, ASC_BUS_DEVICE_RESET);
 		break;
 	case SCSI_EV_TARGET_WARM_RESET:
-		pr_reset(lu->pr, nexus, false);
+		lu->state->reset(lu, nexus, false);
 		lu_clear_prevent(lu);
 		lu_ua_all(lu, NULL, ASC_BUS_RESET);
 		break;
 	case SCSI_EV_TARGET_COLD_RESET:
-		pr_reset(lu->pr, nexus, false);
+		lu->state->reset(lu, nexus, false);
 		lu_clear_prevent(lu);
 		/* prepare reads these without the mutex */
 		__atomic_store_n(&lu->stopped, false, __ATOMIC_RELAXED);
@@ -362,7 +368,7 @@ void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi
 	case SCSI_EV_NEXUS_LOSS:
 		if (!nexus)
 			break;
-		pr_reset(lu->pr, nexus, true);
+		lu->state->reset(lu, nexus, true);
 		for (pp = &lu->nexuses; (n = *pp); pp = &n->next) {
 			if (n->id == nexus->id) {
 				*pp = n->next;

@@ -66,12 +66,6 @@ struct pr_it {
 	bool has_isid;
 };
 
-struct pr_note {
-	char port[256];
-	uint16_t asc;
-	bool abort;
-};
-
 struct scsi_pr {
 	pr_ua_fn ua;
 	void *ua_ctx;
@@ -95,6 +89,11 @@ struct scsi_pr {
 	/* Unit attentions collected during one command, sent once the state is final. */
 	struct pr_note *notes;
 	unsigned nnotes, notes_cap;
+
+	/* A copy a change is tried on: notes stay for pr_take_notes instead of going out. */
+	bool keep_notes;
+	/* The state is shared, and persistent where it is kept (share.c): APTPL without a file. */
+	bool shared;
 
 	/* APTPL: the state file (NULL: APTPL not offered), the LU's identity it records. */
 	char *state_path;
@@ -293,14 +292,21 @@ static void pr_note_all(struct scsi_pr *pr, const struct scsi_nexus *issuer, uin
 		pr_note(pr, r, issuer, asc, false);
 }
 
+void pr_deliver(struct scsi_pr *pr, const struct pr_note *notes, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (notes[i].abort && pr->abort)
+			pr->abort(pr->abort_ctx, notes[i].port);
+		if (pr->ua)
+			pr->ua(pr->ua_ctx, notes[i].port, notes[i].asc);
+	}
+}
+
 static void pr_flush_notes(struct scsi_pr *pr)
 {
-	for (unsigned i = 0; i < pr->nnotes; i++) {
-		if (pr->notes[i].abort && pr->abort)
-			pr->abort(pr->abort_ctx, pr->notes[i].port);
-		if (pr->ua)
-			pr->ua(pr->ua_ctx, pr->notes[i].port, pr->notes[i].asc);
-	}
+	if (pr->keep_notes)
+		return;
+	pr_deliver(pr, pr->notes, pr->nnotes);
 	pr->nnotes = 0;
 }
 
@@ -514,7 +520,8 @@ static void pr_in_read_reservation(const struct scsi_pr *pr, struct din *d)
 static void pr_in_report_caps(const struct scsi_pr *pr, struct din *d)
 {
 	din_be16(d, 8);
-	din_u8(d, (uint8_t)(0x10 | 0x08 | 0x04 | (pr->state_path ? 0x01 : 0))); /* CRH, SIP_C, ATP_C, PTPL_C */
+	/* CRH, SIP_C, ATP_C, PTPL_C */
+	din_u8(d, (uint8_t)(0x10 | 0x08 | 0x04 | (pr->state_path || pr->shared ? 0x01 : 0)));
 	/* TMV; ALLOW COMMANDS 001b: TEST UNIT READY passes; PTPL_A */
 	din_u8(d, (uint8_t)(0x80 | (1 << 4) | (pr->aptpl ? 0x01 : 0)));
 	din_u8(d, 0x80 | 0x40 | 0x20 | 0x08 | 0x02); /* WR_EX_AR EX_AC_RO WR_EX_RO EX_AC WR_EX */
@@ -933,7 +940,7 @@ static void pr_do_register(struct scsi_pr *pr, struct pr_out_args *a)
 {
 	bool ignore = a->sa == SCSI_PROUT_REGISTER_IGNORE;
 
-	if ((a->p[20] & PR_APTPL) && !pr->state_path) {
+	if ((a->p[20] & PR_APTPL) && !pr->state_path && !pr->shared) {
 		sense_invalid_param(a->cmd, 20, 0);
 		return;
 	}
@@ -1081,7 +1088,7 @@ static void pr_do_move(struct scsi_pr *pr, struct pr_out_args *a)
 	struct pr_reg *dest;
 	int used;
 
-	if ((p[17] & PR_APTPL) && !pr->state_path) {
+	if ((p[17] & PR_APTPL) && !pr->state_path && !pr->shared) {
 		sense_invalid_param(a->cmd, 17, 0);
 		return;
 	}
@@ -1217,6 +1224,8 @@ void pr_out(struct scsi_pr *pr, struct scsi_cmd *cmd)
 	case SCSI_PROUT_PREEMPT_ABORT: pr_do_preempt(pr, &a); break;
 	default: pr_do_move(pr, &a); break;
 	}
+	if (pr->shared && cmd->status == SCSI_GOOD && aptpl >= 0)
+		pr->aptpl = aptpl > 0; /* kept where the shared state is kept, no file */
 	if (persist) {
 		bool old = pr->aptpl;
 
@@ -1322,4 +1331,86 @@ void pr_reset(struct scsi_pr *pr, const struct scsi_nexus *nexus, bool nexus_los
 		pr->res2 = false;
 		pr_active_sync(pr);
 	}
+}
+
+/* ---- a state shared with other targets (share.c) ---- */
+
+void pr_set_shared(struct scsi_pr *pr, const char *serial, const char *naa, const char *name)
+{
+	pr->shared = true;
+	snprintf(pr->serial, sizeof(pr->serial), "%s", serial);
+	snprintf(pr->naa, sizeof(pr->naa), "%s", naa);
+	snprintf(pr->name, sizeof(pr->name), "%s", name ? name : "");
+}
+
+char *pr_text(const struct scsi_pr *pr)
+{
+	struct pr_state st;
+	char *text;
+
+	if (pr_export(pr, &st) < 0)
+		return NULL;
+	/* Each gateway names its backstore as it likes: the shared text names none, so the same state is the same text. */
+	st.backstore[0] = 0;
+	st.res2 = pr->res2;
+	if (pr->res2) {
+		snprintf(st.res2_iport, sizeof(st.res2_iport), "%s", pr->res2_iport);
+		snprintf(st.res2_tport, sizeof(st.res2_tport), "%s", pr->res2_tport);
+	}
+	text = pr_state_format(&st);
+	pr_state_clear(&st);
+	return text;
+}
+
+int pr_load(struct scsi_pr *pr, const char *text, size_t len, char *err, size_t errlen)
+{
+	struct pr_state st;
+	int rc = pr_state_parse(text, len, &st, err, errlen);
+
+	if (rc)
+		return rc;
+	if (pr->naa[0] && strcasecmp(st.naa, pr->naa)) {
+		snprintf(err, errlen, "it is the state of LU %s, not of this one (%s)", st.naa, pr->naa);
+		pr_state_clear(&st);
+		return -EINVAL;
+	}
+	rc = pr_import(pr, &st);
+	if (rc) {
+		snprintf(err, errlen, "out of memory");
+	} else {
+		pr->aptpl = st.aptpl;
+		pr->res2 = st.res2;
+		snprintf(pr->res2_iport, sizeof(pr->res2_iport), "%s", st.res2_iport);
+		snprintf(pr->res2_tport, sizeof(pr->res2_tport), "%s", st.res2_tport);
+		pr_active_sync(pr);
+	}
+	pr_state_clear(&st);
+	return rc;
+}
+
+struct scsi_pr *pr_copy(const struct scsi_pr *pr)
+{
+	struct scsi_pr *c = pr_create(NULL, NULL);
+	char *text = pr_text(pr), err[160];
+
+	if (c)
+		pr_set_shared(c, pr->serial, pr->naa, pr->name);
+	if (!c || !text || pr_load(c, text, strlen(text), err, sizeof(err))) {
+		pr_destroy(c);
+		free(text);
+		return NULL;
+	}
+	free(text);
+	c->keep_notes = true;
+	return c;
+}
+
+unsigned pr_take_notes(struct scsi_pr *pr, struct pr_note **out)
+{
+	unsigned n = pr->nnotes;
+
+	*out = pr->notes;
+	pr->notes = NULL;
+	pr->nnotes = pr->notes_cap = 0;
+	return n;
 }

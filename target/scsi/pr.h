@@ -8,6 +8,7 @@
 #define SCSI_PR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct scsi_cmd;
@@ -61,5 +62,29 @@ void pr_release(struct scsi_pr *pr, struct scsi_cmd *cmd);
 
 /* LU reset, target reset, nexus loss: SPC-2 reservations go away, PRs stay. */
 void pr_reset(struct scsi_pr *pr, const struct scsi_nexus *nexus, bool nexus_loss_only);
+
+/*
+ * A state shared with the other targets serving the same store (share.c):
+ * the whole state as text (pr_state's format, with the SPC-2 reservation),
+ * a change tried on a copy, and the unit attentions and aborts a change
+ * raises, handed from the copy to every target's LU.
+ */
+struct pr_note {
+	char port[256];          /* initiator port, or a bare name: every port of it */
+	uint16_t asc;
+	bool abort;              /* PREEMPT AND ABORT: its commands end too */
+};
+/* The LU's identity, and APTPL offered without a file: the shared state persists anyway. */
+void pr_set_shared(struct scsi_pr *pr, const char *serial, const char *naa, const char *name);
+/* The state as text (malloc'd; NULL without memory). */
+char *pr_text(const struct scsi_pr *pr);
+/* Take text's state, all or nothing: 0, or -EINVAL (err names the field) / -ENOMEM. */
+int pr_load(struct scsi_pr *pr, const char *text, size_t len, char *err, size_t errlen);
+/* A copy of pr's state without callbacks; a change on it keeps its notes for pr_take_notes. */
+struct scsi_pr *pr_copy(const struct scsi_pr *pr);
+/* The notes a copy collected (moved to *out, malloc'd; returns the count). */
+unsigned pr_take_notes(struct scsi_pr *pr, struct pr_note **out);
+/* Deliver notes through pr's callbacks. */
+void pr_deliver(struct scsi_pr *pr, const struct pr_note *notes, unsigned n);
 
 #endif

@@ -110,6 +110,13 @@ char *pr_state_format(const struct pr_state *st)
 		ok = res && put(res, "type", json_object_new_int(st->type)) &&
 		     (st->holder < 0 || put(res, "holder", json_object_new_int(st->holder)));
 	}
+	if (ok && st->res2) {
+		json_object *r2 = json_object_new_object();
+		ok = r2 && put(r2, "initiator", json_object_new_string(st->res2_iport)) &&
+		     put(r2, "target_port", json_object_new_string(st->res2_tport)) && put(root, "spc2_reservation", r2);
+		if (!ok)
+			json_object_put(r2);
+	}
 	ok = ok && put(root, "format", json_object_new_string(PR_STATE_FORMAT)) &&
 	     put(root, "version", json_object_new_int(PR_STATE_VERSION)) &&
 	     put(root, "serial", json_object_new_string(st->serial)) &&
@@ -329,6 +336,23 @@ static int parse_root(json_object *root, struct pr_state *st, char *err, size_t 
 		st->nregs = (unsigned)i + 1;
 	}
 	st->holder = -1;
+	res = field(root, "spc2_reservation", json_type_object, false, "", err, errlen, &bad);
+	if (bad)
+		return -EINVAL;
+	if (res) {
+		bool has_isid;
+		size_t nl;
+		if (!str_field_ex(res, "initiator", 255, true, true, "spc2_reservation.", st->res2_iport, err, errlen) ||
+		    !str_field_ex(res, "target_port", 255, true, true, "spc2_reservation.", st->res2_tport, err,
+				  errlen))
+			return -EINVAL;
+		if (!pr_state_valid_iport(st->res2_iport, &has_isid, &nl) || !has_isid || !st->res2_tport[0]) {
+			seterr(err, errlen, "spc2_reservation must name an initiator port (\",i,0x\" and an ISID) and a "
+				       "target port");
+			return -EINVAL;
+		}
+		st->res2 = true;
+	}
 	res = field(root, "reservation", json_type_object, false, "", err, errlen, &bad);
 	if (bad)
 		return -EINVAL;

@@ -41,6 +41,14 @@ struct pr_state {
 	int holder;               /* index into regs; -1 for all-registrants types */
 	unsigned nregs;
 	struct pr_state_reg *regs;
+	/*
+	 * An SPC-2 reservation (RESERVE(6/10)) and its I_T nexus: kept only in
+	 * a state shared with other targets (SPC-2 reservations do not persist
+	 * through power loss, so an APTPL file never has one).
+	 */
+	bool res2;
+	char res2_iport[256];     /* "<name>,i,0x<ISID>" */
+	char res2_tport[256];
 };
 
 /* Is iport a valid initiator port or name for a registration? Sets *has_isid, *name_len. */

@@ -60,10 +60,30 @@ struct lu_nexus {
 	struct lu_nexus *next;
 };
 
+/*
+ * How an LU's reservations change (the design's seam 8: one interface, two
+ * implementations).  Local (lu.c): pr.c under the LU's mutex, the state of
+ * this process.  Shared (share.c): the state of every target serving the
+ * store, changed by compare-and-set and told to all of them before the
+ * command is answered.  PR IN, the conflict checks and the unit attentions
+ * read the LU's own copy (lu->pr) either way.
+ */
+struct lu_state_ops {
+	void (*pr_out)(struct scsi_cmd *cmd);  /* each ends with scsi_cmd_complete(), maybe later */
+	void (*reserve)(struct scsi_cmd *cmd);
+	void (*release)(struct scsi_cmd *cmd);
+	/* Under lu->mu: LU or target reset (the SPC-2 reservation goes), or nexus loss (its own does). */
+	void (*reset)(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only);
+};
+extern const struct lu_state_ops lu_state_local, lu_state_shared;
+struct lu_share;
+
 struct scsi_lu {
 	pthread_mutex_t mu;          /* guards everything below marked (mu) */
 	struct backstore *bs;
 	struct scsi_pr *pr;          /* (mu) */
+	const struct lu_state_ops *state;
+	struct lu_share *share;      /* the store's shared state it keeps its reservations in, or NULL */
 	char vendor[9], product[17], revision[5], serial[65];
 	uint64_t naa_hi, naa_lo;     /* NAA 6 designator derived from the serial */
 	uint32_t block_size;
@@ -99,9 +119,10 @@ enum {
 	OPF_ATOMIC  = 1u << 7,  /* only where the backstore offers atomic writes */
 	OPF_EXPLICIT_ALUA = 1u << 8,  /* only where the target's alua.mode allows explicit transitions */
 	/*
-	 * Reservations, whose state lives in this process: unsupported where
-	 * other targets serve the same blocks (backstore_shared: an RBD image
-	 * behind two gateways), where they would be silently wrong.
+	 * Reservations: unsupported where other targets serve the same blocks
+	 * (backstore_shared: an RBD image behind two gateways) and the LU could
+	 * not attach to the store's shared state, where they would be silently
+	 * wrong.
 	 */
 	OPF_RESERVATION = 1u << 9,
 	/* Runs in an ALUA standby, unavailable, transitioning port group (SPC-4 5.16.2.4); others: NOT READY. */
@@ -161,6 +182,14 @@ static inline void lu_flag_set(bool *p, bool v) { __atomic_store_n(p, v, __ATOMI
 uint32_t sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t asc,
 		     bool info_valid, uint64_t info, const uint8_t *sks);
 bool sense_desc_format(const struct scsi_cmd *cmd);
+
+/*
+ * share.c: keep lu's reservations in its store's shared state (lu->state
+ * becomes lu_state_shared); 0, or -errno (logged; reservations are then
+ * refused on it).  naa: the LU's NAA designator in hex.
+ */
+int share_attach(struct scsi_lu *lu, const char *name, const char *naa);
+void share_detach(struct scsi_lu *lu);
 
 /* spc.c */
 bool spc_prep_din(struct scsi_cmd *cmd);

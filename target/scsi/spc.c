@@ -273,7 +273,7 @@ void spc_prevent_allow(struct scsi_cmd *cmd)
 	scsi_cmd_complete(cmd);
 }
 
-/* Reservations: pr.c does the work under the LU mutex. */
+/* Reservations: pr.c does the work under the LU mutex (share.c: on a copy, then stored). */
 bool spc_prep_pr_out(struct scsi_cmd *cmd)
 {
 	uint32_t plen = get_be32(cmd->cdb + 5);
@@ -293,7 +293,23 @@ void spc_pr_in(struct scsi_cmd *cmd)
 	scsi_cmd_complete(cmd);
 }
 
+/* Changes go through the LU's state operations: here, or shared with the other targets (share.c). */
 void spc_pr_out(struct scsi_cmd *cmd)
+{
+	cmd->lu->state->pr_out(cmd);
+}
+
+void spc_reserve(struct scsi_cmd *cmd)
+{
+	cmd->lu->state->reserve(cmd);
+}
+
+void spc_release(struct scsi_cmd *cmd)
+{
+	cmd->lu->state->release(cmd);
+}
+
+static void local_pr_out(struct scsi_cmd *cmd)
 {
 	int64_t resid = cmd->resid;
 
@@ -305,7 +321,7 @@ void spc_pr_out(struct scsi_cmd *cmd)
 	scsi_cmd_complete(cmd);
 }
 
-void spc_reserve(struct scsi_cmd *cmd)
+static void local_reserve(struct scsi_cmd *cmd)
 {
 	pthread_mutex_lock(&cmd->lu->mu);
 	pr_reserve(cmd->lu->pr, cmd);
@@ -313,10 +329,22 @@ void spc_reserve(struct scsi_cmd *cmd)
 	scsi_cmd_complete(cmd);
 }
 
-void spc_release(struct scsi_cmd *cmd)
+static void local_release(struct scsi_cmd *cmd)
 {
 	pthread_mutex_lock(&cmd->lu->mu);
 	pr_release(cmd->lu->pr, cmd);
 	pthread_mutex_unlock(&cmd->lu->mu);
 	scsi_cmd_complete(cmd);
 }
+
+static void local_reset(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only)
+{
+	pr_reset(lu->pr, nexus, nexus_loss_only);
+}
+
+const struct lu_state_ops lu_state_local = {
+	.pr_out = local_pr_out,
+	.reserve = local_reserve,
+	.release = local_release,
+	.reset = local_reset,
+};

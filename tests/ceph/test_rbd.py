@@ -7,8 +7,8 @@ tests/ceph/cluster.sh run, which exports CEPH_CONF), over real TCP sessions:
   4096-byte LUNs (the latter with librbd's cache on, written back by
   SYNCHRONIZE CACHE); UNMAP reads back as zeroes; COMPARE AND WRITE by librbd
   (miscompare offset in INFORMATION), and the multi-block fallback;
-- reservations refused (INVALID COMMAND OPERATION CODE), not kept per
-  gateway; an image resized with `rbd resize` gives CAPACITY DATA HAS
+- reservations kept in the cluster (isert_state.<image id> beside the
+  image; test_cluster.py checks them across gateways); an image resized with `rbd resize` gives CAPACITY DATA HAS
   CHANGED and the new size, and backstore.resize grows the image;
 - two gateways (two isertd) on one image: the same VPD 80h/83h identity and
   the same REPORT TARGET PORT GROUPS from both; the standby one refuses
@@ -42,12 +42,17 @@ CONF = os.environ['CEPH_CONF']
 T = 'iqn.2026-11.org.isert:rbd'
 INI = 'iqn.2026-11.org.isert:rbd-host'
 GOOD, CHECK = 0, 2
-NOT_READY, ILLEGAL, UNIT_ATTENTION, MISCOMPARE = 2, 5, 6, 0xE
+NOT_READY, UNIT_ATTENTION, MISCOMPARE = 2, 6, 0xE
 MB = 1 << 20
 
 
 def rbd(*args, data=None):
     return subprocess.run(['rbd', '--conf', CONF] + list(args), input=data, capture_output=True, timeout=120)
+
+
+def rados_objects():
+    r = subprocess.run(['rados', '--conf', CONF, '-p', 'rbd', 'ls'], capture_output=True, text=True, timeout=60)
+    return r.stdout.split()
 
 
 def export(image):
@@ -233,12 +238,14 @@ def data_checks(c, rpc):
     check('COMPARE AND WRITE of 2 blocks (read, compare, write in isertd): written', st == GOOD and
           read(c, 200, 1024) == nxt)
 
-    # Reservations: refused, not kept in one gateway
-    st, _, s, _ = run(c, bytes([0x5E, 0]) + b'\0' * 5 + struct.pack('>H', 64) + b'\0', 64, read=True)
-    check('PERSISTENT RESERVE IN: INVALID COMMAND OPERATION CODE (reservations are not kept per gateway)',
-          s == (ILLEGAL, 0x20, 0), s)
-    st, _, s, _ = run(c, bytes([0x16, 0, 0, 0, 0, 0]))
-    check('RESERVE(6): INVALID COMMAND OPERATION CODE', s == (ILLEGAL, 0x20, 0), s)
+    # Reservations: kept in the cluster beside the image (test_cluster.py: across gateways)
+    st, d, s, _ = run(c, bytes([0x5E, 0]) + b'\0' * 5 + struct.pack('>H', 64) + b'\0', 64, read=True)
+    check('PERSISTENT RESERVE IN READ KEYS: GOOD', st == GOOD, s)
+    check('RESERVE(6), then RELEASE(6): GOOD', run(c, bytes([0x16, 0, 0, 0, 0, 0]))[0] == GOOD and
+          run(c, bytes([0x17, 0, 0, 0, 0, 0]))[0] == GOOD)
+    st = rados_objects()
+    check('the LU\'s shared state is in the pool beside the image (isert_state.<image id>)',
+          any(o.startswith('isert_state.') for o in st), st)
 
     # Resizes: by another client (rbd resize), and through the admin socket
     r = rbd('resize', '--size', '80M', 'rbd/vol')

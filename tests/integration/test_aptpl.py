@@ -26,6 +26,8 @@ import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
 from admin_rpc import Rpc, stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
+from pr_client import (CHECK, CONFLICT, EA, EA_RO, GOOD, PRE, REG, REG_IGN, REL, RES, WE, WE_RO,  # noqa: E402
+                       caps, full_status, prout, read_keys, read_reservation, rw)
 
 ISERTD = sys.argv[1]
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3510
@@ -36,9 +38,6 @@ INI_A, INI_B, INI_C = ('iqn.2026-11.org.isert:node-a', 'iqn.2026-11.org.isert:no
 ISID = {INI_A: bytes.fromhex('400001370001'), INI_B: bytes.fromhex('400001370002'),
         INI_C: bytes.fromhex('400001370003')}
 KEY_A, KEY_B = 0xA1A1A1A1A1A1A1A1, 0xB2
-WE, EA, WE_RO, EA_RO = 1, 3, 5, 6
-GOOD, CHECK, CONFLICT = 0x00, 0x02, 0x18
-REG, RES, REL, CLR, PRE, REG_IGN = 0, 1, 2, 3, 4, 6
 
 
 class Target:
@@ -109,59 +108,6 @@ def session(ini):
     assert c.login(ini, TGT) == 0
     clear_ua(c)
     return c
-
-
-def prout(c, sa, rtype=0, rk=0, sark=0, aptpl=False):
-    param = struct.pack('>QQ', rk, sark) + b'\0' * 4 + bytes([1 if aptpl else 0, 0, 0, 0])
-    cdb = bytes([0x5f, sa, rtype, 0, 0]) + struct.pack('>I', len(param)) + b'\0'
-    st, _, sense = c.command(cdb, edtl=len(param), write_data=param)
-    return st, sense
-
-
-def prin(c, sa, alloc=8192):
-    cdb = bytes([0x5e, sa, 0, 0, 0, 0, 0]) + struct.pack('>H', alloc) + b'\0'
-    st, data, _ = c.command(cdb, edtl=alloc, read=True)
-    assert st == GOOD, st
-    return data
-
-
-def read_keys(c):
-    d = prin(c, 0)
-    gen, n = struct.unpack('>II', d[:8])
-    return gen, [struct.unpack('>Q', d[8 + i:16 + i])[0] for i in range(0, n, 8)]
-
-
-def read_reservation(c):
-    d = prin(c, 1)
-    if struct.unpack('>I', d[4:8])[0] == 0:
-        return None
-    return struct.unpack('>Q', d[8:16])[0], d[21] & 0x0f
-
-
-def caps(c):
-    d = prin(c, 2)
-    return bool(d[2] & 1), bool(d[3] & 1)  # PTPL_C, PTPL_A
-
-
-def full_status(c):
-    """[(key, holder, type, relative port, TransportID name)] in the target's order."""
-    d = prin(c, 3)
-    out, off = [], 8
-    while off < 8 + struct.unpack('>I', d[4:8])[0]:
-        key = struct.unpack('>Q', d[off:off + 8])[0]
-        dl = struct.unpack('>I', d[off + 20:off + 24])[0]
-        tid = d[off + 24:off + 24 + dl]
-        out.append((key, bool(d[off + 12] & 1), d[off + 13], struct.unpack('>H', d[off + 18:off + 20])[0],
-                    tid[4:].split(b'\0')[0].decode()))
-        off += 24 + dl
-    return out
-
-
-def rw(c, write):
-    if write:
-        cdb = bytes([0x2a, 0, 0, 0, 0, 1, 0, 0, 1, 0])
-        return c.command(cdb, edtl=512, write_data=b'w' * 512)[0]
-    return c.command(bytes([0x28, 0, 0, 0, 0, 1, 0, 0, 1, 0]), edtl=512, read=True)[0]
 
 
 def iport(ini):

@@ -1349,6 +1349,88 @@ static void test_aptpl_without_folder(void)
 	pr_destroy(pr);
 }
 
+/*
+ * A state shared between targets (share.c): the text round-trips with the
+ * SPC-2 reservation, a change tried on a copy keeps its notes for the copy's
+ * owner to send, and they reach the callbacks of the LU they are delivered to.
+ */
+static void test_shared_state(void)
+{
+	static const char naa[] = "600140500000000000000000000000ab";
+	struct scsi_pr *pr = new_pr(), *other = new_pr();
+	char err[256];
+	uint64_t key;
+	uint8_t rt;
+
+	pr_set_shared(pr, "SERIAL", naa, "disk-a");
+	pr_set_shared(other, "SERIAL", naa, "disk-b");
+	prout(pr, &nx[0], REG, 0, 0, 0x11, 0);
+	prout(pr, &nx[1], REG, 0, 0, 0x22, 0x01); /* APTPL without a folder: kept, the state is shared */
+	CU_ASSERT_EQUAL(last.status, SCSI_GOOD);
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], RES, WE, 0x11, 0, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(prin(pr, &nx[0], RCAPS, 8), SCSI_GOOD);
+	CU_ASSERT(last.data[2] & 0x01);     /* PTPL_C */
+	CU_ASSERT(last.data[3] & 0x01);     /* PTPL_A */
+	char *t = pr_text(pr);
+	CU_ASSERT_FATAL(t != NULL);
+	CU_ASSERT_PTR_NULL(strstr(t, "disk-a")); /* each gateway names its backstore as it likes */
+	CU_ASSERT_EQUAL(pr_load(other, t, strlen(t), err, sizeof(err)), 0);
+	char *t2 = pr_text(other);
+	CU_ASSERT_STRING_EQUAL(t, t2); /* the same state is the same text */
+	free(t2);
+	CU_ASSERT(reservation(other, &key, &rt));
+	CU_ASSERT_EQUAL(key, 0x11);
+	CU_ASSERT_TRUE(conflicts(other, &nx[1], 0x2a));
+	CU_ASSERT_EQUAL(generation(other), generation(pr));
+
+	/* A change on a copy: the LU it came from is untouched and hears nothing yet. */
+	struct scsi_pr *copy = pr_copy(other);
+	CU_ASSERT_FATAL(copy != NULL);
+	nua = naborted = 0;
+	CU_ASSERT_EQUAL(prout(copy, &nx[1], PRE_ABORT, WE, 0x22, 0x11, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(nua, 0);
+	CU_ASSERT_EQUAL(naborted, 0);
+	CU_ASSERT(reservation(other, &key, &rt) && key == 0x11);
+	struct pr_note *notes;
+	unsigned n = pr_take_notes(copy, &notes);
+	CU_ASSERT(n >= 1);
+	char *t3 = pr_text(copy);
+	CU_ASSERT_FATAL(t3 != NULL);
+	CU_ASSERT_EQUAL(pr_load(other, t3, strlen(t3), err, sizeof(err)), 0);
+	pr_deliver(other, notes, n);
+	CU_ASSERT_TRUE(got_ua(&nx[0], ASC_REGISTRATIONS_PREEMPTED));
+	CU_ASSERT_EQUAL(naborted, 1);
+	CU_ASSERT(reservation(other, &key, &rt) && key == 0x22);
+	free(notes);
+	free(t3);
+	pr_destroy(copy);
+
+	/* The SPC-2 reservation travels too, with its nexus. */
+	CU_ASSERT_EQUAL(prout(pr, &nx[0], CLR, 0, 0x11, 0, 0), SCSI_GOOD);
+	CU_ASSERT_EQUAL(reserve6(pr, &nx[2], 0x16), SCSI_GOOD);
+	free(t);
+	t = pr_text(pr);
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "spc2_reservation"));
+	CU_ASSERT_EQUAL(pr_load(other, t, strlen(t), err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(conflicts(other, &nx[0], 0x28));
+	CU_ASSERT_FALSE(conflicts(other, &nx[2], 0x28));
+	pr_reset(other, &nx[2], true);
+	CU_ASSERT_FALSE(conflicts(other, &nx[0], 0x28));
+
+	/* Another LU's state is refused, naming it; a damaged one too, and nothing changes. */
+	static const char naa2[] = "600140500000000000000000000000cd";
+	struct scsi_pr *third = new_pr();
+	pr_set_shared(third, "SERIAL", naa2, "disk-c");
+	CU_ASSERT_EQUAL(pr_load(third, t, strlen(t), err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not of this one"));
+	CU_ASSERT_EQUAL(pr_load(other, "{\"format\": 1}", 14, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_FALSE(conflicts(other, &nx[0], 0x28));
+	free(t);
+	pr_destroy(third);
+	pr_destroy(other);
+	pr_destroy(pr);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1389,6 +1471,7 @@ int main(void)
 	CU_add_test(s, "aptpl_without_folder", test_aptpl_without_folder);
 	CU_add_test(s, "aptpl_at_maximum", test_aptpl_at_maximum);
 	CU_add_test(s, "state_parser", test_state_parser);
+	CU_add_test(s, "shared_state", test_shared_state);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();

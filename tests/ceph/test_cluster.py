@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Two isertd gateways over one RBD image as one SCSI target
+(docs/cluster.md), against a real throw-away Ceph cluster (run it under
+tests/ceph/cluster.sh run, which exports CEPH_CONF), one initiator through
+each gateway, both gateways active:
+
+- registrations made through either gateway are seen through both (READ
+  KEYS, READ FULL STATUS with each registration's relative target port),
+  with one generation; a reservation taken through A makes B's non-holder
+  writes RESERVATION CONFLICT; PREEMPT AND ABORT from B takes it over and
+  A's initiator hears REGISTRATIONS PREEMPTED; RESERVATIONS RELEASED reaches
+  the registrant on the other gateway; REGISTER AND MOVE to the other
+  gateway's port; SPC-2 RESERVE through A conflicts on B, and A's logout
+  releases it everywhere; the state outlives both gateways (APTPL is
+  implicit: REPORT CAPABILITIES says PTPL_C);
+- concurrent RESERVEs through both gateways, ROUNDS rounds: exactly one
+  wins each round and both gateways then report that one holder;
+- a gateway stopped (SIGSTOP) while the other changes the state is fenced
+  within the notify timeout: the change completes, the stopped gateway is
+  on the OSDs' blocklist, and after SIGCONT its writes no longer land.
+
+usage: test_cluster.py ISERTD [PORT] [ROUNDS]"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'integration'))
+import iscsi_client as ic  # noqa: E402
+import checks  # noqa: E402
+from admin_rpc import stop_isertd  # noqa: E402
+from checks import check  # noqa: E402
+from pr_client import (CLR, CONFLICT, EA, GOOD, PRE_ABORT, REG, REG_IGN, REL, RES, WE, WE_RO, caps,  # noqa: E402
+                       full_status, prout, read_keys, read_reservation, register_and_move, release6, reserve6,
+                       rw)
+
+ISERTD = sys.argv[1]
+PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3550
+ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+CONF = os.environ['CEPH_CONF']
+T = 'iqn.2026-11.org.isert:cluster'
+INI_1, INI_2 = 'iqn.2026-11.org.isert:node-1', 'iqn.2026-11.org.isert:node-2'
+ISID = {INI_1: bytes.fromhex('400001370011'), INI_2: bytes.fromhex('400001370022')}
+KEY_1, KEY_2 = 0x1111, 0x2222
+UNIT_ATTENTION = 6
+
+
+def rbd(*args):
+    return subprocess.run(['rbd', '--conf', CONF] + list(args), capture_output=True, timeout=120)
+
+
+def gateway(work, name, port, tag):
+    """A gateway of target T on image 'shared': its portal group is tag, both ALUA groups active/optimized."""
+    other = 3 - tag
+    groups = sorted([{'id': tag, 'state': 'active_optimized', 'tpgs': [tag]},
+                     {'id': other, 'state': 'active_optimized', 'remote_ports': [other]}], key=lambda g: g['id'])
+    cfg = {'backstores': [{'name': 'disk', 'type': 'rbd', 'pool': 'rbd', 'image': 'shared', 'conf': CONF}],
+           'targets': [{'iqn': T, 'tpgs': [{'tag': tag, 'demo_mode': True,
+                                            'portals': [{'ip': '127.0.0.1', 'port': port}],
+                                            'luns': [{'lun': 0, 'backstore': 'disk'}]}],
+                        'alua': {'mode': 'both', 'groups': groups}}]}
+    path = os.path.join(work, name + '.json')
+    with open(path, 'w') as f:
+        json.dump(cfg, f)
+    log = open(os.path.join(work, name + '.log'), 'a')
+    p = subprocess.Popen([ISERTD, '-c', path, '--admin-socket', 'none', '--state-dir', 'none', '-r', '2'],
+                         stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(1200):
+        try:
+            ic.Conn(port, timeout=1).close()
+            break
+        except OSError:
+            if p.poll() is not None:
+                break
+            time.sleep(0.05)
+    return p
+
+
+def session(port, ini, isid=None):
+    c = ic.Conn(port, timeout=30)
+    c.isid = isid or ISID[ini]
+    assert c.login(ini, T) == 0
+    uas(c)
+    return c
+
+
+def uas(c):
+    """TEST UNIT READYs until one passes: the (ASC, ASCQ) of the unit attentions met."""
+    seen = []
+    for _ in range(10):
+        st, _, sense = c.command(b'\0' * 6)
+        if st == 2 and len(sense) > 13 and sense[2] & 0x0F == UNIT_ATTENTION:
+            seen.append((sense[12], sense[13]))
+            continue
+        break
+    return seen
+
+
+def iport(ini):
+    return '%s,i,0x%s' % (ini, ISID[ini].hex())
+
+
+def semantics(a, b, work):
+    """a: INI_1 through gateway A (port tag 1), b: INI_2 through gateway B (tag 2)."""
+    check('REPORT CAPABILITIES: PTPL_C on both (the shared state persists)', caps(a)[0] and caps(b)[0])
+    g0, keys = read_keys(a)
+    check('no registration yet, seen the same through both', keys == [] and read_keys(b) == (g0, []),
+          (read_keys(a), read_keys(b)))
+    check('node 1 registers through A', prout(a, REG, sark=KEY_1)[0] == GOOD)
+    check('node 2 registers through B', prout(b, REG, sark=KEY_2)[0] == GOOD)
+    check('READ KEYS through A and through B: both keys, one generation',
+          read_keys(a) == read_keys(b) == (g0 + 2, [KEY_1, KEY_2]), (read_keys(a), read_keys(b)))
+    check('node 1 reserves WRITE EXCLUSIVE through A', prout(a, RES, WE, rk=KEY_1)[0] == GOOD)
+    check('READ RESERVATION through B: node 1\'s key, type 1', read_reservation(b) == (KEY_1, WE),
+          read_reservation(b))
+    check('node 2 (registered, not the holder) writes through B: RESERVATION CONFLICT', rw(b, True) == CONFLICT)
+    check('node 2 reads through B (WRITE EXCLUSIVE lets it)', rw(b, False) == GOOD)
+    check('node 1 writes through A', rw(a, True) == GOOD)
+    fs = full_status(b)
+    check('READ FULL STATUS through B: node 1 through port 1, the holder; node 2 through port 2',
+          sorted((k, h, rp, n) for k, h, _, rp, n in fs) == [(KEY_1, True, 1, iport(INI_1)),
+                                                              (KEY_2, False, 2, iport(INI_2))], fs)
+
+    check('node 2 preempts and aborts node 1 through B', prout(b, PRE_ABORT, WE, rk=KEY_2, sark=KEY_1)[0] == GOOD)
+    seen = uas(a)
+    check('node 1 hears REGISTRATIONS PREEMPTED (2Ah/05h) through A', (0x2A, 0x05) in seen, seen)
+    check('node 1 writes through A: RESERVATION CONFLICT (no longer registered)', rw(a, True) == CONFLICT)
+    check('node 2 holds it now, through both', read_reservation(a) == read_reservation(b) == (KEY_2, WE))
+    check('node 2 writes through B', rw(b, True) == GOOD)
+
+    # RESERVATIONS RELEASED to a registrant on the other gateway.
+    check('node 1 registers again through A', prout(a, REG, sark=KEY_1)[0] == GOOD)
+    check('node 2 releases, and reserves WRITE EXCLUSIVE - REGISTRANTS ONLY',
+          prout(b, REL, WE, rk=KEY_2)[0] == GOOD and prout(b, RES, WE_RO, rk=KEY_2)[0] == GOOD)
+    uas(a)
+    check('node 2 releases it through B', prout(b, REL, WE_RO, rk=KEY_2)[0] == GOOD)
+    seen = uas(a)
+    check('node 1 hears RESERVATIONS RELEASED (2Ah/04h) through A', (0x2A, 0x04) in seen, seen)
+
+    # REGISTER AND MOVE to the other gateway's port.
+    check('node 2 reserves WRITE EXCLUSIVE', prout(b, RES, WE, rk=KEY_2)[0] == GOOD)
+    st, sense = register_and_move(b, KEY_2, 0x3333, 1, iport(INI_1))
+    check('REGISTER AND MOVE through B to node 1 at relative port 1 (gateway A)', st == GOOD, (st, sense.hex()))
+    check('node 1 holds it through A, with the new key', read_reservation(a) == (0x3333, WE), read_reservation(a))
+    check('node 1 writes through A, node 2 conflicts through B', rw(a, True) == GOOD and rw(b, True) == CONFLICT)
+    check('CLEAR through A', prout(a, CLR, rk=0x3333)[0] == GOOD)
+    uas(b)
+    check('after CLEAR no key and no reservation, through both',
+          read_keys(a)[1] == read_keys(b)[1] == [] and read_reservation(b) is None)
+
+    # SPC-2 RESERVE/RELEASE across the gateways; a logout releases it everywhere.
+    check('node 1 RESERVE(6) through A', reserve6(a) == GOOD)
+    check('node 2 reads through B: RESERVATION CONFLICT (SPC-2)', rw(b, False) == CONFLICT)
+    check('node 1 RELEASE(6) through A', release6(a) == GOOD)
+    check('node 2 reads through B again', rw(b, False) == GOOD)
+    a2 = session(PORT, INI_1, isid=bytes.fromhex('400001370013'))  # another port of node 1: a nexus of its own
+    check('node 1 RESERVE(6) again through A (another port of it), then its session ends', reserve6(a2) == GOOD and
+          rw(b, False) == CONFLICT)
+    a2.close()
+    ok = False
+    for _ in range(100):
+        if rw(b, False) == GOOD:
+            ok = True
+            break
+        time.sleep(0.1)
+    check('the lost nexus released it: node 2 reads through B', ok)
+
+
+def race(a, b):
+    """Both nodes RESERVE at once, ROUNDS times: one winner each round, seen alike through both."""
+    check('both register with REGISTER AND IGNORE EXISTING KEY',
+          prout(a, REG_IGN, sark=KEY_1)[0] == GOOD and prout(b, REG_IGN, sark=KEY_2)[0] == GOOD)
+    bad = []
+    for i in range(ROUNDS):
+        res = {}
+        start = threading.Barrier(2)
+
+        def go(c, key, who):
+            start.wait()
+            res[who] = prout(c, RES, EA, rk=key)[0]
+        ts = [threading.Thread(target=go, args=(a, KEY_1, 1)), threading.Thread(target=go, args=(b, KEY_2, 2))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        winners = [w for w, st in res.items() if st == GOOD]
+        holder = read_reservation(a)
+        if (len(winners) != 1 or sorted(res.values()) != [GOOD, CONFLICT] or holder != read_reservation(b) or
+                holder != ({1: KEY_1, 2: KEY_2}[winners[0]], EA)):
+            bad.append((i, res, holder, read_reservation(b)))
+        w = winners[0] if winners else 1
+        prout(a if w == 1 else b, REL, EA, rk=KEY_1 if w == 1 else KEY_2)
+    check('%d rounds of RESERVE through both gateways at once: one winner each, both report it' % ROUNDS,
+          not bad, bad[:5])
+    prout(a, CLR, rk=KEY_1)
+
+
+def blocklisted(work):
+    """The client addresses on the OSDs' blocklist ("ADDR UNTIL" lines)."""
+    r = subprocess.run(['ceph', '--conf', CONF, 'osd', 'blocklist', 'ls'], capture_output=True, text=True, timeout=60)
+    return [line.split()[0] for line in r.stdout.splitlines() if '/' in line.split(' ')[0]]
+
+
+def fencing(work, ga, a, b):
+    """Gateway A stopped while B changes the state: A is fenced, the change completes."""
+    before = len(blocklisted(work))
+    ga.send_signal(signal.SIGSTOP)
+    t0 = time.time()
+    st = prout(b, REG, sark=KEY_2)[0]
+    took = time.time() - t0
+    print('     the change through B completed %.1f s after A stopped' % took)
+    check('node 2 registers through B while gateway A is stopped: GOOD, within the notify timeout and a bit',
+          st == GOOD and took < 15, (st, took))
+    log = open(os.path.join(work, 'b.log')).read()
+    check('gateway B says it fenced A', 'fenced (blocklisted)' in log, log[-1500:])
+    check('A\'s client is on the OSDs\' blocklist', len(blocklisted(work)) > before, blocklisted(work))
+    ga.send_signal(signal.SIGCONT)
+    try:
+        st = rw(a, True)
+    except (OSError, RuntimeError, ConnectionError):
+        st = None
+    check('after SIGCONT, node 1\'s write through fenced gateway A does not succeed', st != GOOD, st)
+
+
+def main():
+    work = tempfile.mkdtemp(prefix='isert-cluster-')
+    procs = []
+    try:
+        r = rbd('create', '--size', '16M', 'rbd/shared')
+        check('rbd create shared', r.returncode == 0, r.stderr)
+        ga = gateway(work, 'a', PORT, 1)
+        gb = gateway(work, 'b', PORT + 1, 2)
+        procs += [ga, gb]
+        check('two gateways start on one image', ga.poll() is None and gb.poll() is None)
+        a, b = session(PORT, INI_1), session(PORT + 1, INI_2)
+        semantics(a, b, work)
+        race(a, b)
+        check('gateway B stops cleanly', stop_isertd(gb) == 0)
+        gb = gateway(work, 'b', PORT + 1, 2)
+        procs.append(gb)
+        b = session(PORT + 1, INI_2)
+        check('node 1 registers through A', prout(a, REG, sark=KEY_1)[0] == GOOD)
+        check('restarted gateway B reads the shared state: node 1\'s key', KEY_1 in read_keys(b)[1], read_keys(b))
+        fencing(work, ga, a, b)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+                p.wait()
+        for name in ('a', 'b'):
+            path = os.path.join(work, name + '.log')
+            if checks.failed and os.path.exists(path):
+                print('---- %s.log' % name)
+                print(open(path).read()[-4000:])
+        shutil.rmtree(work, ignore_errors=True)
+    checks.finish()
+
+
+if __name__ == '__main__':
+    main()
