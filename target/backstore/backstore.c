@@ -134,34 +134,44 @@ bool backstore_compare_write_fits(const struct backstore *bs, uint64_t offset, u
 bool backstore_shared(const struct backstore *bs) { return bs->shared; }
 const char *backstore_serial(const struct backstore *bs) { return bs->serial[0] ? bs->serial : NULL; }
 
-/* The shared state: the store's own, or -ENOTSUP. */
-#define STATE(bs) ((bs)->ops->state)
-int backstore_state_read(struct backstore *bs, char **text, size_t *len, uint64_t *version)
+/* Shared objects: the store's own, or -ENOTSUP. */
+int backstore_shared_open(struct backstore *bs, const char *kind, const char *key, struct bs_shared **out)
 {
-	return STATE(bs) ? STATE(bs)->read(bs, text, len, version) : -ENOTSUP;
+	*out = NULL;
+	return bs->ops->shared ? bs->ops->shared->open(bs, kind, key, out) : -ENOTSUP;
 }
 
-int backstore_state_write(struct backstore *bs, const char *text, size_t len, uint64_t version, uint64_t *now)
+void backstore_shared_close(struct bs_shared *o)
 {
-	return STATE(bs) ? STATE(bs)->write(bs, text, len, version, now) : -ENOTSUP;
+	if (o)
+		o->ops->close(o);
 }
 
-int backstore_state_watch(struct backstore *bs, bs_notify_fn fn, bs_watch_error_fn efn, void *arg)
+int backstore_shared_read(struct bs_shared *o, char **text, size_t *len, uint64_t *version)
 {
-	return STATE(bs) ? STATE(bs)->watch(bs, fn, efn, arg) : -ENOTSUP;
+	return o->ops->read(o, text, len, version);
 }
 
-void backstore_state_unwatch(struct backstore *bs)
+int backstore_shared_write(struct bs_shared *o, const char *text, size_t len, uint64_t version, uint64_t *now)
 {
-	if (STATE(bs))
-		STATE(bs)->unwatch(bs);
+	return o->ops->write(o, text, len, version, now);
 }
 
-int backstore_state_notify(struct backstore *bs, const void *data, size_t len, unsigned timeout_ms,
-			   struct bs_notify_result *res)
+int backstore_shared_watch(struct bs_shared *o, bs_notify_fn fn, bs_watch_error_fn efn, void *arg)
+{
+	return o->ops->watch(o, fn, efn, arg);
+}
+
+void backstore_shared_unwatch(struct bs_shared *o)
+{
+	o->ops->unwatch(o);
+}
+
+int backstore_shared_notify(struct bs_shared *o, const void *data, size_t len, unsigned timeout_ms,
+			    struct bs_notify_result *res)
 {
 	memset(res, 0, sizeof(*res));
-	return STATE(bs) ? STATE(bs)->notify(bs, data, len, timeout_ms, res) : -ENOTSUP;
+	return o->ops->notify(o, data, len, timeout_ms, res);
 }
 
 void backstore_notify_result_free(struct bs_notify_result *res)
@@ -171,37 +181,41 @@ void backstore_notify_result_free(struct bs_notify_result *res)
 	memset(res, 0, sizeof(*res));
 }
 
-int backstore_state_ack(struct backstore *bs, uint64_t notify_id, const void *data, size_t len)
+int backstore_shared_ack(struct bs_shared *o, uint64_t notify_id)
 {
-	return STATE(bs) ? STATE(bs)->ack(bs, notify_id, data, len) : -ENOTSUP;
+	return o->ops->ack(o, notify_id);
 }
 
-uint64_t backstore_state_self(const struct backstore *bs)
+uint64_t backstore_shared_self(const struct bs_shared *o)
 {
-	return STATE(bs) ? STATE(bs)->self(bs) : 0;
+	return o->ops->self(o);
 }
 
-int backstore_state_join(struct backstore *bs, const char *desc)
+int backstore_shared_join(struct bs_shared *o, const char *desc)
 {
-	return STATE(bs) ? STATE(bs)->join(bs, desc) : -ENOTSUP;
+	return o->ops->join(o, desc);
 }
 
-void backstore_state_leave(struct backstore *bs)
+void backstore_shared_leave(struct bs_shared *o)
 {
-	if (STATE(bs))
-		STATE(bs)->leave(bs);
+	o->ops->leave(o);
 }
 
-int backstore_state_sharers(struct backstore *bs, struct bs_sharer **out, size_t *n)
+int backstore_shared_sharers(struct bs_shared *o, struct bs_sharer **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	return STATE(bs) ? STATE(bs)->sharers(bs, out, n) : -ENOTSUP;
+	return o->ops->sharers(o, out, n);
 }
 
-int backstore_state_fence(struct backstore *bs, const struct bs_sharer *s, char *err, size_t errlen)
+int backstore_shared_fence(struct bs_shared *o, const struct bs_sharer *s, char *err, size_t errlen)
 {
-	return STATE(bs) ? STATE(bs)->fence(bs, s, err, errlen) : -ENOTSUP;
+	return o->ops->fence(o, s, err, errlen);
+}
+
+const char *backstore_shared_where(const struct bs_shared *o)
+{
+	return o->ops->where(o);
 }
 
 void backstore_on_resize(struct backstore *bs, void (*fn)(void *arg), void *arg)

@@ -172,20 +172,23 @@ bool backstore_compare_write_fits(const struct backstore *bs, uint64_t offset, u
 bool backstore_shared(const struct backstore *bs);
 
 /*
- * The state an LU shares with every target serving the same store (the
- * sharers, one per process, each known by an id): one object beside the
- * store, changed only by compare-and-set of its version; a watch on it,
- * through which a sharer notifies the others and waits for each one's
- * acknowledgement; and the list of sharers with the address that fences
- * one (its access to the store cut, so nothing it still sends can land).
- * rbd keeps them in RADOS beside the image (rbd.c).  Every call blocks on
- * the cluster: never call one on a reactor.  -ENOTSUP where the store has
- * no shared state.
+ * State kept together by every target serving the same store (the
+ * sharers, one per process, each known by an id), in shared objects beside
+ * the store: each is changed only by compare-and-set of its version, is
+ * watched by every sharer (through it one notifies the others and waits
+ * for each one's acknowledgement), and has its list of sharers with the
+ * address that fences one (its access cut, so nothing it still sends can
+ * land).  An LU's reservations are the object "state" of its store; a
+ * target's ALUA states the object "alua" of the store it names.  rbd keeps
+ * them in RADOS beside the image (rbd_state.c).  Every call blocks on the
+ * cluster: never call one on a reactor.  -ENOTSUP where the store has no
+ * shared objects.
  */
+struct bs_shared;
 struct bs_sharer {
 	uint64_t id;
 	char addr[128];          /* what fencing it cuts off */
-	char desc[256];          /* host and process, for the operator */
+	char desc[512];          /* who it is (JSON its own joiner wrote), for the operator and its peers */
 };
 struct bs_notify_result {
 	uint64_t *acked;         /* sharers that acknowledged */
@@ -198,25 +201,31 @@ typedef void (*bs_notify_fn)(void *arg, uint64_t notify_id, uint64_t notifier, c
 /* The watch broke (err): notifications may have been missed until it is made again. */
 typedef void (*bs_watch_error_fn)(void *arg, int err);
 
+/* The store's shared object kind (key: a name within the kind; NULL: the store's own identity). */
+int backstore_shared_open(struct backstore *bs, const char *kind, const char *key, struct bs_shared **out);
+/* Unwatched, and no callback running, once this returns. */
+void backstore_shared_close(struct bs_shared *o);
 /* The state and its version (*text malloc'd); -ENOENT while none was ever written. */
-int backstore_state_read(struct backstore *bs, char **text, size_t *len, uint64_t *version);
+int backstore_shared_read(struct bs_shared *o, char **text, size_t *len, uint64_t *version);
 /* Write text if the state is still at version (0: none yet): the new version, or -ERANGE when it moved. */
-int backstore_state_write(struct backstore *bs, const char *text, size_t len, uint64_t version, uint64_t *now);
-int backstore_state_watch(struct backstore *bs, bs_notify_fn fn, bs_watch_error_fn efn, void *arg);
-void backstore_state_unwatch(struct backstore *bs);
+int backstore_shared_write(struct bs_shared *o, const char *text, size_t len, uint64_t version, uint64_t *now);
+int backstore_shared_watch(struct bs_shared *o, bs_notify_fn fn, bs_watch_error_fn efn, void *arg);
+void backstore_shared_unwatch(struct bs_shared *o);
 /* Notify every watcher (this sharer too) and wait at most timeout_ms for the acknowledgements. */
-int backstore_state_notify(struct backstore *bs, const void *data, size_t len, unsigned timeout_ms,
-			   struct bs_notify_result *res);
+int backstore_shared_notify(struct bs_shared *o, const void *data, size_t len, unsigned timeout_ms,
+			    struct bs_notify_result *res);
 void backstore_notify_result_free(struct bs_notify_result *res);
-int backstore_state_ack(struct backstore *bs, uint64_t notify_id, const void *data, size_t len);
+int backstore_shared_ack(struct bs_shared *o, uint64_t notify_id);
 /* This process's id among the sharers. */
-uint64_t backstore_state_self(const struct backstore *bs);
-/* Join the sharers (desc: who this is), leave them, list them (*out malloc'd). */
-int backstore_state_join(struct backstore *bs, const char *desc);
-void backstore_state_leave(struct backstore *bs);
-int backstore_state_sharers(struct backstore *bs, struct bs_sharer **out, size_t *n);
+uint64_t backstore_shared_self(const struct bs_shared *o);
+/* Join the sharers (desc: who this is, as JSON), leave them, list them (*out malloc'd). */
+int backstore_shared_join(struct bs_shared *o, const char *desc);
+void backstore_shared_leave(struct bs_shared *o);
+int backstore_shared_sharers(struct bs_shared *o, struct bs_sharer **out, size_t *n);
 /* Fence a sharer (its address cut off from the cluster) and remove it from the list. */
-int backstore_state_fence(struct backstore *bs, const struct bs_sharer *s, char *err, size_t errlen);
+int backstore_shared_fence(struct bs_shared *o, const struct bs_sharer *s, char *err, size_t errlen);
+/* Where the object is, for the operator ("rbd/isert_state.1234"). */
+const char *backstore_shared_where(const struct bs_shared *o);
 /* The store's own stable identity for the LU's serial (rbd: the image id), or NULL. */
 const char *backstore_serial(const struct backstore *bs);
 /*

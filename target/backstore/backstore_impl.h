@@ -25,24 +25,30 @@ struct bs_ops {
 	 * block and nvme take their device's size, and refuses ram.
 	 */
 	int (*resize)(struct backstore *bs, uint64_t size, char *err, size_t errlen);
-	/* The shared state (backstore.h), where the store has one: NULL elsewhere. */
-	const struct bs_state_ops *state;
+	/* Shared objects (backstore.h), where the store has them: NULL elsewhere. */
+	const struct bs_shared_ops *shared;
 };
 
-/* backstore_state_*() call these, one for one. */
-struct bs_state_ops {
-	int (*read)(struct backstore *bs, char **text, size_t *len, uint64_t *version);
-	int (*write)(struct backstore *bs, const char *text, size_t len, uint64_t version, uint64_t *now);
-	int (*watch)(struct backstore *bs, bs_notify_fn fn, bs_watch_error_fn efn, void *arg);
-	void (*unwatch)(struct backstore *bs);
-	int (*notify)(struct backstore *bs, const void *data, size_t len, unsigned timeout_ms,
+/* backstore_shared_*() call these, one for one; an object's implementation starts with struct bs_shared. */
+struct bs_shared {
+	const struct bs_shared_ops *ops;
+};
+struct bs_shared_ops {
+	int (*open)(struct backstore *bs, const char *kind, const char *key, struct bs_shared **out);
+	void (*close)(struct bs_shared *o);
+	int (*read)(struct bs_shared *o, char **text, size_t *len, uint64_t *version);
+	int (*write)(struct bs_shared *o, const char *text, size_t len, uint64_t version, uint64_t *now);
+	int (*watch)(struct bs_shared *o, bs_notify_fn fn, bs_watch_error_fn efn, void *arg);
+	void (*unwatch)(struct bs_shared *o);
+	int (*notify)(struct bs_shared *o, const void *data, size_t len, unsigned timeout_ms,
 		      struct bs_notify_result *res);
-	int (*ack)(struct backstore *bs, uint64_t notify_id, const void *data, size_t len);
-	uint64_t (*self)(const struct backstore *bs);
-	int (*join)(struct backstore *bs, const char *desc);
-	void (*leave)(struct backstore *bs);
-	int (*sharers)(struct backstore *bs, struct bs_sharer **out, size_t *n);
-	int (*fence)(struct backstore *bs, const struct bs_sharer *s, char *err, size_t errlen);
+	int (*ack)(struct bs_shared *o, uint64_t notify_id);
+	uint64_t (*self)(const struct bs_shared *o);
+	int (*join)(struct bs_shared *o, const char *desc);
+	void (*leave)(struct bs_shared *o);
+	int (*sharers)(struct bs_shared *o, struct bs_sharer **out, size_t *n);
+	int (*fence)(struct bs_shared *o, const struct bs_sharer *s, char *err, size_t errlen);
+	const char *(*where)(const struct bs_shared *o);
 };
 
 struct backstore {

@@ -57,12 +57,17 @@ struct rbd_bs {
 	uint64_t watch;
 	bool watching;
 	bool cache;            /* rbd_cache on: writes need a flush to be durable */
-	struct rbd_state *st;  /* its LU's shared state (rbd_state.c) */
+	char *pool, *ns;       /* where it is, for its shared objects (rbd_state.c) */
+	char id[32];
 };
 
-struct rbd_state *rbd_state_of(const struct backstore *bs)
+void rbd_place(const struct backstore *bs, rados_t *rados, const char **pool, const char **ns, const char **id)
 {
-	return ((const struct rbd_bs *)bs->rbd)->st;
+	const struct rbd_bs *r = bs->rbd;
+	*rados = r->conn->rados;
+	*pool = r->pool;
+	*ns = r->ns;
+	*id = r->id;
 }
 
 enum rbd_stage { RS_OP, RS_FLUSH };
@@ -202,7 +207,8 @@ static void rbd_free(struct backstore *bs)
 		return;
 	if (r->watching)
 		rbd_update_unwatch(r->image, r->watch);
-	rbd_state_close(r->st);
+	free(r->pool);
+	free(r->ns);
 	if (r->image)
 		rbd_close(r->image);
 	if (r->ioctx)
@@ -279,8 +285,10 @@ static int rbd_open_bs(struct backstore *bs, const struct backstore_cfg *cfg, ch
 	/* librbd compares and writes within one 512-byte sector only (larger: -EINVAL). */
 	bs->compare_write_max = 512;
 	bs->shared = true;
-	if ((rc = rbd_state_open(r->conn->rados, rc_->pool, rc_->ns, id, &r->st)) < 0) {
-		bs_errf(bs, err, errlen, "image '%s': its shared state: %s", rc_->image, strerror(-rc));
+	snprintf(r->id, sizeof(r->id), "%s", id);
+	if (!(r->pool = strdup(rc_->pool)) || (rc_->ns && !(r->ns = strdup(rc_->ns)))) {
+		bs_errf(bs, err, errlen, "out of memory");
+		rc = -ENOMEM;
 		goto fail;
 	}
 	rc = rbd_update_watch(r->image, &r->watch, rbd_watch_cb, bs);
@@ -462,7 +470,7 @@ const struct bs_ops bs_rbd_ops = {
 	.submit = rbd_submit,
 	.lba_status = rbd_lba_status,
 	.resize = rbd_resize_bs,
-	.state = &rbd_state_ops,
+	.shared = &rbd_shared_ops,
 };
 
 #else /* !ISERT_RBD */

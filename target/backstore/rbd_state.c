@@ -1,13 +1,13 @@
 /*
- * The shared state of an RBD image's LU (backstore.h, "the state an LU
- * shares"), in RADOS beside the image (its pool and namespace):
+ * Shared objects of an RBD image (backstore.h, "state kept together"), in
+ * RADOS beside the image (its pool and namespace), for kind K and key Y
+ * (the image id unless given):
  *
- *   isert_state.<image id>    the state's text; its object version is the
- *                             state's version; every gateway serving the
- *                             image watches it, and notifies through it
- *   isert_sharers.<image id>  its omap lists the gateways: key the rados
- *                             instance id (16 hex digits), value
- *                             {"addr": ..., "desc": ...}
+ *   isert_K.Y          the state's text; its object version is the state's
+ *                      version; every gateway sharing it watches it, and
+ *                      notifies through it
+ *   isert_K_sharers.Y  its omap lists the gateways: key the rados instance
+ *                      id (16 hex digits), value {"addr": ..., "desc": ...}
  *
  * Compare-and-set is a write op asserting the object version (created
  * exclusively when there is none), which RADOS applies atomically on the
@@ -32,10 +32,11 @@
 #define SHARERS_MAX 1024
 
 struct rbd_state {
+	struct bs_shared base;
 	rados_t rados;
 	rados_ioctx_t io;          /* its own: rados_get_last_version() answers for the last op on it */
 	pthread_mutex_t mu;        /* one read or write (and its version) at a time on io */
-	char obj[96], sharers[96];
+	char obj[320], sharers[320], where[400];
 	uint64_t cookie;
 	bool watching;
 	bs_notify_fn fn;
@@ -44,11 +45,20 @@ struct rbd_state {
 	char addr[128];            /* this client's, for the list of sharers */
 };
 
-int rbd_state_open(rados_t rados, const char *pool, const char *ns, const char *image_id, struct rbd_state **out)
+static struct rbd_state *state_of(const struct bs_shared *o)
 {
+	return (struct rbd_state *)o;
+}
+
+static int st_open(struct backstore *bs, const char *kind, const char *key, struct bs_shared **out)
+{
+	rados_t rados;
+	const char *pool, *ns, *id;
+	rbd_place(bs, &rados, &pool, &ns, &id);
 	struct rbd_state *st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
+	st->base.ops = &rbd_shared_ops;
 	int rc = rados_ioctx_create(rados, pool, &st->io);
 	if (rc < 0) {
 		free(st);
@@ -58,8 +68,9 @@ int rbd_state_open(rados_t rados, const char *pool, const char *ns, const char *
 		rados_ioctx_set_namespace(st->io, ns);
 	st->rados = rados;
 	pthread_mutex_init(&st->mu, NULL);
-	snprintf(st->obj, sizeof(st->obj), "isert_state.%s", image_id);
-	snprintf(st->sharers, sizeof(st->sharers), "isert_sharers.%s", image_id);
+	snprintf(st->obj, sizeof(st->obj), "isert_%s.%s", kind, key ? key : id);
+	snprintf(st->sharers, sizeof(st->sharers), "isert_%s_sharers.%s", kind, key ? key : id);
+	snprintf(st->where, sizeof(st->where), "%s/%s%s%s", pool, ns ? ns : "", ns ? "/" : "", st->obj);
 	/* One address per client: "[v2:IP:PORT/NONCE,v1:...]" or "IP:PORT/NONCE"; the blocklist takes one entry. */
 	char *addrs = NULL;
 	if (rados_getaddrs(rados, &addrs) == 0 && addrs) {
@@ -69,14 +80,13 @@ int rbd_state_open(rados_t rados, const char *pool, const char *ns, const char *
 		snprintf(st->addr, sizeof(st->addr), "%.*s", (int)strcspn(a, ",]"), a);
 		free(addrs);
 	}
-	*out = st;
+	*out = &st->base;
 	return 0;
 }
 
-void rbd_state_close(struct rbd_state *st)
+static void st_close(struct bs_shared *o)
 {
-	if (!st)
-		return;
+	struct rbd_state *st = state_of(o);
 	if (st->watching) {
 		rados_unwatch2(st->io, st->cookie);
 		rados_watch_flush(st->rados);
@@ -86,9 +96,9 @@ void rbd_state_close(struct rbd_state *st)
 	free(st);
 }
 
-static int st_read(struct backstore *bs, char **text, size_t *len, uint64_t *version)
+static int st_read(struct bs_shared *o, char **text, size_t *len, uint64_t *version)
 {
-	struct rbd_state *st = rbd_state_of(bs);
+	struct rbd_state *st = state_of(o);
 	uint64_t size;
 	int rc;
 
@@ -125,9 +135,9 @@ static int st_read(struct backstore *bs, char **text, size_t *len, uint64_t *ver
 	return rc;
 }
 
-static int st_write(struct backstore *bs, const char *text, size_t len, uint64_t version, uint64_t *now)
+static int st_write(struct bs_shared *o, const char *text, size_t len, uint64_t version, uint64_t *now)
 {
-	struct rbd_state *st = rbd_state_of(bs);
+	struct rbd_state *st = state_of(o);
 	rados_write_op_t op = rados_create_write_op();
 	if (!op)
 		return -ENOMEM;
@@ -161,9 +171,9 @@ static void st_watch_err(void *arg, uint64_t cookie, int err)
 		st->efn(st->arg, err);
 }
 
-static int st_watch(struct backstore *bs, bs_notify_fn fn, bs_watch_error_fn efn, void *arg)
+static int st_watch(struct bs_shared *o, bs_notify_fn fn, bs_watch_error_fn efn, void *arg)
 {
-	struct rbd_state *st = rbd_state_of(bs);
+	struct rbd_state *st = state_of(o);
 	if (st->watching) {
 		rados_unwatch2(st->io, st->cookie);
 		st->watching = false;
@@ -176,9 +186,9 @@ static int st_watch(struct backstore *bs, bs_notify_fn fn, bs_watch_error_fn efn
 	return rc;
 }
 
-static void st_unwatch(struct backstore *bs)
+static void st_unwatch(struct bs_shared *o)
 {
-	struct rbd_state *st = rbd_state_of(bs);
+	struct rbd_state *st = state_of(o);
 	if (!st->watching)
 		return;
 	rados_unwatch2(st->io, st->cookie);
@@ -187,10 +197,10 @@ static void st_unwatch(struct backstore *bs)
 	st->watching = false;
 }
 
-static int st_notify(struct backstore *bs, const void *data, size_t len, unsigned timeout_ms,
+static int st_notify(struct bs_shared *o, const void *data, size_t len, unsigned timeout_ms,
 		     struct bs_notify_result *res)
 {
-	struct rbd_state *st = rbd_state_of(bs);
+	struct rbd_state *st = state_of(o);
 	char *reply = NULL;
 	size_t reply_len = 0;
 	/* -ETIMEDOUT when a watcher did not acknowledge: the reply still says who did and who did not. */
@@ -221,15 +231,20 @@ static int st_notify(struct backstore *bs, const void *data, size_t len, unsigne
 	return 0;
 }
 
-static int st_ack(struct backstore *bs, uint64_t notify_id, const void *data, size_t len)
+static int st_ack(struct bs_shared *o, uint64_t notify_id)
 {
-	struct rbd_state *st = rbd_state_of(bs);
-	return rados_notify_ack(st->io, st->obj, notify_id, st->cookie, data, (int)len);
+	struct rbd_state *st = state_of(o);
+	return rados_notify_ack(st->io, st->obj, notify_id, st->cookie, NULL, 0);
 }
 
-static uint64_t st_self(const struct backstore *bs)
+static uint64_t st_self(const struct bs_shared *o)
 {
-	return rados_get_instance_id(rbd_state_of(bs)->rados);
+	return rados_get_instance_id(state_of(o)->rados);
+}
+
+static const char *st_where(const struct bs_shared *o)
+{
+	return state_of(o)->where;
 }
 
 static void key_of(uint64_t id, char key[17])
@@ -237,9 +252,9 @@ static void key_of(uint64_t id, char key[17])
 	snprintf(key, 17, "%016llx", (unsigned long long)id);
 }
 
-static int st_join(struct backstore *bs, const char *desc)
+static int st_join(struct bs_shared *o, const char *desc)
 {
-	struct rbd_state *st = rbd_state_of(bs);
+	struct rbd_state *st = state_of(o);
 	json_object *v = json_object_new_object();
 	char key[17];
 	if (!v)
@@ -249,7 +264,7 @@ static int st_join(struct backstore *bs, const char *desc)
 	const char *val = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
 	const char *keys[1] = { key }, *vals[1] = { val };
 	size_t lens[1] = { strlen(val) };
-	key_of(st_self(bs), key);
+	key_of(st_self(o), key);
 	rados_write_op_t op = rados_create_write_op();
 	int rc = -ENOMEM;
 	if (op) {
@@ -276,15 +291,15 @@ static int remove_sharer(struct rbd_state *st, uint64_t id)
 	return rc;
 }
 
-static void st_leave(struct backstore *bs)
+static void st_leave(struct bs_shared *o)
 {
-	struct rbd_state *st = rbd_state_of(bs);
-	remove_sharer(st, st_self(bs));
+	struct rbd_state *st = state_of(o);
+	remove_sharer(st, st_self(o));
 }
 
-static int st_sharers(struct backstore *bs, struct bs_sharer **out, size_t *n)
+static int st_sharers(struct bs_shared *o, struct bs_sharer **out, size_t *n)
 {
-	struct rbd_state *st = rbd_state_of(bs);
+	struct rbd_state *st = state_of(o);
 	rados_read_op_t op = rados_create_read_op();
 	rados_omap_iter_t it = NULL;
 	unsigned char more = 0;
@@ -331,9 +346,9 @@ static int st_sharers(struct backstore *bs, struct bs_sharer **out, size_t *n)
 	return 0;
 }
 
-static int st_fence(struct backstore *bs, const struct bs_sharer *s, char *err, size_t errlen)
+static int st_fence(struct bs_shared *o, const struct bs_sharer *s, char *err, size_t errlen)
 {
-	struct rbd_state *st = rbd_state_of(bs);
+	struct rbd_state *st = state_of(o);
 	char addr[sizeof(s->addr)];
 	snprintf(addr, sizeof(addr), "%s", s->addr);
 	if (!addr[0]) {
@@ -351,7 +366,9 @@ static int st_fence(struct backstore *bs, const struct bs_sharer *s, char *err, 
 	return 0;
 }
 
-const struct bs_state_ops rbd_state_ops = {
+const struct bs_shared_ops rbd_shared_ops = {
+	.open = st_open,
+	.close = st_close,
 	.read = st_read,
 	.write = st_write,
 	.watch = st_watch,
@@ -363,6 +380,7 @@ const struct bs_state_ops rbd_state_ops = {
 	.leave = st_leave,
 	.sharers = st_sharers,
 	.fence = st_fence,
+	.where = st_where,
 };
 
 #endif

@@ -76,14 +76,14 @@ struct lu_state_ops {
 	void (*reset)(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only);
 };
 extern const struct lu_state_ops lu_state_local, lu_state_shared;
-struct lu_share;
+struct shared;
 
 struct scsi_lu {
 	pthread_mutex_t mu;          /* guards everything below marked (mu) */
 	struct backstore *bs;
 	struct scsi_pr *pr;          /* (mu) */
 	const struct lu_state_ops *state;
-	struct lu_share *share;      /* the store's shared state it keeps its reservations in, or NULL */
+	struct shared *share;        /* the store's shared object its reservations are kept in (share.c), or NULL */
 	char vendor[9], product[17], revision[5], serial[65];
 	uint64_t naa_hi, naa_lo;     /* NAA 6 designator derived from the serial */
 	uint32_t block_size;
