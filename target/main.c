@@ -338,6 +338,10 @@ int main(int argc, char **argv)
 	cfg = NULL;
 	if (rc) {
 		fprintf(stderr, "isertd: %s\n", err);
+		/* Leave cleanly what was joined (the gateways sharing a store would otherwise wait for this one). */
+		rpc_stop();
+		metrics_stop();
+		iscsi_free();
 		return 1;
 	}
 	reactor_add_fd(reactors[0], sfd, EPOLLIN, on_signal, &sfd);

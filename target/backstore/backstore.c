@@ -218,6 +218,11 @@ const char *backstore_shared_where(const struct bs_shared *o)
 	return o->ops->where(o);
 }
 
+const char *backstore_shared_home(const struct backstore *bs)
+{
+	return bs->ops->shared && bs->shared_home[0] ? bs->shared_home : NULL;
+}
+
 void backstore_on_resize(struct backstore *bs, void (*fn)(void *arg), void *arg)
 {
 	pthread_mutex_lock(&bs->resize_mu);

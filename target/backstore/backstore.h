@@ -226,6 +226,8 @@ int backstore_shared_sharers(struct bs_shared *o, struct bs_sharer **out, size_t
 int backstore_shared_fence(struct bs_shared *o, const struct bs_sharer *s, char *err, size_t errlen);
 /* Where the object is, for the operator ("rbd/isert_state.1234"). */
 const char *backstore_shared_where(const struct bs_shared *o);
+/* Where the store's shared objects live ("pool/namespace"), for choosing one store among several; NULL: none. */
+const char *backstore_shared_home(const struct backstore *bs);
 /* The store's own stable identity for the LU's serial (rbd: the image id), or NULL. */
 const char *backstore_serial(const struct backstore *bs);
 /*

@@ -67,6 +67,7 @@ struct backstore {
 	_Atomic bool discard;
 	uint32_t compare_write_max;  /* BS_COMPARE_WRITE unit (bytes); 0: not offered */
 	bool shared;             /* other targets may serve the same blocks */
+	char shared_home[256];   /* where its shared objects live (rbd: "pool/namespace"); "" if none */
 	char serial[64];         /* the store's identity for the LU serial; "" if none */
 	/* backstore_on_resize()'s fn: set under resize_mu and called under it by bs_size_changed() (a
 	 * change made underneath); backstore_resize() never calls it, its caller tells the LU */

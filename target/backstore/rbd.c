@@ -286,6 +286,7 @@ static int rbd_open_bs(struct backstore *bs, const struct backstore_cfg *cfg, ch
 	bs->compare_write_max = 512;
 	bs->shared = true;
 	snprintf(r->id, sizeof(r->id), "%s", id);
+	snprintf(bs->shared_home, sizeof(bs->shared_home), "%s/%s", rc_->pool, rc_->ns ? rc_->ns : "");
 	if (!(r->pool = strdup(rc_->pool)) || (rc_->ns && !(r->ns = strdup(rc_->ns)))) {
 		bs_errf(bs, err, errlen, "out of memory");
 		rc = -ENOMEM;

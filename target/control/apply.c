@@ -473,6 +473,9 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 	if (admin_refresh_sessions(&res->sessions_closed, &res->maps_changed, ferr, sizeof(ferr)))
 		log_warn("after the change: %s; sessions there keep their LUN maps until they log in again", ferr);
 	rt_alua_commit(alua);
+	/* Before the stores that left close: a target may keep its ALUA states with one of them. */
+	if (rt_alua_share(p->next, ferr, sizeof(ferr)) == -EEXIST)
+		log_err("after the change: %s", ferr);
 	drop_stores(st, p->next->nbackstores);
 	free(st);
 	free(started);

@@ -122,7 +122,8 @@ static char *error_text(json_object *id, int code, const char *msg)
 /* The methods by kind of object, each table beside its methods (m_*.c). */
 static const struct rpc_method *const method_tables[] = { rpc_methods_config, rpc_methods_backstore,
 							  rpc_methods_target, rpc_methods_acl,
-							  rpc_methods_alua,   rpc_methods_session };
+							  rpc_methods_alua,   rpc_methods_session,
+							  rpc_methods_cluster };
 
 static const struct rpc_method *table_end(const struct rpc_method *m)
 {

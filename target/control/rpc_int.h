@@ -84,7 +84,7 @@ struct rpc_method {
 
 /* The methods, one table per file of them, each ending with a NULL name. */
 extern const struct rpc_method rpc_methods_config[], rpc_methods_backstore[], rpc_methods_target[],
-	rpc_methods_acl[], rpc_methods_alua[], rpc_methods_session[];
+	rpc_methods_acl[], rpc_methods_alua[], rpc_methods_session[], rpc_methods_cluster[];
 /* Every method in turn: m = rpc_method_next(NULL) first, NULL after the last. */
 const struct rpc_method *rpc_method_next(const struct rpc_method *m);
 const struct rpc_method *rpc_method_named(const char *name);

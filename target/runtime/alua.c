@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
+#include "target/backstore/backstore.h"
 #include "target/runtime/runtime.h"
 #include "target/scsi/alua.h"
 
@@ -129,4 +131,78 @@ const char *rt_alua_status(const char *iqn, uint16_t id)
 	if (!a || scsi_alua_group_state(a, id, &st, &status))
 		return "none";
 	return status == ALUA_STATUS_STPG ? "set_by_initiator" : status == ALUA_STATUS_IMPLICIT ? "set_by_admin" : "none";
+}
+
+/*
+ * The store a target keeps its ALUA states with (docs/cluster.md): one of
+ * the shared stores its LUNs use, the first by where their shared objects
+ * live (pool, then namespace), so that every gateway serving the same
+ * images picks the same; NULL: none of its LUNs is shared.
+ */
+static struct backstore *share_store(const struct config *c, const struct cfg_target *t)
+{
+	struct backstore *best = NULL;
+	for (size_t j = 0; j < t->ntpgs; j++)
+		for (size_t k = 0; k < t->tpgs[j].nluns; k++) {
+			struct backstore *bs = rt_store_at(t->tpgs[j].luns[k].backstore_index)->bs;
+			const char *home = backstore_shared_home(bs);
+			if (home && (!best || strcmp(home, backstore_shared_home(best)) < 0))
+				best = bs;
+		}
+	(void)c;
+	return best;
+}
+
+int rt_alua_share(const struct config *old, char *err, size_t errlen)
+{
+	const struct config *c = rt_config();
+	/* Targets that left: their states are no longer kept with anyone. */
+	for (size_t i = 0; old && i < old->ntargets; i++)
+		if (!find_target(c, old->targets[i].iqn))
+			scsi_alua_unshare(scsi_alua_get(old->targets[i].iqn));
+	int rc = 0;
+	for (size_t i = 0; i < c->ntargets; i++) {
+		const struct cfg_target *t = &c->targets[i], *o = find_target(old, t->iqn);
+		struct scsi_alua *a = scsi_alua_get(t->iqn);
+		struct backstore *bs = share_store(c, t);
+		if (!a)
+			continue;
+		if (!bs) {
+			scsi_alua_unshare(a);
+			continue;
+		}
+		uint16_t local[256];
+		size_t n = 0;
+		for (size_t j = 0; j < t->ntpgs && n < 256; j++)
+			local[n++] = t->tpgs[j].tag;
+		char e[512];
+		int r = scsi_alua_share(a, bs, local, n, e, sizeof(e));
+		if (r == -EEXIST && !rc) {
+			snprintf(err, errlen, "%s", e);
+			rc = r;
+		} else if (r && r != -EEXIST) {
+			log_warn("ALUA states of %s: not shared with the other gateways (%s); each keeps its own", t->iqn, e);
+		}
+		if (r)
+			continue;
+		/* States the admin changed in the document (alua.set): to every gateway. */
+		struct scsi_alua_group changed[256];
+		size_t nc = 0;
+		for (size_t j = 0; o && j < t->nalua_groups && nc < 256; j++) {
+			const struct cfg_alua_group *cg = &t->alua_groups[j], *og = find_group(o, cg->id);
+			if (og && og->state != cg->state)
+				changed[nc++] = (struct scsi_alua_group){ .id = cg->id, .state = cg->state };
+		}
+		if (nc && scsi_alua_share_set(a, changed, nc, e, sizeof(e)))
+			log_err("ALUA states of %s: the change is made here but not stored for the other gateways: %s",
+				t->iqn, e);
+	}
+	return rc;
+}
+
+void rt_alua_unshare_all(void)
+{
+	const struct config *c = rt_config();
+	for (size_t i = 0; c && i < c->ntargets; i++)
+		scsi_alua_unshare(scsi_alua_get(c->targets[i].iqn));
 }

@@ -83,8 +83,10 @@ int rt_start(struct config *cfg, char *err, size_t errlen)
 	pthread_rwlock_unlock(&rt_lock);
 	struct rt_alua_plan *plan;
 	int rc = rt_alua_prepare(NULL, cfg, &plan, err, errlen);
-	if (!rc)
+	if (!rc) {
 		rt_alua_commit(plan);
+		rc = rt_alua_share(NULL, err, errlen);
+	}
 	return rc;
 }
 
@@ -157,6 +159,7 @@ int rt_flush(void)
 
 void rt_free(void)
 {
+	rt_alua_unshare_all();
 	for (size_t i = 0; running && stores && i < running->nbackstores; i++)
 		rt_store_put(stores[i]);
 	free(stores);

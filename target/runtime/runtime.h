@@ -120,5 +120,17 @@ void rt_alua_plan_free(struct rt_alua_plan *p);
 void rt_alua_sync(void);
 /* Why group id of target iqn is in its state: "none", "set_by_initiator", "set_by_admin". */
 const char *rt_alua_status(const char *iqn, uint16_t id);
+/*
+ * After start or a change (old: the configuration before, NULL at start):
+ * the ALUA states of each target with a shared store kept with every
+ * gateway serving it (docs/cluster.md), states the admin changed told to
+ * them, targets without one (or gone) kept alone again.  -EEXIST with err
+ * when another live gateway serves one of a target's relative ports (a
+ * configuration the gateways disagree on); other failures are logged and
+ * leave that target's states its own.
+ */
+int rt_alua_share(const struct config *old, char *err, size_t errlen);
+/* Before the stores close: no target keeps its states with the others any more. */
+void rt_alua_unshare_all(void);
 
 #endif

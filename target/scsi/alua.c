@@ -13,40 +13,11 @@
 
 #include "common/bufpool.h"
 #include "target/scsi/alua.h"
+#include "target/scsi/alua_int.h"
 #include "target/scsi/scsi_int.h"
 
 /* A SET TARGET PORT GROUPS parameter list: the header and one descriptor per group at most. */
 #define STPG_MAX_LEN (4u + 4u * 256u)
-
-/* scsi_port.word: state (bits 0-7), group id (8-23), PORT_IN_GROUP when a group lists the port. */
-#define PORT_IN_GROUP (1u << 24)
-
-struct alua_grp {
-	uint16_t id;
-	uint8_t state, status;
-	bool pref;
-	bool keep;                   /* scsi_alua_install: keep the running state of the group of this id */
-	uint16_t nports;
-	uint16_t *ports;
-};
-
-struct scsi_alua {
-	struct scsi_alua *next;
-	pthread_mutex_t mu;
-	char name[224];
-	uint8_t modes, ttime;        /* written under mu, read atomically */
-	uint32_t gen;                /* written under mu, read atomically */
-	struct alua_grp *groups;     /* (mu) */
-	size_t ngroups;              /* (mu) */
-	struct scsi_port *ports;     /* (mu) the ports made so far; never freed before exit */
-};
-
-struct scsi_port {
-	struct scsi_port *next;
-	struct scsi_alua *alua;
-	uint16_t rel_port_id;
-	uint32_t word;               /* written under alua->mu, read atomically */
-};
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct scsi_alua *registry;
@@ -86,8 +57,7 @@ static uint32_t port_word(const struct scsi_alua *a, uint16_t port)
 	return g ? PORT_IN_GROUP | (uint32_t)g->id << 8 | g->state : 0;
 }
 
-/* Under a->mu: every port's word from the table. */
-static void ports_update(struct scsi_alua *a)
+void alua_ports_update(struct scsi_alua *a)
 {
 	for (struct scsi_port *p = a->ports; p; p = p->next)
 		__atomic_store_n(&p->word, port_word(a, p->rel_port_id), __ATOMIC_RELEASE);
@@ -126,7 +96,7 @@ static void groups_free(struct alua_grp *g, size_t n)
 	free(g);
 }
 
-static struct alua_grp *find_grp(struct alua_grp *g, size_t n, uint16_t id)
+struct alua_grp *alua_find_grp(struct alua_grp *g, size_t n, uint16_t id)
 {
 	for (size_t i = 0; i < n; i++)
 		if (g[i].id == id)
@@ -186,7 +156,7 @@ void scsi_alua_install(struct scsi_alua *a, uint8_t modes, uint8_t transition_ti
 	pthread_mutex_lock(&a->mu);
 	bool changed = n != a->ngroups;
 	for (size_t i = 0; i < n; i++) {
-		const struct alua_grp *o = find_grp(a->groups, a->ngroups, ng[i].id);
+		const struct alua_grp *o = alua_find_grp(a->groups, a->ngroups, ng[i].id);
 		if (o && ng[i].keep)
 			ng[i].state = o->state;
 		if (o)
@@ -199,7 +169,7 @@ void scsi_alua_install(struct scsi_alua *a, uint8_t modes, uint8_t transition_ti
 	a->ngroups = n;
 	__atomic_store_n(&a->modes, modes, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->ttime, transition_time, __ATOMIC_RELAXED);
-	ports_update(a);
+	alua_ports_update(a);
 	if (changed)
 		__atomic_add_fetch(&a->gen, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&a->mu);
@@ -220,7 +190,7 @@ int scsi_alua_group_state(struct scsi_alua *a, uint16_t id, uint8_t *state, uint
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&a->mu);
-	const struct alua_grp *g = find_grp(a->groups, a->ngroups, id);
+	const struct alua_grp *g = alua_find_grp(a->groups, a->ngroups, id);
 	if (g) {
 		*state = g->state;
 		*status = g->status;
@@ -236,6 +206,7 @@ void scsi_alua_free_all(void)
 	while (registry) {
 		struct scsi_alua *a = registry;
 		registry = a->next;
+		scsi_alua_unshare(a);
 		while (a->ports) {
 			struct scsi_port *p = a->ports;
 			a->ports = p->next;
@@ -400,7 +371,7 @@ bool alua_prep_stpg(struct scsi_cmd *cmd)
 }
 
 /* Check every descriptor before changing anything: the list is carried out whole or not at all. */
-static bool stpg_check(struct scsi_cmd *cmd, struct scsi_alua *a, const uint8_t *p, uint32_t n)
+bool alua_stpg_check(struct scsi_cmd *cmd, struct scsi_alua *a, const uint8_t *p, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		const uint8_t *e = p + 4 + 4 * i;
@@ -411,7 +382,7 @@ static bool stpg_check(struct scsi_cmd *cmd, struct scsi_alua *a, const uint8_t 
 			sense_invalid_param(cmd, (uint16_t)(4 + 4 * i), 3);
 			return false;
 		}
-		if (!find_grp(a->groups, a->ngroups, id)) {
+		if (!alua_find_grp(a->groups, a->ngroups, id)) {
 			sense_invalid_param(cmd, (uint16_t)(4 + 4 * i + 2), 7);
 			return false;
 		}
@@ -441,19 +412,23 @@ void alua_set_tpgs(struct scsi_cmd *cmd)
 		sense_invalid_param(cmd, 4 + 2, 7);
 		goto out;
 	}
+	if (__atomic_load_n(&a->share, __ATOMIC_ACQUIRE)) {
+		alua_share_stpg(a, cmd); /* kept with the other gateways: answered once they have it */
+		return;
+	}
 	uint32_t n = (plen - 4) / 4, gen = 0;
 	pthread_mutex_lock(&a->mu);
-	if (stpg_check(cmd, a, p, n)) {
+	if (alua_stpg_check(cmd, a, p, n)) {
 		bool changed = false;
 		for (uint32_t i = 0; i < n; i++) {
-			struct alua_grp *g = find_grp(a->groups, a->ngroups, get_be16(p + 4 + 4 * i + 2));
+			struct alua_grp *g = alua_find_grp(a->groups, a->ngroups, get_be16(p + 4 + 4 * i + 2));
 			uint8_t st = p[4 + 4 * i] & 0x0f;
 			changed |= g->state != st;
 			g->state = st;
 			g->status = ALUA_STATUS_STPG;
 		}
 		if (changed) {
-			ports_update(a);
+			alua_ports_update(a);
 			gen = __atomic_add_fetch(&a->gen, 1, __ATOMIC_RELEASE);
 		}
 	}

@@ -65,4 +65,24 @@ int scsi_alua_group_state(struct scsi_alua *a, uint16_t id, uint8_t *state, uint
 /* At exit. */
 void scsi_alua_free_all(void);
 
+/*
+ * The target's states kept with every gateway serving it (alua_share.c,
+ * docs/cluster.md), in the shared object "alua" of store bs; local: the
+ * relative ports this process serves.  Blocking: the admin thread or
+ * start-up.  0, or -errno with err (-EEXIST: another live gateway serves
+ * one of these ports).  Shared already through bs: nothing to do; through
+ * another store: moved.
+ */
+struct backstore;
+struct json_object;
+int scsi_alua_share(struct scsi_alua *a, struct backstore *bs, const uint16_t *local, size_t nlocal, char *err,
+		    size_t errlen);
+void scsi_alua_unshare(struct scsi_alua *a);
+/* The store a is shared through, or NULL. */
+struct backstore *scsi_alua_shared_on(const struct scsi_alua *a);
+/* The admin changed these groups' states: stored and told to every gateway (waited for). */
+int scsi_alua_share_set(struct scsi_alua *a, const struct scsi_alua_group *groups, size_t n, char *err, size_t errlen);
+/* For the operator: the shared object and its gateways (NULL: not shared). */
+struct json_object *scsi_alua_share_json(struct scsi_alua *a);
+
 #endif

@@ -132,6 +132,13 @@ void scsi_lu_destroy(struct scsi_lu *lu);
 struct backstore *scsi_lu_backstore(const struct scsi_lu *lu);
 /* The backstore's size changed: CAPACITY DATA HAS CHANGED to every nexus. */
 void scsi_lu_capacity_changed(struct scsi_lu *lu);
+/*
+ * For the operator: where the LU's reservations are kept with the other
+ * gateways serving its store, their state and the gateways (JSON object),
+ * or NULL: kept here only.
+ */
+struct json_object;
+struct json_object *scsi_lu_share_json(struct scsi_lu *lu);
 /* The admin turned the volatile write cache on or off: WCE follows, MODE PARAMETERS CHANGED to all. */
 void scsi_lu_set_write_cache(struct scsi_lu *lu, bool on);
 /*

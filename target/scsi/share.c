@@ -189,6 +189,11 @@ int share_attach(struct scsi_lu *lu, const char *name, const char *naa)
 	return 0;
 }
 
+struct json_object *scsi_lu_share_json(struct scsi_lu *lu)
+{
+	return lu->share ? shared_json(lu->share) : NULL;
+}
+
 void share_detach(struct scsi_lu *lu)
 {
 	if (!lu->share)

@@ -411,6 +411,8 @@ static void commit(struct job *j)
 			pthread_mutex_unlock(s->mu);
 		}
 		free(notes);
+		if (j->j.status == SCSI_GOOD && s->kind->done)
+			s->kind->done(s->owner, &j->j);
 		pthread_mutex_lock(&g.mu);
 		s->beat_ns = now_ns();
 		pthread_mutex_unlock(&g.mu);
@@ -664,6 +666,7 @@ json_object *shared_json(struct shared *s)
 	pthread_mutex_lock(s->mu);
 	uint64_t v = s->version;
 	bool f = s->fenced;
+	json_object *state = s->text ? json_tokener_parse(s->text) : NULL;
 	pthread_mutex_unlock(s->mu);
 	char self[17];
 	snprintf(self, sizeof(self), "%016llx", (unsigned long long)s->self);
@@ -671,6 +674,7 @@ json_object *shared_json(struct shared *s)
 	json_object_object_add(o, "version", json_object_new_uint64(v));
 	json_object_object_add(o, "self", json_object_new_string(self));
 	json_object_object_add(o, "fenced", json_object_new_boolean(f));
+	json_object_object_add(o, "state", state);
 	pthread_mutex_lock(&g.mu);
 	json_object_object_add(o, "gateways", s->last_sharers ? json_object_get(s->last_sharers) : NULL);
 	pthread_mutex_unlock(&g.mu);
@@ -776,6 +780,27 @@ int shared_open(struct backstore *bs, const char *obj_kind, const char *key, con
 	 */
 	if (!rc)
 		rc = backstore_shared_watch(s->obj, on_notify, on_watch_error, s);
+	if (!rc && kind->admit) {
+		/* Who is alive besides: the dead are fenced (and leave the list) by asking everyone first. */
+		struct bs_sharer *live = NULL;
+		size_t n = 0;
+		tell_sharers(s, "{}");
+		if (!(rc = backstore_shared_sharers(s->obj, &live, &n)))
+			rc = kind->admit(owner, live, n, err, errlen);
+		else
+			snprintf(err, errlen, "reading the list of gateways: %s", strerror(-rc));
+		free(live);
+		if (rc) {
+			backstore_shared_unwatch(s->obj);
+			pthread_mutex_lock(&g.mu);
+			drain(s);
+			pthread_mutex_unlock(&g.mu);
+			backstore_shared_close(s->obj);
+			json_object_put(s->last_sharers);
+			free(s);
+			return rc;
+		}
+	}
 	if (!rc)
 		rc = backstore_shared_join(s->obj, desc);
 	if (!rc && refresh(s))
@@ -789,6 +814,7 @@ int shared_open(struct backstore *bs, const char *obj_kind, const char *key, con
 		drain(s); /* notifications that came meanwhile */
 		pthread_mutex_unlock(&g.mu);
 		backstore_shared_close(s->obj);
+		json_object_put(s->last_sharers);
 		free(s->text);
 		free(s);
 		return rc;

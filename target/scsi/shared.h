@@ -78,6 +78,14 @@ struct shared_kind {
 	void (*deliver)(void *owner, const char *notes);
 	/* A sharer was fenced (no lock held): what follows from it, or NULL. */
 	void (*fenced)(void *owner, struct shared *s, const struct bs_sharer *who);
+	/*
+	 * Before this target joins (no lock held): may it, beside the live
+	 * sharers (the dead ones fenced already)?  0, or -EEXIST with err
+	 * saying who is in the way.  NULL: always.
+	 */
+	int (*admit)(void *owner, const struct bs_sharer *live, size_t n, char *err, size_t errlen);
+	/* After a change was made, stored and told, before its answer (commit thread; no lock held), or NULL. */
+	void (*done)(void *owner, struct shared_job *j);
 };
 
 /*
@@ -101,7 +109,7 @@ int shared_run(struct shared *s, int op, void *arg, char *err, size_t errlen);
 void shared_answer_sense(struct shared_job *j, const struct scsi_lu *lu, uint8_t key, uint16_t asc);
 /* The others fenced this target. */
 bool shared_fenced(struct shared *s);
-/* Its place, version and the sharers as last listed, for the operator (JSON object; NULL: no memory). */
+/* Its place, version, state and the sharers as last listed, for the operator (JSON object; NULL: no memory). */
 struct json_object *shared_json(struct shared *s);
 
 #endif

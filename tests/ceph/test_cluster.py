@@ -15,15 +15,21 @@ each gateway, both gateways active:
   implicit: REPORT CAPABILITIES says PTPL_C);
 - concurrent RESERVEs through both gateways, ROUNDS rounds: exactly one
   wins each round and both gateways then report that one holder;
+- the ALUA states the same through both gateways: SET TARGET PORT GROUPS
+  through one is reported by the other, whose initiator hears ASYMMETRIC
+  ACCESS STATE CHANGED and whose port then refuses writes; a third gateway
+  configured with a relative port another live one serves does not start;
 - a gateway stopped (SIGSTOP) while the other changes the state is fenced
   within the notify timeout: the change completes, the stopped gateway is
-  on the OSDs' blocklist, and after SIGCONT its writes no longer land.
+  on the OSDs' blocklist, after SIGCONT its writes no longer land, and its
+  ALUA group is unavailable while the other's stays active/optimized.
 
-usage: test_cluster.py ISERTD [PORT] [ROUNDS]"""
+usage: test_cluster.py ISERTD ISERCTL [PORT] [ROUNDS]"""
 import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -39,9 +45,9 @@ from pr_client import (CLR, CONFLICT, EA, GOOD, PRE_ABORT, REG, REG_IGN, REL, RE
                        full_status, prout, read_keys, read_reservation, register_and_move, release6, reserve6,
                        rw)
 
-ISERTD = sys.argv[1]
-PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3550
-ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+ISERTD, ISERCTL = sys.argv[1], sys.argv[2]
+PORT = int(sys.argv[3]) if len(sys.argv) > 3 else 3550
+ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 100
 CONF = os.environ['CEPH_CONF']
 T = 'iqn.2026-11.org.isert:cluster'
 INI_1, INI_2 = 'iqn.2026-11.org.isert:node-1', 'iqn.2026-11.org.isert:node-2'
@@ -68,7 +74,8 @@ def gateway(work, name, port, tag):
     with open(path, 'w') as f:
         json.dump(cfg, f)
     log = open(os.path.join(work, name + '.log'), 'a')
-    p = subprocess.Popen([ISERTD, '-c', path, '--admin-socket', 'none', '--state-dir', 'none', '-r', '2'],
+    sock = os.path.join(work, name + '.sock')
+    p = subprocess.Popen([ISERTD, '-c', path, '--admin-socket', sock, '--state-dir', 'none', '-r', '2'],
                          stdout=log, stderr=subprocess.STDOUT)
     for _ in range(1200):
         try:
@@ -79,6 +86,12 @@ def gateway(work, name, port, tag):
                 break
             time.sleep(0.05)
     return p
+
+
+def iserctl(work, name, *args):
+    r = subprocess.run([ISERCTL, '-s', os.path.join(work, name + '.sock')] + list(args), capture_output=True,
+                       text=True, timeout=60)
+    return r.returncode, r.stdout, r.stderr
 
 
 def session(port, ini, isid=None):
@@ -103,6 +116,77 @@ def uas(c):
 
 def iport(ini):
     return '%s,i,0x%s' % (ini, ISID[ini].hex())
+
+
+AO, STANDBY, UNAVAILABLE = 0, 2, 3
+
+
+def rtpg(c):
+    """REPORT TARGET PORT GROUPS: {group id: (state, [relative ports])}."""
+    st, d, _ = c.command(bytes([0xA3, 0x0A, 0, 0, 0, 0]) + struct.pack('>I', 1024) + b'\0\0', 1024, read=True)
+    out, off = {}, 4
+    while st == GOOD and off + 8 <= 4 + struct.unpack('>I', d[:4])[0]:
+        gid, n = struct.unpack('>H', d[off + 2:off + 4])[0], d[off + 7]
+        out[gid] = (d[off] & 0x0F, [struct.unpack('>H', d[off + 8 + 4 * i + 2:off + 8 + 4 * i + 4])[0]
+                                    for i in range(n)])
+        off += 8 + 4 * n
+    return out
+
+
+def stpg(c, states):
+    """SET TARGET PORT GROUPS: [(group id, state)]; its status."""
+    param = b'\0' * 4 + b''.join(bytes([st, 0]) + struct.pack('>H', gid) for gid, st in states)
+    cdb = bytes([0xA4, 0x0A, 0, 0, 0, 0]) + struct.pack('>I', len(param)) + b'\0\0'
+    return c.command(cdb, len(param), write_data=param)[0]
+
+
+def alua(a, b, work):
+    """The target's ALUA states are the same through both gateways, whichever one changes them."""
+    ra, rb = rtpg(a), rtpg(b)
+    check('REPORT TARGET PORT GROUPS: the same through both gateways, both groups active/optimized',
+          ra == rb and ra.get(1, (None,))[0] == AO and ra.get(2, (None,))[0] == AO, (ra, rb))
+    check('SET TARGET PORT GROUPS through B: group 1 (gateway A) standby', stpg(b, [(1, STANDBY)]) == GOOD)
+    seen = uas(a)
+    check('node 1 hears ASYMMETRIC ACCESS STATE CHANGED (2Ah/06h) through A', (0x2A, 0x06) in seen, seen)
+    check('and A reports group 1 standby, as B does', rtpg(a).get(1, (None,))[0] == STANDBY == rtpg(b)[1][0],
+          (rtpg(a), rtpg(b)))
+    st, _, sense = a.command(bytes([0x2a, 0, 0, 0, 0, 1, 0, 0, 1, 0]), 512, write_data=b'x' * 512)
+    check('a write through A (standby now) is refused: NOT READY 04h/0Bh', st == 2 and sense[12:14] == b'\x04\x0b',
+          (st, sense[:14].hex()))
+    check('SET TARGET PORT GROUPS through A: group 1 active/optimized again', stpg(a, [(1, AO)]) == GOOD)
+    uas(a)
+    uas(b)
+    check('both report both groups active/optimized again', rtpg(a) == rtpg(b) and rtpg(b)[1][0] == AO,
+          (rtpg(a), rtpg(b)))
+    rc, out, err = iserctl(work, 'a', 'alua', 'set', T, '2', 'standby')
+    uas(a)
+    uas(b)
+    check('iserctl alua set on gateway A: group 2 (gateway B) standby, as B reports it',
+          rc == 0 and rtpg(b).get(2, (None,))[0] == STANDBY, (rc, out, err, rtpg(b)))
+    rc, out, err = iserctl(work, 'b', 'alua')
+    check('and iserctl alua on gateway B says so', rc == 0 and 'standby' in out, out + err)
+    iserctl(work, 'b', 'alua', 'set', T, '2', 'active_optimized')
+    uas(a)
+    uas(b)
+
+
+def cluster_view(work):
+    """iserctl cluster on each gateway: both gateways, the registrations, the ALUA states."""
+    time.sleep(6)  # a heartbeat: every gateway asked once
+    rc, out, err = iserctl(work, 'a', 'cluster')
+    print('\n'.join('     ' + line for line in out.splitlines()))
+    check('iserctl cluster on A: the image\'s state object and both gateways, each answered',
+          rc == 0 and 'isert_state.' in out and 'isert_alua.' in out and out.count(' yes ') >= 4, out + err)
+    rc, out, err = iserctl(work, 'b', '--json', 'cluster')
+    try:
+        v = json.loads(out)
+        regs = v['reservations'][0]['state']['registrations']
+        gws = v['alua'][0]['gateways']
+    except (ValueError, KeyError, IndexError, TypeError):
+        regs, gws = None, None
+    check('iserctl --json cluster on B: the registrations of both nodes, and both gateways with their ports',
+          regs is not None and {r['relative_port'] for r in regs} == {1, 2} and
+          sorted(p for g in gws for p in g['desc']['ports']) == [1, 2], out[-1500:] + err)
 
 
 def semantics(a, b, work):
@@ -198,6 +282,8 @@ def race(a, b):
     check('%d rounds of RESERVE through both gateways at once: one winner each, both report it' % ROUNDS,
           not bad, bad[:5])
     prout(a, CLR, rk=KEY_1)
+    uas(a)
+    uas(b)
 
 
 def blocklisted(work):
@@ -211,10 +297,11 @@ def fencing(work, ga, a, b):
     before = len(blocklisted(work))
     ga.send_signal(signal.SIGSTOP)
     t0 = time.time()
-    st = prout(b, REG, sark=KEY_2)[0]
+    st = prout(b, REG_IGN, sark=0x2223)[0]
     took = time.time() - t0
     print('     the change through B completed %.1f s after A stopped' % took)
-    check('node 2 registers through B while gateway A is stopped: GOOD, within the notify timeout and a bit',
+    check('node 2 registers a new key through B while gateway A is stopped: GOOD, within the notify timeout '
+          'and a bit',
           st == GOOD and took < 15, (st, took))
     log = open(os.path.join(work, 'b.log')).read()
     check('gateway B says it fenced A', 'fenced (blocklisted)' in log, log[-1500:])
@@ -225,6 +312,19 @@ def fencing(work, ga, a, b):
     except (OSError, RuntimeError, ConnectionError):
         st = None
     check('after SIGCONT, node 1\'s write through fenced gateway A does not succeed', st != GOOD, st)
+    uas(b)  # ASYMMETRIC ACCESS STATE CHANGED first
+    groups = rtpg(b)
+    check('B made the fenced gateway\'s group 1 unavailable and keeps group 2 active/optimized',
+          groups.get(1, (None,))[0] == UNAVAILABLE and groups.get(2, (None,))[0] == AO, groups)
+
+
+def port_clash(work):
+    """A third gateway that would serve relative port 2 again, which B serves: refused at start, naming it."""
+    gc = gateway(work, 'c', PORT + 2, 2)
+    rc = gc.wait(60) if gc.poll() is None else gc.returncode
+    log = open(os.path.join(work, 'c.log')).read()
+    check('a gateway configured with B\'s portal group tag (relative port 2) does not start, saying why',
+          rc != 0 and 'relative port 2' in log and 'served by gateway' in log, (rc, log[-600:]))
 
 
 def main():
@@ -239,13 +339,18 @@ def main():
         check('two gateways start on one image', ga.poll() is None and gb.poll() is None)
         a, b = session(PORT, INI_1), session(PORT + 1, INI_2)
         semantics(a, b, work)
+        alua(a, b, work)
         race(a, b)
+        check('both register with REGISTER AND IGNORE EXISTING KEY',
+              prout(a, REG_IGN, sark=KEY_1)[0] == GOOD and prout(b, REG_IGN, sark=KEY_2)[0] == GOOD)
+        cluster_view(work)
         check('gateway B stops cleanly', stop_isertd(gb) == 0)
         gb = gateway(work, 'b', PORT + 1, 2)
         procs.append(gb)
         b = session(PORT + 1, INI_2)
-        check('node 1 registers through A', prout(a, REG, sark=KEY_1)[0] == GOOD)
-        check('restarted gateway B reads the shared state: node 1\'s key', KEY_1 in read_keys(b)[1], read_keys(b))
+        check('node 1 registers a new key through A', prout(a, REG_IGN, sark=0x1112)[0] == GOOD)
+        check('restarted gateway B reads the shared state: node 1\'s key', 0x1112 in read_keys(b)[1], read_keys(b))
+        port_clash(work)
         fencing(work, ga, a, b)
     finally:
         for p in procs:

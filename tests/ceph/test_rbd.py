@@ -332,12 +332,13 @@ def failover(work, a, a_sock, c):
         t.join(300)
     via_b = sorted(v for v in acked.values() if isinstance(v, float))
     print('     %d writes acknowledged by A, %d by B; the first through B %.1f s after A was killed '
-          '(librbd took the exclusive lock from the dead client)' %
+          '(B fenced A, and librbd took the exclusive lock from it)' %
           (len(acked) - len(via_b), len(via_b), via_b[0] if via_b else -1))
     check('every write acknowledged, by A or then by B', len(acked) == nw * per, len(acked))
     img = export('vol')
     lost = [k for k in acked if img[lba(*k) * 512:(lba(*k) + 128) * 512] != pat(*k)]
     check('no acknowledged write lost: all %d in the image (rbd export)' % len(acked), not lost and img, lost)
+    drain_ua(cb)  # B's fencing of A changed the ALUA states too (docs/cluster.md)
     check('and B reads them back', all(read(cb, lba(*k), 65536) == pat(*k) for k in acked))
     cb.close()
     check('gateway B stops cleanly', stop_isertd(b) == 0)

@@ -31,7 +31,7 @@ _iserctl()
 	--by) COMPREPLY=($(compgen -W "lun initiator" -- "$cur")); return ;;
 	esac
 	if [ -z "$cmd" ]; then
-		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top alua
+		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top alua cluster
 			-s --socket -j --json -g --generation -n --dry-run -h --help" -- "$cur"))
 		return
 	fi

@@ -73,6 +73,8 @@ static void usage(FILE *f)
 		"                              transitioning (initiators get ASYMMETRIC ACCESS STATE CHANGED)\n"
 		"  alua set IQN [GROUP] KEY=VALUE...  preferred=true|false (with GROUP), mode=implicit|\n"
 		"                              explicit|both, transition_time=SECONDS\n"
+		"  cluster                     what is kept with the other gateways serving the same stores:\n"
+		"                              reservations, ALUA states, the gateways (docs/cluster.md)\n"
 		"  top [-d SECONDS] [-n ITERATIONS] [-b] [--by lun|initiator]\n"
 		"                              live per-LUN (or per-initiator) IOPS, MB/s, latency, queue\n"
 		"                              depth every -d seconds (default 2), -n frames, -b plain text\n"
@@ -733,6 +735,8 @@ int main(int argc, char **argv)
 		return cmd_top(n, args);
 	if (!strcmp(cmd, "alua"))
 		return cmd_alua(n, args);
+	if (!strcmp(cmd, "cluster"))
+		return cmd_cluster(n, args);
 	if (!strcmp(cmd, "config") && (!n || (n == 1 && !strcmp(args[0], "--show-secrets")))) {
 		json_object *params = NULL;
 		if (n) {

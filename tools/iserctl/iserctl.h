@@ -37,6 +37,9 @@ int cmd_call(int argc, char **argv);
 /* alua.c */
 int cmd_alua(int argc, char **argv);
 
+/* cluster.c */
+int cmd_cluster(int argc, char **argv);
+
 /* stats.c */
 int cmd_stats(int argc, char **argv);
 int cmd_top(int argc, char **argv);

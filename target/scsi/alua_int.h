@@ -1,0 +1,57 @@
+/* Private to alua.c and alua_share.c: the target's groups and ports as they run. */
+#ifndef SCSI_ALUA_INT_H
+#define SCSI_ALUA_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct shared;
+
+/* scsi_port.word: state (bits 0-7), group id (8-23), PORT_IN_GROUP when a group lists the port. */
+#define PORT_IN_GROUP (1u << 24)
+
+struct alua_grp {
+	uint16_t id;
+	uint8_t state, status;
+	bool pref;
+	bool keep;                   /* scsi_alua_install: keep the running state of the group of this id */
+	uint16_t nports;
+	uint16_t *ports;
+};
+
+struct scsi_alua {
+	struct scsi_alua *next;
+	pthread_mutex_t mu;
+	char name[224];
+	uint8_t modes, ttime;        /* written under mu, read atomically */
+	uint32_t gen;                /* written under mu, read atomically */
+	struct alua_grp *groups;     /* (mu) */
+	size_t ngroups;              /* (mu) */
+	struct scsi_port *ports;     /* (mu) the ports made so far; never freed before exit */
+	/* Its states kept with the other gateways serving the target (alua_share.c), or NULL. */
+	struct shared *share;
+	struct backstore *share_bs;  /* the store it is shared through */
+	uint16_t local[256];         /* the relative ports this process serves, for the failover */
+	size_t nlocal;
+};
+
+struct scsi_port {
+	struct scsi_port *next;
+	struct scsi_alua *alua;
+	uint16_t rel_port_id;
+	uint32_t word;               /* written under alua->mu, read atomically */
+};
+
+/* Under a->mu: every port's word from the table. */
+void alua_ports_update(struct scsi_alua *a);
+/* The group id of g (n of them), or NULL. */
+struct alua_grp *alua_find_grp(struct alua_grp *g, size_t n, uint16_t id);
+/* Is the list valid for SET TARGET PORT GROUPS (under a->mu)?  False: cmd's sense set. */
+struct scsi_cmd;
+bool alua_stpg_check(struct scsi_cmd *cmd, struct scsi_alua *a, const uint8_t *p, uint32_t n);
+/* alua_share.c: SET TARGET PORT GROUPS of a shared target, answered once every gateway has it. */
+void alua_share_stpg(struct scsi_alua *a, struct scsi_cmd *cmd);
+
+#endif
