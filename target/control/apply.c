@@ -378,6 +378,21 @@ void apply_free(void)
 	}
 }
 
+/*
+ * What the running configuration keeps with other gateways, after a change
+ * (old: the configuration before it): the ALUA states of targets with
+ * shared stores, the target names of shared LUs.  A disagreement found only
+ * now is logged: the change is made.
+ */
+static void share_after(const struct config *old)
+{
+	char err[768];
+	if (rt_alua_share(old, err, sizeof(err)) == -EEXIST)
+		log_err("after the change: %s", err);
+	if (rt_share_targets(err, sizeof(err)) == -EEXIST)
+		log_err("after the change: %s", err);
+}
+
 static int execute_whole(struct apply_plan *p, struct apply_result *res, char *err, size_t errlen)
 {
 	struct config *n = p->next, *r = rt_config();
@@ -474,8 +489,7 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 		log_warn("after the change: %s; sessions there keep their LUN maps until they log in again", ferr);
 	rt_alua_commit(alua);
 	/* Before the stores that left close: a target may keep its ALUA states with one of them. */
-	if (rt_alua_share(p->next, ferr, sizeof(ferr)) == -EEXIST)
-		log_err("after the change: %s", ferr);
+	share_after(p->next);
 	drop_stores(st, p->next->nbackstores);
 	free(st);
 	free(started);
@@ -506,6 +520,7 @@ int apply_execute(struct apply_plan *p, struct apply_result *res, char *err, siz
 		if (admin_refresh_sessions(&res->sessions_closed, &res->maps_changed, err, errlen))
 			log_warn("after lun.add: %s", err);
 		err[0] = 0;
+		share_after(rt_config()); /* the target's first shared LU, or another target name for one */
 		return 0;
 	case ADD_NONE:
 		break;

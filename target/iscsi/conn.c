@@ -352,13 +352,12 @@ static void logout(struct iscsi_conn *c, struct xp_rx *rx)
 		rsp.response = PDU_LOGOUT_RSP_NO_CID;
 	else
 		rsp.response = PDU_LOGOUT_RSP_OK;
-	conn_fill_sn(c, &rsp, true);
 	if (rsp.response != PDU_LOGOUT_RSP_OK) {
+		conn_fill_sn(c, &rsp, true);
 		conn_send_simple(c, &rsp, NULL, 0);
 		return;
 	}
-	c->state = CONN_LOGOUT;
-	conn_send_then_close(c, &rsp);
+	tmf_logout(c, &rsp);
 }
 
 static void text_rx(struct iscsi_conn *c, struct xp_rx *rx)

@@ -170,6 +170,10 @@ struct iscsi_conn {
 	uint32_t nop_interval_ms;
 	struct tmf_pending *tmf_head, *tmf_tail; /* answers held until the tasks they aborted left */
 	unsigned ntmf;
+	/* Resets and the logout of shared LUs: answered once the other gateways heard (tmf.c). */
+	struct scsi_wait *lu_wait;
+	uint8_t close_rsp[PDU_BHS_LEN]; /* the answer after which c closes (Logout, TARGET COLD RESET), held */
+	bool close_held;
 	struct stats_conn st;
 };
 
@@ -301,6 +305,8 @@ void session_set_lun_map(struct iscsi_session *s, struct iscsi_lun *luns, uint64
  * ends): its tasks there forget their I_T_L entry, which goes with it.
  */
 void session_nexus_lost(struct iscsi_conn *c, struct scsi_lu *lu);
+/* Event ev at every LU of s, each once (one LU may be at two LUNs); w may be NULL. */
+void session_lu_event(struct iscsi_session *s, enum scsi_lu_event ev, struct scsi_wait *w);
 
 /* discovery.c */
 void discovery_text(struct iscsi_conn *c, struct xp_rx *rx);
@@ -310,5 +316,7 @@ bool tpg_has_portal(const struct rt_tpg *tpg, const struct xp_conn *xp);
 /* tmf.c */
 void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx);
 void tmf_free(struct iscsi_conn *c);
+/* The Logout answer (a BHS) of c, sent and c closed once its LUs' events are done everywhere. */
+void tmf_logout(struct iscsi_conn *c, void *rsp);
 
 #endif

@@ -719,7 +719,18 @@ void session_nexus_lost(struct iscsi_conn *c, struct scsi_lu *lu)
 	for (struct iscsi_task *t = c->tasks; t; t = t->lnext)
 		if (t->cmd.lu == lu)
 			t->cmd.itl = NULL;
-	scsi_lu_event(lu, &c->sess->nexus, SCSI_EV_NEXUS_LOSS);
+	scsi_lu_event(lu, &c->sess->nexus, SCSI_EV_NEXUS_LOSS, NULL);
+}
+
+void session_lu_event(struct iscsi_session *s, enum scsi_lu_event ev, struct scsi_wait *w)
+{
+	for (size_t i = 0; i < s->nluns; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = s->luns[j].lu == s->luns[i].lu;
+		if (!seen)
+			scsi_lu_event(s->luns[i].lu, &s->nexus, ev, w);
+	}
 }
 
 /* The connection ended: its tasks end with it, and the nexus is lost. */

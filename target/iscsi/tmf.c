@@ -6,7 +6,10 @@
  * in order, at most MaxImmediateCommands of them.  Target resets reach
  * beyond the caller's tasks, so only initiators the portal group allows
  * (allow_target_reset on the ACL, demo_target_reset in demo mode) may ask;
- * others get "function authorization failed" (sec. 11.6.1).
+ * others get "function authorization failed" (sec. 11.6.1).  On an LU
+ * shared with other gateways, a reset's unit attentions and a released
+ * reservation reach them after the event here: the answer (and a Logout's)
+ * also waits until they have.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -70,10 +73,13 @@ static unsigned tasks_aborted_pending(struct iscsi_conn *c)
 	return n;
 }
 
-/* Send the answers held, in order, once no aborted task is left in the SCSI layer. */
+/*
+ * Send the answers held (the one before closing last), in order, once no aborted task
+ * is left in the SCSI layer and the other gateways heard.
+ */
 static void tmf_flush(struct iscsi_conn *c)
 {
-	if (!c->tmf_head || tasks_aborted_pending(c))
+	if ((!c->tmf_head && !c->close_held) || tasks_aborted_pending(c) || scsi_wait_busy(c->lu_wait))
 		return;
 	c->task_gone = NULL;
 	while (c->tmf_head) {
@@ -85,10 +91,58 @@ static void tmf_flush(struct iscsi_conn *c)
 	}
 	c->tmf_tail = NULL;
 	c->ntmf = 0;
+	if (c->close_held) {
+		c->close_held = false;
+		conn_fill_sn(c, c->close_rsp, true);
+		conn_send_then_close(c, c->close_rsp);
+	}
+}
+
+/* The events' work elsewhere is done (on c's reactor). */
+static void lu_waited(void *arg)
+{
+	tmf_flush(arg);
+}
+
+/* What the events of c wait for (made on first need; NULL without memory: then nothing waits). */
+static struct scsi_wait *lu_wait(struct iscsi_conn *c)
+{
+	if (!c->lu_wait)
+		c->lu_wait = scsi_wait_new(c->r, lu_waited, c);
+	return c->lu_wait;
+}
+
+/* The last answer of c (a Logout's, a TARGET COLD RESET's), after those held; then c closes. */
+static void answer_then_close(struct iscsi_conn *c, void *rsp)
+{
+	c->state = CONN_LOGOUT;
+	if (c->tmf_head || tasks_aborted_pending(c) || scsi_wait_busy(c->lu_wait)) {
+		memcpy(c->close_rsp, rsp, PDU_BHS_LEN);
+		c->close_held = true; /* tmf_flush() sends it */
+		c->task_gone = tmf_flush;
+		return;
+	}
+	conn_fill_sn(c, rsp, true);
+	conn_send_then_close(c, rsp);
+}
+
+/*
+ * A logout ends the session (MaxConnections=1): what the loss of its nexus
+ * releases (an SPC-2 reservation) is released before the answer, so the
+ * initiator's next command through another gateway does not meet it.
+ */
+void tmf_logout(struct iscsi_conn *c, void *rsp)
+{
+	if (c->sess && !c->sess->discovery)
+		session_lu_event(c->sess, SCSI_EV_LOGOUT, lu_wait(c));
+	answer_then_close(c, rsp);
 }
 
 void tmf_free(struct iscsi_conn *c)
 {
+	scsi_wait_drop(c->lu_wait);
+	c->lu_wait = NULL;
+	c->close_held = false;
 	while (c->tmf_head) {
 		struct tmf_pending *p = c->tmf_head;
 		c->tmf_head = p->next;
@@ -99,24 +153,16 @@ void tmf_free(struct iscsi_conn *c)
 }
 
 /* The LUs of the caller's session, each once, or only one. */
-static void lu_event_all(struct iscsi_session *s, int fn, const struct scsi_lu *only)
+static void lu_event_all(struct iscsi_conn *c, int fn, const struct scsi_lu *only)
 {
 	enum scsi_lu_event ev = fn == PDU_TMF_LU_RESET	       ? SCSI_EV_LU_RESET
 				: fn == PDU_TMF_TARGET_WARM_RESET ? SCSI_EV_TARGET_WARM_RESET
 				: fn == PDU_TMF_TARGET_COLD_RESET ? SCSI_EV_TARGET_COLD_RESET
 								  : SCSI_EV_CLEAR_TASK_SET;
-	if (only) {
-		scsi_lu_event((struct scsi_lu *)only, &s->nexus, ev);
-		return;
-	}
-	for (size_t i = 0; i < s->nluns; i++) {
-		bool seen = false;
-		/* A LU mapped at two LUNs gets the event once. */
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = s->luns[j].lu == s->luns[i].lu;
-		if (!seen)
-			scsi_lu_event(s->luns[i].lu, &s->nexus, ev);
-	}
+	if (only)
+		scsi_lu_event((struct scsi_lu *)only, &c->sess->nexus, ev, lu_wait(c));
+	else
+		session_lu_event(c->sess, ev, lu_wait(c));
 }
 
 /* TARGET COLD RESET ends every session of the target, of every initiator (RFC 7143 sec. 11.5.1). */
@@ -141,7 +187,7 @@ static bool target_reset_allowed(const struct iscsi_session *s)
 
 static void tmf_answer(struct iscsi_conn *c, struct pdu_tmf_rsp *rsp)
 {
-	if (!c->tmf_head && !tasks_aborted_pending(c)) {
+	if (!c->tmf_head && !tasks_aborted_pending(c) && !scsi_wait_busy(c->lu_wait)) {
 		conn_fill_sn(c, rsp, true);
 		conn_send_simple(c, rsp, NULL, 0);
 		return;
@@ -227,14 +273,12 @@ void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
 			task_put(t);
 		}
 		if (fn != PDU_TMF_ABORT_TASK_SET)
-			lu_event_all(s, fn, fn == PDU_TMF_LU_RESET || fn == PDU_TMF_CLEAR_TASK_SET ? l->lu : NULL);
+			lu_event_all(c, fn, fn == PDU_TMF_LU_RESET || fn == PDU_TMF_CLEAR_TASK_SET ? l->lu : NULL);
 		log_info("%s: task management function %d on LUN %llu", c->xp->peer, fn, (unsigned long long)lun);
 		if (fn == PDU_TMF_TARGET_COLD_RESET) {
 			/* A cold reset ends every session of the target; the asking one after the answer. */
 			close_target_sessions(s);
-			conn_fill_sn(c, &rsp, true);
-			c->state = CONN_LOGOUT;
-			conn_send_then_close(c, &rsp);
+			answer_then_close(c, &rsp);
 			return;
 		}
 		break;

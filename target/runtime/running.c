@@ -87,6 +87,8 @@ int rt_start(struct config *cfg, char *err, size_t errlen)
 		rt_alua_commit(plan);
 		rc = rt_alua_share(NULL, err, errlen);
 	}
+	if (!rc)
+		rc = rt_share_targets(err, errlen);
 	return rc;
 }
 

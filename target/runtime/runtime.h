@@ -61,6 +61,12 @@ struct rt_store *rt_store_named(const char *name, size_t *index);
 int rt_store_open(const struct cfg_backstore *b, struct rt_store **out, char *err, size_t errlen);
 struct rt_store *rt_store_get(struct rt_store *s);
 void rt_store_put(struct rt_store *s);
+/*
+ * The targets each shared LU is served through, told to the other gateways
+ * of its store (blocking): -EEXIST with err when one serves it under other
+ * target names (scsi_lu_share_targets); other failures are logged.
+ */
+int rt_share_targets(char *err, size_t errlen);
 
 /* A portal group as logins and sessions know it: made once, kept for the life of the process. */
 struct rt_tpg {

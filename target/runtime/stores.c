@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "target/backstore/backstore.h"
 #include "target/runtime/runtime.h"
 #include "target/scsi/scsi.h"
@@ -119,4 +120,39 @@ void rt_store_put(struct rt_store *s)
 	scsi_lu_destroy(s->lu);
 	backstore_close(s->bs);
 	free(s);
+}
+
+int rt_share_targets(char *err, size_t errlen)
+{
+	const struct config *c = rt_config();
+	const char **iqns = calloc(c->ntargets ? c->ntargets : 1, sizeof(*iqns));
+	int rc = 0;
+	if (!iqns) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->nbackstores; i++) {
+		struct rt_store *s = rt_store_at(i);
+		size_t n = 0;
+		if (!s || !s->lu)
+			continue;
+		for (size_t t = 0; t < c->ntargets; t++) {
+			bool maps = false;
+			for (size_t j = 0; j < c->targets[t].ntpgs && !maps; j++)
+				for (size_t k = 0; k < c->targets[t].tpgs[j].nluns && !maps; k++)
+					maps = c->targets[t].tpgs[j].luns[k].backstore_index == i;
+			if (maps)
+				iqns[n++] = c->targets[t].iqn;
+		}
+		char e[768];
+		int r = scsi_lu_share_targets(s->lu, iqns, n, e, sizeof(e));
+		if (r == -EEXIST && !rc) {
+			snprintf(err, errlen, "%s", e);
+			rc = r;
+		} else if (r && r != -EEXIST) {
+			log_warn("%s", e);
+		}
+	}
+	free(iqns);
+	return rc;
 }

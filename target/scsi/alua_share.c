@@ -247,7 +247,7 @@ static void alua_fenced(void *owner, struct shared *s, const struct bs_sharer *w
 	arg->n = n;
 	for (size_t i = 0; i < n; i++)
 		arg->g[i].id = ports[i];
-	shared_submit(s, OP_FAILOVER, NULL, false, arg);
+	shared_submit(s, OP_FAILOVER, NULL, false, arg, NULL);
 }
 
 /* Two gateways serving one relative port would make an I_T nexus ambiguous: the second is refused. */
@@ -285,7 +285,7 @@ void alua_share_stpg(struct scsi_alua *a, struct scsi_cmd *cmd)
 int scsi_alua_share(struct scsi_alua *a, struct backstore *bs, const uint16_t *local, size_t nlocal, char *err,
 		    size_t errlen)
 {
-	char host[64] = "", who[128], *desc = NULL, *init;
+	char *desc = NULL, *init;
 	struct gstate *g;
 	struct shared *s = NULL;
 	if (a->share && a->share_bs == bs)
@@ -293,13 +293,10 @@ int scsi_alua_share(struct scsi_alua *a, struct backstore *bs, const uint16_t *l
 	scsi_alua_unshare(a);
 	if (nlocal > 256)
 		nlocal = 256;
-	gethostname(host, sizeof(host) - 1);
-	snprintf(who, sizeof(who), "isertd %d on %s", (int)getpid(), host);
-	json_object *d = json_object_new_object(), *ps = json_object_new_array();
+	json_object *d = shared_desc_new(), *ps = json_object_new_array();
 	for (size_t i = 0; ps && i < nlocal; i++)
 		json_object_array_add(ps, json_object_new_int(local[i]));
 	if (d && ps) {
-		json_object_object_add(d, "gateway", json_object_new_string(who));
 		json_object_object_add(d, "target", json_object_new_string(a->name));
 		json_object_object_add(d, "ports", ps);
 		ps = NULL;

@@ -287,6 +287,17 @@ void lu_ua_all(struct scsi_lu *lu, const struct scsi_nexus *skip, uint16_t asc)
 			ua_add(n, asc);
 }
 
+void lu_everyone(struct scsi_lu *lu, uint16_t asc, bool abort)
+{
+	for (struct lu_nexus *n = lu->nexuses; n; n = n->next) {
+		ua_add(n, asc);
+		if (abort)
+			__atomic_store_n(&n->abort_gen, (uint16_t)(n->abort_gen + 1), __ATOMIC_RELEASE);
+	}
+	if (abort)
+		__atomic_add_fetch(&lu->pr_aborts, 1, __ATOMIC_RELEASE);
+}
+
 bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc)
 {
 	if (!n || !n->n_ua)
@@ -341,34 +352,38 @@ static void lu_clear_prevent(struct scsi_lu *lu)
 		n->prevent = false;
 }
 
-void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi_lu_event ev)
+void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi_lu_event ev, struct scsi_wait *w)
 {
 	struct lu_nexus *n, **pp;
 
 	pthread_mutex_lock(&lu->mu);
 	switch (ev) {
 	case SCSI_EV_LU_RESET:
-		lu->state->reset(lu, nexus, false);
+		lu->state->reset(lu, nexus, false, ASC_BUS_DEVICE_RESET, w);
 		lu_clear_prevent(lu);
 		lu_ua_all(lu, NULL, ASC_BUS_DEVICE_RESET);
 		break;
 	case SCSI_EV_TARGET_WARM_RESET:
-		lu->state->reset(lu, nexus, false);
+		lu->state->reset(lu, nexus, false, ASC_BUS_RESET, w);
 		lu_clear_prevent(lu);
 		lu_ua_all(lu, NULL, ASC_BUS_RESET);
 		break;
 	case SCSI_EV_TARGET_COLD_RESET:
-		lu->state->reset(lu, nexus, false);
+		lu->state->reset(lu, nexus, false, ASC_POWER_ON_RESET, w);
 		lu_clear_prevent(lu);
 		/* prepare reads these without the mutex */
 		__atomic_store_n(&lu->stopped, false, __ATOMIC_RELAXED);
 		__atomic_store_n(&lu->ejected, false, __ATOMIC_RELAXED);
 		lu_ua_all(lu, NULL, ASC_POWER_ON_RESET);
 		break;
+	case SCSI_EV_LOGOUT:
+		if (nexus)
+			lu->state->reset(lu, nexus, true, 0, w);
+		break;
 	case SCSI_EV_NEXUS_LOSS:
 		if (!nexus)
 			break;
-		lu->state->reset(lu, nexus, true);
+		lu->state->reset(lu, nexus, true, 0, w);
 		for (pp = &lu->nexuses; (n = *pp); pp = &n->next) {
 			if (n->id == nexus->id) {
 				*pp = n->next;

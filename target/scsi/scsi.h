@@ -139,6 +139,13 @@ void scsi_lu_capacity_changed(struct scsi_lu *lu);
  */
 struct json_object;
 struct json_object *scsi_lu_share_json(struct scsi_lu *lu);
+/*
+ * The targets this gateway serves a shared LU through (blocking: not on a
+ * reactor; iqns sorted in place): told to the other gateways, and -EEXIST
+ * with err when one of them serves it under other names.  0 for an LU kept
+ * here only.
+ */
+int scsi_lu_share_targets(struct scsi_lu *lu, const char **iqns, size_t n, char *err, size_t errlen);
 /* The admin turned the volatile write cache on or off: WCE follows, MODE PARAMETERS CHANGED to all. */
 void scsi_lu_set_write_cache(struct scsi_lu *lu, bool on);
 /*
@@ -156,11 +163,26 @@ enum scsi_lu_event {
 	SCSI_EV_LU_RESET,           /* LOGICAL UNIT RESET from nexus */
 	SCSI_EV_TARGET_WARM_RESET,
 	SCSI_EV_TARGET_COLD_RESET,
+	SCSI_EV_LOGOUT,             /* the session of nexus logs out: what its loss releases goes now */
 	SCSI_EV_NEXUS_LOSS,         /* the session of nexus ended */
 	SCSI_EV_CLEAR_TASK_SET,     /* tasks of all nexuses aborted by nexus */
 };
-/* State changes and unit attentions for a task management event or nexus loss. */
-void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi_lu_event ev);
+
+/*
+ * What the caller waits for before it answers an event: on a shared LU the
+ * other gateways hear of a reset or a release after scsi_lu_event()
+ * returns.  The caller makes one (on its reactor, with done(arg) to call
+ * there), passes it to the events, and answers once scsi_wait_busy() is
+ * false or done() came.  Reactor thread only.
+ */
+struct scsi_wait;
+struct scsi_wait *scsi_wait_new(struct reactor *r, void (*done)(void *arg), void *arg);
+bool scsi_wait_busy(const struct scsi_wait *w);
+/* The waiter is gone (its connection ended): done() no more; freed once nothing holds it. */
+void scsi_wait_drop(struct scsi_wait *w);
+
+/* State changes and unit attentions for a task management event or nexus loss; w may be NULL. */
+void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi_lu_event ev, struct scsi_wait *w);
 
 /*
  * Parse and check the CDB (LUN, unit attention, reservations, LBA range,

@@ -72,9 +72,17 @@ struct lu_state_ops {
 	void (*pr_out)(struct scsi_cmd *cmd);  /* each ends with scsi_cmd_complete(), maybe later */
 	void (*reserve)(struct scsi_cmd *cmd);
 	void (*release)(struct scsi_cmd *cmd);
-	/* Under lu->mu: LU or target reset (the SPC-2 reservation goes), or nexus loss (its own does). */
-	void (*reset)(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only);
+	/*
+	 * Under lu->mu: LU or target reset (the SPC-2 reservation goes, and ua,
+	 * the unit attention it gave every nexus here, goes to every nexus
+	 * there is), or nexus loss (its own SPC-2 reservation goes; ua 0).
+	 */
+	void (*reset)(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only, uint16_t ua,
+		      struct scsi_wait *w);
 };
+/* The job that w waits for started (w's reactor), or ended (any thread); w may be NULL. */
+void scsi_wait_hold(struct scsi_wait *w);
+void scsi_wait_end(struct scsi_wait *w);
 extern const struct lu_state_ops lu_state_local, lu_state_shared;
 struct shared;
 
@@ -155,6 +163,8 @@ void scsi_cmd_complete(struct scsi_cmd *cmd);
 struct lu_nexus *lu_nexus_get(struct scsi_lu *lu, const struct scsi_nexus *nx);
 /* Under lu->mu: queue asc on every nexus except skip (may be NULL). */
 void lu_ua_all(struct scsi_lu *lu, const struct scsi_nexus *skip, uint16_t asc);
+/* Under lu->mu: another gateway's reset: asc to every nexus here, and (abort) their commands not started end. */
+void lu_everyone(struct scsi_lu *lu, uint16_t asc, bool abort);
 bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc);
 /* Under lu->mu: queue asc on nexus n. */
 void lu_ua_add(struct lu_nexus *n, uint16_t asc);

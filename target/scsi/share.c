@@ -78,6 +78,13 @@ static char *pr_change(void *owner, struct shared_job *j, char **notes)
 		text = pr_text(copy);
 		*notes = nn ? notes_json(n, nn) : NULL;
 		free(n);
+		if (j->op == OP_RESET && j->arg) {
+			/* The reset's unit attention (and aborts) for every nexus of the other gateways. */
+			struct pr_note all = { .port = "*", .asc = *(uint16_t *)j->arg, .abort = !j->flag };
+			*notes = notes_json(&all, 1);
+			nn = 1;
+			j->remote_only = true;
+		}
 		if (!text || (nn && !*notes)) {
 			free(text);
 			free(*notes);
@@ -90,7 +97,7 @@ static char *pr_change(void *owner, struct shared_job *j, char **notes)
 	return text;
 }
 
-/* Another gateway's (or this one's) notes to this LU's nexuses: bounded, malformed entries skipped. */
+/* Another gateway's (or this one's) notes to this LU's nexuses ("*": every one): bounded, malformed skipped. */
 static void pr_deliver_notes(void *owner, const char *text)
 {
 	struct scsi_lu *lu = owner;
@@ -108,6 +115,12 @@ static void pr_deliver_notes(void *owner, const char *text)
 		notes[n].abort = json_object_object_get_ex(e, "abort", &ab) && json_object_get_boolean(ab);
 		n++;
 	}
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(notes[i].port, "*")) {
+			lu_everyone(lu, notes[i].asc, notes[i].abort);
+			notes[i] = notes[--n];
+			i--;
+		}
 	pr_deliver(lu->pr, notes, n);
 	free(notes);
 	json_object_put(a);
@@ -141,17 +154,26 @@ static void shared_release(struct scsi_cmd *cmd)
 }
 
 /*
- * Under lu->mu: an SPC-2 reservation a reset or a lost nexus releases.
- * Released here at once (the next command through this gateway must not
- * meet it), then everywhere: the change compares the LU's copy with the
- * stored state, which still holds it.
+ * Under lu->mu: an SPC-2 reservation a reset or a lost nexus releases, and
+ * a reset's unit attention (SAM-5: every I_T nexus of the LU, through every
+ * gateway) and its aborts.  Here at once (the next command through this
+ * gateway must not meet the reservation; the caller gives the unit
+ * attention to this gateway's nexuses), then everywhere: the change
+ * compares the LU's copy with the stored state, which still holds it, and
+ * tells the other gateways.
  */
-static void shared_reset(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only)
+static void shared_reset(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only, uint16_t ua,
+			 struct scsi_wait *w)
 {
-	if (!pr_active(lu->pr))
-		return; /* nothing a reset releases */
-	pr_reset(lu->pr, nexus, nexus_loss_only);
-	shared_submit(lu->share, OP_RESET, nexus, nexus_loss_only, NULL);
+	bool held = pr_active(lu->pr);
+	if (!held && !ua)
+		return;
+	uint16_t *arg = NULL;
+	if (ua && (arg = malloc(sizeof(*arg))))
+		*arg = ua;
+	if (held)
+		pr_reset(lu->pr, nexus, nexus_loss_only);
+	shared_submit(lu->share, OP_RESET, nexus, nexus_loss_only, arg, w);
 }
 
 const struct lu_state_ops lu_state_shared = {
@@ -163,13 +185,9 @@ const struct lu_state_ops lu_state_shared = {
 
 int share_attach(struct scsi_lu *lu, const char *name, const char *naa)
 {
-	char desc[400], host[64] = "", err[512];
-	gethostname(host, sizeof(host) - 1);
-	json_object *d = json_object_new_object();
+	char desc[400], err[512];
+	json_object *d = shared_desc_new();
 	if (d) {
-		char who[128];
-		snprintf(who, sizeof(who), "isertd %d on %s", (int)getpid(), host);
-		json_object_object_add(d, "gateway", json_object_new_string(who));
 		snprintf(desc, sizeof(desc), "%s", json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN));
 		json_object_put(d);
 	}
@@ -187,6 +205,72 @@ int share_attach(struct scsi_lu *lu, const char *name, const char *naa)
 	lu->state = &lu_state_shared;
 	log_info("reservations of %s: shared with every gateway serving it", name);
 	return 0;
+}
+
+/* The target names a sharer's description lists, as one JSON text ("[]" when it lists none). */
+static const char *targets_of(json_object *desc)
+{
+	json_object *ts;
+	if (!json_object_object_get_ex(desc, "targets", &ts) || !json_object_is_type(ts, json_type_array))
+		return "[]";
+	return json_object_to_json_string_ext(ts, JSON_C_TO_STRING_PLAIN);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Every gateway of an image must serve it under the same target name(s):
+ * the LU's relative port ids and its ALUA states are those of one SCSI
+ * target, and a second name would make a second target with the same LU.
+ * The names go into this gateway's description on the list of sharers,
+ * and a gateway that lists others is in the way (the dead ones were fenced
+ * and left the list first).
+ */
+int scsi_lu_share_targets(struct scsi_lu *lu, const char **iqns, size_t n, char *err, size_t errlen)
+{
+	if (!lu->share)
+		return 0;
+	qsort(iqns, n, sizeof(*iqns), by_name);
+	json_object *d = shared_desc_new(), *ts = json_object_new_array();
+	for (size_t i = 0; ts && i < n; i++)
+		if (!i || strcmp(iqns[i], iqns[i - 1]))
+			json_object_array_add(ts, json_object_new_string(iqns[i]));
+	if (!d || !ts) {
+		json_object_put(ts);
+		json_object_put(d);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	json_object_object_add(d, "targets", ts);
+	const char *what = backstore_name(lu->bs);
+	struct bs_sharer *live = NULL;
+	size_t nl = 0;
+	int rc = n ? shared_others(lu->share, &live, &nl) : 0;
+	if (rc)
+		snprintf(err, errlen, "backstore %s: reading the list of gateways: %s", what, strerror(-rc));
+	if (!rc && n) {
+		const char *mine = targets_of(d);
+		for (size_t i = 0; i < nl && !rc; i++) {
+			json_object *o = json_tokener_parse(live[i].desc);
+			const char *theirs = o ? targets_of(o) : "[]";
+			if (strcmp(theirs, "[]") && strcmp(theirs, mine)) {
+				snprintf(err, errlen, "backstore %s: its image is served as target %s by gateway %s (%s) "
+					 "already, here as %s: every gateway of an image must serve it under the same "
+					 "target name", what, theirs, live[i].desc, live[i].addr, mine);
+				rc = -EEXIST;
+			}
+			json_object_put(o);
+		}
+		free(live);
+	}
+	if (!rc && (rc = shared_describe(lu->share, json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN))))
+		snprintf(err, errlen, "backstore %s: telling the other gateways which targets serve it: %s", what,
+			 strerror(-rc));
+	json_object_put(d);
+	return rc;
 }
 
 struct json_object *scsi_lu_share_json(struct scsi_lu *lu)

@@ -48,6 +48,7 @@ struct job {
 	int type;
 	struct shared *s;
 	int64_t resid;               /* a command's, restored when it succeeds */
+	struct scsi_wait *wait;      /* a change without a command: who answers once it is made */
 	/* A notification to answer. */
 	uint64_t notify_id, notifier;
 	char *payload;
@@ -84,6 +85,7 @@ static uint64_t now_ns(void)
 
 static void job_free(struct job *j)
 {
+	scsi_wait_end(j->wait);
 	free(j->j.params);
 	free(j->j.arg);
 	free(j->payload);
@@ -362,8 +364,13 @@ static void commit(struct job *j)
 				why(j, "%s", "refused");
 			free(before);
 			free(after);
+			/* Nothing to store, but news for the other targets all the same (a reset's unit attention). */
+			char *payload = notes && j->j.status == SCSI_GOOD ? payload_of(version, notes) : NULL;
+			if (payload && tell_sharers(s, payload))
+				why(j, "%s", "a gateway could not be told, nor fenced");
+			free(payload);
 			free(notes);
-			break; /* refused, or nothing changed: nothing to store */
+			break;
 		}
 		free(before);
 		uint64_t now;
@@ -405,7 +412,7 @@ static void commit(struct job *j)
 			shared_answer_sense(&j->j, lu, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 		}
 		free(payload);
-		if (notes && s->kind->deliver) {
+		if (notes && !j->j.remote_only && s->kind->deliver) {
 			pthread_mutex_lock(s->mu);
 			s->kind->deliver(s->owner, notes);
 			pthread_mutex_unlock(s->mu);
@@ -613,13 +620,16 @@ void shared_submit_cmd(struct shared *s, int op, struct scsi_cmd *cmd)
 	pthread_mutex_unlock(&g.mu);
 }
 
-void shared_submit(struct shared *s, int op, const struct scsi_nexus *nexus, bool flag, void *arg)
+void shared_submit(struct shared *s, int op, const struct scsi_nexus *nexus, bool flag, void *arg,
+		   struct scsi_wait *w)
 {
 	struct job *j = job_new(s, op, nexus, flag, arg);
 	if (!j) {
 		log_err("%s of %s: out of memory: a change is lost", s->kind->what, s->name);
 		return;
 	}
+	scsi_wait_hold(w);
+	j->wait = w;
 	pthread_mutex_lock(&g.mu);
 	push(&g.commit, j);
 	pthread_mutex_unlock(&g.mu);
@@ -648,6 +658,38 @@ int shared_run(struct shared *s, int op, void *arg, char *err, size_t errlen)
 	pthread_mutex_unlock(&g.mu);
 	pthread_cond_destroy(&cv);
 	return rc;
+}
+
+json_object *shared_desc_new(void)
+{
+	char host[64] = "", who[128];
+	gethostname(host, sizeof(host) - 1);
+	snprintf(who, sizeof(who), "isertd %d on %s", (int)getpid(), host);
+	json_object *d = json_object_new_object();
+	if (d)
+		json_object_object_add(d, "gateway", json_object_new_string(who));
+	return d;
+}
+
+int shared_others(struct shared *s, struct bs_sharer **list, size_t *n)
+{
+	*list = NULL;
+	*n = 0;
+	tell_sharers(s, "{}"); /* the dead fenced, and so off the list */
+	int rc = backstore_shared_sharers(s->obj, list, n);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < *n; i++)
+		if ((*list)[i].id == s->self) {
+			(*list)[i] = (*list)[--*n];
+			break;
+		}
+	return 0;
+}
+
+int shared_describe(struct shared *s, const char *desc)
+{
+	return backstore_shared_join(s->obj, desc);
 }
 
 bool shared_fenced(struct shared *s)
@@ -820,6 +862,9 @@ int shared_open(struct backstore *bs, const char *obj_kind, const char *key, con
 		return rc;
 	}
 	pthread_mutex_lock(&g.mu);
+	/* The list asked before joining lacks this target: the operator sees the next one. */
+	json_object_put(s->last_sharers);
+	s->last_sharers = NULL;
 	s->beat_ns = now_ns();
 	s->next = g.all;
 	g.all = s;

@@ -54,6 +54,7 @@ struct shared_job {
 	struct scsi_nexus nexus;      /* a copy: the session may end while the job waits */
 	bool has_nexus;
 	bool flag;                    /* the kind's */
+	bool remote_only;             /* the notes are for the other targets only (this one has them) */
 	uint8_t *params;              /* the command's parameter list, a copy */
 	uint32_t plen;
 	void *arg;                    /* the kind's (free()d with the job) */
@@ -101,12 +102,22 @@ int shared_open(struct backstore *bs, const char *obj_kind, const char *key, con
 void shared_close(struct shared *s);
 /* A command's change: answered on the command's reactor once made (scsi_cmd_complete). */
 void shared_submit_cmd(struct shared *s, int op, struct scsi_cmd *cmd);
-/* A change without a command (arg taken; flag and nexus, NULL: none, for the kind). */
-void shared_submit(struct shared *s, int op, const struct scsi_nexus *nexus, bool flag, void *arg);
+/* A change without a command (arg taken; flag and nexus, NULL: none, for the kind); w waits for it. */
+void shared_submit(struct shared *s, int op, const struct scsi_nexus *nexus, bool flag, void *arg,
+		   struct scsi_wait *w);
 /* The same, waited for (not on a reactor): 0, or -EIO when it failed or was refused (err says why). */
 int shared_run(struct shared *s, int op, void *arg, char *err, size_t errlen);
 /* j's answer: CHECK CONDITION with this sense (in the owner's sense format: lu may be NULL). */
 void shared_answer_sense(struct shared_job *j, const struct scsi_lu *lu, uint8_t key, uint16_t asc);
+/* A sharer's description to start from: {"gateway": "isertd PID on HOST"} (NULL: no memory). */
+struct json_object *shared_desc_new(void);
+/*
+ * The other targets on the list (blocking: never on a reactor), those that
+ * no longer answer fenced first: *list malloc'd; 0 or -errno.
+ */
+int shared_others(struct shared *s, struct bs_sharer **list, size_t *n);
+/* This target's description on the list, replaced (blocking): 0 or -errno. */
+int shared_describe(struct shared *s, const char *desc);
 /* The others fenced this target. */
 bool shared_fenced(struct shared *s);
 /* Its place, version, state and the sharers as last listed, for the operator (JSON object; NULL: no memory). */

@@ -337,8 +337,11 @@ static void local_release(struct scsi_cmd *cmd)
 	scsi_cmd_complete(cmd);
 }
 
-static void local_reset(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only)
+static void local_reset(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only, uint16_t ua,
+			struct scsi_wait *w)
 {
+	(void)ua; /* the caller gives it to every nexus there is: here */
+	(void)w;  /* nothing left to do elsewhere */
 	pr_reset(lu->pr, nexus, nexus_loss_only);
 }
 

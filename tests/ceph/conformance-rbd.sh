@@ -1,9 +1,12 @@
 #!/bin/bash
 # libiscsi's conformance suite (iscsi-test-cu ALL and LINUX, --dataloss) on
-# an RBD LUN, with the same lists and checks as the RAM LUNs
+# an RBD LUN served by two gateways (two isertd, one path through each:
+# docs/cluster.md), with the same lists and checks as the RAM LUNs
 # (tests/conformance/run-conformance.sh; LUN kind "rbd" in skip-list.txt
-# and expected-skips.txt).  Run under tests/ceph/cluster.sh run, which
-# exports CEPH_CONF.
+# and expected-skips.txt).  ALL runs twice, through each gateway first:
+# the reservation families meet the state both gateways keep, and
+# MultipathIO has a path through each.  Run under tests/ceph/cluster.sh run,
+# which exports CEPH_CONF.
 #
 # usage: conformance-rbd.sh ISERTD [PORT]
 set -eu
@@ -15,11 +18,21 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rbd --conf "$CEPH_CONF" rm rbd/conformance >/dev/null 2>&1 || true   # a rerun on a kept cluster
 rbd --conf "$CEPH_CONF" create --size 256M rbd/conformance
-cat >"$work/isertd.json" <<JSON
+# gateway TAG: the target with portal group TAG, both ALUA groups active/optimized.
+gateway() {
+	local tag=$1 other=$((3 - $1)) groups
+	groups="{ \"id\": $tag, \"state\": \"active_optimized\", \"tpgs\": [ $tag ] },
+	        { \"id\": $other, \"state\": \"active_optimized\", \"remote_ports\": [ $other ] }"
+	cat <<JSON
 { "backstores": [ { "name": "rbd", "type": "rbd", "pool": "rbd", "image": "conformance", "conf": "$CEPH_CONF" } ],
   "targets": [ { "iqn": "iqn.2026-11.org.isert:conformance",
-    "tpgs": [ { "tag": 1, "demo_mode": true, "demo_target_reset": true,
+    "alua": { "mode": "both", "groups": [ $groups ] },
+    "tpgs": [ { "tag": $tag, "demo_mode": true, "demo_target_reset": true,
       "portals": [ { "ip": "127.0.0.1", "port": 3260 } ], "luns": [ { "lun": 0, "backstore": "rbd" } ] } ] } ] }
 JSON
-CONFORMANCE_CONFIG=$work/isertd.json CONFORMANCE_RUNS="rbd:0:ALL:-d rbd:0:LINUX:-d" \
+}
+gateway 1 >"$work/a.json"
+gateway 2 >"$work/b.json"
+CONFORMANCE_CONFIG=$work/a.json CONFORMANCE_CONFIG2=$work/b.json \
+	CONFORMANCE_RUNS="rbd:0:ALL:-d rbd:0:ALL:-d:ba rbd:0:LINUX:-d" \
 	"$here/../conformance/run-conformance.sh" "$isertd" "$port"

@@ -60,13 +60,13 @@ def rbd(*args):
     return subprocess.run(['rbd', '--conf', CONF] + list(args), capture_output=True, timeout=120)
 
 
-def gateway(work, name, port, tag):
+def gateway(work, name, port, tag, target=T):
     """A gateway of target T on image 'shared': its portal group is tag, both ALUA groups active/optimized."""
     other = 3 - tag
     groups = sorted([{'id': tag, 'state': 'active_optimized', 'tpgs': [tag]},
                      {'id': other, 'state': 'active_optimized', 'remote_ports': [other]}], key=lambda g: g['id'])
     cfg = {'backstores': [{'name': 'disk', 'type': 'rbd', 'pool': 'rbd', 'image': 'shared', 'conf': CONF}],
-           'targets': [{'iqn': T, 'tpgs': [{'tag': tag, 'demo_mode': True,
+           'targets': [{'iqn': target, 'tpgs': [{'tag': tag, 'demo_mode': True,
                                             'portals': [{'ip': '127.0.0.1', 'port': port}],
                                             'luns': [{'lun': 0, 'backstore': 'disk'}]}],
                         'alua': {'mode': 'both', 'groups': groups}}]}
@@ -253,6 +253,20 @@ def semantics(a, b, work):
             break
         time.sleep(0.1)
     check('the lost nexus released it: node 2 reads through B', ok)
+    # A logout answers once every gateway has the release: no waiting after it.
+    a3 = session(PORT, INI_1, isid=bytes.fromhex('400001370014'))
+    check('node 1 RESERVE(6) through A (a third port of it)', reserve6(a3) == GOOD and rw(b, False) == CONFLICT)
+    check('it logs out', a3.logout() == 0)
+    a3.close()
+    check('at once after the Logout Response, node 2 reads through B', rw(b, False) == GOOD)
+    # A reset is one for the whole target: its unit attention is on every gateway's nexuses when it is answered.
+    uas(a)
+    uas(b)
+    check('LOGICAL UNIT RESET through A: function complete', a.tmf(5) == 0)
+    st, _, sense = b.command(b'\0' * 6)
+    check('at once after it, node 2\'s next command through B meets BUS DEVICE RESET FUNCTION OCCURRED (29h/03h)',
+          st == 2 and sense[12:14] == b'\x29\x03', (st, sense.hex()))
+    check('and node 1 through A', (0x29, 0x03) in uas(a))
 
 
 def race(a, b):
@@ -318,13 +332,18 @@ def fencing(work, ga, a, b):
           groups.get(1, (None,))[0] == UNAVAILABLE and groups.get(2, (None,))[0] == AO, groups)
 
 
-def port_clash(work):
-    """A third gateway that would serve relative port 2 again, which B serves: refused at start, naming it."""
+def refused_at_start(work):
+    """A third gateway that disagrees with A and B: refused at start, naming the gateway in the way."""
     gc = gateway(work, 'c', PORT + 2, 2)
     rc = gc.wait(60) if gc.poll() is None else gc.returncode
     log = open(os.path.join(work, 'c.log')).read()
     check('a gateway configured with B\'s portal group tag (relative port 2) does not start, saying why',
           rc != 0 and 'relative port 2' in log and 'served by gateway' in log, (rc, log[-600:]))
+    gd = gateway(work, 'd', PORT + 2, 1, target=T + '-other')
+    rc = gd.wait(60) if gd.poll() is None else gd.returncode
+    log = open(os.path.join(work, 'd.log')).read()
+    check('a gateway serving the same image as another target does not start, naming the target it is served as',
+          rc != 0 and 'same target name' in log and T in log, (rc, log[-600:]))
 
 
 def main():
@@ -350,7 +369,7 @@ def main():
         b = session(PORT + 1, INI_2)
         check('node 1 registers a new key through A', prout(a, REG_IGN, sark=0x1112)[0] == GOOD)
         check('restarted gateway B reads the shared state: node 1\'s key', 0x1112 in read_keys(b)[1], read_keys(b))
-        port_clash(work)
+        refused_at_start(work)
         fencing(work, ga, a, b)
     finally:
         for p in procs:

@@ -16,23 +16,37 @@
 # tests/ceph/conformance-rbd.sh runs them on an RBD image, tests/vm/t-isertd-nvme.sh
 # on an NVMe namespace.  CONFORMANCE_KEEP=DIR keeps isertd's log and each
 # run's iscsi-test-cu output there (the VM tests keep their work folder).
+# CONFORMANCE_CONFIG2: a second isertd (another gateway of the same LUs,
+# tests/ceph/conformance-rbd.sh) serves the second path, 127.0.0.2, and the
+# first only 127.0.0.1; a run KIND:LUN:FAMILY:FLAG:ba gives iscsi-test-cu
+# the second path first, so its one-path tests go through the second.
 set -u
 isertd=${1:?usage: run-conformance.sh ISERTD [PORT]}
 port=${2:-3261}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
-pid=   # set once isertd runs; an early exit must still clean up under set -u
-trap '[ -z "$pid" ] || { kill $pid 2>/dev/null; wait $pid 2>/dev/null; }; [ -z "${CONFORMANCE_KEEP:-}" ] || cp -r "$work/." "$CONFORMANCE_KEEP"; rm -rf "$work"' EXIT
+pid= pid2=   # set once isertd runs; an early exit must still clean up under set -u
+trap 'for p in $pid $pid2; do kill $p 2>/dev/null; wait $p 2>/dev/null; done; [ -z "${CONFORMANCE_KEEP:-}" ] || cp -r "$work/." "$CONFORMANCE_KEEP"; rm -rf "$work"' EXIT
 
 command -v iscsi-test-cu >/dev/null || { echo "iscsi-test-cu not found: apt-get install libiscsi-bin"; exit 1; }
 
 # APTPL state in the work folder, never in the host's /var/lib/isert.
-"$isertd" --config "${CONFORMANCE_CONFIG:-$here/conformance.json}" --portal "127.0.0.1:$port" --portal "127.0.0.2:$port" \
+if [ -n "${CONFORMANCE_CONFIG2:-}" ]; then
+	"$isertd" --config "$CONFORMANCE_CONFIG2" --portal "127.0.0.2:$port" --admin-socket none \
+		--state-dir "$work/state2" >"$work/isertd2.log" 2>&1 &
+	pid2=$!
+	paths=("--portal" "127.0.0.1:$port")
+else
+	paths=("--portal" "127.0.0.1:$port" "--portal" "127.0.0.2:$port")
+fi
+"$isertd" --config "${CONFORMANCE_CONFIG:-$here/conformance.json}" "${paths[@]}" \
 	--state-dir "$work/state" >"$work/isertd.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do
-	iscsi-ls "iscsi://127.0.0.2:$port" >/dev/null 2>&1 && break
-	kill -0 $pid 2>/dev/null || { echo "isertd exited:"; cat "$work/isertd.log"; exit 1; }
+for _ in $(seq 300); do
+	iscsi-ls "iscsi://127.0.0.1:$port" >/dev/null 2>&1 && iscsi-ls "iscsi://127.0.0.2:$port" >/dev/null 2>&1 && break
+	for p in $pid $pid2; do
+		kill -0 $p 2>/dev/null || { echo "isertd exited:"; cat "$work"/isertd*.log; exit 1; }
+	done
 	sleep 0.1
 done
 
@@ -58,16 +72,19 @@ runs=${CONFORMANCE_RUNS:-thick:0:ALL:-d thick:0:LINUX:-d thin:1:ALL:-d thin:1:LI
 	readonly:2:ALL.ReadOnly:-d readonly:2:ALL: readonly:2:LINUX:}
 kinds=$(printf '%s\n' $runs | cut -d: -f1 | sort -u | wc -l)
 for run in $runs; do
-	IFS=: read -r name lun family dl <<<"$run"
+	IFS=: read -r name lun family dl order <<<"$run"
 	{
-		dir="$work/$family-$name"
+		dir="$work/$family-$name${order:+-$order}"
 		mkdir -p "$dir"
 		out="$dir/output.txt"
-		echo "== iscsi-test-cu -t $family ${dl:+--dataloss }on the $name LUN"
+		url1="iscsi://127.0.0.1:$port/$iqn/$lun" url2="iscsi://127.0.0.2:$port/$iqn/$lun"
+		[ "$order" != ba ] || { url1="iscsi://127.0.0.2:$port/$iqn/$lun" url2="iscsi://127.0.0.1:$port/$iqn/$lun"; }
+		echo "== iscsi-test-cu -t $family ${dl:+--dataloss }on the $name LUN${order:+, through ${url1%%/$iqn*} first}"
 		# Console (CUnit basic) output: cu-results.py reads results and skips from it.
-		(cd "$dir" && timeout 1200 iscsi-test-cu $dl -t "$family" -i "$i1" -I "$i2" \
-			"iscsi://127.0.0.1:$port/$iqn/$lun" "iscsi://127.0.0.2:$port/$iqn/$lun" >"$out" 2>&1)
-		kill -0 $pid 2>/dev/null || { echo "isertd died during $family/$name"; tail -50 "$work/isertd.log"; exit 1; }
+		(cd "$dir" && timeout 1200 iscsi-test-cu $dl -t "$family" -i "$i1" -I "$i2" "$url1" "$url2" >"$out" 2>&1)
+		for p in $pid $pid2; do
+			kill -0 $p 2>/dev/null || { echo "isertd died during $family/$name"; tail -50 "$work"/isertd*.log; exit 1; }
+		done
 		if ! results=$(python3 "$here/cu-results.py" "${family%%.*}" "$out"); then
 			echo "   no usable results from iscsi-test-cu:"; tail -20 "$out"; bad=$((bad + 1)); continue
 		fi

@@ -667,13 +667,13 @@ static void lu_event(struct world *w, uint8_t who, uint8_t which)
 {
 	static const enum scsi_lu_event evs[] = { SCSI_EV_LU_RESET, SCSI_EV_TARGET_WARM_RESET,
 						  SCSI_EV_TARGET_COLD_RESET, SCSI_EV_NEXUS_LOSS,
-						  SCSI_EV_CLEAR_TASK_SET };
+						  SCSI_EV_CLEAR_TASK_SET, SCSI_EV_LOGOUT };
 	unsigned nx = (who & 3) < w->nnx ? (who & 3) : 0;
 
-	if (which % 6 == 5)
+	if (which % 7 == 6)
 		scsi_lu_capacity_changed(w->lu);
 	else
-		scsi_lu_event(w->lu, &w->nx[nx], evs[which % 6]);
+		scsi_lu_event(w->lu, &w->nx[nx], evs[which % 7], NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -229,6 +229,27 @@ class Conn:
             if op == OP_NOP_IN and struct.unpack('>I', rbhs[16:20])[0] == itt:
                 return payload
 
+    def tmf(self, function, lun=0, ref_itt=0xFFFFFFFF):
+        """A task management request (immediate): its response code, once it came."""
+        itt = self.next_itt()
+        bhs = bytes([OP_TMF | 0x40, 0x80 | function, 0, 0, 0, 0, 0, 0]) + struct.pack('>Q', lun << 48)
+        bhs += struct.pack('>IIII', itt, ref_itt, self.cmdsn, self.statsn + 1) + b'\0' * 16
+        self.send(bhs)
+        while True:
+            op, rbhs, _ = self.recv()
+            if op == OP_TMF_RSP and struct.unpack('>I', rbhs[16:20])[0] == itt:
+                return rbhs[2]
+
+    def logout(self):
+        """Logout, closing the session (immediate): the response code, once it came."""
+        bhs = bytes([OP_LOGOUT | 0x40, 0x80, 0, 0, 0, 0, 0, 0]) + b'\0' * 8
+        bhs += struct.pack('>IHHII', self.next_itt(), 0, 0, self.cmdsn, self.statsn + 1) + b'\0' * 16
+        self.send(bhs)
+        while True:
+            op, rbhs, _ = self.recv()
+            if op == OP_LOGOUT_RSP:
+                return rbhs[2]
+
     def send_targets(self):
         itt = self.next_itt()
         body = kv({'SendTargets': 'All'})

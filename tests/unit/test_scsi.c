@@ -1594,7 +1594,7 @@ static void test_unit_attention(void)
 	uint8_t tur[6] = { 0 }, inq[6] = { 0x12, 0, 0, 0, 36 }, rs[6] = { 0x03, 0, 0, 0, 18 };
 
 	clear_ua();
-	scsi_lu_event(LU, &NX2, SCSI_EV_LU_RESET);
+	scsi_lu_event(LU, &NX2, SCSI_EV_LU_RESET, NULL);
 	/* INQUIRY runs and leaves the UA in place */
 	CU_ASSERT_EQUAL(simple(inq, 36, &c), SCSI_GOOD);
 	scsi_cmd_release(&c);
@@ -1625,7 +1625,7 @@ static void test_unit_attention(void)
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	simple(tur, 0, &c);
 	expect_sense(&c, SK_UNIT_ATTENTION, ASC_MODE_PARAMS_CHANGED);
-	scsi_lu_event(LU, &NX2, SCSI_EV_NEXUS_LOSS);
+	scsi_lu_event(LU, &NX2, SCSI_EV_NEXUS_LOSS, NULL);
 }
 
 /* Holds the LU's mutex on another thread until told to stop or 2 s pass. */
@@ -1714,7 +1714,57 @@ static void test_itl_without_lock(void)
 	CU_ASSERT_FALSE(waited_for_mutex(&c, itl, NULL, 0));
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 	scsi_cmd_release(&c);
-	scsi_lu_event(LU, &NX2, SCSI_EV_NEXUS_LOSS);
+
+	/* A logout releases it before its answer; the I_T_L entry stays until the nexus is lost. */
+	cmd_init(&c, reserve6, 6, 0, false, false);
+	c.nexus = &NX2;
+	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
+	scsi_cmd_release(&c);
+	struct lu_nexus *itl2 = scsi_lu_itl(LU, &NX2);
+	scsi_lu_event(LU, &NX2, SCSI_EV_LOGOUT, NULL);
+	CU_ASSERT_PTR_EQUAL(scsi_lu_itl(LU, &NX2), itl2);
+	cmd_init(&c, rd, 10, BS, true, false);
+	CU_ASSERT_FALSE(waited_for_mutex(&c, itl, NULL, 0));
+	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
+	scsi_cmd_release(&c);
+	scsi_lu_event(LU, &NX2, SCSI_EV_NEXUS_LOSS, NULL);
+}
+
+static void count_done(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/*
+ * A wait (no reactor: the jobs end on the caller's thread) calls done once
+ * its last job ends, again after more; dropped with jobs on, it never does
+ * (ASan sees it freed with the last).
+ */
+static void test_wait(void)
+{
+	int done = 0;
+	struct scsi_wait *w = scsi_wait_new(NULL, count_done, &done);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	CU_ASSERT_FALSE(scsi_wait_busy(w));
+	CU_ASSERT_FALSE(scsi_wait_busy(NULL));
+	scsi_wait_hold(w);
+	scsi_wait_hold(w);
+	CU_ASSERT_TRUE(scsi_wait_busy(w));
+	scsi_wait_end(w);
+	CU_ASSERT_EQUAL(done, 0);
+	scsi_wait_end(w);
+	CU_ASSERT_EQUAL(done, 1);
+	CU_ASSERT_FALSE(scsi_wait_busy(w));
+	scsi_wait_hold(w);
+	scsi_wait_end(w);
+	CU_ASSERT_EQUAL(done, 2);
+	scsi_wait_hold(w);
+	scsi_wait_drop(w);
+	scsi_wait_end(w);
+	CU_ASSERT_EQUAL(done, 2);
+	scsi_wait_drop(scsi_wait_new(NULL, count_done, &done)); /* nothing held: freed at once */
+	scsi_wait_hold(NULL);
+	scsi_wait_end(NULL);
 }
 
 /* PERSISTENT RESERVE OUT from nexus nx; p is the 24-byte list, plus TransportIDs when SPEC_I_PT. */
@@ -1806,8 +1856,8 @@ static void test_pr_preempt_abort_bare_name(void)
 	memset(p, 0, sizeof(p));
 	put_be64(p, 0xB);
 	CU_ASSERT_EQUAL(prout(&NX3, 0x03, p, 24), SCSI_GOOD);   /* CLEAR */
-	scsi_lu_event(LU, &NX2, SCSI_EV_NEXUS_LOSS);
-	scsi_lu_event(LU, &NX3, SCSI_EV_NEXUS_LOSS);
+	scsi_lu_event(LU, &NX2, SCSI_EV_NEXUS_LOSS, NULL);
+	scsi_lu_event(LU, &NX3, SCSI_EV_NEXUS_LOSS, NULL);
 	clear_ua();
 }
 
@@ -1984,7 +2034,7 @@ static void test_write_protected_mapping(void)
 	expect_ro_refused(sel6, 6, sizeof(ctl), ctl);
 	CU_ASSERT_EQUAL(set_control(false, false, &c), SCSI_GOOD);
 	CU_ASSERT_EQUAL(rw10(true, 9, 1, BS, blk, &c), SCSI_GOOD);
-	scsi_lu_event(LU, &NXRO, SCSI_EV_NEXUS_LOSS);
+	scsi_lu_event(LU, &NXRO, SCSI_EV_NEXUS_LOSS, NULL);
 	clear_ua();
 }
 
@@ -2090,6 +2140,7 @@ int main(void)
 	CU_add_test(s, "write_same_limit", test_write_same_limit);
 	CU_add_test(s, "unit_attention", test_unit_attention);
 	CU_add_test(s, "itl_without_lock", test_itl_without_lock);
+	CU_add_test(s, "wait", test_wait);
 	CU_add_test(s, "pr_preempt_abort_bare_name", test_pr_preempt_abort_bare_name);
 	CU_add_test(s, "start_stop", test_start_stop);
 	CU_add_test(s, "write_protected_mapping", test_write_protected_mapping);

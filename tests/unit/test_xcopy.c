@@ -818,7 +818,7 @@ static void test_receive_copy_results(void)
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
 	scsi_cmd_release(&c);
 	/* the nexus ends: its held results go with it */
-	scsi_lu_event(lus[A], &NX, SCSI_EV_NEXUS_LOSS);
+	scsi_lu_event(lus[A], &NX, SCSI_EV_NEXUS_LOSS, NULL);
 	CU_ASSERT_EQUAL(rcr(0x00, 20 + XCOPY_IDS_MAX + 2, 64, &c), SCSI_CHECK_CONDITION);
 	scsi_cmd_release(&c);
 }
