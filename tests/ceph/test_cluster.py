@@ -10,17 +10,22 @@ each gateway, both gateways active:
   writes RESERVATION CONFLICT; PREEMPT AND ABORT from B takes it over and
   A's initiator hears REGISTRATIONS PREEMPTED; RESERVATIONS RELEASED reaches
   the registrant on the other gateway; REGISTER AND MOVE to the other
-  gateway's port; SPC-2 RESERVE through A conflicts on B, and A's logout
-  releases it everywhere; the state outlives both gateways (APTPL is
-  implicit: REPORT CAPABILITIES says PTPL_C);
+  gateway's port; SPC-2 RESERVE through A conflicts on B, a lost nexus
+  releases it everywhere, and a logout before its Logout Response; a
+  LOGICAL UNIT RESET through A is met through B on the next command; each
+  of the six reservation types taken through A is obeyed through B by a
+  registered and an unregistered nexus; PREEMPT across; the state outlives
+  both gateways (APTPL is implicit: REPORT CAPABILITIES says PTPL_C);
 - concurrent RESERVEs through both gateways, ROUNDS rounds: exactly one
   wins each round and both gateways then report that one holder;
 - the ALUA states the same through both gateways: SET TARGET PORT GROUPS
   through one is reported by the other, whose initiator hears ASYMMETRIC
   ACCESS STATE CHANGED and whose port then refuses writes; a third gateway
-  configured with a relative port another live one serves does not start;
-- a gateway stopped (SIGSTOP) while the other changes the state is fenced
-  within the notify timeout: the change completes, the stopped gateway is
+  configured with a relative port another live one serves does not start,
+  nor one serving the image under another target name;
+- a gateway stopped (SIGSTOP) while the other preempts and aborts its
+  initiator's reservation is fenced within the notify timeout: the
+  PREEMPT AND ABORT completes, the stopped gateway is
   on the OSDs' blocklist, after SIGCONT its writes no longer land, and its
   ALUA group is unavailable while the other's stays active/optimized.
 
@@ -41,7 +46,8 @@ import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
 from admin_rpc import stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
-from pr_client import (CLR, CONFLICT, EA, GOOD, PRE_ABORT, REG, REG_IGN, REL, RES, WE, WE_RO, caps,  # noqa: E402
+from pr_client import (CLR, CONFLICT, EA, EA_AR, EA_RO, GOOD, PRE, PRE_ABORT, REG, REG_IGN, REL, RES, WE,  # noqa
+                       WE_AR, WE_RO, caps,
                        full_status, prout, read_keys, read_reservation, register_and_move, release6, reserve6,
                        rw)
 
@@ -269,6 +275,50 @@ def semantics(a, b, work):
     check('and node 1 through A', (0x29, 0x03) in uas(a))
 
 
+# Each reservation type: what a registered non-holder and an unregistered nexus may do (SPC-4 table 85).
+TYPES = [  # (type, name, registered read, registered write, unregistered read, unregistered write)
+    (WE, 'WRITE EXCLUSIVE', GOOD, CONFLICT, GOOD, CONFLICT),
+    (EA, 'EXCLUSIVE ACCESS', CONFLICT, CONFLICT, CONFLICT, CONFLICT),
+    (WE_RO, 'WRITE EXCLUSIVE - REGISTRANTS ONLY', GOOD, GOOD, GOOD, CONFLICT),
+    (EA_RO, 'EXCLUSIVE ACCESS - REGISTRANTS ONLY', GOOD, GOOD, CONFLICT, CONFLICT),
+    (WE_AR, 'WRITE EXCLUSIVE - ALL REGISTRANTS', GOOD, GOOD, GOOD, CONFLICT),
+    (EA_AR, 'EXCLUSIVE ACCESS - ALL REGISTRANTS', GOOD, GOOD, CONFLICT, CONFLICT),
+]
+
+
+def types(a, b):
+    """Every reservation type taken through A, obeyed through B; PREEMPT across; both nodes registered."""
+    b2 = session(PORT + 1, INI_2, isid=bytes.fromhex('400001370023'))  # another port of node 2, not registered
+    check('node 1 and node 2 register through A and B',
+          prout(a, REG_IGN, sark=KEY_1)[0] == GOOD and prout(b, REG_IGN, sark=KEY_2)[0] == GOOD)
+    for rtype, name, rr, rw_, ur, uw in TYPES:
+        check('node 1 reserves %s through A' % name, prout(a, RES, rtype, rk=KEY_1)[0] == GOOD)
+        holder = 0 if rtype in (WE_AR, EA_AR) else KEY_1  # an all-registrants reservation has key 0
+        got = (read_reservation(b), rw(b, False), rw(b, True), rw(b2, False), rw(b2, True))
+        check('%s through B: READ RESERVATION, then registered node 2 reads/writes, unregistered port reads/writes'
+              % name, got == ((holder, rtype), rr, rw_, ur, uw), got)
+        check('node 1 writes through A', rw(a, True) == GOOD)
+        check('node 1 releases it through A', prout(a, REL, rtype, rk=KEY_1)[0] == GOOD)
+        seen = uas(b)
+        released = (0x2A, 0x04) in seen
+        check('B reports no reservation%s' % (', and node 2 heard RESERVATIONS RELEASED (2Ah/04h)' if rtype in
+                                                (WE_RO, EA_RO, WE_AR, EA_AR) else ''),
+              read_reservation(b) is None and released == (rtype in (WE_RO, EA_RO, WE_AR, EA_AR)), seen)
+        uas(a)
+        uas(b2)
+    check('node 1 reserves WRITE EXCLUSIVE through A again', prout(a, RES, WE, rk=KEY_1)[0] == GOOD)
+    check('node 2 PREEMPTs node 1 through B', prout(b, PRE, WE, rk=KEY_2, sark=KEY_1)[0] == GOOD)
+    seen = uas(a)
+    check('node 1 hears REGISTRATIONS PREEMPTED (2Ah/05h) through A', (0x2A, 0x05) in seen, seen)
+    check('node 2 holds it, node 1 is no longer registered, seen through A',
+          read_reservation(a) == (KEY_2, WE) and read_keys(a)[1] == [KEY_2], (read_reservation(a), read_keys(a)))
+    check('CLEAR through B', prout(b, CLR, rk=KEY_2)[0] == GOOD)
+    uas(a)
+    uas(b)
+    uas(b2)
+    b2.close()
+
+
 def race(a, b):
     """Both nodes RESERVE at once, ROUNDS times: one winner each round, seen alike through both."""
     check('both register with REGISTER AND IGNORE EXISTING KEY',
@@ -307,16 +357,18 @@ def blocklisted(work):
 
 
 def fencing(work, ga, a, b):
-    """Gateway A stopped while B changes the state: A is fenced, the change completes."""
+    """Gateway A stopped while node 2 preempts and aborts node 1 (the holder, through A): A is fenced, the
+    PREEMPT AND ABORT completes, and what A still does is refused by the cluster."""
+    check('node 1 reserves WRITE EXCLUSIVE through A', prout(a, RES, WE, rk=0x1112)[0] == GOOD)
     before = len(blocklisted(work))
     ga.send_signal(signal.SIGSTOP)
     t0 = time.time()
-    st = prout(b, REG_IGN, sark=0x2223)[0]
+    st = prout(b, PRE_ABORT, WE, rk=KEY_2, sark=0x1112)[0]
     took = time.time() - t0
-    print('     the change through B completed %.1f s after A stopped' % took)
-    check('node 2 registers a new key through B while gateway A is stopped: GOOD, within the notify timeout '
-          'and a bit',
-          st == GOOD and took < 15, (st, took))
+    print('     the PREEMPT AND ABORT through B completed %.1f s after A stopped' % took)
+    check('node 2 preempts and aborts node 1 through B while gateway A is stopped: GOOD, within the notify '
+          'timeout and a bit', st == GOOD and took < 15, (st, took))
+    check('node 2 holds the reservation', read_reservation(b) == (KEY_2, WE), read_reservation(b))
     log = open(os.path.join(work, 'b.log')).read()
     check('gateway B says it fenced A', 'fenced (blocklisted)' in log, log[-1500:])
     check('A\'s client is on the OSDs\' blocklist', len(blocklisted(work)) > before, blocklisted(work))
@@ -358,6 +410,7 @@ def main():
         check('two gateways start on one image', ga.poll() is None and gb.poll() is None)
         a, b = session(PORT, INI_1), session(PORT + 1, INI_2)
         semantics(a, b, work)
+        types(a, b)
         alua(a, b, work)
         race(a, b)
         check('both register with REGISTER AND IGNORE EXISTING KEY',
