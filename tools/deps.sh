@@ -8,7 +8,7 @@ pkgs=(build-essential meson ninja-build pkg-config python3
       libmicrohttpd-dev prometheus curl
       clang libclang-rt-14-dev
       qemu-system-x86 busybox-static cpio kmod xz-utils open-iscsi e2fsprogs util-linux iproute2
-      multipath-tools udev
+      multipath-tools udev fence-agents
       ceph-mon ceph-osd ceph-common librbd-dev tgt-rbd)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
