@@ -12,7 +12,8 @@ each gateway, both gateways active:
   the registrant on the other gateway; REGISTER AND MOVE to the other
   gateway's port; SPC-2 RESERVE through A conflicts on B, a lost nexus
   releases it everywhere, and a logout before its Logout Response; a
-  LOGICAL UNIT RESET through A is met through B on the next command; each
+  LOGICAL UNIT RESET through A is met through B on the next command; an
+  `rbd resize` is CAPACITY DATA HAS CHANGED through both gateways; each
   of the six reservation types taken through A is obeyed through B by a
   registered and an unregistered nexus; PREEMPT across; the state outlives
   both gateways (APTPL is implicit: REPORT CAPABILITIES says PTPL_C);
@@ -273,6 +274,17 @@ def semantics(a, b, work):
     check('at once after it, node 2\'s next command through B meets BUS DEVICE RESET FUNCTION OCCURRED (29h/03h)',
           st == 2 and sense[12:14] == b'\x29\x03', (st, sense.hex()))
     check('and node 1 through A', (0x29, 0x03) in uas(a))
+    r = rbd('resize', '--size', '24M', 'rbd/shared')
+    check('rbd resize of the image to 24 MiB', r.returncode == 0, r.stderr)
+    seen_a, seen_b = [], []
+    for _ in range(100):  # each gateway's librbd hears of it by its own watch on the image
+        seen_a += uas(a)
+        seen_b += uas(b)
+        if (0x2A, 0x09) in seen_a and (0x2A, 0x09) in seen_b:
+            break
+        time.sleep(0.1)
+    check('CAPACITY DATA HAS CHANGED (2Ah/09h) through both gateways', (0x2A, 0x09) in seen_a and
+          (0x2A, 0x09) in seen_b, (seen_a, seen_b))
 
 
 # Each reservation type: what a registered non-holder and an unregistered nexus may do (SPC-4 table 85).
