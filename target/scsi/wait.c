@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "common/log.h"
 #include "common/reactor.h"
 #include "target/scsi/scsi_int.h"
 
