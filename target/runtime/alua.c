@@ -139,7 +139,7 @@ const char *rt_alua_status(const char *iqn, uint16_t id)
  * live (pool, then namespace), so that every gateway serving the same
  * images picks the same; NULL: none of its LUNs is shared.
  */
-static struct backstore *share_store(const struct config *c, const struct cfg_target *t)
+static struct backstore *share_store(const struct cfg_target *t)
 {
 	struct backstore *best = NULL;
 	for (size_t j = 0; j < t->ntpgs; j++)
@@ -149,7 +149,6 @@ static struct backstore *share_store(const struct config *c, const struct cfg_ta
 			if (home && (!best || strcmp(home, backstore_shared_home(best)) < 0))
 				best = bs;
 		}
-	(void)c;
 	return best;
 }
 
@@ -164,7 +163,7 @@ int rt_alua_share(const struct config *old, char *err, size_t errlen)
 	for (size_t i = 0; i < c->ntargets; i++) {
 		const struct cfg_target *t = &c->targets[i], *o = find_target(old, t->iqn);
 		struct scsi_alua *a = scsi_alua_get(t->iqn);
-		struct backstore *bs = share_store(c, t);
+		struct backstore *bs = share_store(t);
 		if (!a)
 			continue;
 		if (!bs) {

@@ -18,6 +18,7 @@
 
 /* A SET TARGET PORT GROUPS parameter list: the header and one descriptor per group at most. */
 #define STPG_MAX_LEN (4u + 4u * 256u)
+_Static_assert(STPG_MAX_LEN <= SCSI_PR_OUT_MAX, "a shared STPG's list fits what shared.c carries");
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct scsi_alua *registry;

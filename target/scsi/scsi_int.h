@@ -60,6 +60,9 @@ struct lu_nexus {
 	struct lu_nexus *next;
 };
 
+/* The longest PERSISTENT RESERVE OUT parameter list taken (prepare refuses more): the longest a shared change carries. */
+#define SCSI_PR_OUT_MAX 4096
+
 /*
  * How an LU's reservations change (the design's seam 8: one interface, two
  * implementations).  Local (lu.c): pr.c under the LU's mutex, the state of
@@ -92,6 +95,7 @@ struct scsi_lu {
 	struct scsi_pr *pr;          /* (mu) */
 	const struct lu_state_ops *state;
 	struct shared *share;        /* the store's shared object its reservations are kept in (share.c), or NULL */
+	char *share_desc;            /* this gateway's entry on share's list of sharers, as last written */
 	char vendor[9], product[17], revision[5], serial[65];
 	uint64_t naa_hi, naa_lo;     /* NAA 6 designator derived from the serial */
 	uint32_t block_size;

@@ -75,16 +75,17 @@ static char *pr_change(void *owner, struct shared_job *j, char **notes)
 	if (j->status == SCSI_GOOD) {
 		struct pr_note *n;
 		unsigned nn = pr_take_notes(copy, &n);
-		text = pr_text(copy);
-		*notes = nn ? notes_json(n, nn) : NULL;
-		free(n);
 		if (j->op == OP_RESET && j->arg) {
-			/* The reset's unit attention (and aborts) for every nexus of the other gateways. */
+			/* A reset raises no note of pr.c's: its unit attention (and aborts), for every nexus of the others. */
 			struct pr_note all = { .port = "*", .asc = *(uint16_t *)j->arg, .abort = !j->flag };
 			*notes = notes_json(&all, 1);
 			nn = 1;
 			j->remote_only = true;
+		} else {
+			*notes = nn ? notes_json(n, nn) : NULL;
 		}
+		free(n);
+		text = pr_text(copy);
 		if (!text || (nn && !*notes)) {
 			free(text);
 			free(*notes);
@@ -115,13 +116,14 @@ static void pr_deliver_notes(void *owner, const char *text)
 		notes[n].abort = json_object_object_get_ex(e, "abort", &ab) && json_object_get_boolean(ab);
 		n++;
 	}
-	for (unsigned i = 0; i < n; i++)
-		if (!strcmp(notes[i].port, "*")) {
+	unsigned kept = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (!strcmp(notes[i].port, "*"))
 			lu_everyone(lu, notes[i].asc, notes[i].abort);
-			notes[i] = notes[--n];
-			i--;
-		}
-	pr_deliver(lu->pr, notes, n);
+		else
+			notes[kept++] = notes[i];
+	}
+	pr_deliver(lu->pr, notes, kept);
 	free(notes);
 	json_object_put(a);
 	if (tok)
@@ -227,7 +229,8 @@ static int by_name(const void *a, const void *b)
  * target, and a second name would make a second target with the same LU.
  * The names go into this gateway's description on the list of sharers,
  * and a gateway that lists others is in the way (the dead ones were fenced
- * and left the list first).
+ * and left the list first).  Names as last written are not asked about
+ * again: a live change that leaves them costs the cluster nothing.
  */
 int scsi_lu_share_targets(struct scsi_lu *lu, const char **iqns, size_t n, char *err, size_t errlen)
 {
@@ -245,6 +248,11 @@ int scsi_lu_share_targets(struct scsi_lu *lu, const char **iqns, size_t n, char 
 		return -ENOMEM;
 	}
 	json_object_object_add(d, "targets", ts);
+	const char *desc = json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN);
+	if (lu->share_desc && !strcmp(lu->share_desc, desc)) {
+		json_object_put(d);
+		return 0;
+	}
 	const char *what = backstore_name(lu->bs);
 	struct bs_sharer *live = NULL;
 	size_t nl = 0;
@@ -266,9 +274,13 @@ int scsi_lu_share_targets(struct scsi_lu *lu, const char **iqns, size_t n, char 
 		}
 		free(live);
 	}
-	if (!rc && (rc = shared_describe(lu->share, json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN))))
+	if (!rc && (rc = shared_describe(lu->share, desc)))
 		snprintf(err, errlen, "backstore %s: telling the other gateways which targets serve it: %s", what,
 			 strerror(-rc));
+	if (!rc) {
+		free(lu->share_desc);
+		lu->share_desc = strdup(desc); /* NULL without memory: asked again next time */
+	}
 	json_object_put(d);
 	return rc;
 }
@@ -284,5 +296,7 @@ void share_detach(struct scsi_lu *lu)
 		return;
 	shared_close(lu->share);
 	lu->share = NULL;
+	free(lu->share_desc);
+	lu->share_desc = NULL;
 	lu->state = &lu_state_local;
 }

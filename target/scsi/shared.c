@@ -20,7 +20,6 @@
 #include "target/scsi/shared.h"
 
 #define SHARED_RETRIES    64      /* another target wrote first this often in a row: BUSY */
-#define SHARED_PARAMS_MAX 4096    /* the largest parameter list a change takes (PR OUT's bound) */
 
 struct shared {
 	struct bs_shared *obj;
@@ -603,7 +602,7 @@ void shared_submit_cmd(struct shared *s, int op, struct scsi_cmd *cmd)
 {
 	uint32_t plen = cmd->buf && cmd->buf->data ? (uint32_t)MIN((size_t)cmd->dout_len, cmd->buf->len) : 0;
 	struct job *j = job_new(s, op, cmd->nexus, false, NULL);
-	if (j && plen && plen <= SHARED_PARAMS_MAX && (j->j.params = malloc(plen)))
+	if (j && plen && plen <= SCSI_PR_OUT_MAX && (j->j.params = malloc(plen)))
 		memcpy(j->j.params, cmd->buf->data, plen);
 	if (!j || (plen && !j->j.params)) {
 		free(j);

@@ -278,7 +278,7 @@ bool spc_prep_pr_out(struct scsi_cmd *cmd)
 {
 	uint32_t plen = get_be32(cmd->cdb + 5);
 
-	if (plen > 4096) {
+	if (plen > SCSI_PR_OUT_MAX) {
 		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 		return false;
 	}
