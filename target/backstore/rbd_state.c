@@ -20,6 +20,7 @@
 
 #if ISERT_RBD
 #include <errno.h>
+#include <limits.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,13 +324,16 @@ static int st_sharers(struct bs_shared *o, struct bs_sharer **out, size_t *n)
 		v[k].id = strtoull(kbuf, &end, 16);
 		if (*end || klen != 16)
 			continue; /* not ours */
-		o = json_tokener_parse(val ? val : "");
-		if (o && json_object_object_get_ex(o, "addr", &a))
+		/* The value is vlen bytes, not a C string. */
+		json_tokener *tok = val && vlen <= INT_MAX ? json_tokener_new_ex(4) : NULL;
+		o = tok ? json_tokener_parse_ex(tok, val, (int)vlen) : NULL;
+		if (tok)
+			json_tokener_free(tok);
+		if (json_object_object_get_ex(o, "addr", &a) && json_object_is_type(a, json_type_string))
 			snprintf(v[k].addr, sizeof(v[k].addr), "%s", json_object_get_string(a));
-		if (o && json_object_object_get_ex(o, "desc", &d))
+		if (json_object_object_get_ex(o, "desc", &d) && json_object_is_type(d, json_type_string))
 			snprintf(v[k].desc, sizeof(v[k].desc), "%s", json_object_get_string(d));
 		json_object_put(o);
-		(void)vlen;
 		k++;
 	}
 	if (it)

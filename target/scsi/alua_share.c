@@ -82,7 +82,8 @@ static int alua_install(void *owner, const char *text, size_t len, char *err, si
 	json_tokener *tok = json_tokener_new_ex(4);
 	json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL, *f, *gs;
 	int rc = 0;
-	if (!o || !json_object_object_get_ex(o, "format", &f) || strcmp(json_object_get_string(f), ALUA_FORMAT) ||
+	if (!o || !json_object_object_get_ex(o, "format", &f) || !json_object_is_type(f, json_type_string) ||
+	    strcmp(json_object_get_string(f), ALUA_FORMAT) ||
 	    !json_object_object_get_ex(o, "groups", &gs) || !json_object_is_type(gs, json_type_array) ||
 	    json_object_array_length(gs) > 65535) {
 		snprintf(err, errlen, "not an %s document", ALUA_FORMAT);

@@ -109,7 +109,8 @@ static void pr_deliver_notes(void *owner, const char *text)
 	unsigned n = 0;
 	for (size_t i = 0; notes && i < k; i++) {
 		json_object *e = json_object_array_get_idx(a, i), *port, *asc, *ab;
-		if (!json_object_object_get_ex(e, "port", &port) || !json_object_object_get_ex(e, "asc", &asc))
+		if (!json_object_object_get_ex(e, "port", &port) || !json_object_is_type(port, json_type_string) ||
+		    !json_object_object_get_ex(e, "asc", &asc))
 			continue;
 		snprintf(notes[n].port, sizeof(notes[n].port), "%s", json_object_get_string(port));
 		notes[n].asc = (uint16_t)json_object_get_int(asc);

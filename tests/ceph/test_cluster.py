@@ -28,7 +28,9 @@ each gateway, both gateways active:
   initiator's reservation is fenced within the notify timeout: the
   PREEMPT AND ABORT completes, the stopped gateway is
   on the OSDs' blocklist, after SIGCONT its writes no longer land, and its
-  ALUA group is unavailable while the other's stays active/optimized.
+  ALUA group is unavailable while the other's stays active/optimized;
+- a damaged ALUA state object: a gateway that starts on it says so and
+  serves.
 
 usage: test_cluster.py ISERTD ISERCTL [PORT] [ROUNDS]"""
 import json
@@ -390,8 +392,14 @@ def fencing(work, ga, a, b):
     except (OSError, RuntimeError, ConnectionError):
         st = None
     check('after SIGCONT, node 1\'s write through fenced gateway A does not succeed', st != GOOD, st)
-    uas(b)  # ASYMMETRIC ACCESS STATE CHANGED first
-    groups = rtpg(b)
+    # The ALUA state has its own list of gateways: A leaves it at that object's next question (heartbeat
+    # and notify timeout, about 10 s), and B's failover follows.
+    for _ in range(200):
+        uas(b)  # ASYMMETRIC ACCESS STATE CHANGED first
+        groups = rtpg(b)
+        if groups.get(1, (None,))[0] == UNAVAILABLE:
+            break
+        time.sleep(0.1)
     check('B made the fenced gateway\'s group 1 unavailable and keeps group 2 active/optimized',
           groups.get(1, (None,))[0] == UNAVAILABLE and groups.get(2, (None,))[0] == AO, groups)
 
@@ -408,6 +416,25 @@ def refused_at_start(work):
     log = open(os.path.join(work, 'd.log')).read()
     check('a gateway serving the same image as another target does not start, naming the target it is served as',
           rc != 0 and 'same target name' in log and T in log, (rc, log[-600:]))
+
+
+def damaged_alua(work, gb):
+    """A damaged ALUA state object (format not a string): a gateway that starts says it is not usable and serves."""
+    check('gateway B stops cleanly', stop_isertd(gb) == 0)
+    r = subprocess.run(['rados', '--conf', CONF, '-p', 'rbd', 'put', 'isert_alua.' + T, '-'],
+                       input=b'{"format": null, "groups": 7}', capture_output=True, timeout=60)
+    check('rados put of a damaged isert_alua object', r.returncode == 0, r.stderr)
+    gb = gateway(work, 'b', PORT + 1, 2)
+    try:
+        c = session(PORT + 1, INI_2)
+        ok = rw(c, False) == GOOD
+        c.close()
+    except (OSError, AssertionError, RuntimeError):
+        ok = False
+    log = open(os.path.join(work, 'b.log')).read()
+    check('gateway B starts on it, says the ALUA state is not usable, and serves', gb.poll() is None and ok and
+          'is not usable' in log, log[-800:])
+    return gb
 
 
 def main():
@@ -436,6 +463,7 @@ def main():
         check('restarted gateway B reads the shared state: node 1\'s key', 0x1112 in read_keys(b)[1], read_keys(b))
         refused_at_start(work)
         fencing(work, ga, a, b)
+        procs.append(damaged_alua(work, gb))
     finally:
         for p in procs:
             if p.poll() is None:
