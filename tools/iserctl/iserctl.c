@@ -3,7 +3,8 @@
  * socket (docs/admin.md).  Objects are named by targetcli-like paths:
  * /backstores/NAME, /iscsi/IQN/tpgN, /global.  Exit status: 0 done,
  * 1 refused (the message names the object and the rule), 2 usage,
- * 3 isertd cannot be reached, 4 no such object, 5 stale generation.
+ * 3 isertd cannot be reached, 4 no such object, 5 stale generation,
+ * 6 (import) a configuration written with items not carried.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -78,7 +79,12 @@ static void usage(FILE *f)
 		"  top [-d SECONDS] [-n ITERATIONS] [-b] [--by lun|initiator]\n"
 		"                              live per-LUN (or per-initiator) IOPS, MB/s, latency, queue\n"
 		"                              depth every -d seconds (default 2), -n frames, -b plain text\n"
-		"                              frames (batch); q or Ctrl-C quits\n\n"
+		"                              frames (batch); q or Ctrl-C quits\n"
+		"  import lio|tgt FILE [-o OUT] [--apply | --dry-run]\n"
+		"                              LIO's saveconfig.json or tgt's targets.conf as an isertd\n"
+		"                              configuration (stdout, or OUT); what is not carried is listed\n"
+		"                              on stderr; --apply makes it the running one (plan first),\n"
+		"                              --dry-run shows only the plan\n\n"
 		"Options:\n"
 		"  -s, --socket PATH     the admin socket (default " DEFAULT_SOCKET ")\n"
 		"  -j, --json            print the answer as JSON\n"
@@ -86,7 +92,7 @@ static void usage(FILE *f)
 		"  -n, --dry-run         show what a change would do, do nothing\n"
 		"  -h, --help            this help\n\n"
 		"Exit status: 0 done, 1 refused, 2 usage, 3 isertd not reachable, 4 no such object,\n"
-		"5 stale generation.\n");
+		"5 stale generation, 6 imported with items not carried.\n");
 }
 
 int die_usage(const char *fmt, const char *arg)
@@ -735,6 +741,8 @@ int main(int argc, char **argv)
 		return cmd_top(n, args);
 	if (!strcmp(cmd, "alua"))
 		return cmd_alua(n, args);
+	if (!strcmp(cmd, "import"))
+		return cmd_import(n, args);
 	if (!strcmp(cmd, "cluster"))
 		return cmd_cluster(n, args);
 	if (!strcmp(cmd, "config") && (!n || (n == 1 && !strcmp(args[0], "--show-secrets")))) {

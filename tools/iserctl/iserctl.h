@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum { EX_OK, EX_REFUSED, EX_USAGE, EX_UNREACHABLE, EX_NOTFOUND, EX_STALE };
+enum { EX_OK, EX_REFUSED, EX_USAGE, EX_UNREACHABLE, EX_NOTFOUND, EX_STALE, EX_DROPPED };
 
 extern bool as_json;
 extern int64_t generation; /* -g N: the change is refused unless still at N; 0 when not given */
@@ -39,6 +39,9 @@ int cmd_alua(int argc, char **argv);
 
 /* cluster.c */
 int cmd_cluster(int argc, char **argv);
+
+/* import.c: iserctl import lio|tgt FILE (EX_DROPPED: written, some items not carried) */
+int cmd_import(int argc, char **argv);
 
 /* stats.c */
 int cmd_stats(int argc, char **argv);

@@ -1,0 +1,47 @@
+/*
+ * iserctl import lio|tgt FILE: another target's configuration made an isertd
+ * configuration (docs/admin.md, "Migrating from LIO and tgt").  What shared
+ * between the two readers (import.c) and each reader's entry point.
+ */
+#ifndef ISERCTL_IMPORT_H
+#define ISERCTL_IMPORT_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* An input (a file, or all of tgt's included files together) larger than this is refused. */
+#define IMPORT_MAX_BYTES (16u << 20)
+
+struct import {
+	const char *file;       /* as given, for messages */
+	json_object *backstores, *targets, *discovery, *global;
+	unsigned dropped;       /* items not carried, each reported */
+};
+
+/* An item not carried (counted: the exit status says so): "iserctl import: WHERE: WHY". */
+void imp_drop(struct import *im, const char *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Information that changes nothing carried (a renamed backstore, an assumed portal); not counted. */
+void imp_note(struct import *im, const char *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Bad input: the message, naming where; the reader then stops with EX_REFUSED. */
+void imp_fail(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A value from the input as a message may show it: at most 64 characters, safe for a terminal. Lives until 8 more calls. */
+const char *imp_shown(const char *s);
+
+/* A file read whole, at most IMPORT_MAX_BYTES - *used bytes (*used grows by its size); NUL-terminated, malloc'd. */
+char *imp_read(const char *path, size_t *len, size_t *used);
+
+/* The backstore name made of base (only A-Z a-z 0-9 _ - ., at most 64, unique among im's backstores). malloc'd. */
+char *imp_backstore_name(struct import *im, const char *base);
+/* The backstore of that name in im, or NULL. */
+json_object *imp_backstore(struct import *im, const char *name);
+
+/* Is s a CHAP secret isertd takes (12-255 characters)? */
+bool imp_secret_ok(const char *s);
+
+/* The readers: 0, or EX_REFUSED with the message printed.  They fill im. */
+int import_lio(struct import *im, const char *text, size_t len);
+int import_tgt(struct import *im, const char *path);
+
+#endif
