@@ -1,7 +1,8 @@
 #!/bin/bash
 # Install, build and run the whole test suite: a normal build, then an
 # ASan+UBSan build that runs the same suites (unit, integration, conformance);
-# the vm suite and the rbd-long tests run in the normal build only.
+# the vm suite, the rbd-long tests and the package test run in the normal
+# build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
@@ -9,8 +10,9 @@ ok=0 fail=0
 for b in build:"" build-asan:"-Db_sanitize=address,undefined -Db_lundef=false"; do
 	dir=${b%%:*} opts=${b#*:}
 	# The VM suite boots a guest (tests/vm/): once, in the normal build; so do the
-	# longest rbd tests (rbd-long: the conformance run and bench smoke on an RBD LUN).
-	suites=(); [ "$dir" = build ] || suites=(--no-suite vm --no-suite rbd-long)
+	# longest rbd tests (rbd-long: the conformance run and bench smoke on an RBD LUN)
+	# and the package test, which builds its own binaries.
+	suites=(); [ "$dir" = build ] || suites=(--no-suite vm --no-suite rbd-long --no-suite package)
 	[ -d "$dir" ] || meson setup "$dir" $opts
 	echo "== building $dir"
 	ninja -C "$dir"
