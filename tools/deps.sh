@@ -1,15 +1,22 @@
 #!/bin/bash
-# Install what building and testing need, from Debian 12's packages.
+# Install from Debian 12's packages what building and testing need, or with
+# --demo only what tools/demo.sh needs: the build dependencies and libiscsi's
+# client tools.
 set -euo pipefail
-pkgs=(build-essential meson ninja-build pkg-config python3
-      liburing-dev libjson-c-dev libssl-dev libcunit1-dev libibverbs-dev librdmacm-dev
-      libsystemd-dev scdoc tmux
-      libiscsi-dev libiscsi-bin tgt sg3-utils fio iperf3
-      libmicrohttpd-dev prometheus curl
-      clang libclang-rt-14-dev
-      qemu-system-x86 busybox-static cpio kmod xz-utils open-iscsi e2fsprogs util-linux iproute2
-      multipath-tools udev fence-agents
-      ceph-mon ceph-osd ceph-common librbd-dev tgt-rbd)
+build=(build-essential meson ninja-build pkg-config
+       liburing-dev libjson-c-dev libssl-dev libibverbs-dev librdmacm-dev libsystemd-dev)
+if [ "${1:-}" = --demo ]; then
+	pkgs=("${build[@]}" libiscsi-bin)
+else
+	pkgs=("${build[@]}" python3 libcunit1-dev scdoc tmux
+	      libiscsi-dev libiscsi-bin tgt sg3-utils fio iperf3
+	      libmicrohttpd-dev prometheus curl
+	      clang libclang-rt-14-dev
+	      qemu-system-x86 busybox-static cpio kmod xz-utils open-iscsi e2fsprogs util-linux iproute2
+	      multipath-tools udev fence-agents targetcli-fb
+	      ceph-mon ceph-osd ceph-common librbd-dev tgt-rbd
+	      debhelper lintian debootstrap)
+fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
