@@ -13,7 +13,7 @@ else
 	      libmicrohttpd-dev prometheus curl
 	      clang libclang-rt-14-dev
 	      qemu-system-x86 busybox-static cpio kmod xz-utils open-iscsi e2fsprogs util-linux iproute2
-	      multipath-tools udev fence-agents targetcli-fb
+	      multipath-tools udev fence-agents targetcli-fb ibverbs-utils perftest
 	      ceph-mon ceph-osd ceph-common librbd-dev tgt-rbd
 	      debhelper lintian debootstrap)
 fi

@@ -1,8 +1,10 @@
 #!/bin/bash
 # The guest itself: NVMe namespace (discard, volatile write cache, and that the
 # NVMe command tracing the other tests rely on sees flush, FUA and discard), ublk,
-# Soft-RoCE and Soft-iWARP bring-up.
+# Soft-RoCE and Soft-iWARP bring-up.  Then the deployment guide
+# (docs/deploy-iser.md) runs, every `sh` block in order, on Soft-RoCE.
 source "$VM_LIB"
+source "$(dirname "$VM_LIB")/initiator.sh"
 
 must "nvme: $NVME_DEV present with discard and a volatile write cache" nvme_ready
 ok "ublk: /dev/ublk-control present" test -c /dev/ublk-control
@@ -34,4 +36,24 @@ rdma_check() {   # rdma_check PROVIDER IP
 }
 ok "rdma: both providers come up" for_each_rdma rdma_check
 ok "rdma: devices removed afterwards" test -z "$(ls /sys/class/infiniband 2>/dev/null)"
+
+# deploy_doc: docs/deploy-iser.md's commands as tests/docs/doc_script.py
+# makes them one script, with this guest's site values; isertd, iserctl,
+# iseradm and iserbench from the build tree.
+deploy_doc() {
+	local ip rc
+	ip=$(rdma_up rxe) && iscsi_start || return 1
+	python3 "$ISERT_SRC/tests/docs/doc_script.py" "$ISERT_SRC/docs/deploy-iser.md" > /tmp/deploy.sh || return 1
+	mkdir -p /tmp/deploy && (cd /tmp/deploy &&
+		PATH=$ISERT_BUILD/target:$ISERT_BUILD/tools/iserctl:$ISERT_BUILD/initiator:$ISERT_BUILD/tools/iserbench:$PATH \
+		IP=$ip RDMA_DEV=rxe0 NVME=$NVME_DEV IQN=$VM_PREFIX:deploy CHAP_USER=$CHAP_USER CHAP_PASS=$CHAP_PASS secs=2 \
+		timeout 600 bash /tmp/deploy.sh) > "$VM_WORK/deploy.log" 2>&1
+	rc=$?
+	sed 's/^/    /' "$VM_WORK/deploy.log" | tail -60
+	pkill -TERM -x isertd && wait_for 20 sh -c '! pgrep -x isertd >/dev/null'
+	iscsiadm -m node --logoutall=all >/dev/null 2>&1
+	rdma_down rxe
+	return $rc
+}
+ok "docs/deploy-iser.md: every command runs, in order (Soft-RoCE, the NVMe namespace, open-iscsi over iSER, iseradm map, an iserbench sweep)" deploy_doc
 vm_done
