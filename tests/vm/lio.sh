@@ -8,7 +8,8 @@ lio_ram() {      # lio_ram NAME MIB
 }
 lio_iblock() {   # lio_iblock NAME DEV: UNMAP and WRITE SAME/UNMAP on; iblock reports the device's write cache
 	local d=$LIO/core/iblock_0/$1
-	mkdir -p $d && echo udev_path=$2 > $d/control && echo 1 > $d/enable &&
+	# udev_path as targetcli sets it too: saveconfig's "dev" (t-lio-tcp.sh imports it).
+	mkdir -p $d && echo udev_path=$2 > $d/control && echo -n $2 > $d/udev_path && echo 1 > $d/enable &&
 	echo 1 > $d/attrib/emulate_tpu && echo 1 > $d/attrib/emulate_tpws &&
 	echo 65535 > $d/attrib/max_write_same_len   # the initiator trims with WRITE SAME(16) of 65535 blocks
 }

@@ -56,10 +56,11 @@ static const char *type_name(json_object *v)
 static json_object *member(struct lio *l, json_object *o, const char *path, const char *k, json_type t, bool required)
 {
 	char p[PATHLEN];
-	json_object *v = get(o, k);
-	if (!v && !required)
+	json_object *v = NULL;
+	bool present = o && json_object_object_get_ex(o, k, &v);
+	if (!present && !required)
 		return NULL;
-	if (!v) {
+	if (!present) {
 		imp_fail(at(p, "%s%s%s", path, *path ? "." : "", k), "missing (required)");
 		l->bad = true;
 		return NULL;
