@@ -31,7 +31,7 @@ _iserctl()
 	--by) COMPREPLY=($(compgen -W "lun initiator" -- "$cur")); return ;;
 	esac
 	if [ -z "$cmd" ]; then
-		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top alua cluster
+		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top alua cluster import
 			-s --socket -j --json -g --generation -n --dry-run -h --help" -- "$cur"))
 		return
 	fi
@@ -43,6 +43,12 @@ _iserctl()
 		fi ;;
 	apply|restore|save)
 		COMPREPLY=($(compgen -f -- "$cur") $(compgen -W "--dry-run --target --backstore --backups" -- "$cur")) ;;
+	import)
+		if [ "$prev" = import ]; then
+			COMPREPLY=($(compgen -W "lio tgt" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -f -- "$cur") $(compgen -W "-o --apply --dry-run" -- "$cur"))
+		fi ;;
 	sessions)
 		COMPREPLY=($(compgen -W "close" -- "$cur")) ;;
 	stats)
