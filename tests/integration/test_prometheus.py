@@ -5,8 +5,12 @@ folder, scrapes /metrics every second while initiators whose names carry
 terminal escapes, CR, newlines, quotes, backslashes and bytes that are not
 UTF-8 log in and read.  Its HTTP API then shows the target up with no scrape
 error, rate(isert_lun_commands_total[...]) above zero, and the hostile names
-stored as the labels docs/stats.md says (\\xNN).  Prometheus is killed at the
-end whatever happens; the whole test takes about 15 s.
+stored as the labels docs/stats.md says (\\xNN).  Every query of the Grafana
+dashboard (configs/grafana/isertd.json) returns data over the time they
+read, but the RDMA panels, which must return none on a host without an
+RDMA device (tests/vm/t-isertd-iser.sh evaluates them over iSER).
+Prometheus is killed at the end whatever happens; the whole test takes
+about 15 s.
 
 usage: test_prometheus.py ISERTD [PORT]   (ports PORT..PORT+2)"""
 import json
@@ -22,6 +26,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
+import dashboard  # noqa: E402
 from admin_rpc import stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
@@ -29,6 +34,7 @@ ISERTD = sys.argv[1]
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3555
 MPORT, PPORT = PORT + 1, PORT + 2      # isertd's /metrics, Prometheus' API
 T = 'iqn.2026-11.org.isert:prom'
+DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'configs', 'grafana', 'isertd.json')
 PROMETHEUS = '/usr/bin/prometheus'
 HOSTILE = [b'iqn.2026-11.org.test:esc\x1b[31mred\x07', b'iqn.2026-11.org.test:cr\rlf\nend',
            b'iqn.2026-11.org.test:bad\xff\xfe\xc0\x80', b'iqn.2026-11.org.test:q"uo\\te']
@@ -140,6 +146,11 @@ def main():
             check(f'stored as {name!r}, and reading', bool(got), got)
         hist = query('histogram_quantile(0.99, sum by (le) (rate(isert_lun_latency_seconds_bucket{kind="read"}[5s])))')
         check('the LUN\'s latency histogram gives a p99', hist and hist[0][1] > 0, hist)
+        start = time.time() - 30
+        time.sleep(2)   # one more scrape for the newest rates
+        for ok, line in dashboard.check_all(DASHBOARD, f'http://127.0.0.1:{PPORT}', start, time.time(),
+                                            absent=('isert_portal_rdma_', 'isert_rdma_')):
+            check(f'dashboard: {line}', ok)
         check('every reader ran without error', not errors, errors)
     finally:
         stop.set()

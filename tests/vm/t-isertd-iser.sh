@@ -23,7 +23,10 @@ source "$(dirname "$VM_LIB")/initiator.sh"
 VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
 FIO_SECS=${FIO_SECS:-20}
 ISERTD_SOCK=/run/isertd-vm.sock
-vm_cleanup_hook() { iscsiadm -m node --logoutall=all >/dev/null 2>&1; isertd_stop >/dev/null 2>&1; }
+vm_cleanup_hook() {
+	iscsiadm -m node --logoutall=all >/dev/null 2>&1; isertd_stop >/dev/null 2>&1
+	[ -z "${PROM_PID:-}" ] || kill $PROM_PID 2>/dev/null
+}
 
 rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$ISERTD_PID/status; }
 # heap_kb: isertd's RSS less the slabs its buffer pools hold (the stats'
@@ -92,6 +95,32 @@ rdma_stats() {
 	sed 's/^/    /' /tmp/stats-check.txt
 	return $rc
 }
+# prom_start: Debian's Prometheus scraping isertd's /metrics (global.metrics
+# in isertd-iser.json) every second, until prom_dashboard.
+prom_start() {
+	mkdir -p /tmp/prom && printf '%s\n' 'global: {scrape_interval: 1s, scrape_timeout: 1s}' \
+		'scrape_configs: [{job_name: isertd, static_configs: [{targets: ["127.0.0.1:9464"]}]}]' \
+		> /tmp/prom/prometheus.yml || return 1
+	prometheus --config.file=/tmp/prom/prometheus.yml --storage.tsdb.path=/tmp/prom/tsdb \
+		--web.listen-address=127.0.0.1:9090 > "$VM_WORK/prometheus.log" 2>&1 &
+	PROM_PID=$!
+	wait_for 60 curl -sf -o /dev/null http://127.0.0.1:9090/-/ready
+}
+# prom_dashboard DEV START: every query of the Grafana dashboard returns data
+# over the workload since START (tests/integration/dashboard.py); the RDMA
+# port counters only where DEV's sysfs has ports/1/counters (Soft-RoCE
+# has none: isertd reports what sysfs has, never a zero).
+prom_dashboard() {
+	local absent=() rc
+	[ -d /sys/class/infiniband/$1/ports/1/counters ] || absent=(--absent isert_rdma_port_counters_total)
+	sleep 2   # one more scrape
+	python3 "$ISERT_SRC/tests/integration/dashboard.py" "$ISERT_SRC/configs/grafana/isertd.json" \
+		http://127.0.0.1:9090 "$2" "$(date +%s)" "${absent[@]}" > /tmp/dashboard.txt
+	rc=$?
+	sed 's/^/    /' /tmp/dashboard.txt
+	kill $PROM_PID; wait $PROM_PID 2>/dev/null; PROM_PID=
+	return $rc
+}
 logout_gone() { iscsi_logout "$1" "$2" iser >/dev/null && iscsi_no_session "$1"; }
 
 one_provider() {
@@ -127,11 +156,15 @@ one_provider() {
 	ok "$p: ext4 on LUN 0: mkfs, write, fsck -n clean" fs_write /dev/$dev /mnt/iser
 	drop_caches
 	ok "$p: ext4 files read back identical" fs_verify /dev/$dev /mnt/iser "$VM_WORK/$dev.sums"
+	local t0=$(date +%s)
+	[ $p = rxe ] && ok "$p: Prometheus starts, scraping isertd's /metrics" prom_start
 	ok "$p: fio random read/write 4k-1m, QD16, crc32c verify, ${FIO_SECS}s, no errors" \
 		fio --name=verify --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=16 --rw=randrw \
 			--bsrange=4k-1m --verify=crc32c --verify_fatal=1 --size=128m --time_based --runtime=$FIO_SECS \
 			--eta=never --output="$VM_WORK/fio-$p.txt"
 	grep -E "READ:|WRITE:" "$VM_WORK/fio-$p.txt" | sed 's/^/    /'
+	[ $p = rxe ] && ok "$p: every query of the Grafana dashboard returns data over the fio run (Prometheus' API)" \
+		prom_dashboard ${p}0 $t0
 	# The RDMA link goes down and up under an idle session: the session comes back (or is re-made).
 	ip link set vmnet_$p down && sleep 1 && ip link set vmnet_$p up
 	wait_for 20 rdma_port_active ${p}0
