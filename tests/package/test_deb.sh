@@ -110,11 +110,14 @@ run_unit() {
 		for _ in $(seq 50); do [ -S "$root/run/notify" ] && break; sleep 0.1; done
 		chroot "$root" env NOTIFY_SOCKET=/run/notify $exec >"$root/tmp/isertd.log" 2>&1 &
 		pid=$!
+		# Whatever fails below, no isertd outlives the namespace.
+		trap "kill -9 $pid $py 2>/dev/null" EXIT
 		wait $py || { cat "$root/tmp/isertd.log"; echo "FAIL: no READY=1 from isertd"; exit 1; }
 		echo "   READY=1 received"
 		eval "$check" || { cat "$root/tmp/isertd.log"; exit 1; }
 		kill -TERM $pid
-		wait $pid || { cat "$root/tmp/isertd.log"; echo "FAIL: isertd exited $? on SIGTERM"; exit 1; }
+		rc=0; wait $pid || rc=$?
+		[ $rc -eq 0 ] || { cat "$root/tmp/isertd.log"; echo "FAIL: isertd exited $rc on SIGTERM"; exit 1; }
 		echo "   SIGTERM: exit 0"
 	' _ "$root" "$exec" "$1"
 }
