@@ -325,6 +325,12 @@ int iser_listen(const char *host, uint16_t port, struct reactor *r, const struct
 		snprintf(err, errlen, "iSER portal %s:%u: rdma_create_id: %s", host, port, strerror(errno));
 		goto fail;
 	}
+	/* Before listening: rdma_cm hands the listener's ToS to each device's listen id then. */
+	if (lp->tos && rdma_set_option(l->id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, (void *)&lp->tos, sizeof(lp->tos))) {
+		rc = -errno;
+		snprintf(err, errlen, "iSER portal %s:%u: tos %u: %s", host, port, lp->tos, strerror(errno));
+		goto fail;
+	}
 	if (rdma_bind_addr(l->id, ai->ai_addr)) {
 		rc = -errno;
 		snprintf(err, errlen, "iSER portal %s:%u: %s", host, port,

@@ -589,6 +589,27 @@ static int resolve(const char *host, uint16_t port, int flags, struct addrinfo *
 	return 0;
 }
 
+/* IP_TOS (IPv4) or IPV6_TCLASS (IPv6); a listening socket passes it to the sockets it accepts. */
+static int sock_set_tos(int fd, int family, uint8_t tos)
+{
+	int v = tos;
+	int rc = family == AF_INET6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &v, sizeof(v))
+				    : setsockopt(fd, IPPROTO_IP, IP_TOS, &v, sizeof(v));
+	return rc ? -errno : 0;
+}
+
+static int tcp_set_tos(struct xp_listener *l, uint8_t tos)
+{
+	struct sockaddr_storage ss;
+	socklen_t n = sizeof(ss);
+	if (getsockname(l->fd, (struct sockaddr *)&ss, &n))
+		return -errno;
+	int rc = sock_set_tos(l->fd, ss.ss_family, tos);
+	if (!rc)
+		l->lp.tos = tos;
+	return rc;
+}
+
 static int tcp_listen(const char *host, uint16_t port, struct reactor *r, const struct xp_listen_params *lp,
 		      struct xp_listener **out, char *err, size_t errlen)
 {
@@ -605,6 +626,11 @@ static int tcp_listen(const char *host, uint16_t port, struct reactor *r, const 
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (ai->ai_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (lp->tos && (rc = sock_set_tos(fd, ai->ai_family, lp->tos))) {
+		snprintf(err, errlen, "portal %s:%u: tos %u: %s", host, port, lp->tos, strerror(-rc));
+		close(fd);
+		goto out;
+	}
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, TCP_BACKLOG)) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot listen on %s:%u: %s", host, port, strerror(errno));
@@ -748,6 +774,7 @@ const struct transport_ops tcp_transport = {
 	.rdma = false,
 	.listen = tcp_listen,
 	.unlisten = tcp_unlisten,
+	.set_tos = tcp_set_tos,
 	.start = tcp_start,
 	.send = tcp_send,
 	.close = tcp_close,

@@ -100,6 +100,11 @@ struct xp_listen_params {
 	/* iSER: receives each reactor shares among its connections on one
 	 * device (a shared receive queue); 0: each connection posts its own. */
 	unsigned srq_depth;
+	/* The IP ToS of the connections (DSCP << 2 | ECN); 0: the system's
+	 * default.  TCP: the listening socket's IP_TOS / IPV6_TCLASS, which
+	 * accepted sockets inherit.  iSER: the listener's RDMA CM ToS
+	 * (RDMA_OPTION_ID_TOS), taken when it starts listening. */
+	uint8_t tos;
 };
 
 struct transport_ops {
@@ -109,6 +114,10 @@ struct transport_ops {
 	int (*listen)(const char *host, uint16_t port, struct reactor *r, const struct xp_listen_params *lp,
 		      struct xp_listener **out, char *err, size_t errlen);
 	void (*unlisten)(struct xp_listener *l);
+	/* Optional: a listening listener's ToS for the connections it accepts
+	 * from now on (-errno: not done).  Without it, a new ToS means a new
+	 * listener. */
+	int (*set_tos)(struct xp_listener *l, uint8_t tos);
 	/* Begin receiving on the connection's reactor (after xp_conn fields are set). */
 	int (*start)(struct xp_conn *c, struct reactor *r);
 	/*

@@ -37,6 +37,7 @@ struct cfg_portal {
 	char *host;              /* IPv4, IPv6 or "0.0.0.0"/"::" */
 	uint16_t port;
 	bool iser;
+	uint8_t tos;             /* IP ToS of its connections; 0: the system's default */
 };
 
 struct cfg_lun {

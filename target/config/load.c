@@ -436,8 +436,8 @@ int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 
 static int parse_portal(struct pctx *p, json_object *v, struct cfg_portal *pt)
 {
-	static const char *const keys[] = { "ip", "port", "iser", NULL };
-	uint32_t port = CFG_DEFAULT_PORT;
+	static const char *const keys[] = { "ip", "port", "iser", "tos", NULL };
+	uint32_t port = CFG_DEFAULT_PORT, tos = 0;
 	int r;
 
 	if ((r = cfg_expect_object(p, v)) || (r = cfg_check_keys(p, v, keys)))
@@ -454,6 +454,9 @@ static int parse_portal(struct pctx *p, json_object *v, struct cfg_portal *pt)
 	pt->port = (uint16_t)port;
 	if ((r = cfg_get_bool(p, v, "iser", &pt->iser)) < 0)
 		return r;
+	if ((r = cfg_get_u32(p, v, "tos", false, 0, 255, &tos)) < 0)
+		return r;
+	pt->tos = (uint8_t)tos;
 	return 0;
 }
 
@@ -1158,6 +1161,29 @@ static int parse_section(struct pctx *p, json_object *root, const char *key, str
 	return 0;
 }
 
+/* Portals of several TPGs with one address, port and transport are one
+ * listener, and a listener's connections have one ToS. */
+static int check_portal_tos(struct pctx *p, const struct config *c)
+{
+	for (size_t i = 0; i < c->ntargets; i++)
+		for (size_t j = 0; j < c->targets[i].ntpgs; j++)
+			for (size_t k = 0; k < c->targets[i].tpgs[j].nportals; k++) {
+				const struct cfg_portal *a = &c->targets[i].tpgs[j].portals[k];
+				for (size_t i2 = 0; i2 <= i; i2++)
+					for (size_t j2 = 0; j2 < (i2 < i ? c->targets[i2].ntpgs : j); j2++)
+						for (size_t k2 = 0; k2 < c->targets[i2].tpgs[j2].nportals; k2++) {
+							const struct cfg_portal *b = &c->targets[i2].tpgs[j2].portals[k2];
+							if (a->tos != b->tos && a->port == b->port && a->iser == b->iser &&
+							    !strcmp(a->host, b->host))
+								return cfg_perr(p, "targets[%zu].tpgs[%zu].portals[%zu].tos: %u, but "
+										   "targets[%zu].tpgs[%zu].portals[%zu] has %u: "
+										   "they are one listener, with one ToS",
+										i, j, k, a->tos, i2, j2, k2, b->tos);
+						}
+			}
+	return 0;
+}
+
 static int parse_root(struct pctx *p, json_object *root, struct config *c)
 {
 	static const char *const keys[] = { "backstores", "targets", "discovery", "global", NULL };
@@ -1174,6 +1200,8 @@ static int parse_root(struct pctx *p, json_object *root, struct config *c)
 		return r;
 	PARSE_ARRAY(p, root, "targets", CFG_MAX_TARGETS, c->targets, c->ntargets,
 		    parse_one_target(p, el, c, i));
+	if ((r = check_portal_tos(p, c)))
+		return r;
 	if ((r = parse_section(p, root, "discovery", c, parse_discovery)) ||
 	    (r = parse_section(p, root, "global", c, parse_global)))
 		return r;

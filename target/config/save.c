@@ -159,7 +159,8 @@ static json_object *tpg_to_json(const struct cfg_tpg *t, bool compare)
 		json_object *e = json_object_new_object();
 		ok = e && cfg_put(e, "ip", json_object_new_string(t->portals[i].host)) &&
 		     cfg_put(e, "port", json_object_new_int64(t->portals[i].port)) &&
-		     cfg_put(e, "iser", json_object_new_boolean(t->portals[i].iser));
+		     cfg_put(e, "iser", json_object_new_boolean(t->portals[i].iser)) &&
+		     (!t->portals[i].tos || cfg_put(e, "tos", json_object_new_int64(t->portals[i].tos)));
 		ok = ok ? arr_add(ps, e) : (json_object_put(e), false);
 	}
 	for (size_t i = 0; ok && i < t->nluns; i++) {

@@ -484,6 +484,7 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 	for (struct iscsi_portal *ip = iscsi_g.portals; ip; ip = ip->next)
 		if (ip->l && !iscsi_portal_in(r, ip))
 			iscsi_portal_unlisten(ip);
+	iscsi_portal_retos(r);
 	char ferr[160] = "";
 	if (admin_refresh_sessions(&res->sessions_closed, &res->maps_changed, ferr, sizeof(ferr)))
 		log_warn("after the change: %s; sessions there keep their LUN maps until they log in again", ferr);

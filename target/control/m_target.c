@@ -159,6 +159,8 @@ static int e_portal_add(struct rpc_call *c, struct change *ch)
 	json_object_object_add(p, "ip", json_object_new_string(rpc_str(c, "ip")));
 	json_object_object_add(p, "port", json_object_new_int64(rpc_int(c, "port", 3260)));
 	json_object_object_add(p, "iser", json_object_new_boolean(rpc_bool(c, "iser")));
+	if (rpc_int(c, "tos", 0))
+		json_object_object_add(p, "tos", json_object_new_int64(rpc_int(c, "tos", 0)));
 	json_object_array_add(doc_array(g, "portals"), p);
 	return 0;
 }
@@ -235,6 +237,8 @@ static const struct rpc_param p_tpg_create[] = { P_TPG, P_INT("alua_group", fals
 static const struct rpc_param p_tpg_set[] = { P_TPG, P_SECRET("demo_chap"), P_END };
 static const struct rpc_param p_portal[] = { P_TPG, P_STR("ip", true), P_INT("port", false, 1, 65535), P_BOOL("iser"),
 					     P_END };
+static const struct rpc_param p_portal_add[] = { P_TPG, P_STR("ip", true), P_INT("port", false, 1, 65535),
+						 P_BOOL("iser"), P_INT("tos", false, 0, 255), P_END };
 static const struct rpc_param p_lun_add[] = { P_TPG, P_STR("backstore", true), P_INT("lun", false, 0, 16383),
 					      P_BOOL("read_only"), P_END };
 static const struct rpc_param p_lun_remove[] = { P_TPG, P_INT("lun", true, 0, 16383), P_END };
@@ -256,8 +260,8 @@ const struct rpc_method rpc_methods_target[] = {
 	  "accept logins to TPG tag of target" },
 	{ "tpg.disable", NULL, e_tpg_disable, true, p_tpg, NULL,
 	  "refuse logins to TPG tag of target and close its sessions" },
-	{ "portal.add", NULL, e_portal_add, true, p_portal, NULL,
-	  "a portal (target, tag, ip, port, iser): listening at once" },
+	{ "portal.add", NULL, e_portal_add, true, p_portal_add, NULL,
+	  "a portal (target, tag, ip, port, iser, tos): listening at once" },
 	{ "portal.remove", NULL, e_portal_remove, true, p_portal, NULL,
 	  "a portal; its listener stops when no TPG has it (sessions stay)" },
 	{ "lun.add", NULL, e_lun_add, true, p_lun_add, NULL,

@@ -41,6 +41,7 @@ struct iscsi_portal {
 	char host[64];
 	uint16_t port;
 	bool iser;
+	uint8_t tos;                   /* its listener's (cfg_portal.tos) */
 	char name[72];                 /* host:port (tcp|iser), for log lines */
 	unsigned nconns;               /* under admit's lock */
 	struct stats_portal *st;       /* one per reactor, each written by its reactor only */
@@ -71,6 +72,9 @@ int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, st
 void iscsi_portal_unlisten(struct iscsi_portal *ip);
 /* Is p among cfg's portals? */
 bool iscsi_portal_in(const struct config *cfg, const struct iscsi_portal *p);
+/* After a change: listening portals whose ToS changed take the new one (TCP at once, iSER
+ * by listening again); failures are logged. */
+void iscsi_portal_retos(const struct config *cfg);
 /* iscsi_setup, then every portal of the running configuration listens. */
 int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
 /* Stop listening (the first step of a shutdown). */

@@ -37,16 +37,48 @@ static const struct cfg_portal *tcp_clash(const struct config *cfg, const struct
 	return NULL;
 }
 
-bool iscsi_portal_in(const struct config *cfg, const struct iscsi_portal *ip)
+/* cfg's portal that ip listens for (every TPG's copy has the same ToS: config/load.c), or NULL. */
+static const struct cfg_portal *portal_of(const struct config *cfg, const struct iscsi_portal *ip)
 {
 	for (size_t i = 0; i < cfg->ntargets; i++)
 		for (size_t j = 0; j < cfg->targets[i].ntpgs; j++)
 			for (size_t k = 0; k < cfg->targets[i].tpgs[j].nportals; k++) {
 				const struct cfg_portal *p = &cfg->targets[i].tpgs[j].portals[k];
 				if (p->port == ip->port && p->iser == ip->iser && !strcmp(p->host, ip->host))
-					return true;
+					return p;
 			}
-	return false;
+	return NULL;
+}
+
+bool iscsi_portal_in(const struct config *cfg, const struct iscsi_portal *ip)
+{
+	return portal_of(cfg, ip) != NULL;
+}
+
+void iscsi_portal_retos(const struct config *cfg)
+{
+	for (struct iscsi_portal *ip = iscsi_g.portals; ip; ip = ip->next) {
+		const struct cfg_portal *p = ip->l ? portal_of(cfg, ip) : NULL;
+		if (!p || p->tos == ip->tos)
+			continue;
+		int rc = ip->ops->set_tos ? ip->ops->set_tos(ip->l, p->tos) : -EOPNOTSUPP;
+		if (rc == -EOPNOTSUPP) {
+			/* iSER: rdma_cm takes a listener's ToS when it starts listening. */
+			char err[256] = "";
+			iscsi_portal_unlisten(ip);
+			rc = iscsi_portal_listen(cfg, p, &ip, err, sizeof(err));
+			if (rc) {
+				log_err("%s: listening again with tos %u: %s; this portal is not served", ip->name, p->tos,
+					err[0] ? err : strerror(-rc));
+				continue;
+			}
+		} else if (rc) {
+			log_err("%s: tos %u: %s; its new connections keep tos %u", ip->name, p->tos, strerror(-rc), ip->tos);
+			continue;
+		}
+		log_info("%s: tos %u (was %u) for the connections it accepts from now on", ip->name, p->tos, ip->tos);
+		ip->tos = p->tos;
+	}
 }
 
 int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, struct iscsi_portal **out, char *err,
@@ -88,6 +120,7 @@ int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, st
 		.admit = admit_conn, .accept = conn_accept, .dropped = admit_dropped, .arg = ip,
 		.keepalive_s = cfg->tcp_keepalive_s,
 		.srq_depth = cfg->iser_srq,
+		.tos = p->tos,
 	};
 	int rc = ip->ops->listen(p->host, p->port, iscsi_g.reactors[0], &lp, &ip->l, err, errlen);
 	if (rc) {
@@ -98,7 +131,11 @@ int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, st
 				 p->host, p->port, clash->host, clash->port);
 		return rc;
 	}
-	log_info("listening on %s", ip->name);
+	ip->tos = p->tos;
+	if (p->tos)
+		log_info("listening on %s, tos %u", ip->name, p->tos);
+	else
+		log_info("listening on %s", ip->name);
 	return 0;
 }
 

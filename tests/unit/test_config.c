@@ -399,6 +399,23 @@ static void test_errors_luns_acls(void)
 	if (c)
 		CU_ASSERT_EQUAL(c->targets[0].tpgs[0].nportals, 2);
 	config_free(c);
+	load_bad(DOC("\"tag\":1,\"portals\":[{\"ip\":\"::1\",\"tos\":256}]"), "portals[0].tos: must be 0-255, got 256");
+	/* one listener (address, port, transport) in two TPGs: one ToS */
+	load_bad("{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[{\"tag\":1,\"portals\":[{\"ip\":\"::1\","
+		 "\"tos\":104}]},{\"tag\":2,\"portals\":[{\"ip\":\"::1\"}]}]}]}",
+		 "targets[0].tpgs[1].portals[0].tos: 0, but targets[0].tpgs[0].portals[0] has 104: they are one listener");
+	c = load_ok("{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[{\"tag\":1,\"portals\":[{\"ip\":\"::1\","
+		    "\"tos\":104},{\"ip\":\"::1\",\"iser\":true}]},{\"tag\":2,\"portals\":[{\"ip\":\"::1\",\"tos\":104}]}]}]}");
+	if (c) {
+		CU_ASSERT_EQUAL(c->targets[0].tpgs[0].portals[0].tos, 104);
+		CU_ASSERT_EQUAL(c->targets[0].tpgs[0].portals[1].tos, 0);
+		char *out = config_to_json(c);
+		/* written back where set, and only there */
+		CU_ASSERT_PTR_NOT_NULL(out && strstr(out, "\"tos\": 104"));
+		CU_ASSERT_PTR_NULL(out ? strstr(strstr(out, "\"tos\": 104") + 1, "\"tos\": 0") : NULL);
+		free(out);
+	}
+	config_free(c);
 	load_bad("{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\",\"tpgs\":[{\"tag\":1},{\"tag\":1}]}]}",
 		 "targets[0].tpgs[1].tag: duplicate portal group tag 1, also in tpgs[0]");
 	load_bad("{\"targets\":[{\"iqn\":\"iqn.2026-11.org.test:t\"},{\"iqn\":\"iqn.2026-11.org.test:t\"}]}",

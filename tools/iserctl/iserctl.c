@@ -269,8 +269,9 @@ static int cmd_ls(void)
 			printf("    |   o- portals\n");
 			for (size_t k = 0; ps && k < json_object_array_length(ps); k++) {
 				json_object *p = json_object_array_get_idx(ps, k);
-				printf("    |   | o- %s:%s [%s]\n", gets(p, "ip", "?"), gets(p, "port", "3260"),
-				       json_object_get_boolean(get(p, "iser")) ? "iser" : "tcp");
+				printf("    |   | o- %s:%s [%s%s%s]\n", gets(p, "ip", "?"), gets(p, "port", "3260"),
+				       json_object_get_boolean(get(p, "iser")) ? "iser" : "tcp", get(p, "tos") ? ", tos " : "",
+				       get(p, "tos") ? gets(p, "tos", "") : "");
 			}
 			printf("    |   o- luns\n");
 			for (size_t k = 0; ls && k < json_object_array_length(ls); k++) {
