@@ -44,6 +44,8 @@ deploy_doc() {
 	local ip rc
 	ip=$(rdma_up rxe) && iscsi_start || return 1
 	python3 "$ISERT_SRC/tests/docs/doc_script.py" "$ISERT_SRC/docs/deploy-iser.md" > /tmp/deploy.sh || return 1
+	# The portal's tos=106 as rdma_cm holds it: its trace event of a cm_id's end shows the ToS.
+	echo > $TR/trace && echo 1 > $TR/events/rdma_cma/cm_id_destroy/enable && echo 1 > $TR/tracing_on || return 1
 	mkdir -p /tmp/deploy && (cd /tmp/deploy &&
 		PATH=$ISERT_BUILD/target:$ISERT_BUILD/tools/iserctl:$ISERT_BUILD/initiator:$ISERT_BUILD/tools/iserbench:$PATH \
 		IP=$ip RDMA_DEV=rxe0 NVME=$NVME_DEV IQN=$VM_PREFIX:deploy CHAP_USER=$CHAP_USER CHAP_PASS=$CHAP_PASS secs=2 \
@@ -51,9 +53,13 @@ deploy_doc() {
 	rc=$?
 	sed 's/^/    /' "$VM_WORK/deploy.log" | tail -60
 	pkill -TERM -x isertd && wait_for 20 sh -c '! pgrep -x isertd >/dev/null'
+	echo 0 > $TR/events/rdma_cma/cm_id_destroy/enable
+	grep -o "cm_id_destroy: .*dst=0.0.0.0:0 .*" $TR/trace | sed "s/^/    /"
+	grep -q "cm_id_destroy: .*src=$ip:3260 dst=0.0.0.0:0 tos=106" $TR/trace ||
+		{ echo "    isertd's RDMA CM listener on $ip:3260 did not hold tos 106"; rc=1; }
 	iscsiadm -m node --logoutall=all >/dev/null 2>&1
 	rdma_down rxe
 	return $rc
 }
-ok "docs/deploy-iser.md: every command runs, in order (Soft-RoCE, the NVMe namespace, open-iscsi over iSER, iseradm map, an iserbench sweep)" deploy_doc
+ok "docs/deploy-iser.md: every command runs, in order (Soft-RoCE, the NVMe namespace, open-iscsi over iSER, iseradm map, an iserbench sweep); the iSER listener held its tos" deploy_doc
 vm_done
