@@ -236,7 +236,5 @@ int config_override_portals_iser(struct config *c, const char *hostport, bool is
 int config_parse_hostport(const char *s, char **host, uint16_t *port);
 /* global.metrics: "HOST:PORT" (port required) or "PORT" (then 127.0.0.1); 0 or -EINVAL. */
 int config_parse_metrics(const char *s, char **host, uint16_t *port);
-/* Check an iSCSI name (iqn., eui., naa. formats of RFC 7143 sec. 4.2.7). */
-bool config_valid_iscsi_name(const char *name);
 
 #endif

@@ -8,6 +8,7 @@
  * config_change.c's one-object checks use as well.
  */
 #include "target/config/config_int.h"
+#include "common/iscsi_name.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,84 +48,6 @@ const char config_default_json[] =
 
 /* ------------------------------------------------------------------------ */
 /* Value syntaxes. */
-
-static bool is_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
-			return false;
-	}
-	return true;
-}
-
-static bool is_lower_alnum(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/*
- * RFC 7143 sec. 4.2.7 / RFC 3722.  Names are stringprep-normalised, so an iqn
- * carries no upper-case ASCII; the hex of eui./naa. is accepted in either
- * case since RFC 7143's own examples use upper case.  Non-ASCII bytes are let
- * through in the unique part without checking the full nameprep profile.
- * '_' is tolerated there too: deployed initiators use it.
- */
-bool config_valid_iscsi_name(const char *n)
-{
-	size_t len;
-	const char *s;
-
-	if (!n)
-		return false;
-	len = strlen(n);
-	if (len == 0 || len > CFG_MAX_NAME)
-		return false;
-	if (!strncmp(n, "eui.", 4))
-		return len == 20 && is_hex(n + 4, 16);
-	if (!strncmp(n, "naa.", 4))
-		return (len == 20 || len == 36) && is_hex(n + 4, len - 4);
-	if (strncmp(n, "iqn.", 4))
-		return false;
-	s = n + 4;
-	/* yyyy-mm. */
-	for (int i = 0; i < 4; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-	if (s[4] != '-' || s[5] < '0' || s[5] > '1' || s[6] < '0' || s[6] > '9')
-		return false;
-	int month = (s[5] - '0') * 10 + (s[6] - '0');
-	if (month < 1 || month > 12 || s[7] != '.')
-		return false;
-	s += 8;
-	/* reversed domain: labels of [a-z0-9-] separated by single dots */
-	size_t label = 0;
-	for (; *s && *s != ':'; s++) {
-		if (*s == '.') {
-			if (label == 0)
-				return false;
-			label = 0;
-		} else if (is_lower_alnum(*s) || *s == '-') {
-			label++;
-		} else {
-			return false;
-		}
-	}
-	if (label == 0)
-		return false;
-	if (*s == ':') {
-		s++;
-		if (!*s)
-			return false;
-		for (; *s; s++) {
-			unsigned char c = (unsigned char)*s;
-			if (!(is_lower_alnum((char)c) || c == '-' || c == '.' || c == ':' ||
-			      c == '_' || c >= 0x80))
-				return false;
-		}
-	}
-	return true;
-}
 
 static bool names_equal(const char *a, const char *b)
 {
@@ -768,7 +691,7 @@ static int parse_acl(struct pctx *p, json_object *v, const struct lunmap *tpg_lu
 		return r;
 	if ((r = cfg_get_str(p, v, "initiator", true, CFG_MAX_NAME, &a->initiator)) < 0)
 		return r;
-	if (!config_valid_iscsi_name(a->initiator)) {
+	if (!iscsi_name_valid(a->initiator)) {
 		cfg_push_key(p, "initiator");
 		return cfg_perr(p, "not a valid iSCSI name (iqn.yyyy-mm.reversed.domain[:id], eui.<16 hex>, naa.<16|32 hex>), got \"%s\"",
 				a->initiator);
@@ -953,7 +876,7 @@ static int parse_target(struct pctx *p, json_object *v, const struct config *c,
 		return r;
 	if ((r = cfg_get_str(p, v, "iqn", true, CFG_MAX_NAME, &tg->iqn)) < 0)
 		return r;
-	if (!config_valid_iscsi_name(tg->iqn)) {
+	if (!iscsi_name_valid(tg->iqn)) {
 		cfg_push_key(p, "iqn");
 		return cfg_perr(p, "not a valid iSCSI name (iqn.yyyy-mm.reversed.domain[:id], eui.<16 hex>, naa.<16|32 hex>), got \"%s\"",
 				tg->iqn);

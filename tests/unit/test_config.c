@@ -1,5 +1,6 @@
 /* CUnit tests for the configuration (target/config/): loading, validation messages, round-trip, save, changes. */
 #include "target/config/config.h"
+#include "common/iscsi_name.h"
 
 #include <CUnit/Basic.h>
 #include <dirent.h>
@@ -107,7 +108,7 @@ static void test_default(void)
 	CU_ASSERT_PTR_NULL(c->backstores[0].path);
 	CU_ASSERT_EQUAL(c->ntargets, 1);
 	CU_ASSERT_STRING_EQUAL(c->targets[0].iqn, "iqn.2026-11.org.isert:default");
-	CU_ASSERT_TRUE(config_valid_iscsi_name(c->targets[0].iqn));
+	CU_ASSERT_TRUE(iscsi_name_valid(c->targets[0].iqn));
 	CU_ASSERT_EQUAL(c->targets[0].ntpgs, 1);
 	struct cfg_tpg *t = &c->targets[0].tpgs[0];
 	CU_ASSERT_EQUAL(t->tag, 1);
@@ -567,25 +568,25 @@ static void test_iscsi_names(void)
 	char longname[300];
 
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
-		if (!config_valid_iscsi_name(good[i]))
+		if (!iscsi_name_valid(good[i]))
 			fprintf(stderr, "\nrejected good name %s\n", good[i]);
-		CU_ASSERT_TRUE(config_valid_iscsi_name(good[i]));
+		CU_ASSERT_TRUE(iscsi_name_valid(good[i]));
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		if (config_valid_iscsi_name(bad[i]))
+		if (iscsi_name_valid(bad[i]))
 			fprintf(stderr, "\naccepted bad name %s\n", bad[i]);
-		CU_ASSERT_FALSE(config_valid_iscsi_name(bad[i]));
+		CU_ASSERT_FALSE(iscsi_name_valid(bad[i]));
 	}
-	CU_ASSERT_FALSE(config_valid_iscsi_name(NULL));
+	CU_ASSERT_FALSE(iscsi_name_valid(NULL));
 	/* 223 bytes is the limit */
 	strcpy(longname, "iqn.2026-11.org.x:");
 	size_t l = strlen(longname);
 	memset(longname + l, 'a', 223 - l);
 	longname[223] = '\0';
-	CU_ASSERT_TRUE(config_valid_iscsi_name(longname));
+	CU_ASSERT_TRUE(iscsi_name_valid(longname));
 	longname[223] = 'a';
 	longname[224] = '\0';
-	CU_ASSERT_FALSE(config_valid_iscsi_name(longname));
+	CU_ASSERT_FALSE(iscsi_name_valid(longname));
 }
 
 static void test_hostport(void)
