@@ -380,7 +380,8 @@ def hostile(work):
     refused('tgt: a block tgt-admin does not read', 'tgt', tgt_file('blk.conf', '<frob x>\n</frob>\n'), 'blk.conf:1: <frob x>')
     refused('tgt: no such file', 'tgt', os.path.join(work, 'nosuch.conf'), 'cannot read')
     rc, out, err = imp('tgt', tgt_file('esc.conf', '<target iqn.2026-11.org.x:a>\nvendor_id \x1b[31mred\n</target>\n'))
-    check('hostile: tgt: an escape sequence in a value is not printed raw', rc == 6 and '\x1b' not in err, repr(err))
+    check('hostile: tgt: an escape sequence is refused, naming the line, and not printed raw',
+          rc == 1 and 'esc.conf:2: a control character (0x1b' in err and '\x1b' not in err, repr(err))
     rc, out, err = run(ISERCTL, 'import', 'nfs', 'x')
     check('usage: import nfs: exit 2', rc == 2)
 

@@ -1,10 +1,9 @@
 /*
- * iserctl import lio|tgt FILE [-o OUT] [--apply | --dry-run]: the command,
- * and what its two readers (import_lio.c, import_tgt.c) share.  The result
- * is an isertd configuration (docs/config.md); every item of the input that
- * it does not carry is reported on stderr, naming where it was, and the exit
- * status says whether any was (EX_DROPPED).  No message shows a CHAP secret
- * (docs/security.md): the readers name a secret's place, never its value.
+ * What the two readers of iserctl import (import_lio.c, import_tgt.c) share,
+ * and the document made of their result (import_cmd.c is the command).
+ * Every item of the input that is not carried is reported on stderr, naming
+ * where it was.  No message shows a CHAP secret (docs/security.md): the
+ * readers name a secret's place, never its value.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/utf8.h"
 #include "escape.h"
 #include "import.h"
 #include "iserctl.h"
+#include "target/config/config.h"
 
 static void vsay(const char *where, const char *kind, const char *fmt, va_list ap)
 {
@@ -140,84 +141,47 @@ char *imp_backstore_name(struct import *im, const char *base)
 	return strdup(name);
 }
 
+bool imp_text(const char *file, const char *text, size_t len)
+{
+	unsigned line = 1;
+	for (size_t i = 0; i < len;) {
+		unsigned char c = (unsigned char)text[i];
+		size_t n = utf8_seq_len((const unsigned char *)text + i, len - i);
+		if (!n || (c < 0x20 && !strchr("\t\r\n", c)) || c == 0x7f) {
+			char where[300];
+			snprintf(where, sizeof(where), "%s:%u", file, line);
+			if (n)
+				imp_fail(where, "a control character (0x%02x, byte %zu): not a configuration file", c, i);
+			else
+				imp_fail(where, "not UTF-8 text (byte %zu): isertd's configuration is UTF-8", i);
+			return false;
+		}
+		line += c == '\n';
+		i += n;
+	}
+	return true;
+}
+
 bool imp_secret_ok(const char *s)
 {
 	size_t n = strlen(s);
 	return n >= 12 && n <= 255 && strcmp(s, "********");
 }
 
-/* The document written with mode 0600 (it may hold CHAP secrets), through a temporary file renamed over OUT. */
-static int write_out(const char *out, const char *text)
+json_object *import_doc(const char *kind, const char *file, int *rc, unsigned *dropped)
 {
-	if (!out) {
-		fputs(text, stdout);
-		fputc('\n', stdout);
-		return fflush(stdout) ? EX_REFUSED : 0;
-	}
-	char tmp[4096];
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", out) >= sizeof(tmp))
-		return die_usage("-o %s: name too long", out);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		fprintf(stderr, "iserctl import: %s: %s\n", out, strerror(errno));
-		return EX_REFUSED;
-	}
-	size_t n = strlen(text);
-	bool ok = write(fd, text, n) == (ssize_t)n && write(fd, "\n", 1) == 1 && !fsync(fd);
-	ok = !close(fd) && ok && !rename(tmp, out);
-	if (!ok) {
-		fprintf(stderr, "iserctl import: %s: %s\n", out, strerror(errno));
-		unlink(tmp);
-		return EX_REFUSED;
-	}
-	return 0;
-}
-
-/* apply of the document inline (isertd need not read a file of ours): the plan first, then for real. */
-static int apply_doc(json_object *doc, bool dry)
-{
-	json_object *p = json_object_new_object();
-	json_object_object_add(p, "config", json_object_get(doc));
-	json_object_object_add(p, "dry_run", json_object_new_boolean(true));
-	int rc = run_change("import (plan)", "apply", p);
-	if (rc || dry)
-		return rc;
-	p = json_object_new_object();
-	json_object_object_add(p, "config", json_object_get(doc));
-	return run_change("import", "apply", p);
-}
-
-int cmd_import(int argc, char **argv)
-{
-	const char *kind = argc > 0 ? argv[0] : "", *file = NULL, *out = NULL;
-	bool apply = false, dry = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-o") && i + 1 < argc)
-			out = argv[++i];
-		else if (!strcmp(argv[i], "--apply"))
-			apply = true;
-		else if (!strcmp(argv[i], "--dry-run"))
-			dry = true;
-		else if (argv[i][0] != '-' && !file)
-			file = argv[i];
-		else
-			return die_usage("import: unexpected '%s'", argv[i]);
-	}
-	if ((strcmp(kind, "lio") && strcmp(kind, "tgt")) || !file)
-		return die_usage("import: expected lio FILE or tgt FILE%s", "");
 	struct import im = { .file = file };
 	im.backstores = json_object_new_array();
 	im.targets = json_object_new_array();
 	im.discovery = json_object_new_object();
 	im.global = json_object_new_object();
-	int rc;
 	if (!strcmp(kind, "lio")) {
 		size_t len, used = 0;
 		char *text = imp_read(file, &len, &used);
-		rc = text ? import_lio(&im, text, len) : EX_REFUSED;
+		*rc = text ? import_lio(&im, text, len) : EX_REFUSED;
 		free(text);
 	} else {
-		rc = import_tgt(&im, file);
+		*rc = import_tgt(&im, file);
 	}
 	json_object *doc = json_object_new_object();
 	json_object_object_add(doc, "backstores", im.backstores);
@@ -230,16 +194,16 @@ int cmd_import(int argc, char **argv)
 		json_object_object_add(doc, "global", im.global);
 	else
 		json_object_put(im.global);
-	if (!rc && (out || !(apply || dry)))
-		rc = write_out(out, json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-										 JSON_C_TO_STRING_NOSLASHESCAPE));
-	if (!rc && (apply || dry))
-		rc = apply_doc(doc, dry);
-	json_object_put(doc);
-	if (!rc && im.dropped) {
-		fprintf(stderr, "iserctl import: %u item%s not carried (listed above)\n", im.dropped,
-			im.dropped == 1 ? "" : "s");
-		rc = EX_DROPPED;
+	*dropped = im.dropped;
+	/* Never written or applied unless isertd takes it: the loader itself says so (a value that passed the
+	 * reader's checks, a control character escaped in LIO's JSON). */
+	struct config *c = NULL;
+	char err[1024];
+	if (!*rc && config_load_string(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN), "the result", &c, err,
+				       sizeof(err))) {
+		imp_fail(file, "isertd would refuse the configuration made of it: %s", err);
+		*rc = EX_REFUSED;
 	}
-	return rc;
+	config_free(c);
+	return doc;
 }

@@ -37,8 +37,16 @@ char *imp_backstore_name(struct import *im, const char *base);
 /* The backstore of that name in im, or NULL. */
 json_object *imp_backstore(struct import *im, const char *name);
 
+/* Is text (len bytes) UTF-8 without control characters but tabs and line ends? If not, the message names
+ * file, line and byte. */
+bool imp_text(const char *file, const char *text, size_t len);
+
 /* Is s a CHAP secret isertd takes (12-255 characters)? */
 bool imp_secret_ok(const char *s);
+
+/* The document made of FILE read as kind ("lio" or "tgt"); *rc: 0, or EX_REFUSED with the message printed;
+ * *dropped: items not carried. */
+json_object *import_doc(const char *kind, const char *file, int *rc, unsigned *dropped);
 
 /* The readers: 0, or EX_REFUSED with the message printed.  They fill im. */
 int import_lio(struct import *im, const char *text, size_t len);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/iscsi_name.h"
 #include "import.h"
 #include "iserctl.h"
 
@@ -547,6 +548,11 @@ static void node_acl(struct lio *l, json_object *a, const char *path, json_objec
 	const char *wwn = str(l, a, path, "node_wwn", true);
 	if (!wwn)
 		return;
+	if (!iscsi_name_valid(wwn)) {
+		imp_drop(l->im, at(p, "%s.node_wwn", path), "%s: not a valid iSCSI name: the ACL is not carried",
+			 imp_shown(wwn));
+		return;
+	}
 	json_object *attrs = member(l, a, path, "attributes", json_type_object, false);
 	int64_t auth = num(l, attrs, at(p, "%s.attributes", path), "authentication", -1);
 	if (auth < 0)
@@ -824,9 +830,14 @@ static void target(struct lio *l, json_object *to, size_t i)
 		imp_drop(l->im, at(p, "%s (%s)", path, imp_shown(wwn)), "fabric %s: isertd serves iSCSI only", imp_shown(fabric));
 		return;
 	}
-	if (strlen(wwn) > 223) {
+	if (strlen(wwn) > ISCSI_NAME_MAX) {
 		imp_fail(at(p, "%s.wwn", path), "longer than 223 bytes (RFC 7143's bound for an iSCSI name)");
 		l->bad = true;
+		return;
+	}
+	if (!iscsi_name_valid(wwn)) {
+		imp_drop(l->im, at(p, "%s.wwn", path), "%s: not a valid iSCSI name (docs/config.md): the target is not carried",
+			 imp_shown(wwn));
 		return;
 	}
 	json_object *t = json_object_new_object();
@@ -916,6 +927,8 @@ int import_lio(struct import *im, const char *text, size_t len)
 		imp_fail(im->file, "contains a NUL byte: not a saveconfig.json");
 		return EX_REFUSED;
 	}
+	if (!imp_text(im->file, text, len))
+		return EX_REFUSED;
 	/* Depth bounded: a saveconfig.json is 6 levels deep; a deeper one is not one. */
 	json_tokener *tok = json_tokener_new_ex(32);
 	json_object *root = json_tokener_parse_ex(tok, text, (int)len);

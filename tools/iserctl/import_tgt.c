@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/iscsi_name.h"
 #include "import.h"
 #include "iserctl.h"
 
@@ -248,8 +249,9 @@ static int parse_file(struct tgt *g, const char *path, int depth)
 		g->bad = true;
 		return EX_REFUSED;
 	}
-	if (memchr(text, 0, len)) {
-		imp_fail(path, "contains a NUL byte: not a targets.conf");
+	if (memchr(text, 0, len) || !imp_text(path, text, len)) {
+		if (memchr(text, 0, len))
+			imp_fail(path, "contains a NUL byte: not a targets.conf");
 		g->bad = true;
 		free(text);
 		return EX_REFUSED;
@@ -525,6 +527,11 @@ static json_object *chap(struct tgt *g, struct target *t, bool *locked)
 static void target(struct tgt *g, struct target *t, const char *driver)
 {
 	struct import *im = g->im;
+	if (!iscsi_name_valid(t->iqn)) {
+		imp_drop(im, t->where, "%s: not a valid iSCSI name (docs/config.md): the target is not carried",
+			 imp_shown(t->iqn));
+		return;
+	}
 	json_object *to = json_object_new_object(), *tpg = json_object_new_object(), *luns = json_object_new_array(),
 		    *acls = json_object_new_array(), *params = json_object_new_object();
 	json_object_object_add(to, "iqn", json_object_new_string(t->iqn));
@@ -608,7 +615,7 @@ static void target(struct tgt *g, struct target *t, const char *driver)
 	json_object_object_add(tpg, "luns", luns);
 
 	/* Access: names become ACLs; addresses isertd cannot check. */
-	bool by_addr = false, locked;
+	bool by_addr = false, named = false, locked;
 	json_object *c = chap(g, t, &locked);
 	for (size_t i = 0; i < t->kv.n; i++) {
 		struct kv *k = &t->kv.v[i];
@@ -616,7 +623,11 @@ static void target(struct tgt *g, struct target *t, const char *driver)
 			by_addr = true;
 			imp_drop(im, k->where, "initiator-address %s: isertd admits initiators by name (ACLs), not by address",
 				 imp_shown(k->val));
+		} else if (!strcmp(k->key, "initiator-name") && !locked && !iscsi_name_valid(k->val)) {
+			named = true;
+			imp_drop(im, k->where, "initiator-name %s: not a valid iSCSI name: not carried", imp_shown(k->val));
 		} else if (!strcmp(k->key, "initiator-name") && !locked) {
+			named = true;
 			json_object *a = json_object_new_object(), *ml = json_object_new_array();
 			json_object_object_add(a, "initiator", json_object_new_string(k->val));
 			if (c)
@@ -664,11 +675,14 @@ static void target(struct tgt *g, struct target *t, const char *driver)
 	if (locked) {
 		imp_drop(im, t->where, "%s: no usable incominguser: the target is imported admitting no initiator",
 			 imp_shown(t->iqn));
-	} else if (!json_object_array_length(acls) && !by_addr) {
+	} else if (!json_object_array_length(acls) && !by_addr && !named) {
 		/* tgt-admin binds ALL when the target names no initiator. */
 		json_object_object_add(tpg, "demo_mode", json_object_new_boolean(true));
 		if (c)
 			json_object_object_add(tpg, "demo_chap", json_object_get(c));
+	} else if (named && !json_object_array_length(acls)) {
+		imp_drop(im, t->where, "%s: none of its initiator names was carried: imported admitting no initiator",
+			 imp_shown(t->iqn));
 	} else if (by_addr && !json_object_array_length(acls)) {
 		imp_drop(im, t->where, "%s: admitted initiators by address only: imported admitting no initiator "
 				       "(add ACLs: iserctl create /iscsi/IQN/tpg1/acls/INITIATOR)",
