@@ -379,6 +379,13 @@ def hostile(work):
     refused('tgt: </target> closing nothing', 'tgt', tgt_file('close.conf', '</target>\n'), 'close.conf:1: </target> closes no open block')
     refused('tgt: a block tgt-admin does not read', 'tgt', tgt_file('blk.conf', '<frob x>\n</frob>\n'), 'blk.conf:1: <frob x>')
     refused('tgt: no such file', 'tgt', os.path.join(work, 'nosuch.conf'), 'cannot read')
+    # A last line of just CR once made the reader loop for ever (found by fuzz_import).
+    for name, text in (('cr.conf', '\r'), ('cr-end.conf', '<target iqn.2026-11.org.x:cr>\n</target>\n\r')):
+        try:
+            rc, out, err = imp('tgt', tgt_file(name, text))
+            check(f'hostile: tgt: {name!r} ({text!r}) ends', rc in (0, 6), (rc, err))
+        except subprocess.TimeoutExpired:
+            check(f'hostile: tgt: {name!r} ({text!r}) ends', False, 'iserctl import hung')
     rc, out, err = imp('tgt', tgt_file('esc.conf', '<target iqn.2026-11.org.x:a>\nvendor_id \x1b[31mred\n</target>\n'))
     check('hostile: tgt: an escape sequence is refused, naming the line, and not printed raw',
           rc == 1 and 'esc.conf:2: a control character (0x1b' in err and '\x1b' not in err, repr(err))

@@ -262,6 +262,7 @@ static int parse_file(struct tgt *g, const char *path, int depth)
 	for (char *p = text; *p && !g->bad;) {
 		char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		char *next = nl ? nl + 1 : p + n; /* before the CR is cut: a last line of just "\r" ends the text */
 		lineno++;
 		if (!have)
 			first = lineno;
@@ -276,7 +277,7 @@ static int parse_file(struct tgt *g, const char *path, int depth)
 		memcpy(buf + have, p, n);
 		have += n;
 		buf[have] = 0;
-		p = nl ? nl + 1 : p + n;
+		p = next;
 		/* A line ending in a backslash goes on on the next one. */
 		if (have && buf[have - 1] == '\\' && (nl || *p)) {
 			buf[--have] = 0;
