@@ -111,7 +111,7 @@ run_unit() {
 		chroot "$root" env NOTIFY_SOCKET=/run/notify $exec >"$root/tmp/isertd.log" 2>&1 &
 		pid=$!
 		# Whatever fails below, no isertd outlives the namespace.
-		trap "kill -9 $pid $py 2>/dev/null" EXIT
+		trap "kill -9 $pid $py 2>/dev/null || true" EXIT
 		wait $py || { cat "$root/tmp/isertd.log"; echo "FAIL: no READY=1 from isertd"; exit 1; }
 		echo "   READY=1 received"
 		eval "$check" || { cat "$root/tmp/isertd.log"; exit 1; }
