@@ -551,7 +551,8 @@ static void target(struct tgt *g, struct target *t, const char *driver)
 	json_object_object_add(tpg, "portals", portals);
 
 	/* LUN numbers as tgt-admin gives them: explicit ones reserved, the rest the lowest free from 1. */
-	qsort(t->st, t->nst, sizeof(*t->st), cmp_store);
+	if (t->nst) /* qsort takes no NULL, even for nothing */
+		qsort(t->st, t->nst, sizeof(*t->st), cmp_store);
 	bool used[16384] = { false };
 	for (size_t i = 0; i < t->nst; i++) {
 		struct kv *l = find(&t->st[i].kv, "lun");
