@@ -921,6 +921,22 @@ static void fabric(struct lio *l, json_object *f, size_t i)
 	}
 }
 
+/* fn on each element of the top-level array arr (named name), which must be objects. */
+static void each_object(struct lio *l, json_object *arr, const char *name,
+			void (*fn)(struct lio *, json_object *, size_t))
+{
+	for (size_t i = 0; arr && i < json_object_array_length(arr) && !l->bad; i++) {
+		json_object *o = json_object_array_get_idx(arr, i);
+		char p[PATHLEN];
+		if (!json_object_is_type(o, json_type_object)) {
+			imp_fail(at(p, "%s[%zu]", name, i), "expected an object, got %s", type_name(o));
+			l->bad = true;
+		} else {
+			fn(l, o, i);
+		}
+	}
+}
+
 int import_lio(struct import *im, const char *text, size_t len)
 {
 	if (memchr(text, 0, len)) {
@@ -961,36 +977,9 @@ int import_lio(struct import *im, const char *text, size_t len)
 	json_object *sos = member(&l, root, "", "storage_objects", json_type_array, false),
 		    *ts = member(&l, root, "", "targets", json_type_array, false),
 		    *fs = member(&l, root, "", "fabric_modules", json_type_array, false);
-	for (size_t i = 0; sos && i < json_object_array_length(sos) && !l.bad; i++) {
-		json_object *so = json_object_array_get_idx(sos, i);
-		char p[PATHLEN];
-		if (!json_object_is_type(so, json_type_object)) {
-			imp_fail(at(p, "storage_objects[%zu]", i), "expected an object, got %s", type_name(so));
-			l.bad = true;
-		} else {
-			storage_object(&l, so, i);
-		}
-	}
-	for (size_t i = 0; ts && i < json_object_array_length(ts) && !l.bad; i++) {
-		json_object *t = json_object_array_get_idx(ts, i);
-		char p[PATHLEN];
-		if (!json_object_is_type(t, json_type_object)) {
-			imp_fail(at(p, "targets[%zu]", i), "expected an object, got %s", type_name(t));
-			l.bad = true;
-		} else {
-			target(&l, t, i);
-		}
-	}
-	for (size_t i = 0; fs && i < json_object_array_length(fs) && !l.bad; i++) {
-		json_object *f = json_object_array_get_idx(fs, i);
-		char p[PATHLEN];
-		if (!json_object_is_type(f, json_type_object)) {
-			imp_fail(at(p, "fabric_modules[%zu]", i), "expected an object, got %s", type_name(f));
-			l.bad = true;
-		} else {
-			fabric(&l, f, i);
-		}
-	}
+	each_object(&l, sos, "storage_objects", storage_object);
+	each_object(&l, ts, "targets", target);
+	each_object(&l, fs, "fabric_modules", fabric);
 	/* ALUA groups of storage objects that no carried LUN is in: not carried. */
 	json_object_object_foreach(l.sos, key, so)
 	{
