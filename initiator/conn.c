@@ -418,6 +418,8 @@ static void destroy_conn(void *arg)
 	c->ops->destroy(c);
 }
 
+static int conn_open(struct isc_session *s);
+
 static void up_closed(struct xp_conn *c, int err)
 {
 	struct isc_session *s = c->upper;
@@ -432,6 +434,16 @@ static void up_closed(struct xp_conn *c, int err)
 	dbg(s, "connection closed", err);
 	if (s->state == ISC_S_FREEING)
 		return;
+	if (s->redir_port && s->state == ISC_S_LOGIN && !s->user_logout) {
+		/* Redirected: the same login, at the address the target gave. */
+		snprintf(s->host, sizeof(s->host), "%s", s->redir_host);
+		s->port = s->redir_port;
+		s->redir_port = 0;
+		if (!conn_open(s))
+			return;
+		err = s->login_err = -EHOSTUNREACH;
+	}
+	s->redir_port = 0;
 	if (!err)
 		err = -ECONNRESET;
 	bool proto = err == -EPROTO || s->drop_err == -EPROTO;
@@ -572,6 +584,10 @@ static void try_reconnect(struct isc_session *s)
 	s->login_arg = NULL;
 	dbg(s, "reconnecting", 0);
 	s->tsih = 0; /* a new session with the old ISID: the target reinstates (drops) the old one */
+	/* Back to the portal given (a temporary redirection is for one login). */
+	snprintf(s->host, sizeof(s->host), "%s", s->home_host);
+	s->port = s->home_port;
+	s->redirects = 0;
 	if (conn_open(s)) {
 		s->state = ISC_S_RECONNECT;
 		s->reconnect_next_ns = now + (uint64_t)s->backoff_ms * 1000000ull;
@@ -630,6 +646,10 @@ int isc_connect_async(struct isc_session *s, const char *host, uint16_t port, co
 		return -EINVAL;
 	snprintf(s->host, sizeof(s->host), "%s", host);
 	s->port = port ? port : 3260;
+	snprintf(s->home_host, sizeof(s->home_host), "%s", s->host);
+	s->home_port = s->port;
+	s->redirects = 0;
+	s->redir_port = 0;
 	s->discovery = !target;
 	snprintf(s->target, sizeof(s->target), "%s", target ? target : "");
 	s->errmsg[0] = 0;

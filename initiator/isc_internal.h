@@ -23,7 +23,8 @@ struct isc_seq;
  * are copies: past ISC_REPLY_BYTES of them unsent (allocation included)
  * the target is not reading, and the connection is dropped.  A target that
  * breaks the protocol on ISC_PROTO_DROPS_MAX connections in a row, with no
- * SCSI status in between, is not logged in to again.
+ * SCSI status in between, is not logged in to again.  A login follows at
+ * most ISC_REDIRECTS_MAX redirections (a loop between portals ends).
  */
 #ifndef ISC_SENDQ_BYTES /* (tests/fuzz builds with smaller bounds, to reach them) */
 #define ISC_SENDQ_BYTES (4u << 20)
@@ -32,6 +33,7 @@ struct isc_seq;
 #define ISC_REPLY_BYTES (1u << 20)
 #endif
 #define ISC_PROTO_DROPS_MAX 3
+#define ISC_REDIRECTS_MAX 5
 
 enum isc_kind { ISC_K_SCSI, ISC_K_NOP, ISC_K_TMF, ISC_K_TEXT, ISC_K_LOGOUT };
 
@@ -106,7 +108,12 @@ struct isc_session {
 	enum isc_state state;
 	bool discovery, in_service, kicked, user_logout;
 	char host[256];
-	uint16_t port;
+	uint16_t port;          /* where the connection goes (a redirection changes it for one login) */
+	char home_host[256];
+	uint16_t home_port;     /* the portal given, or one the target moved to permanently: reconnects go there */
+	char redir_host[256];
+	uint16_t redir_port;    /* nonzero: the login was redirected there; the next connection goes there */
+	unsigned redirects;     /* redirections followed by this login */
 	char target[ISC_NAME_MAX];
 	uint8_t isid[6];
 	uint16_t tsih;

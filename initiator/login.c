@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/chap.h"
+#include "common/log.h"
 #include "common/iser.h"
 #include "common/reactor.h"
 #include "common/serial.h"
@@ -297,6 +298,85 @@ static void login_done(struct isc_session *s, const struct pdu_login_rsp *r)
 		cb(s, 0, s->login_arg);
 }
 
+/* "host[:port][,tag]", host an address, a [v6] one or a name: into s->redir_*, 0 or -1. */
+static int parse_target_address(struct isc_session *s, const char *v)
+{
+	char buf[sizeof(s->redir_host) + 16];
+	if (!v || strlen(v) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", v);
+	char *host = buf, *port = NULL, *end;
+	if (*host == '[') {
+		end = strchr(host, ']');
+		if (!end)
+			return -1;
+		*end++ = 0;
+		host++;
+	} else {
+		end = host + strcspn(host, ":,");
+	}
+	if (*end == ':') {
+		*end++ = 0;
+		port = end;
+		end += strspn(end, "0123456789");
+	}
+	if (*end && *end != ',')
+		return -1;
+	*end = 0;
+	unsigned long p = port ? strtoul(port, NULL, 10) : 3260;
+	if (!*host || strlen(host) >= sizeof(s->redir_host) || (port && (!*port || strlen(port) > 5)) || !p ||
+	    p > 65535)
+		return -1;
+	for (const char *c = host; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f)
+			return -1;
+	snprintf(s->redir_host, sizeof(s->redir_host), "%s", host);
+	s->redir_port = (uint16_t)p;
+	return 0;
+}
+
+/*
+ * Status class 01h (RFC 7143 sec. 11.13.5): log in again at TargetAddress.
+ * The connection closes; up_closed() opens the next one there.  A permanent
+ * move also moves where reconnects start.
+ */
+static void redirected(struct isc_session *s, struct xp_rx *rx, uint16_t status)
+{
+	struct text_list kv;
+	char why[128], esc[300];
+	s->login_status = status;
+	if (text_parse(rx->data, rx->data ? rx->data_len : 0, &kv, why, sizeof(why))) {
+		login_fail(s, -EPROTO, "a redirection with bad text: %s", why);
+		return;
+	}
+	const char *a = text_get(&kv, "TargetAddress");
+	int bad = parse_target_address(s, a);
+	snprintf(esc, sizeof(esc), "%s", a ? a : "");
+	text_list_free(&kv);
+	if (bad) {
+		s->redir_port = 0;
+		login_fail(s, -EPROTO, "a redirection without a usable TargetAddress (\"%.200s\")",
+			   log_escape(esc, why, sizeof(why)));
+		return;
+	}
+	if (++s->redirects > ISC_REDIRECTS_MAX) {
+		s->redir_port = 0;
+		char msg[200];
+		snprintf(msg, sizeof(msg), "more than %d redirections, the last to %s", ISC_REDIRECTS_MAX,
+			 log_escape(esc, why, sizeof(why)));
+		login_fail(s, -ELOOP, "%s", msg);
+		return;
+	}
+	isc_log(ISC_LOG_INFO, "%s:%u: login redirected (%s) to %s:%u", s->host, s->port,
+		status == PDU_LOGIN_REDIRECT_PERM ? "moved permanently" : "moved temporarily", s->redir_host,
+		s->redir_port);
+	if (status == PDU_LOGIN_REDIRECT_PERM) {
+		snprintf(s->home_host, sizeof(s->home_host), "%s", s->redir_host);
+		s->home_port = s->redir_port;
+	}
+	isc_conn_lost(s, 0, NULL);
+}
+
 void isc_login_rx(struct isc_session *s, struct xp_rx *rx)
 {
 	const struct pdu_login_rsp *r = (const void *)rx->bhs;
@@ -308,6 +388,10 @@ void isc_login_rx(struct isc_session *s, struct xp_rx *rx)
 	uint32_t statsn = be32toh(r->statsn);
 	s->exp_statsn = statsn + 1;
 	uint16_t status = (uint16_t)(r->status_class << 8 | r->status_detail);
+	if (status >> 8 == PDU_LOGIN_CLASS_REDIRECT) {
+		redirected(s, rx, status);
+		return;
+	}
 	if (status) {
 		s->login_status = status;
 		char msg[300];

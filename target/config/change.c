@@ -181,6 +181,10 @@ int config_set_portals(struct config *c, const char *const *hostports, size_t n,
 			t->portals = fresh[k];
 			fresh[k++] = NULL;
 			t->nportals = n;
+			/* redirect_balance named the portals just replaced */
+			free(t->balance);
+			t->balance = NULL;
+			t->nbalance = 0;
 		}
 out:
 	for (size_t k2 = 0; fresh && k2 < ntpg; k2++) {

@@ -94,6 +94,17 @@ struct cfg_tpg {
 	struct cfg_acl *acls;
 	size_t nacls;
 	struct cfg_params params;
+	/*
+	 * Login redirection (RFC 7143 sec. 11.13.5, docs/config.md "redirect"):
+	 * a new normal session is sent to redirect_host:redirect_port, or to the
+	 * balance portal with the fewest sessions.  Discovery sessions, and
+	 * logins that already arrive on that portal, are not redirected.
+	 */
+	char *redirect_host;     /* a numeric address; NULL: no fixed redirect */
+	uint16_t redirect_port;
+	bool redirect_permanent; /* status 0102 "moved permanently" rather than 0101 "temporarily" */
+	size_t *balance;         /* indices into portals: spread new sessions over these */
+	size_t nbalance;
 };
 
 /*
@@ -125,6 +136,20 @@ struct cfg_target {
 	size_t nalua_groups;
 };
 
+/* global.isns (docs/config.md "isns"): the iSNS server the targets are registered with (target/isns/). */
+struct cfg_isns {
+	char *server;            /* as given: "IP[:PORT]" */
+	char *host;              /* its address */
+	uint16_t port;           /* 3205 when none is given */
+	char *entity;            /* Entity Identifier; NULL: the host name */
+	unsigned esi_interval_s; /* 0: no ESI (isertd's own queries keep the registration) */
+	uint16_t esi_port;       /* 0: a free port the system picks */
+	unsigned registration_period_s;
+	char *discovery_domain;  /* NULL: none */
+};
+/* global.isns.server: "IP[:PORT]" / "[V6]:PORT", port 3205 when none is given; 0 or -EINVAL. */
+int config_parse_isns_server(const char *s, char **host, uint16_t *port);
+
 /* A target's "alua" object as the file writes it, the default group included (NULL: out of memory). */
 struct json_object;
 struct json_object *config_alua_obj(const struct cfg_target *tg);
@@ -151,6 +176,7 @@ struct config {
 	unsigned buffer_pool_mb;         /* per reactor */
 	unsigned shutdown_timeout_s;
 	unsigned file_mode;              /* permission bits of the file loaded (0: not a file) */
+	struct cfg_isns *isns;           /* global.isns; NULL: no iSNS */
 };
 
 /* global.iser_srq: at least as many receives as one connection posts of its own (RDMA_QUEUE, common/rdma.c). */

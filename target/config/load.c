@@ -799,12 +799,95 @@ static int parse_one_acl(struct pctx *p, json_object *el, struct cfg_tpg *t, siz
 	return 0;
 }
 
+static bool wildcard_ip(const char *h)
+{
+	unsigned char b[16] = { 0 }, zero[16] = { 0 };
+	return cfg_valid_ip(h, NULL, b) && !memcmp(b, zero, sizeof(b));
+}
+
+/* One "IP[:PORT]" of redirect or redirect_balance (port 3260 when none is given). */
+static int parse_redirect_addr(struct pctx *p, const char *s, char **host, uint16_t *port)
+{
+	if (config_parse_hostport(s, host, port))
+		return cfg_perr(p, "must be IP[:PORT] with a numeric address (IPv6 in brackets: [fd00::1]:3260), got \"%s\"",
+				s);
+	if (wildcard_ip(*host))
+		return cfg_perr(p, "must name one address an initiator can connect to, not the wildcard %s", *host);
+	return 0;
+}
+
+static int parse_balance_one(struct pctx *p, json_object *el, struct cfg_tpg *t, size_t i)
+{
+	char d[48], *host = NULL;
+	uint16_t port;
+	if (!json_object_is_type(el, json_type_string))
+		return cfg_perr(p, "must be a string IP[:PORT], got %s", cfg_jdesc(p, el, d, sizeof(d)));
+	int r = parse_redirect_addr(p, json_object_get_string(el), &host, &port);
+	if (r)
+		return r;
+	/* Only this TPG's own portals: their session counts are known here, and they serve the target. */
+	struct cfg_portal want = { .host = host, .port = port };
+	size_t k;
+	for (k = 0; k < t->nportals; k++) {
+		want.iser = t->portals[k].iser;
+		if (portal_same(&t->portals[k], &want))
+			break;
+	}
+	free(host);
+	if (k == t->nportals)
+		return cfg_perr(p, "\"%s\" is not one of this TPG's portals (a wildcard portal cannot be balanced to)",
+				json_object_get_string(el));
+	for (size_t j = 0; j < i; j++)
+		if (t->balance[j] == k)
+			return cfg_perr(p, "\"%s\" is listed twice", json_object_get_string(el));
+	t->balance[i] = k;
+	return 0;
+}
+
+/* redirect, redirect_type, redirect_balance (after portals: the balance list names them). */
+static int parse_redirect(struct pctx *p, json_object *v, struct cfg_tpg *t)
+{
+	char *s = NULL, *type = NULL;
+	size_t mark;
+	int r = cfg_get_str(p, v, "redirect", false, 64, &s);
+	if (r == 1) {
+		mark = cfg_push_key(p, "redirect");
+		r = parse_redirect_addr(p, s, &t->redirect_host, &t->redirect_port);
+		if (!r)
+			cfg_pop(p, mark);
+	}
+	free(s);
+	if (r < 0 || (r = cfg_get_str(p, v, "redirect_type", false, 16, &type)) < 0)
+		return r;
+	if (r == 1) {
+		t->redirect_permanent = !strcmp(type, "permanent");
+		bool known = t->redirect_permanent || !strcmp(type, "temporary");
+		free(type);
+		if (!known) {
+			cfg_push_key(p, "redirect_type");
+			return cfg_perr(p, "must be \"temporary\" or \"permanent\"");
+		}
+		if (!t->redirect_host) {
+			cfg_push_key(p, "redirect_type");
+			return cfg_perr(p, "applies to \"redirect\", which is not set");
+		}
+	}
+	PARSE_ARRAY(p, v, "redirect_balance", CFG_MAX_PORTALS, t->balance, t->nbalance,
+		    parse_balance_one(p, el, t, i));
+	if (t->balance && t->redirect_host) {
+		cfg_push_key(p, "redirect_balance");
+		return cfg_perr(p, "a TPG redirects to one portal (\"redirect\") or balances (\"redirect_balance\"), "
+				   "not both");
+	}
+	return 0;
+}
+
 static int parse_tpg_body(struct pctx *p, json_object *v, const struct config *c,
 			  struct cfg_tpg *t, struct lunmap *luns)
 {
 	static const char *const keys[] = { "tag", "enable", "demo_mode", "demo_write_protect",
 					    "demo_target_reset", "demo_chap", "portals", "luns", "acls",
-					    "params", NULL };
+					    "params", "redirect", "redirect_type", "redirect_balance", NULL };
 	json_object *pv;
 	uint32_t tag = 0;
 	int r;
@@ -823,6 +906,8 @@ static int parse_tpg_body(struct pctx *p, json_object *v, const struct config *c
 		return r;
 	PARSE_ARRAY(p, v, "portals", CFG_MAX_PORTALS, t->portals, t->nportals,
 		    parse_one_portal(p, el, t, i));
+	if ((r = parse_redirect(p, v, t)) < 0)
+		return r;
 	PARSE_ARRAY(p, v, "luns", CFG_MAX_LUN + 1, t->luns, t->nluns,
 		    cfg_parse_one_lun(p, el, c, t, i, luns));
 	PARSE_ARRAY(p, v, "acls", CFG_MAX_ACLS, t->acls, t->nacls,
@@ -1017,7 +1102,7 @@ static int parse_global(struct pctx *p, json_object *v, struct config *c)
 	static const char *const keys[] = { "reactors", "poll_mode", "iser_srq", "admin_socket", "login_timeout",
 					    "max_connections", "max_connections_per_portal",
 					    "max_connections_per_host", "max_sessions", "tcp_keepalive",
-					    "buffer_pool_mb", "shutdown_timeout", "metrics", "state_dir", NULL };
+					    "buffer_pool_mb", "shutdown_timeout", "metrics", "state_dir", "isns", NULL };
 	char *mode = NULL;
 	uint32_t n = 0;
 	int r;
@@ -1063,7 +1148,7 @@ static int parse_global(struct pctx *p, json_object *v, struct config *c)
 	/* sun_path holds 108 bytes with the terminator */
 	if ((r = cfg_get_str(p, v, "admin_socket", false, 107, &c->admin_socket)) < 0)
 		return r;
-	if ((r = parse_state_dir(p, v, c)))
+	if ((r = parse_state_dir(p, v, c)) || (r = cfg_parse_isns(p, v, c)))
 		return r;
 	return parse_metrics(p, v, c);
 }
@@ -1280,6 +1365,8 @@ static void tpg_free(struct cfg_tpg *t)
 	for (size_t i = 0; i < t->nportals; i++)
 		free(t->portals[i].host);
 	free(t->portals);
+	free(t->redirect_host);
+	free(t->balance);
 	for (size_t i = 0; i < t->nluns; i++)
 		free(t->luns[i].backstore);
 	free(t->luns);
@@ -1313,6 +1400,7 @@ void config_free(struct config *c)
 	free(c->admin_socket);
 	free(c->metrics);
 	free(c->state_dir);
+	cfg_isns_free(c->isns);
 	free(c->origin);
 	free(c);
 }

@@ -148,6 +148,14 @@ static json_object *acl_to_json(const struct cfg_acl *a, bool compare)
 	return o;
 }
 
+/* "IP:PORT", "[IPv6]:PORT": the form redirect and redirect_balance are written in. */
+static const char *hostport(char *buf, size_t n, const char *host, uint16_t port)
+{
+	bool v6 = strchr(host, ':') && host[0] != '[';
+	snprintf(buf, n, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);
+	return buf;
+}
+
 static json_object *tpg_to_json(const struct cfg_tpg *t, bool compare)
 {
 	json_object *o = json_object_new_object();
@@ -191,6 +199,21 @@ static json_object *tpg_to_json(const struct cfg_tpg *t, bool compare)
 		as = NULL;
 	}
 	ok = ok && cfg_put(o, "params", params_to_json(&t->params));
+	if (ok && t->redirect_host) {
+		char a[80];
+		ok = cfg_put(o, "redirect", json_object_new_string(hostport(a, sizeof(a), t->redirect_host,
+									       t->redirect_port))) &&
+		     cfg_put(o, "redirect_type", json_object_new_string(t->redirect_permanent ? "permanent" : "temporary"));
+	}
+	if (ok && t->nbalance) {
+		json_object *b = json_object_new_array();
+		ok = b && cfg_put(o, "redirect_balance", b);
+		for (size_t i = 0; ok && i < t->nbalance; i++) {
+			const struct cfg_portal *pt = &t->portals[t->balance[i]];
+			char a[80];
+			ok = arr_add(b, json_object_new_string(hostport(a, sizeof(a), pt->host, pt->port)));
+		}
+	}
 	json_object_put(ps);
 	json_object_put(ls);
 	json_object_put(as);
@@ -250,7 +273,8 @@ static json_object *to_obj(const struct config *c, bool compare)
 	     cfg_put(glob, "poll_mode", json_object_new_string(poll_mode_name(c->poll_mode))) &&
 	     cfg_put(glob, "iser_srq", json_object_new_int64(c->iser_srq)) &&
 	     put_str(glob, "admin_socket", c->admin_socket) && put_str(glob, "metrics", c->metrics) &&
-	     put_str(glob, "state_dir", c->state_dir);
+	     put_str(glob, "state_dir", c->state_dir) &&
+	     (!c->isns || cfg_put(glob, "isns", cfg_isns_to_json(c->isns)));
 	for (size_t i = 0; ok && i < cfg_nlimit_keys; i++)
 		ok = cfg_put(glob, cfg_limit_keys[i].key,
 			 json_object_new_int64(*cfg_limit_field((struct config *)c, &cfg_limit_keys[i])));

@@ -105,6 +105,10 @@ static int e_tpg_set(struct rpc_call *c, struct change *ch)
 	}
 	static const char *const skip[] = { "target", "tag", "params", NULL };
 	doc_merge(g, c->params, skip);
+	/* KEY=null takes a key back to its default (redirect=null: no redirection). */
+	json_object_object_foreach(c->params, k, v)
+		if (!v && !doc_in_list(skip, k))
+			json_object_object_del(g, k);
 	return 0;
 }
 
@@ -255,7 +259,7 @@ const struct rpc_method rpc_methods_target[] = {
 	  "a TPG (target, tag); its sessions are closed" },
 	{ "tpg.set", NULL, e_tpg_set, true, p_tpg_set, "a TPG's keys in the file but portals, luns and acls; params merged key by key",
 	  "settings of a TPG (enable, demo_mode, demo_write_protect, demo_target_reset, "
-	  "demo_chap, params)" },
+	  "demo_chap, params, redirect, redirect_type, redirect_balance; KEY null: its default)" },
 	{ "tpg.enable", NULL, e_tpg_enable, true, p_tpg, NULL,
 	  "accept logins to TPG tag of target" },
 	{ "tpg.disable", NULL, e_tpg_disable, true, p_tpg, NULL,

@@ -431,7 +431,7 @@ static void portal_rdma(struct metrics_gen *g, size_t i, const struct family *f)
 		}
 }
 
-/* accepted and the refusals by reason are one family, told apart by result */
+/* accepted, redirected and the refusals by reason are one family, told apart by result */
 static void portal_logins(struct metrics_gen *g, size_t i, const struct family *f)
 {
 	(void)i;
@@ -439,6 +439,8 @@ static void portal_logins(struct metrics_gen *g, size_t i, const struct family *
 		const struct stats_portal_row *p = &g->portals[k];
 		portal_head(&g->out, f->name, p);
 		putf(&g->out, ",result=\"accepted\"} %" PRIu64 "\n", p->c.logins_accepted);
+		portal_head(&g->out, f->name, p);
+		putf(&g->out, ",result=\"redirected\"} %" PRIu64 "\n", p->c.logins_redirected);
 		for (int r = 0; r < REFUSED_KINDS; r++) {
 			portal_head(&g->out, f->name, p);
 			putf(&g->out, ",result=\"%s\"} %" PRIu64 "\n", refusal_names[r], p->c.logins_refused[r]);

@@ -2,7 +2,10 @@
  * Text requests: SendTargets (RFC 7143 sec. 12.3, appendix C) listing only
  * what the initiator may log in to through the portal it asked on: portal
  * groups served there, and their portals of the same transport (as LIO
- * does); a target's other networks and transports stay unnamed.  Text
+ * does); a target's other networks and transports stay unnamed.  A portal
+ * group redirected permanently is listed at its new address instead (a
+ * temporary redirection or a balance list keeps the group's own portals:
+ * logins there are redirected, and the records stay at home).  Text
  * negotiation in full feature phase is refused per key.  An answer longer
  * than the initiator's MaxRecvDataSegmentLength is cut at a pair boundary.
  */
@@ -63,6 +66,18 @@ static void add_target(struct text_buf *tb, const struct cfg_target *t, const ch
 		const struct cfg_acl *acl;
 		if (!tpg || !tpg->cfg->enable || !tpg_initiator_allowed(tpg, initiator, &acl) || !tpg_has_portal(tpg, xp))
 			continue;
+		const struct cfg_tpg *g = tpg->cfg;
+		if (g->redirect_host && g->redirect_permanent) {
+			/* Moved for good: the new address, so that the initiator's records follow it. */
+			if (!named) {
+				text_add(tb, "TargetName", t->iqn);
+				named = true;
+			}
+			bool v6 = strchr(g->redirect_host, ':');
+			text_addf(tb, "TargetAddress", "%s%s%s:%u,%u", v6 ? "[" : "", g->redirect_host, v6 ? "]" : "",
+				  g->redirect_port, g->tag);
+			continue;
+		}
 		for (size_t k = 0; k < tpg->cfg->nportals; k++) {
 			const struct cfg_portal *p = &tpg->cfg->portals[k];
 			if (p->iser != xp->ops->rdma)

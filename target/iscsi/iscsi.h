@@ -208,7 +208,17 @@ struct iscsi_session {
 	struct scsi_lun_map lun_map;
 	bool gone;
 	bool counted;                   /* in admit's session count */
+	/* Where its login arrived (the local address, not a wildcard): redirect_balance counts these. */
+	char portal_ip[48];
+	uint16_t portal_port;
+	bool portal_iser;
 };
+
+/*
+ * redirect.c: login redirection.  0 (log in here), or PDU_LOGIN_REDIRECT_TEMP
+ * or _PERM with the TargetAddress value in addr.  Call with rt_lock held.
+ */
+uint16_t redirect_login(const struct rt_tpg *tpg, const struct xp_conn *xp, char *addr, size_t n);
 
 /* admit.c: connection and session limits, login timeout */
 bool admit_conn(void *arg, const struct xp_conn *xp);

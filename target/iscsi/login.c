@@ -39,6 +39,7 @@ struct login_state {
 	uint8_t chap_id;
 	uint8_t challenge[CHAP_CHALLENGE_LEN];
 	bool tpgt_sent;
+	char redirect[80];            /* TargetAddress of a redirection */
 };
 
 static const int chap_algs_allowed[] = { CHAP_SHA3_256, CHAP_SHA256, CHAP_SHA1, CHAP_MD5 };
@@ -84,13 +85,13 @@ static void login_reply(struct iscsi_conn *c, uint8_t flags, uint16_t status, st
 	r.status_detail = (uint8_t)status;
 	void *data = NULL;
 	uint32_t len = 0;
-	if (tb && tb->len && !status) {
+	if (tb && tb->len && (!status || status >> 8 == PDU_LOGIN_CLASS_REDIRECT)) {
 		data = tb->data;
 		len = tb->len;
 		tb->data = NULL;
 		tb->len = tb->cap = 0;
 	}
-	/* A failed login closes the connection once its answer is out. */
+	/* A failed or redirected login closes the connection once its answer is out. */
 	conn_send_owned(c, &r, data, len, status != 0);
 }
 
@@ -98,12 +99,18 @@ static void login_fail(struct iscsi_conn *c, uint16_t status, const char *why)
 {
 	struct login_state *ls = c->login;
 	char who[160], what[160], reason[320];
+	bool redirect = status >> 8 == PDU_LOGIN_CLASS_REDIRECT;
 	/* Names and the reason (it may quote keys) come from the peer: no control characters into the log. */
-	log_limited(LOG_INFO, "%s: login of '%s' to '%s' refused (status 0x%04x): %s", c->xp->peer,
+	log_limited(LOG_INFO, "%s: login of '%s' to '%s' %s (status 0x%04x): %s", c->xp->peer,
 		    ls->initiator[0] ? log_escape(ls->initiator, who, sizeof(who)) : "?",
 		    ls->target[0] ? log_escape(ls->target, what, sizeof(what)) : (ls->discovery ? "discovery" : "?"),
-		    status, log_escape(why, reason, sizeof(reason)));
-	login_reply(c, 0, status, NULL);
+		    redirect ? "redirected" : "refused", status, log_escape(why, reason, sizeof(reason)));
+	struct text_buf tb;
+	text_buf_init(&tb);
+	if (redirect)
+		text_add(&tb, "TargetAddress", ls->redirect);
+	login_reply(c, 0, status, &tb);
+	text_buf_free(&tb);
 	stats_login(c, status);
 	c->state = CONN_LOGOUT; /* ignore anything more until the close */
 }
@@ -206,6 +213,12 @@ static int login_identify(struct iscsi_conn *c, const struct text_list *kv, char
 		if (!tpg_initiator_allowed(ls->tpg, iname, &acl)) {
 			*status = PDU_LOGIN_FORBIDDEN;
 			snprintf(why, wl, "initiator has no ACL on this target");
+			return -1;
+		}
+		/* After the ACL: an initiator refused here learns no other address. */
+		if ((*status = redirect_login(ls->tpg, c->xp, ls->redirect, sizeof(ls->redirect)))) {
+			snprintf(why, wl, "to %s (redirect%s of TPG %u)", ls->redirect,
+				 ls->tpg->cfg->redirect_host ? "" : "_balance", ls->tpg->cfg->tag);
 			return -1;
 		}
 		if (acl && acl->chap.userid)
@@ -403,6 +416,9 @@ static struct iscsi_session *session_new(struct iscsi_conn *c)
 	s->r = c->r;
 	s->tpg = ls->tpg;
 	s->discovery = ls->discovery;
+	snprintf(s->portal_ip, sizeof(s->portal_ip), "%s", c->xp->local_ip);
+	s->portal_port = c->xp->local_port;
+	s->portal_iser = c->xp->ops->rdma;
 	memcpy(s->isid, ls->isid, 6);
 	snprintf(s->initiator, sizeof(s->initiator), "%s", ls->initiator);
 	s->exp_cmdsn = ls->cmdsn;

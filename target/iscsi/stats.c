@@ -351,6 +351,10 @@ void stats_login(struct iscsi_conn *c, uint16_t status)
 		ps->logins_accepted++;
 		return;
 	}
+	if (status >> 8 == PDU_LOGIN_CLASS_REDIRECT) {
+		ps->logins_redirected++;
+		return;
+	}
 	switch (status) {
 	case PDU_LOGIN_FORBIDDEN: why = REFUSED_ACL; break;
 	case PDU_LOGIN_AUTH_FAILED: why = REFUSED_CHAP; break;
@@ -957,6 +961,7 @@ static json_object *portal_json(const struct stats_portal_row *p)
 	add_u(o, "connections_closed", s->connections_closed);
 	json_object_object_add(o, "logins", l = json_object_new_object());
 	add_u(l, "accepted", s->logins_accepted);
+	add_u(l, "redirected", s->logins_redirected);
 	json_object_object_add(l, "refused", r = json_object_new_object());
 	for (int i = 0; i < REFUSED_KINDS; i++)
 		add_u(r, refusal_names[i], s->logins_refused[i]);

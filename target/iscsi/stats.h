@@ -100,6 +100,7 @@ enum stats_refusal {
 /* A portal's counters on one reactor: its logins, and the sum of its connections that ended. */
 struct stats_portal {
 	uint64_t logins_accepted;
+	uint64_t logins_redirected;     /* answered with a redirection (status class 01h) */
 	uint64_t logins_refused[REFUSED_KINDS];
 	uint64_t connections_refused;   /* at admission (limits), before any login */
 	uint64_t connections_closed;

@@ -92,6 +92,7 @@ static struct stats_snap *known(void)
 	p->c.connections_refused = 7;
 	p->c.connections_closed = 3;
 	p->c.logins_accepted = 4;
+	p->c.logins_redirected = 3;
 	p->c.logins_refused[REFUSED_CHAP] = 1;
 	p->c.closed = (struct xp_stats){ .pdus_in = 10, .pdus_out = 11, .bytes_in = 12, .bytes_out = 13 };
 	p->c.closed_conn.r2ts = 2;
@@ -202,6 +203,7 @@ static void test_portals_devices(void)
 #define PL(fmt, who) (snprintf(l, sizeof(l), fmt, who), l)
 	LINE(t, PL("isert_portal_connections{%s} 1", p));
 	LINE(t, PL("isert_portal_logins_total{%s,result=\"accepted\"} 4", p));
+	LINE(t, PL("isert_portal_logins_total{%s,result=\"redirected\"} 3", p));
 	LINE(t, PL("isert_portal_logins_total{%s,result=\"chap\"} 1", p));
 	LINE(t, PL("isert_portal_connections_refused_total{%s} 7", p));
 	LINE(t, PL("isert_portal_pdus_received_total{%s} 10", p));

@@ -164,10 +164,11 @@ static void print_portals(json_object *ps)
 			refused += (uint64_t)json_object_get_uint64(v0);
 		}
 		printf("  %s %s%s: connections %" PRIu64 " live, %" PRIu64 " closed, %" PRIu64
-		       " refused before login; logins %" PRIu64 " accepted, %" PRIu64 " refused",
+		       " refused before login; logins %" PRIu64 " accepted, %" PRIu64 " redirected, %" PRIu64 " refused",
 		       gets(p, "portal", "?"), gets(p, "transport", "?"),
 		       json_object_get_boolean(get(p, "listening")) ? "" : " (not listening)", u64(p, "connections"),
-		       u64(p, "connections_closed"), u64(p, "connections_refused"), u64(lg, "accepted"), refused);
+		       u64(p, "connections_closed"), u64(p, "connections_refused"), u64(lg, "accepted"),
+		       u64(lg, "redirected"), refused);
 		const char *sep = " (";
 		json_object_object_foreach(rf, key, val)
 		{
