@@ -203,7 +203,7 @@ static json_object *tpg_to_json(const struct cfg_tpg *t, bool compare)
 		char a[80];
 		ok = cfg_put(o, "redirect", json_object_new_string(hostport(a, sizeof(a), t->redirect_host,
 									       t->redirect_port))) &&
-		     cfg_put(o, "redirect_type", json_object_new_string(t->redirect_permanent ? "permanent" : "temporary"));
+		     (!t->redirect_permanent || cfg_put(o, "redirect_type", json_object_new_string("permanent")));
 	}
 	if (ok && t->nbalance) {
 		json_object *b = json_object_new_array();

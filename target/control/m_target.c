@@ -105,10 +105,13 @@ static int e_tpg_set(struct rpc_call *c, struct change *ch)
 	}
 	static const char *const skip[] = { "target", "tag", "params", NULL };
 	doc_merge(g, c->params, skip);
-	/* KEY=null takes a key back to its default (redirect=null: no redirection). */
+	/* KEY=null takes a key back to its default (redirect=null: no redirection, of either type). */
 	json_object_object_foreach(c->params, k, v)
-		if (!v && !doc_in_list(skip, k))
+		if (!v && !doc_in_list(skip, k)) {
 			json_object_object_del(g, k);
+			if (!strcmp(k, "redirect"))
+				json_object_object_del(g, "redirect_type");
+		}
 	return 0;
 }
 

@@ -7,10 +7,12 @@
 # then live changes through the admin socket (iserctl) in one session with
 # ext4 mounted: a hot-added LUN after a rescan, a grown file LUN's new size;
 # then ALUA (alua_checks below): sg_rtpg, sg_stpg, sg_vpd, sg_inq, sg_turs on
-# the disk of a target with two target port groups.
+# the disk of a target with two target port groups; then a gateway drained by
+# login redirection (redirect.sh).
 VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
+source "$(dirname "$VM_LIB")/redirect.sh"
 PORTAL=127.0.0.1:3260
 ISERTD_SOCK=/run/isertd-vm.sock
 vm_cleanup_hook() {
@@ -162,4 +164,5 @@ xcopy_section $PORTAL
 live_changes tcp $VM_PREFIX:live $PORTAL default
 ok "tcp: live: logout" live_end $VM_PREFIX:live $PORTAL default
 alua_checks
+redirect_section
 vm_done

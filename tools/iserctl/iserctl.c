@@ -55,6 +55,7 @@ static void usage(FILE *f)
 		"      /backstores/NAME size=SIZE   grow a LUN (block: size=0 follows the device)\n"
 		"      /backstores/NAME write_cache=true|false\n"
 		"      /iscsi/IQN/tpgN enable=false demo_mode=true params.MaxBurstLength=262144 ...\n"
+		"      /iscsi/IQN/tpgN redirect=IP:PORT [redirect_type=permanent]   (redirect=null: none)\n"
 		"      /iscsi/IQN/tpgN/acls/INITIATOR chap.userid=U chap.password=P (chap=null: off)\n"
 		"      /discovery auth_required=true chap.userid=U chap.password=P\n"
 		"      /global login_timeout=N max_connections=N max_sessions=N ...\n"

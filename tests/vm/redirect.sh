@@ -1,0 +1,59 @@
+# Login redirection with the Linux kernel initiator (open-iscsi, iscsi_tcp):
+# a gateway drained live.  Sourced by t-isertd-tcp.sh once isertd and iscsid
+# run.  A target made with iserctl, one TPG with two portals; a session
+# logged in at the first, data written; `redirect` set to the second and the
+# session closed by the admin: open-iscsi reconnects to its record's portal,
+# is redirected, and the same session (its disk, its data) goes on at the
+# second.  A new login at the first lands at the second; with the redirect
+# taken away (redirect=null) a login stays at the first.
+REDIR_T=$VM_PREFIX:redirect REDIR_A=127.0.0.1:3270 REDIR_B=127.0.0.1:3271
+redirect_setup() {
+	{ iserctl create /backstores/redir0 type=ram size=16M &&
+		iserctl create /iscsi/$REDIR_T &&
+		iserctl create /iscsi/$REDIR_T/tpg1/portals/$REDIR_A &&
+		iserctl create /iscsi/$REDIR_T/tpg1/portals/$REDIR_B &&
+		iserctl create /iscsi/$REDIR_T/tpg1/luns backstore=redir0 &&
+		iserctl create /iscsi/$REDIR_T/tpg1/acls/$ISCSI_INITIATOR; } >/dev/null
+}
+# session_portal IQN: the portal (without its tag) the session's connection is at now.
+session_portal() {
+	iscsiadm -m session -P 1 2>/dev/null |
+		awk -v t="$1" '$1 == "Target:" { on = ($2 == t) } on && /Current Portal:/ { sub(/,.*/, "", $3); print $3; exit }'
+}
+session_at() { [ "$(session_portal "$1")" = "$2" ]; }   # session_at IQN PORTAL
+say_portal() { echo "    current portal: $(session_portal "$1")"; session_at "$@"; }
+redirect_tsih() {   # redirect_tsih IQN: the TSIH of its one session in isertd
+	iserctl call sessions target="$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessions"][0]["tsih"])'
+}
+redirected_at() {   # redirected_at PORTAL: logins the portal redirected (iserctl stats --json)
+	iserctl stats --json | python3 -c 'import json,sys
+print(sum(p["logins"]["redirected"] for p in json.load(sys.stdin)["portals"] if p["portal"] == sys.argv[1]))' "$1"
+}
+redirect_section() {
+	local t=$REDIR_T a=$REDIR_A b=$REDIR_B dev sid n0
+	ok "redirect: a target with portals $a and $b (iserctl create)" redirect_setup || return 1
+	ok "redirect: discovery at $a lists $t" has_line $t <<< "$(iscsi_discover $a)"
+	ok "redirect: login at $a, 1 LUN" login_wait $t $a 1 || return 1
+	ok "redirect: the session is at $a" say_portal $t $a
+	read -r _ dev <<< "$(iscsi_disks $t)"
+	sid=$(iscsi_sid $t)
+	head -c 1M /dev/urandom > /tmp/redirect.pat
+	ok "redirect: 1 MiB written to /dev/$dev" dd if=/tmp/redirect.pat of=/dev/$dev bs=1M oflag=direct status=none
+	n0=$(redirected_at $a)
+	ok "redirect: iserctl set redirect=$b" iserctl set /iscsi/$t/tpg1 redirect=$b
+	ok "redirect: the admin closes the session (the drain)" iserctl sessions close "$(redirect_tsih $t)"
+	ok "redirect: open-iscsi reconnects and is redirected: the session is at $b" wait_for 40 session_at $t $b
+	say_portal $t $b >/dev/null || say_portal $t $b
+	ok "redirect: the same session (sid $sid) and disk; the data reads back" \
+		bash -c "[ \"\$(iscsiadm -m session | grep -c '$t\$')\" = 1 ] && [ '$(iscsi_sid $t)' = '$sid' ] &&
+			dd if=/dev/$dev bs=1M count=1 iflag=direct status=none | cmp - /tmp/redirect.pat"
+	ok "redirect: iserctl stats: $a counted the redirected login" test "$(redirected_at $a)" -gt "$n0"
+	ok "redirect: logout" logout_gone $t $a
+	ok "redirect: a new login at $a, 1 LUN" login_wait $t $a 1
+	ok "redirect: it lands at $b" say_portal $t $b
+	ok "redirect: logout" logout_gone $t $a
+	ok "redirect: iserctl set redirect=null" iserctl set /iscsi/$t/tpg1 redirect=null
+	ok "redirect: a login at $a, 1 LUN" login_wait $t $a 1
+	ok "redirect: it stays at $a" say_portal $t $a
+	ok "redirect: logout" logout_gone $t $a
+}
