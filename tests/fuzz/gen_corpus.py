@@ -139,6 +139,10 @@ put('config', 'nvme.json', b'{"backstores":[{"name":"n","type":"nvme","path":"/d
 put('config', 'bad-syntax.json', b'{"backstores":[{"name":"r",}]')
 put('config', 'global.json', b'{"global":{"reactors":2,"poll_mode":"event","admin_socket":"/run/isertd.sock"},'
     b'"discovery":{"auth_required":false},"backstores":[],"targets":[]}')
+put('config', 'redirect.json', b'{"backstores":[],"targets":[{"iqn":"iqn.2024-01.test:t","tpgs":['
+    b'{"tag":1,"portals":[{"ip":"127.0.0.1"},{"ip":"::1","port":3261}],"redirect":"[fd00::2]:3260",'
+    b'"redirect_type":"permanent"},{"tag":2,"portals":[{"ip":"10.0.0.1"},{"ip":"10.0.0.2"}],'
+    b'"redirect_balance":["10.0.0.1","10.0.0.2:3260"]}]}]}')
 
 # -- prstate: APTPL state files (docs/reservations.md) ----------------------
 def prstate_doc(regs, res, version=1, aptpl='true'):
