@@ -449,3 +449,26 @@ int backstore_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, ui
 		*run = bs->block_size;
 	return 0;
 }
+
+unsigned backstore_sanitize_methods(const struct backstore *bs)
+{
+	if (bs->readonly || !bs->ops->sanitize_methods)
+		return 0;
+	return bs->ops->sanitize_methods(bs);
+}
+
+int64_t backstore_sanitize(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len)
+{
+	if (!(backstore_sanitize_methods(bs) & method) || (method & (method - 1)))
+		return -EOPNOTSUPP;
+	if (!len || !bs_range_ok(bs, offset, len))
+		return -EINVAL;
+	return bs->ops->sanitize(bs, method, offset, len);
+}
+
+const char *backstore_sanitize_how(const struct backstore *bs, unsigned method)
+{
+	if (!(backstore_sanitize_methods(bs) & method) || !bs->ops->sanitize_how)
+		return "not offered";
+	return bs->ops->sanitize_how(bs, method);
+}

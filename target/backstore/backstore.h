@@ -101,6 +101,7 @@ enum {
 	BS_KIND_FOLLOW      = 1u << 4,  /* its size is its device's: a changed size reads the device again */
 	BS_KIND_OWN_ID      = 1u << 5,  /* the store has an identity of its own: the LU's serial unless one is configured */
 	BS_KIND_NONROTATING = 1u << 6,  /* reported as a non-rotating medium (VPD B1) */
+	BS_KIND_VOLATILE    = 1u << 7,  /* its blocks do not outlive the process (nothing to sanitize after a crash) */
 };
 struct backstore_kind {
 	enum backstore_type type;
@@ -253,5 +254,25 @@ void backstore_submit(struct backstore *bs, struct bs_io *io);
  * Thick backstores report everything mapped.  Synchronous: cheap lseek().
  */
 int backstore_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run);
+
+/*
+ * SANITIZE (target/scsi/sanitize.c): the erase methods the store does
+ * itself.  OVERWRITE needs none: it is BS_WRITE of the pattern, chunk by
+ * chunk.  BLOCK ERASE deallocates (thin stores only: reads return zeroes
+ * afterwards, GET LBA STATUS reports deallocated where the store can
+ * tell); CRYPTO ERASE only where the device changes its media key (nvme).
+ */
+enum { BS_SANITIZE_BLOCK_ERASE = 1u << 0, BS_SANITIZE_CRYPTO_ERASE = 1u << 1 };
+unsigned backstore_sanitize_methods(const struct backstore *bs);
+/*
+ * Erase [offset, offset+len) with one method of backstore_sanitize_methods().
+ * Blocking (ioctls, admin commands, librbd's synchronous calls): a sanitize
+ * worker only, never a reactor.  Returns the bytes erased from offset on
+ * (a device that erases itself whole at once returns all that is left), or
+ * -errno.  What it does on each store: backstore_sanitize_how().
+ */
+int64_t backstore_sanitize(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len);
+/* For the log and the documentation: "holes punched", "NVMe Sanitize (block erase)", ... */
+const char *backstore_sanitize_how(const struct backstore *bs, unsigned method);
 
 #endif

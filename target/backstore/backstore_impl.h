@@ -25,6 +25,10 @@ struct bs_ops {
 	 * block and nvme take their device's size, and refuses ram.
 	 */
 	int (*resize)(struct backstore *bs, uint64_t size, char *err, size_t errlen);
+	/* SANITIZE's erase methods (backstore.h); NULL: none.  sanitize gets checked arguments, on a worker thread. */
+	unsigned (*sanitize_methods)(const struct backstore *bs);
+	int64_t (*sanitize)(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len);
+	const char *(*sanitize_how)(const struct backstore *bs, unsigned method);
 	/* Shared objects (backstore.h), where the store has them: NULL elsewhere. */
 	const struct bs_shared_ops *shared;
 };

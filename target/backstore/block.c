@@ -142,10 +142,50 @@ static void block_submit(struct backstore *bs, struct bs_io *io)
 	bs_complete(io, rc);
 }
 
+/*
+ * SANITIZE BLOCK ERASE on a thin block LU: BLKSECDISCARD where the device
+ * does a secure discard (eMMC/SD), else BLKZEROOUT (the kernel's Write
+ * Zeroes, or zeroes written: the old blocks are overwritten or unmapped
+ * with zeroes guaranteed), never a plain BLKDISCARD, which may leave the old
+ * data readable.  Synchronous ioctls on the sanitize worker.
+ */
+static unsigned block_sanitize_methods(const struct backstore *bs)
+{
+	return bs->thin ? BS_SANITIZE_BLOCK_ERASE : 0;
+}
+
+static _Atomic bool block_no_secdiscard;
+
+static int64_t block_sanitize(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len)
+{
+	uint64_t range[2] = { offset, len };
+	(void)method;
+	if (!block_no_secdiscard) {
+		if (ioctl(bs->fd, BLKSECDISCARD, range) == 0)
+			return (int64_t)len;
+		if (errno != EOPNOTSUPP && errno != ENOTTY && errno != EINVAL)
+			return -errno;
+		block_no_secdiscard = true;
+	}
+	if (ioctl(bs->fd, BLKZEROOUT, range) < 0)
+		return -errno;
+	return (int64_t)len;
+}
+
+static const char *block_sanitize_how(const struct backstore *bs, unsigned method)
+{
+	(void)bs;
+	(void)method;
+	return "BLKSECDISCARD where the device supports it, else BLKZEROOUT";
+}
+
 /* No cheap way to ask a device what is deallocated: report mapped (lba_status NULL). */
 const struct bs_ops bs_block_ops = {
 	.open = block_open,
 	.close = bs_fd_close,
 	.submit = block_submit,
 	.lba_status = NULL,
+	.sanitize_methods = block_sanitize_methods,
+	.sanitize = block_sanitize,
+	.sanitize_how = block_sanitize_how,
 };

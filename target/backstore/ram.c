@@ -233,9 +233,32 @@ static int ram_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, u
 	return 0;
 }
 
+/* SANITIZE BLOCK ERASE on a thin RAM LU: its pages go back to the kernel (they read as zeroes). */
+static unsigned ram_sanitize_methods(const struct backstore *bs)
+{
+	return bs->thin ? BS_SANITIZE_BLOCK_ERASE : 0;
+}
+
+static int64_t ram_sanitize(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len)
+{
+	(void)method;
+	ram_zero(bs, offset, len);
+	return (int64_t)len;
+}
+
+static const char *ram_sanitize_how(const struct backstore *bs, unsigned method)
+{
+	(void)bs;
+	(void)method;
+	return "pages given back to the kernel (MADV_DONTNEED): they read as zeroes";
+}
+
 const struct bs_ops bs_ram_ops = {
 	.open = ram_open,
 	.close = ram_close,
 	.submit = ram_submit,
 	.lba_status = ram_lba_status,
+	.sanitize_methods = ram_sanitize_methods,
+	.sanitize = ram_sanitize,
+	.sanitize_how = ram_sanitize_how,
 };

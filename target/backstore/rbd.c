@@ -465,6 +465,31 @@ static int rbd_resize_bs(struct backstore *bs, uint64_t size, char *err, size_t 
 	return rc;
 }
 
+/*
+ * SANITIZE BLOCK ERASE on an RBD LU (thin by nature): rbd_discard, which
+ * removes whole objects and zeroes partial ones (rbd_skip_partial_discard
+ * is off on our connections), synchronous on the sanitize worker.
+ */
+static unsigned rbd_sanitize_methods(const struct backstore *bs)
+{
+	return bs->thin ? BS_SANITIZE_BLOCK_ERASE : 0;
+}
+
+static int64_t rbd_sanitize(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len)
+{
+	struct rbd_bs *r = bs->rbd;
+	(void)method;
+	int rc = rbd_discard(r->image, offset, len);
+	return rc < 0 ? rc : (int64_t)len;
+}
+
+static const char *rbd_sanitize_how(const struct backstore *bs, unsigned method)
+{
+	(void)bs;
+	(void)method;
+	return "rbd_discard (objects removed, partial ones zeroed)";
+}
+
 const struct bs_ops bs_rbd_ops = {
 	.open = rbd_open_bs,
 	.close = rbd_close_bs,
@@ -472,6 +497,9 @@ const struct bs_ops bs_rbd_ops = {
 	.lba_status = rbd_lba_status,
 	.resize = rbd_resize_bs,
 	.shared = &rbd_shared_ops,
+	.sanitize_methods = rbd_sanitize_methods,
+	.sanitize = rbd_sanitize,
+	.sanitize_how = rbd_sanitize_how,
 };
 
 #else /* !ISERT_RBD */

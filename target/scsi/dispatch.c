@@ -8,6 +8,7 @@
 
 #include "common/bufpool.h"
 #include "target/scsi/alua.h"
+#include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
 
 #define F0 0xff
@@ -62,6 +63,11 @@ static const struct scsi_op ops[] = {
 	   0x00, F0, 0, 0, 0, 0, 0, 0, 0, LBA4, 0, 0),
 	OP(SCSI_OP_RECEIVE_COPY_RESULTS, 0x03, 16, OPF_SA, spc_prep_din, xcopy_receive_results,
 	   0x03, 0, 0, 0, 0, 0, 0, 0, 0, LBA4, 0, 0),
+	/* SANITIZE (sanitize.c): IMMED, ZNR, AUSE; PARAMETER LIST LENGTH for OVERWRITE only. */
+#define SANITIZE(sa, flags, pl) OP(SCSI_OP_SANITIZE, sa, 10, OPF_SA | OPF_MEDIUM | (flags), sanitize_prep, sanitize_exec, \
+				   0xe0 | (sa), 0, 0, 0, 0, 0, pl, pl, 0)
+	SANITIZE(SAN_OVERWRITE, OPF_WRITE, F0), SANITIZE(SAN_BLOCK_ERASE, OPF_WRITE | OPF_SANITIZE, 0),
+	SANITIZE(SAN_CRYPTO_ERASE, OPF_WRITE | OPF_SANITIZE, 0), SANITIZE(SAN_EXIT_FAILURE, OPF_SHARED, 0),
 	OP(SCSI_OP_READ16, 0, 16, OPF_MEDIUM, sbc_prep_rw, sbc_read, 0x1a, LBA8, LBA4, 0, 0),
 	OP(SCSI_OP_COMPARE_AND_WRITE, 0, 16, OPF_MEDIUM | OPF_WRITE, sbc_prep_caw, sbc_caw,
 	   0x18, LBA8, 0, 0, 0, F0, 0, 0),
@@ -124,6 +130,8 @@ bool scsi_op_supported(const struct scsi_cmd *cmd, const struct scsi_op *op)
 	if ((op->flags & OPF_EXPLICIT_ALUA) && !(alua_tpgs(cmd->nexus) & SCSI_ALUA_EXPLICIT))
 		return false;
 	if ((op->flags & OPF_RESERVATION) && lu && backstore_shared(lu->bs) && !lu->share)
+		return false;
+	if ((op->flags & OPF_SANITIZE) && !sanitize_sa_supported(lu, op->sa))
 		return false;
 	return !(op->flags & OPF_THIN) || (lu && lu->thin);
 }
@@ -227,8 +235,10 @@ bool scsi_cmd_prepare(struct scsi_cmd *cmd)
 
 	cmd_reset(cmd);
 	op = scsi_op_find(cmd->cdb[0], cmd->cdb[1] & 0x1f, &sa_bad);
-	if (op && !scsi_op_supported(cmd, op))
+	if (op && !scsi_op_supported(cmd, op)) {
+		sa_bad = op->flags & OPF_SANITIZE;   /* the opcode is there, not this service action */
 		op = NULL;
+	}
 	if (!cmd->lu && !(op && (op->flags & OPF_NO_LU))) {
 		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
 		return false;
@@ -248,6 +258,8 @@ bool scsi_cmd_prepare(struct scsi_cmd *cmd)
 		sense_set(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
 		return false;
 	}
+	if (cmd->lu && !sanitize_check(cmd, op))
+		return false;
 	if (cmd->lu && (op->flags & OPF_MEDIUM)) {
 		bool stopped = __atomic_load_n(&cmd->lu->stopped, __ATOMIC_RELAXED);
 		bool ejected = __atomic_load_n(&cmd->lu->ejected, __ATOMIC_RELAXED);
@@ -301,6 +313,11 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		cmd->sense_len = 0;
 		cmd->din_len = 0;
 		cmd->resid = (int64_t)cmd->edtl;
+		scsi_cmd_complete(cmd);
+		return;
+	}
+	/* A SANITIZE started while this one's Data-Out came in: its blocks are not to be touched now. */
+	if (cmd->lu && (op->flags & OPF_MEDIUM) && op->opcode != SCSI_OP_SANITIZE && !sanitize_check(cmd, op)) {
 		scsi_cmd_complete(cmd);
 		return;
 	}

@@ -10,6 +10,7 @@
 
 #include "common/bufpool.h"
 #include "common/reactor.h"
+#include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
 
 /* Unit tests run without reactors: they point this at a pool of their own. */
@@ -231,6 +232,10 @@ int scsi_lu_create(struct backstore *bs, const struct scsi_lu_params *p, struct 
 			return rc;
 		}
 	}
+	if (!backstore_shared(bs) && p->state_dir && !backstore_kind_has(backstore_type(bs), BS_KIND_VOLATILE)) {
+		char naa[33];
+		sanitize_lu_init(lu, p->state_dir, lu_naa_hex(lu, naa));
+	}
 	backstore_on_resize(bs, lu_resized, lu);
 	*out = lu;
 	return 0;
@@ -243,6 +248,7 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 	if (!lu)
 		return;
 	backstore_on_resize(lu->bs, NULL, NULL);
+	sanitize_lu_destroy(lu);
 	share_detach(lu);
 	for (n = lu->nexuses; n; n = next) {
 		next = n->next;

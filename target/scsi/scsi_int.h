@@ -111,6 +111,10 @@ struct scsi_lu {
 
 	/* COMPARE AND WRITE, ORWRITE, WRITE ATOMIC in flight, in arrival order (sbc.c, serial_run). (mu) */
 	struct scsi_cmd *ser_head, *ser_tail;
+
+	/* SANITIZE (sanitize.c): SAN_STATE_* (written under mu, read atomically by prepare) and its operation. */
+	uint8_t sanitize;
+	struct lu_sanitize *san;
 };
 
 /* Command flags in the opcode table. */
@@ -141,6 +145,8 @@ enum {
 	OPF_STANDBY_OK       = 1u << 12,
 	OPF_UNAVAILABLE_OK   = 1u << 13,
 	OPF_TRANSITIONING_OK = 1u << 14,
+	/* A SANITIZE service action only where the LU's backstore can do it (sanitize.c); else INVALID FIELD IN CDB. */
+	OPF_SANITIZE = 1u << 15,
 };
 
 struct scsi_op {

@@ -5,6 +5,7 @@
  */
 
 #include "common/bufpool.h"
+#include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
 
 /* Data-In only commands: nothing to collect; residual is set when the data is built. */
@@ -113,6 +114,8 @@ void spc_request_sense(struct scsi_cmd *cmd)
 	uint32_t alloc = cmd->cdb[4];
 	uint16_t asc = 0;
 	uint8_t key = SK_NO_SENSE;
+	uint8_t sks[3];
+	bool has_sks = false;
 	struct scsi_lu *lu = cmd->lu;
 
 	if (!lu) {
@@ -123,6 +126,8 @@ void spc_request_sense(struct scsi_cmd *cmd)
 		struct lu_nexus *n = lu_nexus_get(lu, cmd->nexus);
 		if (lu_ua_pop(n, &asc))
 			key = SK_UNIT_ATTENTION;
+		else if (lu->sanitize)
+			has_sks = sanitize_sense(lu, &key, &asc, sks);   /* with its progress while it runs */
 		else if (lu->ejected)
 			key = SK_NOT_READY, asc = ASC_MEDIUM_NOT_PRESENT;
 		else if (lu->stopped)
@@ -131,7 +136,7 @@ void spc_request_sense(struct scsi_cmd *cmd)
 			key = SK_NOT_READY, asc = alua_not_ready_asc(cmd->nexus);
 		pthread_mutex_unlock(&lu->mu);
 	}
-	uint32_t len = sense_build(d, desc, key, asc, false, 0, NULL);
+	uint32_t len = sense_build(d, desc, key, asc, false, 0, has_sks ? sks : NULL);
 	scsi_cmd_din(cmd, d, len, alloc);
 	scsi_cmd_complete(cmd);
 }

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
 
 typedef void (*vpd_fn)(struct scsi_cmd *cmd, struct din *d);
@@ -113,6 +114,7 @@ static void vpd_bdc(struct scsi_cmd *cmd, struct din *d)
 
 	/* MEDIUM ROTATION RATE: 1 = non-rotating, 0 = not reported. */
 	put_be16(p + 4, backstore_kind_has(backstore_type(cmd->lu->bs), BS_KIND_NONROTATING) ? 1 : 0);
+	p[7] = sanitize_vpd_b1(cmd->lu);   /* WABEREQ, WACEREQ */
 	din_put(d, p + 4, sizeof(p) - 4);
 }
 
