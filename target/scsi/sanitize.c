@@ -25,7 +25,6 @@
  * failure mode (docs/admin.md).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +33,7 @@
 #include "common/bufpool.h"
 #include "common/log.h"
 #include "common/reactor.h"
+#include "target/scsi/pr_state.h"
 #include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
 
@@ -242,21 +242,13 @@ static char *marker_path(const char *dir, const char *naa)
 	return p;
 }
 
-/* On the worker: written and made durable before the medium is touched. */
+/* On the worker: written and made durable (as the APTPL files are) before the medium is touched. */
 static void marker_set(struct lu_sanitize *s, bool ause)
 {
-	if (!s->marker)
-		return;
-	int fd = open(s->marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		log_warn("sanitize: cannot write %s (%s): a restart during the sanitize would not remember it",
-			 s->marker, strerror(errno));
-		return;
-	}
-	const char *txt = ause ? "ause=1\n" : "ause=0\n";
-	if (write(fd, txt, strlen(txt)) < 0 || fsync(fd) < 0)
-		log_warn("sanitize: cannot write %s: %s", s->marker, strerror(errno));
-	close(fd);
+	char err[256];
+
+	if (s->marker && pr_state_write(s->marker, ause ? "ause=1\n" : "ause=0\n", err, sizeof(err)) < 0)
+		log_warn("sanitize: %s: a restart during the sanitize would not remember it", err);
 }
 
 static void marker_clear(struct lu_sanitize *s)
