@@ -40,6 +40,8 @@
 /* An IMMED=0 SANITIZE looks at its stop flag (abort, lost connection) this often. */
 #define SAN_POLL_MS 100
 
+bool sanitize_inline;
+
 struct san_wait {
 	struct scsi_cmd *cmd;
 	struct reactor_timer *timer;   /* NULL while none is armed */
@@ -330,6 +332,7 @@ static int bs_sync(struct backstore *bs, enum backstore_op op, uint64_t off, uin
 
 	memset(&io, 0, sizeof(io));
 	io.op = op;
+	io.fua = !backstore_write_cache(bs);   /* WCE=0: durable as each chunk completes, as a WRITE would be */
 	io.offset = off;
 	io.len = len;
 	io.buf = buf;
@@ -588,6 +591,14 @@ void sanitize_exec(struct scsi_cmd *cmd)
 		s->waiter = w;
 	}
 	__atomic_store_n(&lu->sanitize, SAN_STATE_RUNNING, __ATOMIC_RELEASE);
+	if (sanitize_inline) {
+		pthread_mutex_unlock(&lu->mu);
+		worker(j);   /* ends w's command itself (no reactor) */
+		if (w)
+			return;
+		j = NULL;
+		goto out;
+	}
 	if (pthread_create(&s->thread, NULL, worker, j) != 0) {
 		__atomic_store_n(&lu->sanitize, st, __ATOMIC_RELEASE);
 		s->waiter = NULL;

@@ -67,6 +67,12 @@ int sanitize_parse_overwrite(const uint8_t *p, uint32_t len, uint32_t block_size
  */
 void sanitize_fill_block(const struct san_overwrite *o, unsigned pass, uint8_t *block, uint32_t block_size);
 
+/*
+ * The fuzzer sets this: the operation runs on the caller's thread before
+ * the command ends (one command at a time, deterministic), not on a worker.
+ */
+extern bool sanitize_inline;
+
 /* The opcode table's entries and hooks (dispatch.c, spc.c, vpd.c, lu.c). */
 bool sanitize_prep(struct scsi_cmd *cmd);
 void sanitize_exec(struct scsi_cmd *cmd);

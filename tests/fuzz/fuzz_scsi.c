@@ -51,6 +51,7 @@
 #include "common/bufpool.h"
 #include "fuzz.h"
 #include "target/scsi/alua.h"
+#include "target/scsi/sanitize.h"
 #include "target/backstore/backstore_impl.h"
 #include "target/scsi/scsi_int.h"
 
@@ -685,6 +686,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!scsi_test_pool)
 		scsi_test_pool = bufpool_create();
+	sanitize_inline = true;   /* SANITIZE ends before exec returns, as every command here must */
 	if (size < 12 || !world_make(&w, &in))
 		return 0;
 	for (int k = 0; k < MAX_CMDS && in.n >= 6; k++) {

@@ -351,6 +351,22 @@ scsi('rsoc', scsi_setup(lu=LU_WCE),
      rd(cdb(0xa3, 0x0c, 0x81, 0x12, 0, 0, *be(512, 4)), 512), rd(cdb(0xa3, 0x0c, 0x02, 0x9e, 0, 0x10, *be(512, 4)), 512),
      rd(cdb(0xa3, 0x0c, 0x03, 0x42, 0, 0, *be(512, 4)), 512), rd(cdb(0xa3, 0x0c, 0x01, 0x5f, 0, 0, *be(512, 4)), 512))
 
+# SANITIZE: every service action, IMMED and AUSE, the OVERWRITE list's fields, reserved CDB bytes, ZNR,
+# a WRITE deferred across one, failure-mode exits, RSOC and VPD B1.
+san = lambda byte1, plen=0: cdb(0x48, byte1, 0, 0, 0, 0, 0, *be(plen, 2), n=10)
+ow_list = lambda byte0, pat: bytes([byte0, 0]) + be(len(pat), 2) + pat
+scsi('sanitize', scsi_setup(lu=LU_THIN, nexuses=2, ro=(1,)),
+     rd(cdb(0xa3, 0x0c, 0x02, 0x48, 0, 0x02, *be(64, 4)), 64), rd(cdb(0xa3, 0x0c, 0x02, 0x48, 0, 0x03, *be(64, 4)), 64),
+     rd(inq(1, 0xb1, 64), 64),
+     wr(san(0x01, 9), ow_list(0x01, b'abcde')), rd(rw10(0x28, 0, 2), 1024),
+     wr(san(0x81 | 0x20, 516), ow_list(0x80 | 3, bytes(range(256)) * 2)), cmd(cdb(0x03, 0, 0, 0, 252), 252, rd=True),
+     wr(san(0x01, 8), ow_list(0x00, b'abcd')), wr(san(0x01, 8), ow_list(0x21, b'abcd')),
+     wr(san(0x01, 8), bytes([1, 0, 0, 5]) + b'abcd'), wr(san(0x01, 4), b'\x01\0\0\0'),
+     wr(san(0x01, 517), ow_list(1, bytes(513))), wr(san(0x01, 9), ow_list(1, b'abcde'), nx=1),
+     cmd(san(0x02)), cmd(san(0x42)), cmd(san(0x03)), cmd(san(0x1f)), cmd(san(0x3f)), cmd(san(0x04)),
+     cmd(cdb(0x48, 0x02, 0, 0, 7, 0, 0, 0, 0, n=10)), wr(san(0x02, 8), bytes(8)),
+     wr(rw10(0x2a, 4, 1), bytes(512), defer=True), cmd(san(0x82)), cmd(TUR), event(0), cmd(san(0x1f)))
+
 
 # -- initiator: [header 8][events...] (tests/fuzz/fuzz_initiator.c) --------
 # Header: flags (1 immediate data, 2 InitialR2T, 4 discovery, 8 reconnect,
