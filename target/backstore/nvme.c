@@ -215,6 +215,17 @@ out:
 	return rc;
 }
 
+/* For the open log line: how SANITIZE would erase, or why not. */
+static const char *nv_erase_word(const struct backstore *bs, bool crypto)
+{
+	const struct nvme_bs *n = nv(bs);
+	struct nvme_erase e;
+
+	nvme_erase_plan(&n->ctrl, &n->ns, n->geo.nsid, bs->size == n->ns.nsze * n->ns.lba_size, crypto, &e);
+	return e.how == NVME_ERASE_SANITIZE ? "by NVMe Sanitize" : e.how == NVME_ERASE_FORMAT ? "by Format NVM" :
+	       "not offered";
+}
+
 static int nv_open(struct backstore *bs, const struct backstore_cfg *cfg, char *err, size_t errlen)
 {
 	struct stat st;
@@ -307,11 +318,13 @@ static int nv_open(struct backstore *bs, const struct backstore_cfg *cfg, char *
 	bs->compare_write_max = 0;   /* see the header: fused commands cannot be passed through */
 	nvme_serial(&n->ctrl, &n->ns, nsid, bs->serial, sizeof(bs->serial));
 	log_info("backstore '%s': %s namespace %u (%s, serial %s, identity %s): %llu blocks of %u bytes, "
-		 "%u bytes per command, write cache %s, UNMAP as %s", bs->name, cfg->path, nsid, n->ctrl.model,
+		 "%u bytes per command, write cache %s, UNMAP as %s, SANITIZE block erase %s, crypto erase %s",
+		 bs->name, cfg->path, nsid, n->ctrl.model,
 		 n->ctrl.serial, bs->serial,
 		 (unsigned long long)n->ns.nsze, lbs, n->geo.max_io, n->ctrl.vwc ? "present" : "absent",
 		 !cfg->thin ? "zeroes (not thin)" : n->unmap == NVME_STEP_WZ_DEAC ? "Write Zeroes with deallocate" :
-		 n->unmap == NVME_STEP_DSM ? "DSM deallocate" : "zeroes (no DSM)");
+		 n->unmap == NVME_STEP_DSM ? "DSM deallocate" : "zeroes (no DSM)",
+		 nv_erase_word(bs, false), nv_erase_word(bs, true));
 	return 0;
 }
 
@@ -583,10 +596,105 @@ static void nv_submit(struct backstore *bs, struct bs_io *io)
 	nv_issue(bs, io, true);
 }
 
+/*
+ * SANITIZE's BLOCK ERASE and CRYPTO ERASE (target/scsi/sanitize.c): the
+ * controller's own, where it has them for this namespace (nvme_erase_plan:
+ * NVMe Sanitize when SANICAP has the action and this is the controller's
+ * only namespace, else Format NVM with Secure Erase Settings in the current
+ * LBA format), and only when the LU is the whole namespace: either command
+ * erases all of it.  Admin commands, synchronous on the sanitize worker; a
+ * Sanitize is then followed in its log page until it ends.
+ */
+static bool nv_whole(const struct backstore *bs)
+{
+	const struct nvme_bs *n = nv(bs);
+	return bs->size == n->ns.nsze * n->ns.lba_size;
+}
+
+static unsigned nv_sanitize_methods(const struct backstore *bs)
+{
+	const struct nvme_bs *n = nv(bs);
+	struct nvme_erase e;
+	unsigned m = 0;
+
+	nvme_erase_plan(&n->ctrl, &n->ns, n->geo.nsid, nv_whole(bs), false, &e);
+	if (e.how != NVME_ERASE_NONE)
+		m |= BS_SANITIZE_BLOCK_ERASE;
+	nvme_erase_plan(&n->ctrl, &n->ns, n->geo.nsid, nv_whole(bs), true, &e);
+	if (e.how != NVME_ERASE_NONE)
+		m |= BS_SANITIZE_CRYPTO_ERASE;
+	return m;
+}
+
+static int nv_admin(struct backstore *bs, uint8_t opcode, uint32_t nsid, uint32_t cdw10, void *buf, uint32_t len)
+{
+	struct nvme_admin_cmd c = {
+		.opcode = opcode,
+		.nsid = nsid,
+		.addr = (uint64_t)(uintptr_t)buf,
+		.data_len = len,
+		.cdw10 = cdw10,
+		.timeout_ms = 3600u * 1000u,   /* a Format NVM of a large namespace takes its time */
+	};
+	int rc = ioctl(bs->fd, NVME_IOCTL_ADMIN_CMD, &c);
+	if (rc < 0)
+		return -errno;
+	if (rc > 0) {
+		char s[112];
+		log_warn("backstore '%s': NVMe admin opcode 0x%02x failed: %s", bs->name, opcode,
+			 nvme_status_str(rc, s, sizeof(s)));
+		return nvme_status_errno(rc);
+	}
+	return 0;
+}
+
+static int64_t nv_sanitize(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len)
+{
+	struct nvme_bs *n = nv(bs);
+	struct nvme_erase e;
+	(void)len;
+
+	nvme_erase_plan(&n->ctrl, &n->ns, n->geo.nsid, nv_whole(bs), method == BS_SANITIZE_CRYPTO_ERASE, &e);
+	if (e.how == NVME_ERASE_NONE)
+		return -EOPNOTSUPP;
+	int rc = nv_admin(bs, e.opcode, e.nsid, e.cdw10, NULL, 0);
+	if (rc < 0)
+		return rc;
+	if (e.how == NVME_ERASE_SANITIZE) {
+		uint8_t *page = bs_alloc_aligned(512);
+		uint16_t prog;
+		if (!page)
+			return -ENOMEM;
+		/* Get Log Page, Sanitize Status: 128 dwords (NUMDL 127). */
+		while ((rc = nv_admin(bs, NVME_ADMIN_GET_LOG_PAGE, 0xffffffffu, NVME_SANITIZE_LOG | 127u << 16, page,
+				      512)) == 0 &&
+		       (rc = nvme_sanitize_status(page, &prog)) == 0)
+			sleep(1);
+		free(page);
+		if (rc < 0)
+			return rc;
+	}
+	log_info("backstore '%s': namespace %u erased by %s", bs->name, n->geo.nsid,
+		 e.how == NVME_ERASE_SANITIZE ? "NVMe Sanitize" : "Format NVM with Secure Erase Settings");
+	return (int64_t)(bs->size - offset);   /* all of it at once */
+}
+
+static const char *nv_sanitize_how(const struct backstore *bs, unsigned method)
+{
+	const struct nvme_bs *n = nv(bs);
+	struct nvme_erase e;
+
+	nvme_erase_plan(&n->ctrl, &n->ns, n->geo.nsid, nv_whole(bs), method == BS_SANITIZE_CRYPTO_ERASE, &e);
+	return e.how == NVME_ERASE_SANITIZE ? "NVMe Sanitize" : "Format NVM with Secure Erase Settings";
+}
+
 /* No cheap way to ask which blocks are deallocated (Get LBA Status is optional): report mapped. */
 const struct bs_ops bs_nvme_ops = {
 	.open = nv_open,
 	.close = nv_close,
 	.submit = nv_submit,
 	.lba_status = NULL,
+	.sanitize_methods = nv_sanitize_methods,
+	.sanitize = nv_sanitize,
+	.sanitize_how = nv_sanitize_how,
 };

@@ -70,6 +70,10 @@ int nvme_parse_ctrl(const uint8_t *id, uint32_t page_size, struct nvme_ctrl_id *
 		uint64_t m = (uint64_t)page_size << (mdts < 20 ? mdts : 20);
 		c->max_xfer = m > (1u << 31) ? (1u << 31) : (uint32_t)m;
 	}
+	c->oacs = le16(id + 256);
+	c->sanicap = le32(id + 328);
+	c->nn = le32(id + 516);
+	c->fna = id[524];
 	c->oncs = le16(id + 520);
 	c->fuses = le16(id + 522);
 	c->vwc = id[525] & 1;
@@ -344,4 +348,43 @@ const char *nvme_status_str(int status, char *buf, size_t len)
 	snprintf(buf, len, "status 0x%x: SCT %xh SC %02xh (%s)%s", (unsigned)status, (unsigned)sct_of(status),
 		 (unsigned)sc_of(status), name, status & 0x4000 ? ", do not retry" : "");
 	return buf;
+}
+
+void nvme_erase_plan(const struct nvme_ctrl_id *c, const struct nvme_ns_id *ns, uint32_t nsid, bool whole,
+		     bool crypto, struct nvme_erase *e)
+{
+	memset(e, 0, sizeof(*e));
+	if (!whole)
+		return;   /* both commands act on the whole namespace at least: never on a part of it */
+	if ((c->sanicap & (crypto ? NVME_SANICAP_CES : NVME_SANICAP_BES)) && c->nn == 1) {
+		e->how = NVME_ERASE_SANITIZE;
+		e->opcode = NVME_ADMIN_SANITIZE;
+		e->cdw10 = crypto ? 0x4 : 0x2;   /* SANACT: 100b crypto erase, 010b block erase */
+		return;
+	}
+	if (!(c->oacs & NVME_OACS_FORMAT) || (crypto && !(c->fna & NVME_FNA_CRYPTO)))
+		return;
+	if ((c->fna & (NVME_FNA_FORMAT_ALL | NVME_FNA_SECERASE_ALL)) && c->nn != 1)
+		return;   /* it would erase the other namespaces too */
+	e->how = NVME_ERASE_FORMAT;
+	e->opcode = NVME_ADMIN_FORMAT_NVM;
+	e->nsid = nsid;
+	/* LBAF bits 3:0 and 5:4 (in 13:12), no metadata, no PI; SES 001b user data erase, 010b crypto. */
+	e->cdw10 = (ns->lbaf & 0x0fu) | (uint32_t)(ns->lbaf >> 4 & 3) << 12 | (crypto ? 2u : 1u) << 9;
+}
+
+int nvme_sanitize_status(const uint8_t *log, uint16_t *progress)
+{
+	*progress = le16(log);
+	switch (le16(log + 2) & 7) {
+	case 1:   /* completed */
+	case 4:   /* completed, no deallocation */
+		return 1;
+	case 2:
+		return 0;
+	case 3:
+		return -EIO;
+	default:  /* never sanitized: the command did not start one */
+		return -EIO;
+	}
 }

@@ -54,7 +54,12 @@ struct nvme_ctrl_id {
 	uint16_t oncs;
 	uint16_t fuses;
 	bool vwc;             /* volatile write cache present */
+	uint16_t oacs;        /* Optional Admin Command Support (bit 1: Format NVM) */
+	uint8_t fna;          /* Format NVM Attributes */
+	uint32_t sanicap;     /* Sanitize Capabilities */
+	uint32_t nn;          /* Number of Namespaces */
 };
+
 
 struct nvme_ns_id {
 	uint64_t nsze;        /* blocks */
@@ -135,5 +140,35 @@ int nvme_status_errno(int status);
 bool nvme_status_unsupported(int status);
 /* "SCT 2h SC 85h (Compare Failure)" style, for a log line. */
 const char *nvme_status_str(int status, char *buf, size_t len);
+
+/* SANITIZE's erase methods (target/scsi/sanitize.c) as NVMe admin commands. */
+enum { NVME_ADMIN_GET_LOG_PAGE = 0x02, NVME_ADMIN_FORMAT_NVM = 0x80, NVME_ADMIN_SANITIZE = 0x84 };
+#define NVME_OACS_FORMAT       (1u << 1)
+#define NVME_FNA_FORMAT_ALL    (1u << 0)   /* a format applies to every namespace */
+#define NVME_FNA_SECERASE_ALL  (1u << 1)   /* a secure erase applies to every namespace */
+#define NVME_FNA_CRYPTO        (1u << 2)   /* cryptographic erase supported by Format NVM */
+#define NVME_SANICAP_CES       (1u << 0)   /* Sanitize: crypto erase */
+#define NVME_SANICAP_BES       (1u << 1)   /* Sanitize: block erase */
+#define NVME_SANITIZE_LOG      0x81
+enum nvme_erase_how { NVME_ERASE_NONE, NVME_ERASE_SANITIZE, NVME_ERASE_FORMAT };
+struct nvme_erase {
+	enum nvme_erase_how how;
+	uint8_t opcode;
+	uint32_t nsid;        /* Sanitize: 0 (it acts on the whole NVM subsystem) */
+	uint32_t cdw10;
+};
+/*
+ * How to block-erase (crypto false) or crypto-erase namespace nsid of ns
+ * (whole: the LU is the whole namespace): NVMe Sanitize where SANICAP has
+ * the action and the controller has this one namespace (Sanitize erases
+ * them all), else Format NVM with Secure Erase Settings 001b (user data) or
+ * 010b (cryptographic, FNA bit 2) in the namespace's current LBA format
+ * where the controller formats (OACS) and the format reaches only this
+ * namespace or it is the only one; else NVME_ERASE_NONE.  Pure.
+ */
+void nvme_erase_plan(const struct nvme_ctrl_id *c, const struct nvme_ns_id *ns, uint32_t nsid, bool whole,
+		     bool crypto, struct nvme_erase *e);
+/* Sanitize Status log page (512 bytes): 1 done, 0 in progress (*progress of 65536), -EIO failed. */
+int nvme_sanitize_status(const uint8_t *log, uint16_t *progress);
 
 #endif

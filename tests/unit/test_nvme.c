@@ -87,6 +87,65 @@ static void test_parse_ctrl(void)
 	CU_ASSERT_EQUAL(c.max_wz, 1u << 31);
 }
 
+/* SANITIZE's erase: which admin command, with which dwords, and when none may be sent. */
+static void test_erase_plan(void)
+{
+	struct nvme_ctrl_id c;
+	struct nvme_ns_id ns = { .nsze = 1000, .lba_size = 512, .lbaf = 0x13 };
+	struct nvme_erase e;
+	uint16_t prog;
+	uint8_t log[512] = { 0 };
+
+	/* The Identify Controller fields it reads: OACS 256, SANICAP 328, NN 516, FNA 524. */
+	ctrl_page(5, 0, 0, 0);
+	page[256] = 0x02;
+	page[328] = 0x03;
+	page[516] = 1;
+	page[524] = 0x04;
+	CU_ASSERT_EQUAL_FATAL(nvme_parse_ctrl(page, 4096, &c, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(c.oacs, 2);
+	CU_ASSERT_EQUAL(c.sanicap, 3);
+	CU_ASSERT_EQUAL(c.nn, 1);
+	CU_ASSERT_EQUAL(c.fna, 4);
+	/* SANICAP has both, one namespace: Sanitize, SANACT block (010b) / crypto (100b), NSID 0. */
+	nvme_erase_plan(&c, &ns, 1, true, false, &e);
+	CU_ASSERT(e.how == NVME_ERASE_SANITIZE && e.opcode == 0x84 && e.cdw10 == 2 && e.nsid == 0);
+	nvme_erase_plan(&c, &ns, 1, true, true, &e);
+	CU_ASSERT(e.how == NVME_ERASE_SANITIZE && e.cdw10 == 4);
+	/* Never for a part of the namespace. */
+	nvme_erase_plan(&c, &ns, 1, false, false, &e);
+	CU_ASSERT_EQUAL(e.how, NVME_ERASE_NONE);
+	/* Two namespaces: Sanitize would erase both; Format NVM of this one, SES 001b, LBAF 0x13 kept. */
+	c.nn = 2;
+	nvme_erase_plan(&c, &ns, 7, true, false, &e);
+	CU_ASSERT(e.how == NVME_ERASE_FORMAT && e.opcode == 0x80 && e.nsid == 7);
+	CU_ASSERT_EQUAL(e.cdw10, 0x3u | 1u << 12 | 1u << 9);
+	nvme_erase_plan(&c, &ns, 7, true, true, &e);   /* FNA bit 2: crypto erase by format, SES 010b */
+	CU_ASSERT(e.how == NVME_ERASE_FORMAT && (e.cdw10 >> 9 & 7) == 2);
+	c.fna = 0x02;                                  /* secure erase reaches every namespace: none */
+	nvme_erase_plan(&c, &ns, 7, true, false, &e);
+	CU_ASSERT_EQUAL(e.how, NVME_ERASE_NONE);
+	c.fna = 0;                                     /* no crypto erase by format */
+	c.sanicap = 0;
+	nvme_erase_plan(&c, &ns, 7, true, true, &e);
+	CU_ASSERT_EQUAL(e.how, NVME_ERASE_NONE);
+	c.oacs = 0;                                    /* no Format NVM at all */
+	nvme_erase_plan(&c, &ns, 7, true, false, &e);
+	CU_ASSERT_EQUAL(e.how, NVME_ERASE_NONE);
+	/* The Sanitize Status log: SPROG, SSTAT 2 in progress, 1 done, 3 failed. */
+	log[0] = 0x00;
+	log[1] = 0x80;
+	log[2] = 2;
+	CU_ASSERT_EQUAL(nvme_sanitize_status(log, &prog), 0);
+	CU_ASSERT_EQUAL(prog, 0x8000);
+	log[2] = 1;
+	CU_ASSERT_EQUAL(nvme_sanitize_status(log, &prog), 1);
+	log[2] = 4;
+	CU_ASSERT_EQUAL(nvme_sanitize_status(log, &prog), 1);
+	log[2] = 3;
+	CU_ASSERT_EQUAL(nvme_sanitize_status(log, &prog), -EIO);
+}
+
 static void test_parse_ns(void)
 {
 	struct nvme_ns_id n;
@@ -627,6 +686,7 @@ int main(void)
 	CU_pSuite s = CU_add_suite("nvme", NULL, NULL);
 	CU_add_test(s, "Identify Controller", test_parse_ctrl);
 	CU_add_test(s, "Identify Namespace", test_parse_ns);
+	CU_add_test(s, "SANITIZE: NVMe Sanitize or Format NVM", test_erase_plan);
 	CU_add_test(s, "Identify Namespace: hostile pages", test_parse_ns_hostile);
 	CU_add_test(s, "serial: NGUID, EUI64, SN-nsid", test_serial);
 	CU_add_test(s, "bytes per command", test_max_io);
