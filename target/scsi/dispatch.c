@@ -8,6 +8,7 @@
 
 #include "common/bufpool.h"
 #include "target/scsi/alua.h"
+#include "target/scsi/rod.h"
 #include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
 
@@ -59,10 +60,17 @@ static const struct scsi_op ops[] = {
 	/* Third-party copy (xcopy.c): EXTENDED COPY (LID1); RECEIVE COPY RESULTS COPY STATUS, OPERATING PARAMETERS. */
 	OP(SCSI_OP_EXTENDED_COPY, 0x00, 16, OPF_MEDIUM | OPF_SA, xcopy_prep, xcopy_exec,
 	   0x00, 0, 0, 0, 0, 0, 0, 0, 0, LBA4, 0, 0),
+	/* Token-based copy (rod.c): POPULATE TOKEN, WRITE USING TOKEN; RECEIVE ROD TOKEN INFORMATION below. */
+	OP(SCSI_OP_EXTENDED_COPY, ROD_SA_PT, 16, OPF_MEDIUM | OPF_SA | OPF_TOKEN, rod_prep_pt, rod_pt,
+	   ROD_SA_PT, 0, 0, 0, 0, LBA4, LBA4, 0, 0),
+	OP(SCSI_OP_EXTENDED_COPY, ROD_SA_WUT, 16, OPF_MEDIUM | OPF_SA | OPF_WRITE | OPF_TOKEN, rod_prep_wut, rod_wut,
+	   ROD_SA_WUT, 0, 0, 0, 0, LBA4, LBA4, 0, 0),
 	OP(SCSI_OP_RECEIVE_COPY_RESULTS, 0x00, 16, OPF_SA, spc_prep_din, xcopy_receive_results,
 	   0x00, F0, 0, 0, 0, 0, 0, 0, 0, LBA4, 0, 0),
 	OP(SCSI_OP_RECEIVE_COPY_RESULTS, 0x03, 16, OPF_SA, spc_prep_din, xcopy_receive_results,
 	   0x03, 0, 0, 0, 0, 0, 0, 0, 0, LBA4, 0, 0),
+	OP(SCSI_OP_RECEIVE_COPY_RESULTS, ROD_SA_RRTI, 16, OPF_SA | OPF_TOKEN, spc_prep_din, rod_rrti,
+	   ROD_SA_RRTI, LBA4, 0, 0, 0, 0, LBA4, 0, 0),
 	/* SANITIZE (sanitize.c): IMMED, ZNR, AUSE; PARAMETER LIST LENGTH for OVERWRITE only. */
 #define SANITIZE(sa, flags, pl) OP(SCSI_OP_SANITIZE, sa, 10, OPF_SA | OPF_MEDIUM | (flags), sanitize_prep, sanitize_exec, \
 				   0xe0 | (sa), 0, 0, 0, 0, 0, pl, pl, 0)
@@ -130,6 +138,8 @@ bool scsi_op_supported(const struct scsi_cmd *cmd, const struct scsi_op *op)
 	if ((op->flags & OPF_EXPLICIT_ALUA) && !(alua_tpgs(cmd->nexus) & SCSI_ALUA_EXPLICIT))
 		return false;
 	if ((op->flags & OPF_RESERVATION) && lu && backstore_shared(lu->bs) && !lu->share)
+		return false;
+	if ((op->flags & OPF_TOKEN) && !(lu && rod_supported(lu)))
 		return false;
 	if ((op->flags & OPF_SANITIZE) && !sanitize_sa_supported(lu, op->sa))
 		return false;
@@ -321,6 +331,9 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		scsi_cmd_complete(cmd);
 		return;
 	}
+	/* What it is about to change cancels the ROD tokens of those blocks (rod.c). */
+	if (op->flags & OPF_WRITE)
+		rod_cmd_writes(cmd);
 	op->exec(cmd);
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/bufpool.h"
 #include "common/reactor.h"
+#include "target/scsi/rod.h"
 #include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
 
@@ -248,6 +249,7 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 	if (!lu)
 		return;
 	backstore_on_resize(lu->bs, NULL, NULL);
+	rod_lu_gone(lu);
 	sanitize_lu_destroy(lu);
 	share_detach(lu);
 	for (n = lu->nexuses; n; n = next) {
@@ -390,6 +392,7 @@ void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi
 		if (!nexus)
 			break;
 		lu->state->reset(lu, nexus, true, 0, w);
+		rod_nexus_gone(lu, nexus->id);
 		for (pp = &lu->nexuses; (n = *pp); pp = &n->next) {
 			if (n->id == nexus->id) {
 				*pp = n->next;
@@ -403,4 +406,7 @@ void scsi_lu_event(struct scsi_lu *lu, const struct scsi_nexus *nexus, enum scsi
 		break;
 	}
 	pthread_mutex_unlock(&lu->mu);
+	/* A reset revokes the LU's ROD tokens (a copy reading one stops). */
+	if (ev == SCSI_EV_LU_RESET || ev == SCSI_EV_TARGET_WARM_RESET || ev == SCSI_EV_TARGET_COLD_RESET)
+		rod_lu_reset(lu);
 }

@@ -439,6 +439,10 @@ static enum pr_class pr_classify(const uint8_t *cdb)
 	case SCSI_OP_SECURITY_PROTOCOL_IN:
 	case SCSI_OP_READ_DEFECT10: case SCSI_OP_READ_DEFECT12:
 		return PRC_READ;
+	case SCSI_OP_EXTENDED_COPY:   /* POPULATE TOKEN reads; the other service actions write */
+		return (cdb[1] & 0x1f) == 0x10 ? PRC_READ : PRC_WRITE;
+	case SCSI_OP_RECEIVE_COPY_RESULTS:   /* RECEIVE ROD TOKEN INFORMATION: the nexus's own results */
+		return (cdb[1] & 0x1f) == 0x07 ? PRC_ALLOWED : PRC_WRITE;
 	case SCSI_OP_VARIABLE_LENGTH:
 		if (get_be16(cdb + 8) == SCSI_VL_READ32 || get_be16(cdb + 8) == SCSI_VL_VERIFY32)
 			return PRC_READ;

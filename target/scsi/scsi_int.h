@@ -107,6 +107,9 @@ struct scsi_lu {
 
 	bool stopped, ejected;       /* (mu) START STOP UNIT */
 	struct lu_nexus *nexuses;    /* (mu) */
+	/* ROD tokens made on this LU (rod.c): how many are alive (every write reads it, atomically), and which. */
+	uint32_t rod_tokens;
+	struct rod_token *rod_list;
 	uint32_t pr_aborts;          /* PREEMPT AND ABORTs so far (written under mu, read atomically) */
 
 	/* COMPARE AND WRITE, ORWRITE, WRITE ATOMIC in flight, in arrival order (sbc.c, serial_run). (mu) */
@@ -141,6 +144,8 @@ enum {
 	 * wrong.
 	 */
 	OPF_RESERVATION = 1u << 9,
+	/* Token-based copy (rod.c): not where other gateways write the same store. */
+	OPF_TOKEN = 1u << 11,
 	/* Runs in an ALUA standby, unavailable, transitioning port group (SPC-4 5.16.2.4); others: NOT READY. */
 	OPF_STANDBY_OK       = 1u << 12,
 	OPF_UNAVAILABLE_OK   = 1u << 13,

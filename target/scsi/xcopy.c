@@ -7,18 +7,19 @@
  * The LU that receives the command is the copy manager; the copy targets
  * are LUs of this target that the issuing I_T nexus has mapped, named by
  * their NAA designator (VPD 83h).  The whole list is checked before a block
- * moves.  The data then moves inside the target: chunks read into pool
- * buffers and written from them through the backstores' asynchronous API,
- * a few chunks in flight, all on the issuing reactor.  The command ends only
- * when nothing is in flight any more, so an abort or a lost connection (the
- * transport sets cmd->stop) stops issuing chunks and leaves neither a buffer
- * nor a callback behind, like every other command of this layer.
+ * moves.  The data then moves inside the target through the copy engine
+ * (copy.c, shared with WRITE USING TOKEN): chunks read into pool buffers
+ * and written from them, a few in flight, all on the issuing reactor.  The
+ * command ends only when nothing is in flight any more, so an abort or a
+ * lost connection (the transport sets cmd->stop) stops issuing chunks and
+ * leaves neither a buffer nor a callback behind.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/bufpool.h"
-#include "common/reactor.h"
+#include "target/scsi/copy.h"
+#include "target/scsi/rod.h"
 #include "target/scsi/scsi_int.h"
 #include "target/scsi/xcopy.h"
 
@@ -36,9 +37,6 @@
 enum { TGT_DESC_ID = 0xe4, SEG_DESC_B2B = 0x02, SEG_DESC_B2B_LEN = 0x18 };
 enum { RCR_COPY_STATUS = 0x00, RCR_OP_PARAMS = 0x03 };
 enum { CM_IN_PROGRESS = 0x00, CM_GOOD = 0x01, CM_ERROR = 0x02 };
-
-/* An inline copy in one reactor callback yields after this much (RAM completes inline). */
-#define XCOPY_YIELD_BYTES (8u << 20)
 
 /* ---- parameter list ---- */
 
@@ -270,35 +268,11 @@ struct xtarget {
 	bool ro;
 };
 
-struct xjob;
-
-struct xchunk {
-	struct bs_io io;
-	struct xjob *j;
-	struct buf *buf;
-	uint64_t src_lba, dst_lba;
-	uint32_t n;
-	bool busy;
-};
-
 struct xjob {
-	struct scsi_cmd *cmd;
+	struct copy_job c;       /* first: the engine's part (copy.c) */
 	struct xcopy_list l;
 	struct xtarget t[XCOPY_MAX_TGT_DESCS];
-	struct xchunk ch[XCOPY_INFLIGHT];
 	int slot;                /* list identifier slot, < 0: none */
-	uint16_t seg;            /* segment being copied */
-	uint16_t segs_done;
-	uint64_t next;           /* blocks of it handed to chunks */
-	uint64_t written;        /* blocks of it written */
-	uint64_t bytes_done;
-	uint32_t width;          /* chunks in flight allowed for this segment */
-	uint32_t chunk_blocks;
-	unsigned inflight;
-	bool backward, fua;
-	bool failed, nomem;      /* a backstore error / no buffer with nothing in flight */
-	uint64_t failed_resid;
-	bool in_pump, again, deferred;
 };
 
 static bool tgt_is(const struct xcopy_tgt *t, const struct scsi_lu *lu)
@@ -314,7 +288,7 @@ static bool tgt_is(const struct xcopy_tgt *t, const struct scsi_lu *lu)
 /* The LU a CSCD descriptor names among those the nexus sees; false if none. */
 static bool resolve(struct xjob *j, unsigned idx)
 {
-	struct scsi_cmd *cmd = j->cmd;
+	struct scsi_cmd *cmd = j->c.cmd;
 	const struct scsi_lun_map *m = cmd->lun_map;
 	struct xtarget *x = &j->t[idx];
 	const struct xcopy_tgt *t = &j->l.tgt[idx];
@@ -340,27 +314,10 @@ static bool resolve(struct xjob *j, unsigned idx)
 	return x->lu != NULL;
 }
 
-static bool lu_unready(struct scsi_lu *lu)
-{
-	return __atomic_load_n(&lu->stopped, __ATOMIC_RELAXED) || __atomic_load_n(&lu->ejected, __ATOMIC_RELAXED);
-}
-
-static bool pr_blocks(struct scsi_lu *lu, const struct scsi_nexus *nx, uint8_t opcode)
-{
-	uint8_t cdb[16] = { opcode };
-
-	if (!nx)
-		return false;
-	pthread_mutex_lock(&lu->mu);
-	bool c = pr_conflict(lu->pr, nx, cdb);
-	pthread_mutex_unlock(&lu->mu);
-	return c;
-}
-
 /* Everything about the segments that can be known before a block moves. */
 static bool check_segments(struct xjob *j)
 {
-	struct scsi_cmd *cmd = j->cmd;
+	struct scsi_cmd *cmd = j->c.cmd;
 	uint64_t total = 0;
 
 	for (uint32_t k = 0; k < j->l.nseg; k++) {
@@ -397,8 +354,8 @@ static bool check_segments(struct xjob *j)
 			sense_invalid_param(cmd, s->off + 10, 7);
 			return false;
 		}
-		if (lu_unready(src->lu) || lu_unready(dst->lu)) {
-			copy_aborted(cmd, ASC_COPY_TARGET_NOT_REACHABLE, k, lu_unready(src->lu) ? 4 : 6, false, 0);
+		if (copy_lu_unready(src->lu) || copy_lu_unready(dst->lu)) {
+			copy_aborted(cmd, ASC_COPY_TARGET_NOT_REACHABLE, k, copy_lu_unready(src->lu) ? 4 : 6, false, 0);
 			return false;
 		}
 		uint64_t snb = lu_nblocks(src->lu), dnb = lu_nblocks(dst->lu);
@@ -415,7 +372,8 @@ static bool check_segments(struct xjob *j)
 			sense_set(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
 			return false;
 		}
-		if (pr_blocks(src->lu, cmd->nexus, SCSI_OP_READ16) || pr_blocks(dst->lu, cmd->nexus, SCSI_OP_WRITE16)) {
+		if (copy_pr_blocks(src->lu, cmd->nexus, SCSI_OP_READ16) ||
+		    copy_pr_blocks(dst->lu, cmd->nexus, SCSI_OP_WRITE16)) {
 			cmd->status = SCSI_RESERVATION_CONFLICT;
 			cmd->sense_len = 0;
 			return false;
@@ -424,199 +382,52 @@ static bool check_segments(struct xjob *j)
 	return true;
 }
 
-static void seg_setup(struct xjob *j)
+static bool xseg(struct copy_job *c, uint32_t k, struct copy_seg *s)
 {
-	const struct xcopy_seg *s = &j->l.seg[j->seg];
-	const struct xtarget *src = &j->t[s->src], *dst = &j->t[s->dst];
-	bool overlap = src->lu == dst->lu && s->src_lba < s->dst_lba + s->nblocks &&
-		       s->dst_lba < s->src_lba + s->nblocks;
+	const struct xjob *j = (const struct xjob *)c;
 
-	j->next = 0;
-	j->written = 0;
-	j->chunk_blocks = XCOPY_CHUNK_BYTES >> src->lu->block_shift;
-	/*
-	 * Overlapping ranges copy as memmove does: one chunk at a time, from
-	 * the end when the destination lies above the source.
-	 */
-	j->width = overlap ? 1 : XCOPY_INFLIGHT;
-	j->backward = overlap && s->dst_lba > s->src_lba;
-	/* No volatile cache reported (WCE=0) on the destination: durable at GOOD, as for a WRITE. */
-	j->fua = !lu_flag(&dst->lu->wce);
+	if (k >= j->l.nseg)
+		return false;
+	const struct xcopy_seg *x = &j->l.seg[k];
+	s->src = j->t[x->src].lu;
+	s->dst = j->t[x->dst].lu;
+	s->src_lba = x->src_lba;
+	s->dst_lba = x->dst_lba;
+	s->nblocks = x->nblocks;
+	return true;
 }
 
-static void pump(struct xjob *j);
-
-static void chunk_free(struct xchunk *c)
+static void xend(struct copy_job *c)
 {
-	struct xjob *j = c->j;
-
-	bufpool_put(c->buf);
-	c->buf = NULL;
-	c->busy = false;
-	j->inflight--;
-}
-
-static void chunk_fail(struct xchunk *c)
-{
-	struct xjob *j = c->j;
-	const struct xcopy_seg *s = &j->l.seg[j->seg];
-
-	if (!j->failed) {
-		j->failed = true;
-		j->failed_resid = s->nblocks;   /* written blocks are taken off when the segment drains */
-	}
-}
-
-static void chunk_submit(struct xchunk *c, enum backstore_op op, struct scsi_lu *lu, uint64_t lba, bool fua,
-			 void (*cb)(struct bs_io *, int))
-{
-	struct bs_io *io = &c->io;
-
-	memset(io, 0, sizeof(*io));
-	io->op = op;
-	io->offset = lba << lu->block_shift;
-	io->len = (uint64_t)c->n << lu->block_shift;
-	io->buf = c->buf->data;
-	io->fua = fua;
-	io->reactor = c->j->cmd->reactor;
-	io->cb = cb;
-	io->priv = c;
-	backstore_submit(lu->bs, io);
-}
-
-static void chunk_written(struct bs_io *io, int res)
-{
-	struct xchunk *c = io->priv;
-	struct xjob *j = c->j;
-
-	if (res < 0) {
-		chunk_fail(c);
-	} else {
-		j->written += c->n;
-		j->bytes_done += (uint64_t)c->n << j->t[j->l.seg[j->seg].dst].lu->block_shift;
-	}
-	chunk_free(c);
-	pump(j);
-}
-
-static void chunk_read(struct bs_io *io, int res)
-{
-	struct xchunk *c = io->priv;
-	struct xjob *j = c->j;
-
-	if (res < 0 || j->cmd->stop) {
-		if (res < 0)
-			chunk_fail(c);
-		chunk_free(c);
-		pump(j);
-		return;
-	}
-	chunk_submit(c, BS_WRITE, j->t[j->l.seg[j->seg].dst].lu, c->dst_lba, j->fua, chunk_written);
-}
-
-static void pump_deferred(void *arg)
-{
-	struct xjob *j = arg;
-
-	j->deferred = false;
-	pump(j);
-}
-
-/* Hand out chunks while the window allows; true when the copy has nothing more to start. */
-static bool step(struct xjob *j)
-{
-	uint64_t started = 0;
-
-	for (;;) {
-		if (j->cmd->stop || j->failed || j->nomem || j->seg >= j->l.nseg)
-			return true;
-		const struct xcopy_seg *s = &j->l.seg[j->seg];
-		const struct xtarget *src = &j->t[s->src];
-		if (j->next == s->nblocks) {
-			if (j->inflight)
-				return false;   /* the next segment may overlap this one's writes */
-			j->segs_done++;
-			if (++j->seg < j->l.nseg)
-				seg_setup(j);
-			continue;
-		}
-		if (j->inflight >= j->width)
-			return false;
-		/* A yield is pending: the deferred pump goes on (pump() calling
-		 * again after an inline completion must not). */
-		if (j->deferred)
-			return false;
-		/* A RAM backstore completes inline: let the reactor breathe now and then. */
-		if (started >= XCOPY_YIELD_BYTES && j->cmd->reactor &&
-		    reactor_defer(j->cmd->reactor, pump_deferred, j) == 0) {
-			j->deferred = true;
-			return false;
-		}
-		struct xchunk *c = NULL;
-		for (unsigned i = 0; i < XCOPY_INFLIGHT && !c; i++)
-			if (!j->ch[i].busy)
-				c = &j->ch[i];
-		uint32_t n = (uint32_t)MIN((uint64_t)j->chunk_blocks, s->nblocks - j->next);
-		c->buf = scsi_buf_get(j->cmd, (size_t)n << src->lu->block_shift);
-		if (!c->buf) {
-			if (!j->inflight)
-				j->nomem = true;
-			return !j->inflight;   /* else a finished chunk frees room */
-		}
-		uint64_t at = j->backward ? s->nblocks - j->next - n : j->next;
-		c->j = j;
-		c->n = n;
-		c->src_lba = s->src_lba + at;
-		c->dst_lba = s->dst_lba + at;
-		c->busy = true;
-		j->next += n;
-		j->inflight++;
-		started += (uint64_t)n << src->lu->block_shift;
-		chunk_submit(c, BS_READ, src->lu, c->src_lba, false, chunk_read);
-	}
-}
-
-static void finish(struct xjob *j)
-{
-	struct scsi_cmd *cmd = j->cmd;
-	bool ok = !cmd->stop && !j->failed && !j->nomem;
+	struct xjob *j = (struct xjob *)c;
+	struct scsi_cmd *cmd = c->cmd;
+	bool ok = !cmd->stop && !c->failed && !c->nomem;
 
 	if (j->slot >= 0)
-		id_end(cmd, j->slot, j->l.usage, ok ? CM_GOOD : CM_ERROR, j->segs_done, j->bytes_done);
+		id_end(cmd, j->slot, j->l.usage, ok ? CM_GOOD : CM_ERROR, (uint16_t)c->segs_done, c->bytes_done);
 	if (cmd->stop) {
 		cmd->status = SCSI_TASK_ABORTED;
 		cmd->sense_len = 0;
-	} else if (j->failed) {
-		copy_aborted(cmd, ASC_THIRD_PARTY_DEVICE_FAILURE, j->seg, 0, true, j->failed_resid - j->written);
-	} else if (j->nomem) {
+	} else if (c->failed) {
+		copy_aborted(cmd, ASC_THIRD_PARTY_DEVICE_FAILURE, c->seg, 0, true, c->seg_resid);
+	} else if (c->nomem) {
 		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 	}
-	cmd->scratch = NULL;
 	free(j);
 	scsi_cmd_complete(cmd);
 }
 
-/*
- * Every completion comes back here.  A completion inside backstore_submit()
- * (RAM) only marks that more may start: the loop below picks it up, so the
- * stack does not grow with the number of chunks.
- */
-static void pump(struct xjob *j)
+static bool xuses(const struct copy_job *c, const struct scsi_lu *lu)
 {
-	if (j->in_pump) {
-		j->again = true;
-		return;
-	}
-	j->in_pump = true;
-	bool idle;
-	do {
-		j->again = false;
-		idle = step(j);
-	} while (j->again);
-	j->in_pump = false;
-	if (idle && !j->inflight && !j->deferred)
-		finish(j);
+	const struct xjob *j = (const struct xjob *)c;
+
+	for (unsigned i = 0; i < XCOPY_MAX_TGT_DESCS; i++)
+		if (j->t[i].lu == lu)
+			return true;
+	return false;
 }
+
+static const struct copy_ops xcopy_ops = { .seg = xseg, .end = xend, .uses_lu = xuses };
 
 bool xcopy_prep(struct scsi_cmd *cmd)
 {
@@ -662,7 +473,8 @@ void xcopy_exec(struct scsi_cmd *cmd)
 		scsi_cmd_complete(cmd);
 		return;
 	}
-	j->cmd = cmd;
+	j->c.cmd = cmd;
+	j->c.ops = &xcopy_ops;
 	j->slot = -1;
 	if (xcopy_parse(cmd->buf->data, plen, &j->l, &e)) {
 		set_err(cmd, &e);
@@ -678,27 +490,11 @@ void xcopy_exec(struct scsi_cmd *cmd)
 	/* The Data-Out buffer is not needed any more: the pool gets it back before the copy takes chunks. */
 	bufpool_put(cmd->buf);
 	cmd->buf = NULL;
-	cmd->scratch = j;
-	if (j->l.nseg)
-		seg_setup(j);
-	pump(j);
+	copy_start(&j->c);
 	return;
 refused:
 	free(j);
 	scsi_cmd_complete(cmd);
-}
-
-bool scsi_cmd_uses_lu(const struct scsi_cmd *cmd, const struct scsi_lu *lu)
-{
-	if (cmd->lu == lu)
-		return true;
-	if (cmd->cdb[0] != SCSI_OP_EXTENDED_COPY || !cmd->scratch)
-		return false;
-	const struct xjob *j = cmd->scratch;
-	for (unsigned i = 0; i < XCOPY_MAX_TGT_DESCS; i++)
-		if (j->t[i].lu == lu)
-			return true;
-	return false;
 }
 
 /* ---- RECEIVE COPY RESULTS ---- */
@@ -771,17 +567,28 @@ static void tpc_desc_head(struct din *d, uint16_t type, uint16_t len)
 	din_be16(d, len);
 }
 
+/* The descriptors go in ascending order of type; rod.c adds those of token-based copy (0000h, 0106h, 0108h). */
 void xcopy_vpd(struct scsi_cmd *cmd, struct din *d)
 {
-	/* Supported commands: EXTENDED COPY (LID1), RECEIVE COPY RESULTS (COPY STATUS, OPERATING PARAMETERS). */
-	static const uint8_t cmds[] = { SCSI_OP_EXTENDED_COPY, 1, 0x00,
-					SCSI_OP_RECEIVE_COPY_RESULTS, 2, RCR_COPY_STATUS, RCR_OP_PARAMS };
-	uint32_t l = (1 + sizeof(cmds) + 3) & ~3u;
+	/*
+	 * Supported commands: EXTENDED COPY (LID1), RECEIVE COPY RESULTS (COPY
+	 * STATUS, OPERATING PARAMETERS); with tokens also POPULATE TOKEN, WRITE
+	 * USING TOKEN and RECEIVE ROD TOKEN INFORMATION.
+	 */
+	static const uint8_t xcmds[] = { SCSI_OP_EXTENDED_COPY, 1, 0x00,
+					 SCSI_OP_RECEIVE_COPY_RESULTS, 2, RCR_COPY_STATUS, RCR_OP_PARAMS };
+	static const uint8_t rcmds[] = { SCSI_OP_EXTENDED_COPY, 3, 0x00, ROD_SA_PT, ROD_SA_WUT,
+					 SCSI_OP_RECEIVE_COPY_RESULTS, 3, RCR_COPY_STATUS, RCR_OP_PARAMS, ROD_SA_RRTI };
+	bool rod = rod_supported(cmd->lu);
+	const uint8_t *cmds = rod ? rcmds : xcmds;
+	uint32_t n = rod ? sizeof(rcmds) : sizeof(xcmds);
+	uint32_t l = (1 + n + 3) & ~3u;
 
+	rod_vpd_limits(cmd, d);
 	tpc_desc_head(d, 0x0001, (uint16_t)l);
-	din_u8(d, sizeof(cmds));
-	din_put(d, cmds, sizeof(cmds));
-	din_zero(d, l - 1 - sizeof(cmds));
+	din_u8(d, (uint8_t)n);
+	din_put(d, cmds, n);
+	din_zero(d, l - 1 - n);
 
 	/* Parameter data. */
 	tpc_desc_head(d, 0x0004, 0x1c);
@@ -798,6 +605,8 @@ void xcopy_vpd(struct scsi_cmd *cmd, struct din *d)
 	din_u8(d, sizeof(impl_descs));
 	din_put(d, impl_descs, sizeof(impl_descs));
 	din_zero(d, l - 1 - sizeof(impl_descs));
+
+	rod_vpd_features(cmd, d);
 
 	/* General copy operations. */
 	tpc_desc_head(d, 0x8001, 0x20);

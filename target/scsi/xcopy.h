@@ -20,9 +20,6 @@
 #define XCOPY_MAX_SEG_BYTES   (16u << 20)
 /* One command moves at most this much (every segment at its maximum). */
 #define XCOPY_MAX_TOTAL_BYTES ((uint64_t)XCOPY_MAX_SEG_DESCS * XCOPY_MAX_SEG_BYTES)
-/* The copy engine: chunks of this size, this many in flight per command. */
-#define XCOPY_CHUNK_BYTES     (1u << 20)
-#define XCOPY_INFLIGHT        4u
 
 /* LIST ID USAGE (parameter list header byte 1 bits 4-3). */
 enum { XCOPY_USAGE_HOLD = 0, XCOPY_USAGE_NOHOLD = 2, XCOPY_USAGE_NONE = 3 };

@@ -226,8 +226,8 @@ static void test_inquiry_standard(void)
 
 static uint8_t *vpd(uint8_t page, struct scsi_cmd *c)
 {
-	uint8_t cdb[6] = { 0x12, 1, page, 0x01, 0 };
-	if (simple(cdb, 256, c) != SCSI_GOOD)
+	uint8_t cdb[6] = { 0x12, 1, page, 0x04, 0 };
+	if (simple(cdb, 1024, c) != SCSI_GOOD)
 		return NULL;
 	CU_ASSERT_EQUAL(c->din_len, get_be16(c->buf->data + 2) + 4u);
 	return c->buf->data;

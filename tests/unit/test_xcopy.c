@@ -19,6 +19,7 @@
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/backstore/backstore_impl.h"
+#include "target/scsi/copy.h"
 #include "target/scsi/scsi_int.h"
 #include "target/scsi/xcopy.h"
 
@@ -495,7 +496,7 @@ static void test_copy_within_and_across(void)
 
 /*
  * RAM completes inline, so a copy yields to its reactor every
- * XCOPY_YIELD_BYTES by itself: 64 MiB take several loop iterations, not one
+ * COPY_YIELD_BYTES by itself: 64 MiB take several loop iterations, not one
  * call (pump() re-entering step() after an inline completion once skipped
  * every yield after the first).
  */
@@ -855,8 +856,8 @@ static void test_vpd_and_inquiry(void)
 		uint16_t type = get_be16(d + off), l = get_be16(d + off + 2);
 		CU_ASSERT_EQUAL(l % 4, 0);
 		if (type == 0x0001) {
-			/* EXTENDED COPY 00h; RECEIVE COPY RESULTS 00h and 03h */
-			static const uint8_t want[] = { 7, 0x83, 1, 0x00, 0x84, 2, 0x00, 0x03 };
+			/* EXTENDED COPY 00h (and POPULATE TOKEN, WRITE USING TOKEN); RECEIVE COPY RESULTS 00h and 03h (and 07h) */
+			static const uint8_t want[] = { 10, 0x83, 3, 0x00, 0x10, 0x11, 0x84, 3, 0x00, 0x03, 0x07 };
 			CU_ASSERT(!memcmp(d + off + 4, want, sizeof(want)));
 			seen |= 1;
 		} else if (type == 0x0004) {
@@ -914,8 +915,8 @@ static void test_async_window_and_abort(void)
 	cmd_init(&c, lus[A], cdb, 16, len, false, true);
 	CU_ASSERT_FATAL(start(&c, p, len));
 	CU_ASSERT_EQUAL(ndone, 0);
-	CU_ASSERT_EQUAL(npending, XCOPY_INFLIGHT);
-	CU_ASSERT(bufpool_in_use(scsi_test_pool) <= XCOPY_INFLIGHT);
+	CU_ASSERT_EQUAL(npending, COPY_INFLIGHT);
+	CU_ASSERT(bufpool_in_use(scsi_test_pool) <= COPY_INFLIGHT);
 	/* while it runs: its status says "in progress", the same list identifier is refused */
 	struct scsi_cmd s;
 	CU_ASSERT_EQUAL_FATAL(rcr(0x00, 9, 64, &s), SCSI_GOOD);
@@ -931,12 +932,12 @@ static void test_async_window_and_abort(void)
 	CU_ASSERT(scsi_cmd_uses_lu(&c, lus[B]));
 	CU_ASSERT_FALSE(scsi_cmd_uses_lu(&c, lus[D]));
 	for (int i = 0; i < 1000 && complete_one(A); i++) {
-		CU_ASSERT(npending <= XCOPY_INFLIGHT);
-		CU_ASSERT(bufpool_in_use(scsi_test_pool) <= XCOPY_INFLIGHT);
+		CU_ASSERT(npending <= COPY_INFLIGHT);
+		CU_ASSERT(bufpool_in_use(scsi_test_pool) <= COPY_INFLIGHT);
 	}
 	CU_ASSERT_EQUAL(ndone, 1);
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
-	CU_ASSERT(max_pending <= XCOPY_INFLIGHT);
+	CU_ASSERT(max_pending <= COPY_INFLIGHT);
 	CU_ASSERT_FALSE(scsi_cmd_uses_lu(&c, lus[B]));
 	scsi_cmd_release(&c);
 	bstore[A]->ops = ops_a;
