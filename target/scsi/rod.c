@@ -293,8 +293,10 @@ static struct rod_token *lru(struct scsi_lu *lu)
 {
 	struct rod_token *v = NULL;
 
+	/* Ties (the same millisecond) go to the older: ids grow. */
 	for (struct rod_token *t = lu ? lu->rod_list : rod.all; t; t = lu ? t->lu_next : t->next)
-		if (t->state == TOK_LIVE && !t->busy && (!v || t->used < v->used))
+		if (t->state == TOK_LIVE && !t->busy &&
+		    (!v || t->used < v->used || (t->used == v->used && (int64_t)(t->id - v->id) < 0)))
 			v = t;
 	return v;
 }
