@@ -27,7 +27,11 @@
  *     [2-5] EDTL (LE, cut by its class), [6-21] CDB, [22-23] n (LE),
  *     then n bytes of Data-Out, taken whatever happens to the command (so one
  *     command's fate does not shift the next): the first dout_len of them go
- *     to the buffer, zeroes after them.
+ *     to the buffer, zeroes after them.  A WRITE USING TOKEN whose ROD TOKEN
+ *     field starts FF 'R' 'P' 'L' gets the last token a RECEIVE ROD TOKEN
+ *     INFORMATION returned in this input instead (the input cannot know its
+ *     random part), one bit flipped at token byte 2 * n % 512 when the
+ *     field's byte 4 is n > 0: the copy and the refusal of an altered token.
  *
  * Invariants besides "no crash, leak or hang" (ASan sees each buffer at
  * exactly the size asked for: this file is the buffer pool, one malloc each):
@@ -372,6 +376,12 @@ static uint32_t din_alloc(const struct scsi_cmd *c, uint32_t *hdr, uint64_t *ful
 	case SCSI_OP_READ_CAPACITY10:
 		alloc = 8;
 		break;
+	case SCSI_OP_RECEIVE_COPY_RESULTS:   /* every service action: AVAILABLE DATA first */
+		alloc = get_be32(cdb + 10);
+		h = 4;
+		if (d && c->din_len >= h)
+			f = get_be32(d) + 4ull;
+		break;
 	default:
 		return 0;
 	}
@@ -386,6 +396,7 @@ static bool is_emulated_din(uint8_t op)
 	case SCSI_OP_INQUIRY: case SCSI_OP_REQUEST_SENSE: case SCSI_OP_MODE_SENSE6:
 	case SCSI_OP_MODE_SENSE10: case SCSI_OP_REPORT_LUNS: case SCSI_OP_PR_IN:
 	case SCSI_OP_MAINTENANCE_IN: case SCSI_OP_SERVICE_ACTION_IN16: case SCSI_OP_READ_CAPACITY10:
+	case SCSI_OP_RECEIVE_COPY_RESULTS:
 		return true;
 	default:
 		return false;
@@ -520,6 +531,39 @@ static struct lu_state lu_state(const struct scsi_lu *lu)
 
 /* ---- one command ---- */
 
+/* The last ROD token RECEIVE ROD TOKEN INFORMATION returned in this input (see the layout above). */
+static struct {
+	bool have;
+	uint8_t tok[512];
+} replay;
+
+static void replay_keep(const struct scsi_cmd *c)
+{
+	const uint8_t *d = c->buf ? c->buf->data : NULL;
+
+	if (c->cdb[0] != SCSI_OP_RECEIVE_COPY_RESULTS || (c->cdb[1] & 0x1f) != 0x07 || c->status != SCSI_GOOD ||
+	    !d || c->din_len < 32)
+		return;
+	uint32_t off = 32u + d[13];
+	if (c->din_len >= off + 6 + 512 && get_be32(d + off) == 514) {
+		memcpy(replay.tok, d + off + 6, 512);
+		replay.have = true;
+	}
+}
+
+static void replay_use(struct scsi_cmd *c)
+{
+	uint8_t *t = c->buf->data + 16;
+
+	if (c->cdb[0] != SCSI_OP_EXTENDED_COPY || (c->cdb[1] & 0x1f) != 0x11 || c->dout_len < 16 + 512 ||
+	    !replay.have || memcmp(t, "\xffRPL", 4))
+		return;
+	uint8_t flip = t[4];
+	memcpy(t, replay.tok, 512);
+	if (flip)
+		t[2u * flip % 512] ^= 1;
+}
+
 struct run {
 	struct scsi_cmd c;
 	int ndone;
@@ -604,6 +648,7 @@ static bool cmd_start(struct world *w, struct fuzz_in *in, struct run *r, uint8_
 		size_t n = MIN(dout->n, (size_t)c->dout_len);
 		memcpy(c->buf->data, dout->p, n);
 		memset(c->buf->data + n, 0, c->dout_len - n);
+		replay_use(c);
 	}
 	return true;
 }
@@ -631,6 +676,7 @@ static void cmd_finish(struct world *w, struct run *r, bool deferred)
 	if (c->status != SCSI_GOOD)
 		FUZZ_CHECK(c->din_len == 0, "Data-In %u with status %02x", c->din_len, c->status);
 	check_din(w, c);
+	replay_keep(c);
 
 	/* SWP as prepare saw it: a write prepared before SWP was set may still run. */
 	if (r->mapping_ro || r->swp)
@@ -689,6 +735,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sanitize_inline = true;   /* SANITIZE ends before exec returns, as every command here must */
 	if (size < 12 || !world_make(&w, &in))
 		return 0;
+	replay.have = false;
 	for (int k = 0; k < MAX_CMDS && in.n >= 6; k++) {
 		uint8_t who = fuzz_u8(&in), f = fuzz_u8(&in);
 		struct run *r = pending == &runs[0] ? &runs[1] : &runs[0];

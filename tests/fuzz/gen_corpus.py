@@ -346,6 +346,57 @@ scsi('xcopy', scsi_setup(nexuses=2, ro=(1,)),
 scsi('xcopy-wce-off', scsi_setup(lu=LU_THIN, nexuses=1),
      wr(xcopy(len(xc_within)), xc_within), wr(xcopy(len(xc_within)), xc_within, defer=True), cmd(TUR),
      rd(rcr(0, 3, 64), 64), event(0), wr(xcopy(len(xc_within)), xc_within))
+# Token-based copy (rod.c): tokens made, read back, used (the harness puts the last token read into a
+# WRITE USING TOKEN whose token field starts FF 'R' 'P' 'L'), altered, cancelled by a write, refused.
+pt_cdb = lambda lid, plen: cdb(0x83, 0x10, 0, 0, 0, 0, *be(lid, 4), *be(plen, 4))
+wut_cdb = lambda lid, plen: cdb(0x83, 0x11, 0, 0, 0, 0, *be(lid, 4), *be(plen, 4))
+rrti = lambda lid, alloc: cdb(0x84, 0x07, *be(lid, 4), 0, 0, 0, 0, *be(alloc, 4))
+
+
+def rod_ranges(rs):
+    return b''.join(struct.pack('>QII', lba, n, 0) for lba, n in rs)
+
+
+def pt_list(rs, timeout=0, rod_type=None):
+    r = rod_ranges(rs)
+    return struct.pack('>HBBIIHH', 14 + len(r), 2 if rod_type is not None else 0, 0, timeout, rod_type or 0, 0,
+                       len(r)) + r
+
+
+def wut_list(tok, rs, offset=0, flags=0):
+    r = rod_ranges(rs)
+    return struct.pack('>HBB4xQ', 534 + len(r), flags, 0, offset) + tok + bytes(6) + struct.pack('>H', len(r)) + r
+
+
+REPLAY = b'\xffRPL'.ljust(512, b'\0')
+ALTERED = (b'\xffRPL' + bytes([250])).ljust(512, b'\0')   # token byte 500 (the secret) flipped
+ZERO_TOKEN = struct.pack('>I2xH', 0xffff0001, 0x1f8).ljust(512, b'\0')
+# A token as this target makes them (type, length, the LU's NAA, its size) with an id and secret it never made.
+LOOKALIKE = (struct.pack('>I2xHQ', 0x10000, 0x1f8, 7) + bytes([0xe4, 0, 0, 0, 1, 3, 0, 16]) + NAA0 +
+             bytes(5) + be(512, 3) + bytes(8) + be(8 * 512, 8)).ljust(512, b'\x5a')
+pt1 = pt_list([(0, 8), (16, 8)])
+scsi('odx', scsi_setup(nexuses=2, ro=(1,), blocks=64),
+     wr(rw10(0x2a, 0, 40), bytes(range(256)) * 80), rd(inq(1, 0x8f, 0xffff), 0xffff),
+     wr(pt_cdb(257, len(pt1)), pt1), rd(rrti(257, 1024), 1024),
+     wr(wut_cdb(258, 536 + 16), wut_list(REPLAY, [(32, 16)])), rd(rrti(258, 1024), 1024), rd(rw10(0x28, 32, 16), 8192),
+     wr(wut_cdb(259, 536 + 16), wut_list(REPLAY, [(40, 8)], offset=4)), rd(rrti(259, 64), 64),
+     wr(wut_cdb(260, 536 + 16), wut_list(ALTERED, [(40, 8)])),
+     wr(wut_cdb(260, 536 + 16), wut_list(LOOKALIKE, [(40, 8)])),
+     wr(wut_cdb(261, 536 + 16), wut_list(ZERO_TOKEN, [(48, 8)])), rd(rw10(0x28, 48, 8), 4096),
+     wr(wut_cdb(262, 536 + 16), wut_list(REPLAY, [(40, 8)]), nx=1),
+     wr(rw10(0x2a, 4, 1), b'w' * 512, nx=0), wr(wut_cdb(263, 536 + 16), wut_list(REPLAY, [(40, 8)])),
+     wr(pt_cdb(264, len(pt1)), pt1, nx=1), rd(rrti(264, 1024), 1024, nx=1),
+     wr(wut_cdb(265, 536 + 16), wut_list(REPLAY, [(40, 8)], flags=2)),
+     wr(wut_cdb(265, 536 + 16), wut_list(REPLAY, [(40, 8)])), event(0), wr(wut_cdb(265, 536 + 16),
+                                                                          wut_list(REPLAY, [(40, 8)])))
+scsi('odx-refused', scsi_setup(lu=LU_THIN, nexuses=1, blocks=32),
+     wr(pt_cdb(1, 32), pt_list([(20, 8)], timeout=601)), wr(pt_cdb(1, 32), pt_list([(30, 8)])),
+     wr(pt_cdb(1, 48), pt_list([(0, 8), (4, 8)])), wr(pt_cdb(1, 32), pt_list([(0, 8)], rod_type=0x800002)),
+     wr(pt_cdb(1, 32), pt_list([(0, 8)], rod_type=0x800000)), rd(rrti(1, 1024), 1024),
+     wr(pt_cdb(2, 32), pt_list([(0, 8)])[:31]), cmd(pt_cdb(2, 8)), wr(pt_cdb(3, 32), pt_list([(0, 8)]), defer=True),
+     wr(wut_cdb(3, 536 + 16), wut_list(REPLAY, [(8, 8)])), rd(rrti(3, 1024), 1024),
+     wr(wut_cdb(4, 536 + 16), wut_list(REPLAY, [(8, 8)], offset=9)),
+     wr(wut_cdb(4, 536 + 16), wut_list(REPLAY, [(4, 8)])), rd(rrti(77, 64), 64), event(3))
 scsi('rsoc', scsi_setup(lu=LU_WCE),
      rd(cdb(0xa3, 0x0c, 0x80, 0, 0, 0, *be(0xffff, 4)), 0xffff), rd(cdb(0xa3, 0x0c, 0, 0, 0, 0, *be(64, 4)), 64),
      rd(cdb(0xa3, 0x0c, 0x81, 0x12, 0, 0, *be(512, 4)), 512), rd(cdb(0xa3, 0x0c, 0x02, 0x9e, 0, 0x10, *be(512, 4)), 512),
