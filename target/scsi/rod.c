@@ -799,10 +799,12 @@ static void tok_release(struct rod_token *t, bool del)
 		return;
 	t->busy--;
 	t->used = rod_clock_ms();
-	if (del)
-		tok_kill(t, TOK_DELETED);
-	else if (t->state != TOK_LIVE && !t->busy)
-		tok_free(t);
+	if (t->state == TOK_LIVE) {
+		if (del)
+			tok_kill(t, TOK_DELETED);   /* freed there unless another copy still reads it */
+	} else if (!t->busy) {
+		tok_free(t);                     /* died while copies read it: the last one frees it */
+	}
 }
 
 static void wend(struct copy_job *c)

@@ -1075,6 +1075,27 @@ static void test_async(void)
 	/* and the token is free again: a copy runs to the end */
 	CU_ASSERT_EQUAL(wut(lus[B], &NX, 1001, tok, 0, dst, 1, 0, &c), SCSI_GOOD);
 	CU_ASSERT(same(A, 0, B, 0, 12000));
+	/* DEL_TKN on a copy whose token is revoked after its last chunk was read: it ends well, nothing stays */
+	uint64_t one[] = { 0, 8 };
+	uint8_t small[512];
+	token(lus[A], one, 1, 0, small);
+	bstore[A]->ops = &slow_ops;
+	bstore[B]->ops = &slow_ops;
+	len = wut_list(p, small, 0, one, 1, 0x02);
+	put_be32(cdb + 10, len);
+	put_be32(cdb + 6, 1002);
+	cmd_init(&s, lus[B], cdb, 16, len, false, true);
+	CU_ASSERT_FATAL(start(&s, p, len));
+	complete_one();   /* the read: the chunk may be written */
+	CU_ASSERT_EQUAL(npending, 1);
+	scsi_lu_event(lus[A], &NX2, SCSI_EV_LU_RESET, NULL);
+	complete_one();   /* the write */
+	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(s.status, SCSI_GOOD);
+	scsi_cmd_release(&s);
+	bstore[A]->ops = oa;
+	bstore[B]->ops = ob;
+	clear_ua();
 	CU_ASSERT_EQUAL(bufpool_in_use(scsi_test_pool), 0);
 }
 
