@@ -448,7 +448,7 @@ static void clear_ua(void)
 static uint8_t pt(struct scsi_lu *lu, const struct scsi_nexus *nx, uint32_t lid, const uint64_t *r, unsigned nr,
 		  uint32_t timeout, struct scsi_cmd *c)
 {
-	static uint8_t p[ROD_MAX_PT_LIST];
+	static uint8_t p[ROD_MAX_PT_LIST + 16];   /* one range past the longest list, to be refused */
 	uint8_t cdb[16] = { 0x83, ROD_SA_PT };
 	uint32_t len = pt_list(p, r, nr, timeout);
 	put_be32(cdb + 6, lid);
