@@ -145,6 +145,10 @@ def main():
         # Live: permanent, through iserctl; then null takes it away.
         r = run(ISERCTL, '-s', sock, 'set', f'/iscsi/{T1}/tpg1', 'redirect_type=permanent')
         check('iserctl set redirect_type=permanent', r.returncode == 0, r.stdout + r.stderr)
+        r = run(ISERCTL, '-s', sock, 'ls')
+        check('iserctl ls shows the redirection on the TPG',
+              f'tpg1 [enabled, redirect permanent {L}:{P + 1}, ' in r.stdout and 'redirect_balance over 2 portals' in r.stdout,
+              r.stdout)
         st, rk, _ = first_login(P, T1)
         check('then: status 0102 (moved permanently)', st == 0x0102 and rk.get('TargetAddress') == f'{L}:{P + 1}',
               (hex(st), rk))

@@ -59,6 +59,7 @@ static void usage(FILE *f)
 		"      /iscsi/IQN/tpgN/acls/INITIATOR chap.userid=U chap.password=P (chap=null: off)\n"
 		"      /discovery auth_required=true chap.userid=U chap.password=P\n"
 		"      /global login_timeout=N max_connections=N max_sessions=N ...\n"
+		"      /global isns.server=IP[:PORT] isns.esi_interval=N ...  (iSNS; isns=null: off)\n"
 		"  apply FILE [--dry-run]      make FILE the running configuration, changing only what differs\n"
 		"  restore FILE [--target IQN | --backstore NAME] [--dry-run]\n"
 		"                              FILE, or one target or backstore of it, into the running one\n"
@@ -262,9 +263,16 @@ static int cmd_ls(void)
 				json_object *s = json_object_array_get_idx(sessions, k);
 				nsess += !strcmp(gets(s, "target", ""), iqn) && json_object_get_int64(get(s, "tpg")) == tag;
 			}
-			printf("    | o- tpg%" PRId64 " [%s%s, %u session%s]\n", tag,
+			char redir[96] = "";
+			if (get(g, "redirect"))
+				snprintf(redir, sizeof(redir), ", redirect %s %s", gets(g, "redirect_type", "temporary"),
+					 gets(g, "redirect", "?"));
+			else if (get(g, "redirect_balance"))
+				snprintf(redir, sizeof(redir), ", redirect_balance over %zu portals",
+					 json_object_array_length(get(g, "redirect_balance")));
+			printf("    | o- tpg%" PRId64 " [%s%s%s, %u session%s]\n", tag,
 			       json_object_get_boolean(get(g, "enable")) ? "enabled" : "disabled",
-			       json_object_get_boolean(get(g, "demo_mode")) ? ", demo mode" : "", nsess,
+			       json_object_get_boolean(get(g, "demo_mode")) ? ", demo mode" : "", redir, nsess,
 			       nsess == 1 ? "" : "s");
 			json_object *ps = get(g, "portals"), *ls = get(g, "luns"), *as = get(g, "acls");
 			printf("    |   o- portals\n");
