@@ -27,6 +27,7 @@
 #include "target/control/notify.h"
 #include "target/control/rpc.h"
 #include "target/iscsi/iscsi.h"
+#include "target/isns/isns.h"
 
 /* After the forced close, how long connections get to be freed before we give up on them. */
 #define FORCED_FREE_MS 3000
@@ -124,6 +125,7 @@ static void on_signal(void *arg, uint32_t events)
 	iscsi_stop();
 	rpc_shutdown();
 	metrics_shutdown();
+	isns_shutdown();
 	stop_deadline_ns = reactor_now_ns() + (uint64_t)rt_shutdown_timeout_s() * 1000000000ull;
 	for (unsigned i = 0; i < nreactors; i++)
 		reactor_send(reactors[i], conn_drain_all, reactors[i]);
@@ -334,12 +336,15 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = metrics_start(cfg->metrics, err, sizeof(err));
 	if (!rc)
+		isns_configure(cfg); /* before the admin socket: a change there may replace cfg */
+	if (!rc)
 		rc = rpc_start(cfg, admin_socket, config_path, err, sizeof(err));
 	cfg = NULL;
 	if (rc) {
 		fprintf(stderr, "isertd: %s\n", err);
 		/* Leave cleanly what was joined (the gateways sharing a store would otherwise wait for this one). */
 		rpc_stop();
+		isns_stop();
 		metrics_stop();
 		iscsi_free();
 		return 1;
@@ -357,6 +362,7 @@ int main(int argc, char **argv)
 	free(th);
 	metrics_stop(); /* before iscsi_free: a scrape may still be inside stats_collect() */
 	rpc_stop();
+	isns_stop();
 	/* Nothing runs any more: what a write cache holds goes to stable storage now. */
 	if (iscsi_flush())
 		exit_status = 1;

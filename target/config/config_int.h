@@ -109,6 +109,14 @@ int cfg_parse_alua(struct pctx *p, json_object *target, struct cfg_target *tg);
 bool cfg_alua_to_json(json_object *target, const struct cfg_target *tg);
 void cfg_alua_free(struct cfg_target *tg);
 
+/* config_isns.c: global.isns (a member of the global object g), and back to JSON. */
+#define CFG_ISNS_PERIOD_DEFAULT 900
+#define CFG_ISNS_PERIOD_MIN     3
+#define CFG_ISNS_PERIOD_MAX     86400
+int cfg_parse_isns(struct pctx *p, json_object *g, struct config *c);
+json_object *cfg_isns_to_json(const struct cfg_isns *s);
+void cfg_isns_free(struct cfg_isns *s);
+
 /* What peers may hold: defaults (docs/security.md) and ranges. */
 struct limit_key {
 	const char *key;

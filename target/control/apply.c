@@ -32,6 +32,7 @@
 #include "target/backstore/backstore.h"
 #include "target/control/control.h"
 #include "target/iscsi/iscsi.h"
+#include "target/isns/isns.h"
 
 #define DRAIN_TIMEOUT_MS 30000
 
@@ -491,6 +492,7 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 	rt_alua_commit(alua);
 	/* Before the stores that left close: a target may keep its ALUA states with one of them. */
 	share_after(p->next);
+	isns_configure(r); /* targets, portals, TPGs or global.isns may have changed: its thread registers the difference */
 	drop_stores(st, p->next->nbackstores);
 	free(st);
 	free(started);

@@ -266,7 +266,20 @@ static int e_global_set(struct rpc_call *c, struct change *ch)
 	if (!doc)
 		return -1;
 	json_object_object_get_ex(doc, "global", &glob);
-	doc_merge(glob, c->params, (const char *const[]){ NULL });
+	/* isns.KEY=VALUE changes that key of global.isns (null removes it); "isns": null turns iSNS off. */
+	json_object *isns, *cur;
+	bool merged = json_object_object_get_ex(c->params, "isns", &isns) && json_object_is_type(isns, json_type_object) &&
+		      json_object_object_get_ex(glob, "isns", &cur) && json_object_is_type(cur, json_type_object);
+	if (merged) {
+		json_object_object_foreach(isns, k, v)
+		{
+			if (json_object_is_type(v, json_type_null))
+				json_object_object_del(cur, k);
+			else
+				json_object_object_add(cur, k, json_object_get(v));
+		}
+	}
+	doc_merge(glob, c->params, merged ? (const char *const[]){ "isns", NULL } : (const char *const[]){ NULL });
 	return 0;
 }
 
@@ -295,7 +308,7 @@ static const struct rpc_param p_restore[] = { P_STR("path", true), P_STR("target
 /* The loader checks their values, as in the file. */
 static const struct rpc_param p_global_set[] = { P_VALUE("login_timeout"), P_VALUE("max_connections"),
 						 P_VALUE("max_connections_per_portal"), P_VALUE("max_connections_per_host"),
-						 P_VALUE("max_sessions"), P_VALUE("shutdown_timeout"), P_END };
+						 P_VALUE("max_sessions"), P_VALUE("shutdown_timeout"), P_VALUE("isns"), P_END };
 static const struct rpc_param p_discovery_set[] = { P_SECRET("chap"), P_END };
 
 const struct rpc_method rpc_methods_config[] = {
@@ -316,7 +329,7 @@ const struct rpc_method rpc_methods_config[] = {
 	{ "global.set", NULL, e_global_set, true, p_global_set,
 	  "global keys that need a restart are refused by name",
 	  "change global limits that apply at once (login_timeout, max_*, "
-	  "shutdown_timeout)" },
+	  "shutdown_timeout) and the iSNS registration (isns: an object whose keys are merged, null: off)" },
 	{ "discovery.set", NULL, e_discovery_set, true, p_discovery_set,
 	  "the discovery object's keys in the file (auth_required)",
 	  "discovery auth_required and chap (null: off)" },
