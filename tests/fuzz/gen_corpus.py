@@ -143,6 +143,8 @@ put('config', 'redirect.json', b'{"backstores":[],"targets":[{"iqn":"iqn.2024-01
     b'{"tag":1,"portals":[{"ip":"127.0.0.1"},{"ip":"::1","port":3261}],"redirect":"[fd00::2]:3260",'
     b'"redirect_type":"permanent"},{"tag":2,"portals":[{"ip":"10.0.0.1"},{"ip":"10.0.0.2"}],'
     b'"redirect_balance":["10.0.0.1","10.0.0.2:3260"]}]}]}')
+put('config', 'isns.json', b'{"backstores":[],"targets":[],"global":{"isns":{"server":"[fd00::5]:3205",'
+    b'"entity":"storage1","esi_interval":60,"esi_port":3206,"registration_period":900,"discovery_domain":"dd1"}}}')
 
 # -- prstate: APTPL state files (docs/reservations.md) ----------------------
 def prstate_doc(regs, res, version=1, aptpl='true'):
@@ -545,3 +547,65 @@ ini('data-in-outside', GO, LOGIN, ev_submit(0, 0), bytes([E_DATA_IN, 0, 0x03]) +
 ini('write-paced', GO, LOGIN, ev_submit(1, 127), ev_r2t(0, 65536), GO, GO, ev_scsi_rsp())
 ini('write-paced-early-status', GO, LOGIN, bytes([E_STALL]), ev_submit(1, 127), ev_r2t(0, 65536),
     ev_scsi_rsp(status=2, sense=sense), bytes([E_STALL]), GO)
+
+
+# -- isns: [mode][...] (tests/fuzz/fuzz_isns.c) ------------------------------
+def isns_attr(tag, val):
+    val += b'\0' * (-len(val) % 4)
+    return struct.pack('>II', tag, len(val)) + val
+
+
+def isns_pdu(func, xid, payload, flags=0x4000 | 0x0400 | 0x0800, seq=0, version=1):
+    return struct.pack('>HHHHHH', version, func, len(payload), flags, xid, seq) + payload
+
+
+def isns_str(s):
+    return s.encode() + b'\0'
+
+
+V4 = b'\0' * 10 + b'\xff\xff' + bytes([127, 0, 0, 1])
+reg_rsp = isns_pdu(0x8001, 1, struct.pack('>I', 0) + isns_attr(1, isns_str('fuzz-entity')) + isns_attr(0, b'') +
+                   isns_attr(1, isns_str('fuzz-entity')) + isns_attr(6, struct.pack('>I', 900)) +
+                   isns_attr(32, isns_str('iqn.2026-11.org.isert:fuzz1')) + isns_attr(33, struct.pack('>I', 1)) +
+                   isns_attr(16, V4) + isns_attr(17, struct.pack('>I', 3260)))
+esi_req = isns_pdu(0x000d, 9, isns_attr(4, bytes(8)) + isns_attr(1, isns_str('fuzz-entity')) + isns_attr(16, V4) +
+                   isns_attr(17, struct.pack('>I', 3260)), flags=0x8000 | 0x0400 | 0x0800)
+put('isns', 'stream-reg-esi', bytes([1, 63]) + reg_rsp + esi_req)
+put('isns', 'stream-bytewise', bytes([1, 0]) + reg_rsp)
+half = len(reg_rsp) // 2 // 4 * 4
+two = (isns_pdu(0x8001, 2, reg_rsp[12:12 + half], flags=0x4000 | 0x0400) +
+       isns_pdu(0x8001, 2, reg_rsp[12 + half:], flags=0x4000 | 0x0800, seq=1))
+put('isns', 'stream-two-pdus', bytes([1, 17]) + two)
+put('isns', 'stream-bad-version', bytes([1, 5]) + isns_pdu(0x8001, 1, bytes(4), version=2))
+put('isns', 'stream-auth-block', bytes([1, 5]) + isns_pdu(0x8001, 1, bytes(4), flags=0x6c00))
+put('isns', 'stream-attr-too-long', bytes([1, 9]) + isns_pdu(0x8002, 1, bytes(4) + struct.pack('>II', 32, 65532)))
+put('isns', 'stream-no-first', bytes([1, 9]) + isns_pdu(0x8001, 1, bytes(4), flags=0x4800, seq=3))
+
+# Engine sessions: [0][variant] then events (op, operands); tags and values index fuzz_isns.c's tables.
+T_DELIM, T_EID, T_PERIOD, T_NAME, T_PGNAME, T_PGIP, T_PGPORT, T_PGT, T_DDID, T_DDNAME = range(10)
+V_EID, V_NAME0, V_NAME1, V_DD, V_NIL, V_IP1, V_IP2 = range(7)
+V_3260, V_ONE = 7, 20  # 3260 + (v >> 6) with v % 12 == 7; v >> 4 == 1 with v % 12 == 8
+
+
+def ev_answer(status=0, *attrs):
+    return bytes([2, status, len(attrs)]) + b''.join(bytes([t, v]) for t, v in attrs)
+
+
+TICK_NEXT = bytes([0, 255])
+check_ok = ev_answer(0, (T_DELIM, 0), (T_EID, V_EID), (T_NAME, V_NAME0), (T_PGNAME, V_NAME0), (T_PGIP, V_IP1),
+                     (T_PGPORT, V_3260), (T_PGT, V_ONE))
+put('isns', 'engine-register-check', bytes([0, 0x00]) + ev_answer(0, (T_DELIM, 0), (T_PERIOD, V_ONE)) + TICK_NEXT +
+    check_ok + TICK_NEXT + ev_answer(0, (T_DELIM, 0)) + TICK_NEXT + bytes([6]) + ev_answer(0))
+put('isns', 'engine-lost-restart', bytes([0, 0x08]) + ev_answer(0) + bytes([3, 0, 30, 0, 30]) + ev_answer(0) +
+    TICK_NEXT + check_ok + bytes([4, 0x00]) + ev_answer(0) + ev_answer(0))
+put('isns', 'engine-dd', bytes([0, 0x0a]) + ev_answer(0) +
+    ev_answer(0, (T_DELIM, 0), (T_DDID, V_ONE), (T_DDNAME, V_DD)) + ev_answer(0) + bytes([4, 0x02]) +
+    ev_answer(0) + ev_answer(0) + bytes([4, 0x00]) + ev_answer(0))
+put('isns', 'engine-dd-create', bytes([0, 0x02]) + ev_answer(0) + ev_answer(0) +
+    ev_answer(0, (T_DELIM, 0), (T_DDID, V_ONE)) + TICK_NEXT + ev_answer(203))
+put('isns', 'engine-esi-refused', bytes([0, 0x05]) + ev_answer(221) + ev_answer(0) + bytes([5, 1, 5, 0]) +
+    TICK_NEXT + ev_answer(209))
+put('isns', 'engine-slow-connect', bytes([0, 0x40]) + bytes([0, 60, 7, 1, 0, 20, 7, 0]) + ev_answer(0) +
+    bytes([1, 16]) + bytes(16) + bytes([6]) + ev_answer(0))
+put('isns', 'engine-server-moves', bytes([0, 0x18]) + ev_answer(0) + bytes([4, 0x98]) + ev_answer(0) +
+    bytes([0, 10]) + ev_answer(0) + bytes([4, 0x20]) + ev_answer(0))

@@ -37,6 +37,8 @@ rdma_check() {   # rdma_check PROVIDER IP
 ok "rdma: both providers come up" for_each_rdma rdma_check
 ok "rdma: devices removed afterwards" test -z "$(ls /sys/class/infiniband 2>/dev/null)"
 
+source "$(dirname "$VM_LIB")/isns.sh"   # open-iscsi discovering isertd's targets through iSNS (isnsd)
+
 # deploy_doc: docs/deploy-iser.md's commands as tests/docs/doc_script.py
 # makes them one script, with this guest's site values; isertd, iserctl,
 # iseradm and iserbench from the build tree.

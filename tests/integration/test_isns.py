@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""The iSNS client (docs/admin.md "iSNS", docs/config.md "isns") against
+Debian's open-isns server (isnsd in the foreground, its own configuration,
+an in-memory database, no authentication): isertd registers its entity,
+every portal (with its ESI port), every target (node type target, alias)
+and a portal group per target and portal with its TPG's tag, and nothing
+links a target to a portal of another; a live change (a target added, a
+portal removed) reaches the server; isnsd's ESI probes are answered, so the
+portals outlive the ESI timeout; isnsd restarted without its database gets
+everything again within the stated time; a discovery domain is joined and
+left live; a server that answers garbage is logged and retried, and isertd
+goes on; SIGTERM deregisters.  isnsadm reads what the server holds.
+(open-iscsi discovering through isnsd: tests/vm/isns.sh in the guest.)
+
+usage: test_isns.py ISERTD [PORT]   (ports PORT..PORT+7; isnsd on PORT)"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checks  # noqa: E402
+from admin_rpc import Rpc, start_isertd, end_isertd  # noqa: E402
+from checks import check  # noqa: E402
+
+ISERTD = sys.argv[1]
+P = int(sys.argv[2]) if len(sys.argv) > 2 else 3620
+ISNS, ESI, HOSTILE = P, P + 5, P + 7
+T1 = 'iqn.2026-11.org.isert:isns1'
+T2 = 'iqn.2026-11.org.isert:isns2'
+T3 = 'iqn.2026-11.org.isert:isns3'
+EID = 'isert-isns-test'
+DD = 'isert-isns-dd'
+L = '127.0.0.1'
+# What docs/admin.md states: a server that comes back is registered with again within the backoff (at most 30 s);
+# after a short restart that is the first or second retry (1 s, then 2 s).
+BACK_WITHIN = 8
+
+
+def isns_conf(work):
+    return f"""SourceName = iqn.2026-11.org.isert.test:isnsd
+BindAddress = {L}:{ISNS}
+ControlSocket = {work}/isnsctl
+PIDFile = {work}/isnsd.pid
+Security = 0
+SLPRegister = 0
+DefaultDiscoveryDomain = 1
+RegistrationPeriod = 20
+ESIMinInterval = 1
+ESIMaxInterval = 5
+ESIRetries = 2
+"""
+
+
+def adm_conf(work, source):
+    return f"""SourceName = {source}
+ServerAddress = {L}:{ISNS}
+ControlSocket = {work}/isnsctl
+Security = 0
+"""
+
+
+class Isnsd:
+    def __init__(self, work):
+        self.work = work
+        self.conf = os.path.join(work, 'isnsd.conf')
+        with open(self.conf, 'w') as f:
+            f.write(isns_conf(work))
+        self.log = os.path.join(work, 'isnsd.log')
+        self.proc = None
+
+    def start(self):
+        logf = open(self.log, 'a')
+        self.proc = subprocess.Popen(['isnsd', '-f', '-c', self.conf, '-d', 'esi'], stdout=logf, stderr=subprocess.STDOUT)
+        logf.close()
+        for _ in range(100):
+            try:
+                socket.create_connection((L, ISNS), 0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def text(self):
+        with open(self.log, errors='replace') as f:
+            return f.read()
+
+
+def isnsadm(work, what, source='iqn.2026-11.org.isert.test:adm'):
+    """isnsadm --list WHAT as [{attribute name: value}], one per object."""
+    conf = os.path.join(work, 'adm-' + source.split(':')[-1] + '.conf')
+    with open(conf, 'w') as f:
+        f.write(adm_conf(work, source))
+    r = subprocess.run(['isnsadm', '-c', conf, '--list', what], capture_output=True, text=True, timeout=10)
+    objs = []
+    for line in r.stdout.splitlines():
+        if line.startswith('Object'):
+            objs.append({})
+        elif ':' in line and '=' in line and objs:
+            name, _, value = line.split(':', 1)[1].partition('=')
+            key = name.strip()
+            value = value.strip().strip('"')
+            # repeated attributes (DD members) become lists
+            if key in objs[-1]:
+                prev = objs[-1][key]
+                objs[-1][key] = (prev if isinstance(prev, list) else [prev]) + [value]
+            else:
+                objs[-1][key] = value
+    return objs
+
+
+def wait_for(cond, secs):
+    t0 = time.time()
+    while time.time() - t0 < secs:
+        v = cond()
+        if v:
+            return v, time.time() - t0
+        time.sleep(0.1)
+    return cond(), time.time() - t0
+
+
+def config(targets, isns=None):
+    g = {'isns': dict({'server': f'{L}:{ISNS}', 'entity': EID, 'esi_interval': 2, 'esi_port': ESI,
+                       'registration_period': 6}, **(isns or {}))}
+    return {'backstores': [{'name': 'r0', 'type': 'ram', 'size': '4M'}], 'targets': targets, 'global': g}
+
+
+def target(iqn, tpgs, alias=None):
+    t = {'iqn': iqn, 'tpgs': [{'tag': tag, 'portals': [{'ip': ip, 'port': port} for ip, port in portals],
+                               'luns': [{'lun': 0, 'backstore': 'r0'}]} for tag, portals in tpgs]}
+    if alias:
+        t['alias'] = alias
+    return t
+
+
+def pgs(work, source=None):
+    """{(target, port): tag} of the portal groups the server lists (a NULL tag: no path, not listed)."""
+    out = {}
+    for o in isnsadm(work, 'portal-groups', *([source] if source else [])):
+        if 'Portal group tag' in o and o['Portal group tag'] not in ('<NIL>', '0'):
+            out[(o.get('Portal group name'), o.get('Portal group port', '').split('/')[0],
+                 o.get('Portal group address'))] = int(o['Portal group tag'])
+    return out
+
+
+def hostile_server(stop):
+    """Answers every connection with a PDU whose attribute claims more bytes than it has, then closes."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((L, HOSTILE))
+    s.listen(4)
+    s.settimeout(0.2)
+    bad = bytes.fromhex('0001 8001 000c 4c00 0001 0000' + '00000000 00000020 00000010')
+    while not stop.is_set():
+        try:
+            c, _ = s.accept()
+        except socket.timeout:
+            continue
+        try:
+            c.settimeout(1)
+            c.recv(65536)
+            c.sendall(bad)
+        except OSError:
+            pass
+        c.close()
+    s.close()
+
+
+def main():
+    if not shutil.which('isnsd') or not shutil.which('isnsadm'):
+        print('SKIP: isnsd and isnsadm (open-isns-server, open-isns-utils) are not installed')
+        sys.exit(77)
+    work = checks.workdir('isert-isns-')
+    t_start = time.time()
+    srv = Isnsd(work)
+    srv.start()
+    cfgfile = os.path.join(work, 'isertd.json')
+    first = [target(T1, [(1, [(L, P + 1), (L, P + 2)])], alias='one'),
+             target(T2, [(1, [(L, P + 3)]), (2, [('0.0.0.0', P + 4)])])]
+    with open(cfgfile, 'w') as f:
+        json.dump(config(first), f)
+    proc, sock = start_isertd(ISERTD, work, cfgfile)
+    rpc = Rpc(sock)
+    stop_hostile = threading.Event()
+    try:
+        ents, took = wait_for(lambda: [e for e in isnsadm(work, 'entities') if e.get('Entity identifier') == EID], 5)
+        check(f'the entity registered ({took:.1f} s)', ents, isnsadm(work, 'entities'))
+        nodes = {n['iSCSI name']: n for n in isnsadm(work, 'nodes') if 'iSCSI name' in n}
+        check('both targets as nodes of type Target',
+              all(nodes.get(t, {}).get('iSCSI node type') == 'Target' for t in (T1, T2)), nodes)
+        check('the alias', nodes.get(T1, {}).get('iSCSI alias') == 'one', nodes.get(T1))
+        portals = {(p.get('Portal IP address'), p.get('Portal TCP/UDP port')): p for p in isnsadm(work, 'portals')}
+        want = {(L, f'{port}/tcp') for port in (P + 1, P + 2, P + 3, P + 4)}
+        check('every portal, the wildcard one as the address isertd reaches the server from',
+              set(portals) == want, sorted(portals))
+        check('each with the ESI port and interval',
+              all(p.get('ESI port') == f'{ESI}/tcp' and p.get('ESI interval') == '2' for p in portals.values()),
+              list(portals.values()))
+        expect = {(T1, str(P + 1), L): 1, (T1, str(P + 2), L): 1, (T2, str(P + 3), L): 1, (T2, str(P + 4), L): 2}
+        got = pgs(work)
+        check('a portal group per target and portal with its TPG tag, none across targets', got == expect, got)
+        cfg = rpc.call('config.get')['result']['config']['global'].get('isns')
+        check('config.get shows global.isns', cfg and cfg['server'] == f'{L}:{ISNS}' and cfg['esi_port'] == ESI, cfg)
+
+        # Live: a target added, a portal removed.
+        second = [target(T1, [(1, [(L, P + 1)])], alias='one'), first[1], target(T3, [(3, [(L, P + 6)])])]
+        ans = rpc.call('apply', {'config': config(second)})
+        check('apply: a target added, a portal removed', 'result' in ans, ans)
+        exp2 = {(T1, str(P + 1), L): 1, (T2, str(P + 3), L): 1, (T2, str(P + 4), L): 2, (T3, str(P + 6), L): 3}
+        got, took = wait_for(lambda: pgs(work) == exp2 and pgs(work), 5)
+        check(f'the server has the new target and not the removed portal ({took:.1f} s)', got == exp2, pgs(work))
+        check('the removed portal is gone', (L, f'{P + 2}/tcp') not in
+              {(p.get('Portal IP address'), p.get('Portal TCP/UDP port')) for p in isnsadm(work, 'portals')})
+
+        # A server that answers garbage: logged with the reason, retried; isertd goes on.
+        th = threading.Thread(target=hostile_server, args=(stop_hostile,), daemon=True)
+        th.start()
+        ans = rpc.call('global.set', {'isns': {'server': f'{L}:{HOSTILE}'}})
+        check('global.set isns.server to another server', 'result' in ans, ans)
+        log = os.path.join(work, 'isertd.log')
+        text, took = wait_for(lambda: 'trying again' in open(log).read().split(f'{L}:{HOSTILE}', 1)[-1]
+                              and open(log).read(), 6)
+        tail = text.split(f'{L}:{HOSTILE}', 1)[-1] if text else ''
+        check(f'the hostile answer is logged with its reason and retried ({took:.1f} s)',
+              'only' in tail and 'trying again' in tail, tail[-600:])
+        check('the entity left the first server when the configuration moved it',
+              not [e for e in isnsadm(work, 'entities') if e.get('Entity identifier') == EID])
+        check('isertd still answers', 'result' in rpc.call('config.get'))
+        ans = rpc.call('global.set', {'isns': {'server': f'{L}:{ISNS}'}})
+        stop_hostile.set()
+        got, took = wait_for(lambda: pgs(work) == exp2 and pgs(work), 5)
+        check(f'back on isnsd: registered again ({took:.1f} s)', got == exp2, pgs(work))
+
+        # ESI: isnsd probes every 2 s and drops a portal after 2 unanswered tries; answered, they stay.
+        mark = len(srv.text())
+        time.sleep(6)
+        esi_log = srv.text()[mark:]
+        check('isnsd probed with ESI and got answers', esi_log.count('Good ESI response') >= 4, esi_log[-800:])
+        check('no portal dropped for lack of an ESI answer', 'No ESI response' not in esi_log, esi_log[-800:])
+        check('the portals outlived the ESI timeout', pgs(work) == exp2, pgs(work))
+
+        # isnsd restarted without its database: everything again, within the stated time.
+        srv.stop()
+        srv.start()
+        check('the restarted isnsd has nothing', not isnsadm(work, 'entities'))
+        got, took = wait_for(lambda: pgs(work) == exp2 and pgs(work), BACK_WITHIN)
+        check(f'registered again within {BACK_WITHIN} s ({took:.1f} s)', got == exp2, pgs(work))
+
+        # A discovery domain, joined and left live (its members see it: isnsadm as T1).
+        ans = rpc.call('global.set', {'isns': {'discovery_domain': DD}})
+        check('global.set isns.discovery_domain', 'result' in ans, ans)
+
+        def dd_members():
+            for d in isnsadm(work, 'dds', T1):
+                if d.get('DD name') == DD:
+                    m = d.get('DD member iSCSI name', [])
+                    return sorted(m if isinstance(m, list) else [m])
+            return None
+        got, took = wait_for(lambda: dd_members() == sorted([T1, T2, T3]) and dd_members(), 5)
+        check(f'the domain holds every target ({took:.1f} s)', got == sorted([T1, T2, T3]), dd_members())
+        check('outside it, the targets are hidden from a node of the default domain', not pgs(work), pgs(work))
+        ans = rpc.call('global.set', {'isns': {'discovery_domain': None}})
+        # (open-isns keeps a node that was ever in a domain out of its default domain: not checked.)
+        got, took = wait_for(lambda: dd_members() is None, 5)
+        check(f'discovery_domain null: the targets left it ({took:.1f} s)', dd_members() is None, dd_members())
+    finally:
+        stop_hostile.set()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        left = [e for e in isnsadm(work, 'entities') if e.get('Entity identifier') == EID]
+        check('SIGTERM: the entity deregistered', not left, left)
+        log = open(os.path.join(work, 'isertd.log')).read()
+        check('isertd logged the deregistration', 'deregistered' in log, log[-1500:])
+        srv.stop()
+        if checks.failed:
+            print(srv.text()[-2000:])
+        end_isertd(proc, work)
+        print(f'# {time.time() - t_start:.1f} s')
+    checks.finish()
+
+
+if __name__ == '__main__':
+    main()

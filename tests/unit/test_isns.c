@@ -1,0 +1,491 @@
+/*
+ * CUnit tests for target/isns/: the PDU reader's bounds, what a
+ * configuration registers (want.c), and the engine's messages against a
+ * server played here: a first registration replaces the entity and links
+ * each target to its own portals only (other pairs get a NULL tag), a
+ * change is sent as its difference, a server that lost the entity gets it
+ * whole again, failures back off 1 s doubling to 30 s, a stop deregisters.
+ */
+#include <CUnit/Basic.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "target/config/config.h"
+#include "target/isns/isns_int.h"
+
+static void quiet(enum log_level lvl, const char *line)
+{
+	(void)lvl;
+	(void)line;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The reader. */
+
+static size_t pdu(uint8_t *b, uint16_t func, uint16_t flags, uint16_t xid, uint16_t seq, const uint8_t *pl, size_t n)
+{
+	put_be16(b, 1);
+	put_be16(b + 2, func);
+	put_be16(b + 4, (uint16_t)n);
+	put_be16(b + 6, flags);
+	put_be16(b + 8, xid);
+	put_be16(b + 10, seq);
+	memcpy(b + 12, pl, n);
+	return 12 + n;
+}
+
+static int feed_all(const uint8_t *b, size_t n, struct isns_msg *m, char *err)
+{
+	struct isns_rx rx = { 0 };
+	size_t off = 0, used;
+	int r = 0;
+	while (off < n && !r) {
+		r = isns_rx_feed(&rx, b + off, 1, &used, m, err, 256); /* a byte at a time */
+		off += used;
+	}
+	isns_rx_reset(&rx);
+	return r;
+}
+
+static void test_reader(void)
+{
+	uint8_t pl[64], b[256];
+	char err[256];
+	struct isns_msg m;
+	/* status 0, then an EID "e" */
+	memset(pl, 0, sizeof(pl));
+	put_be32(pl + 4, ISNS_T_EID);
+	put_be32(pl + 8, 4);
+	pl[12] = 'e';
+	size_t n = pdu(b, 0x8001, 0x4c00, 7, 0, pl, 16);
+	CU_ASSERT_EQUAL(feed_all(b, n, &m, err), 1);
+	CU_ASSERT_EQUAL(m.status, 0);
+	CU_ASSERT_EQUAL(m.nattrs, 1);
+	const char *s;
+	CU_ASSERT_TRUE(isns_attr_str(&m.attrs[0], &s) && !strcmp(s, "e"));
+	isns_msg_free(&m);
+	/* the same over two PDUs */
+	n = pdu(b, 0x8001, 0x4400, 7, 0, pl, 8);
+	n += pdu(b + n, 0x8001, 0x4800, 7, 1, pl + 8, 8);
+	CU_ASSERT_EQUAL(feed_all(b, n, &m, err), 1);
+	CU_ASSERT_EQUAL(m.nattrs, 1);
+	isns_msg_free(&m);
+	/* a value longer than what is left */
+	put_be32(pl + 8, 16);
+	n = pdu(b, 0x8001, 0x4c00, 7, 0, pl, 16);
+	CU_ASSERT_EQUAL(feed_all(b, n, &m, err), -EPROTO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "only 4 left"));
+	/* a value over the cap */
+	put_be32(pl + 8, ISNS_MAX_ATTR_LEN + 4);
+	n = pdu(b, 0x8001, 0x4c00, 7, 0, pl, 16);
+	CU_ASSERT_EQUAL(feed_all(b, n, &m, err), -EPROTO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "more than 4096"));
+	/* an authentication block, a version 2, a PDU out of sequence */
+	put_be32(pl + 8, 4);
+	n = pdu(b, 0x8001, 0x6c00, 7, 0, pl, 16);
+	CU_ASSERT_EQUAL(feed_all(b, n, &m, err), -EPROTO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "authentication"));
+	n = pdu(b, 0x8001, 0x4c00, 7, 0, pl, 16);
+	put_be16(b, 2);
+	CU_ASSERT_EQUAL(feed_all(b, n, &m, err), -EPROTO);
+	n = pdu(b, 0x8001, 0x4400, 7, 0, pl, 8);
+	n += pdu(b + n, 0x8001, 0x4800, 7, 2, pl + 8, 8);
+	CU_ASSERT_EQUAL(feed_all(b, n, &m, err), -EPROTO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "seq 2"));
+}
+
+/* More PDUs than ISNS_MAX_PDUS in one message: refused, memory bounded by what came. */
+static void test_reader_pdus(void)
+{
+	uint8_t b[16];
+	char err[256];
+	struct isns_rx rx = { 0 };
+	struct isns_msg m;
+	size_t used;
+	int r = 0;
+	for (unsigned i = 0; i <= ISNS_MAX_PDUS && !r; i++) {
+		size_t n = pdu(b, 0x8002, i ? 0x4000 : 0x4400, 1, (uint16_t)i, (const uint8_t *)"\0\0\0\0", 4);
+		r = isns_rx_feed(&rx, b, n, &used, &m, err, sizeof(err));
+	}
+	CU_ASSERT_EQUAL(r, -EPROTO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "PDUs"));
+	isns_rx_reset(&rx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* What a configuration registers. */
+
+static const char cfg_json[] =
+	"{ \"backstores\": [ { \"name\": \"r\", \"type\": \"ram\", \"size\": \"1M\" } ],"
+	"  \"targets\": ["
+	"    { \"iqn\": \"iqn.2026-11.org.isert:a\", \"alias\": \"A\", \"tpgs\": ["
+	"      { \"tag\": 1, \"portals\": [ { \"ip\": \"127.0.0.1\", \"port\": 3260 }, { \"ip\": \"0.0.0.0\", \"port\": 3262 } ] },"
+	"      { \"tag\": 2, \"portals\": [ { \"ip\": \"127.0.0.1\", \"port\": 3261, \"iser\": true } ] } ] },"
+	"    { \"iqn\": \"iqn.2026-11.org.isert:b\", \"tpgs\": ["
+	"      { \"tag\": 1, \"enable\": false, \"portals\": [ { \"ip\": \"127.0.0.1\", \"port\": 3263 } ] } ] },"
+	"    { \"iqn\": \"iqn.2026-11.org.isert:c\", \"tpgs\": ["
+	"      { \"tag\": 7, \"portals\": [ { \"ip\": \"127.0.0.1\", \"port\": 3260 } ] } ] } ],"
+	"  \"global\": { \"isns\": { \"server\": \"[::1]\", \"esi_interval\": 30, \"discovery_domain\": \"dd\" } } }";
+
+static struct isns_want *want_of(const char *json)
+{
+	struct config *c = NULL;
+	char err[256];
+	if (config_load_string(json, "test", &c, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return NULL;
+	}
+	struct isns_want *w = isns_want_from_config(c, err, sizeof(err));
+	config_free(c);
+	return w;
+}
+
+static void test_want(void)
+{
+	struct isns_want *w = want_of(cfg_json);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	CU_ASSERT_STRING_EQUAL(w->host, "::1");
+	CU_ASSERT_EQUAL(w->port, 3205);
+	char *h = isns_default_eid();
+	CU_ASSERT_STRING_EQUAL(w->eid, h); /* no entity: the host name */
+	free(h);
+	CU_ASSERT_EQUAL(w->esi_interval, 30);
+	CU_ASSERT_STRING_EQUAL(w->dd, "dd");
+	CU_ASSERT_EQUAL(w->reg_period, 900);
+	/* 3260, 3262 (wildcard), 3261: the disabled group's 3263 is not registered, nor its target */
+	CU_ASSERT_EQUAL(w->nportals, 3);
+	CU_ASSERT_EQUAL(w->portals[1].wild, AF_INET);
+	CU_ASSERT_EQUAL_FATAL(w->nnodes, 2);
+	CU_ASSERT_STRING_EQUAL(w->nodes[0].name, "iqn.2026-11.org.isert:a");
+	CU_ASSERT_STRING_EQUAL(w->nodes[0].alias, "A");
+	CU_ASSERT_EQUAL(w->nodes[0].npgs, 3);
+	CU_ASSERT_EQUAL(w->nodes[0].pgs[2].tag, 2);
+	CU_ASSERT_STRING_EQUAL(w->nodes[1].name, "iqn.2026-11.org.isert:c");
+	CU_ASSERT_EQUAL(w->nodes[1].npgs, 1);
+	CU_ASSERT_EQUAL(w->nodes[1].pgs[0].portal, 0); /* the portal it shares with a */
+	CU_ASSERT_EQUAL(w->nodes[1].pgs[0].tag, 7);
+	isns_want_free(w);
+	struct config *c = NULL;
+	char err[256];
+	CU_ASSERT_EQUAL(config_load_string("{ \"global\": { \"isns\": null } }", "t", &c, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NULL(isns_want_from_config(c, err, sizeof(err)));
+	CU_ASSERT_STRING_EQUAL(err, "");
+	config_free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The engine against a server played here. */
+
+static struct {
+	struct isns_eng *e;
+	int connects, closes;
+	bool refuse;
+	uint64_t now;
+	struct isns_msg req[16];  /* the requests of a step, read back */
+	size_t nreq;
+	struct isns_rx rx;
+} t;
+
+static const uint8_t local[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 2, 3 };
+
+static void fake_connect(void *ctx, const char *host, uint16_t port)
+{
+	(void)ctx;
+	(void)host;
+	(void)port;
+	t.connects++;
+	if (t.refuse)
+		isns_eng_down(t.e, "refused", t.now);
+	else
+		isns_eng_connected(t.e, local, t.now);
+}
+
+static void fake_close(void *ctx)
+{
+	(void)ctx;
+	t.closes++;
+	isns_rx_reset(&t.rx);
+}
+
+static const struct isns_io_ops ops = { fake_connect, fake_close };
+
+static void clear_reqs(void)
+{
+	for (size_t i = 0; i < t.nreq; i++)
+		isns_msg_free(&t.req[i]);
+	t.nreq = 0;
+}
+
+/* Run the engine: each request it sends is kept and answered with status (attrs after the delimiter). */
+static void serve(uint32_t status, int rounds)
+{
+	char err[256];
+	for (int i = 0; i < rounds; i++) {
+		isns_eng_tick(t.e, t.now);
+		size_t n;
+		const uint8_t *p = isns_eng_output(t.e, &n);
+		if (!p || !n)
+			continue;
+		struct isns_msg m;
+		size_t used;
+		CU_ASSERT_EQUAL_FATAL(isns_rx_feed(&t.rx, p, n, &used, &m, err, sizeof(err)), 1);
+		isns_eng_sent(t.e, n, t.now);
+		uint8_t b[64], st[4];
+		put_be32(st, status);
+		pdu(b, m.func | ISNS_RESPONSE, 0x4c00, m.xid, 0, st, 4);
+		if (t.nreq < ARRAY_SIZE(t.req))
+			t.req[t.nreq++] = m;
+		else
+			isns_msg_free(&m);
+		isns_eng_input(t.e, b, 16, t.now);
+	}
+}
+
+static const struct isns_attr *find(const struct isns_msg *m, uint32_t tag, size_t from)
+{
+	for (size_t i = from; i < m->nattrs; i++)
+		if (m->attrs[i].tag == tag)
+			return &m->attrs[i];
+	return NULL;
+}
+
+static bool has_str(const struct isns_msg *m, uint32_t tag, const char *v)
+{
+	const char *s;
+	for (size_t i = isns_msg_oper(m); i < m->nattrs; i++)
+		if (m->attrs[i].tag == tag && isns_attr_str(&m->attrs[i], &s) && !strcmp(s, v))
+			return true;
+	return false;
+}
+
+static const char two_json[] =
+	"{ \"backstores\": [ { \"name\": \"r\", \"type\": \"ram\", \"size\": \"1M\" } ],"
+	"  \"targets\": ["
+	"    { \"iqn\": \"iqn.2026-11.org.isert:a\", \"tpgs\": [ { \"tag\": 1, \"portals\": [ { \"ip\": \"10.0.0.1\" } ] } ] },"
+	"    { \"iqn\": \"iqn.2026-11.org.isert:b\", \"tpgs\": [ { \"tag\": 4, \"portals\": [ { \"ip\": \"0.0.0.0\", \"port\": 3261 } ] } ] }"
+	"    %s ],"
+	"  \"global\": { \"isns\": { \"server\": \"127.0.0.1:3620\", \"entity\": \"ent\", \"registration_period\": 30 } } }";
+
+static struct isns_want *two(const char *extra)
+{
+	char json[2048];
+	snprintf(json, sizeof(json), two_json, extra);
+	return want_of(json);
+}
+
+static void start(void)
+{
+	memset(&t, 0, sizeof(t));
+	t.now = 100000;
+	t.e = isns_eng_new(&ops, NULL);
+	isns_eng_want(t.e, two(""), t.now);
+}
+
+static void finish(void)
+{
+	clear_reqs();
+	isns_eng_free(t.e);
+	isns_rx_reset(&t.rx);
+}
+
+static void test_register(void)
+{
+	start();
+	serve(0, 4);
+	CU_ASSERT_EQUAL(t.connects, 1);
+	CU_ASSERT_TRUE(isns_eng_synced(t.e));
+	CU_ASSERT_EQUAL_FATAL(t.nreq, 1);
+	const struct isns_msg *m = &t.req[0];
+	CU_ASSERT_EQUAL(m->func, ISNS_DEV_ATTR_REG);
+	CU_ASSERT_TRUE(m->flags & ISNS_F_REPLACE);
+	const char *s;
+	/* Source: the first target; key: the entity; then the entity's attributes */
+	CU_ASSERT_TRUE(m->attrs[0].tag == ISNS_T_ISCSI_NAME && isns_attr_str(&m->attrs[0], &s) &&
+		       !strcmp(s, "iqn.2026-11.org.isert:a"));
+	CU_ASSERT_TRUE(m->attrs[1].tag == ISNS_T_EID && isns_attr_str(&m->attrs[1], &s) && !strcmp(s, "ent"));
+	CU_ASSERT_EQUAL(m->attrs[2].tag, ISNS_T_DELIMITER);
+	uint32_t v;
+	CU_ASSERT_TRUE(isns_attr_u32(find(m, ISNS_T_REG_PERIOD, 3), &v) && v == 30);
+	CU_ASSERT_TRUE(has_str(m, ISNS_T_ISCSI_NAME, "iqn.2026-11.org.isert:b"));
+	CU_ASSERT_PTR_NULL(find(m, ISNS_T_ESI_PORT, 0)); /* no ESI asked */
+	/* The portals, the wildcard as the local address, each naming both targets: its tag or NULL. */
+	size_t i = isns_msg_oper(m);
+	const struct isns_attr *ip1 = find(m, ISNS_T_PORTAL_IP, i);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ip1);
+	size_t k = (size_t)(ip1 - m->attrs);
+	uint8_t a[16];
+	CU_ASSERT_TRUE(isns_attr_ip(ip1, a) && a[12] == 10 && a[15] == 1);
+	CU_ASSERT_TRUE(isns_attr_u32(&m->attrs[k + 1], &v) && v == 3260);
+	CU_ASSERT_TRUE(m->attrs[k + 2].tag == ISNS_T_PGT && isns_attr_u32(&m->attrs[k + 2], &v) && v == 1);
+	CU_ASSERT_TRUE(m->attrs[k + 3].tag == ISNS_T_PG_NAME && isns_attr_str(&m->attrs[k + 3], &s) &&
+		       !strcmp(s, "iqn.2026-11.org.isert:a"));
+	CU_ASSERT_TRUE(m->attrs[k + 4].tag == ISNS_T_PGT && m->attrs[k + 4].len == 0); /* b is not reached here */
+	const struct isns_attr *ip2 = find(m, ISNS_T_PORTAL_IP, k + 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ip2);
+	CU_ASSERT_TRUE(isns_attr_ip(ip2, a) && !memcmp(a, local, 16));
+	k = (size_t)(ip2 - m->attrs);
+	CU_ASSERT_TRUE(m->attrs[k + 2].tag == ISNS_T_PGT && m->attrs[k + 2].len == 0);
+	CU_ASSERT_TRUE(m->attrs[k + 4].tag == ISNS_T_PGT && isns_attr_u32(&m->attrs[k + 4], &v) && v == 4);
+	finish();
+}
+
+static void test_diff(void)
+{
+	start();
+	serve(0, 4);
+	clear_reqs();
+	/* a target added: one DevAttrReg, no replace, that node with a PG per portal the server has */
+	isns_eng_want(t.e, two(", { \"iqn\": \"iqn.2026-11.org.isert:c\", \"alias\": \"C\", \"tpgs\": [ { \"tag\": 9, "
+			       "\"portals\": [ { \"ip\": \"10.0.0.1\" } ] } ] }"), t.now);
+	serve(0, 4);
+	CU_ASSERT_EQUAL_FATAL(t.nreq, 1);
+	const struct isns_msg *m = &t.req[0];
+	CU_ASSERT_EQUAL(m->func, ISNS_DEV_ATTR_REG);
+	CU_ASSERT_FALSE(m->flags & ISNS_F_REPLACE);
+	CU_ASSERT_TRUE(has_str(m, ISNS_T_ISCSI_NAME, "iqn.2026-11.org.isert:c"));
+	CU_ASSERT_TRUE(has_str(m, ISNS_T_ALIAS, "C"));
+	CU_ASSERT_FALSE(has_str(m, ISNS_T_ISCSI_NAME, "iqn.2026-11.org.isert:a"));
+	CU_ASSERT_PTR_NULL(find(m, ISNS_T_PORTAL_IP, 0));
+	uint32_t v;
+	CU_ASSERT_TRUE(isns_attr_u32(find(m, ISNS_T_PGT, 0), &v) && v == 9);
+	CU_ASSERT_EQUAL(t.connects, 1);
+	clear_reqs();
+	/* back: c deregistered */
+	isns_eng_want(t.e, two(""), t.now);
+	serve(0, 4);
+	CU_ASSERT_EQUAL_FATAL(t.nreq, 1);
+	CU_ASSERT_EQUAL(t.req[0].func, ISNS_DEV_DEREG);
+	CU_ASSERT_TRUE(has_str(&t.req[0], ISNS_T_ISCSI_NAME, "iqn.2026-11.org.isert:c"));
+	CU_ASSERT_TRUE(isns_eng_synced(t.e));
+	finish();
+}
+
+static void test_lost(void)
+{
+	start();
+	serve(0, 4);
+	clear_reqs();
+	t.now += ISNS_CHECK_MAX_MS; /* a check is due: the server answers that it knows no such node */
+	serve(ISNS_ST_NO_SUCH_ENTRY, 1);
+	CU_ASSERT_EQUAL_FATAL(t.nreq, 1);
+	CU_ASSERT_EQUAL(t.req[0].func, ISNS_DEV_ATTR_QRY);
+	clear_reqs();
+	serve(0, 4);
+	CU_ASSERT_TRUE_FATAL(t.nreq >= 1);
+	CU_ASSERT_EQUAL(t.req[0].func, ISNS_DEV_ATTR_REG);
+	CU_ASSERT_TRUE(t.req[0].flags & ISNS_F_REPLACE);
+	CU_ASSERT_TRUE(isns_eng_synced(t.e));
+	finish();
+}
+
+static void test_backoff(void)
+{
+	start();
+	t.refuse = true;
+	static const unsigned want[] = { 1, 2, 4, 8, 16, 30, 30 };
+	uint64_t next = isns_eng_tick(t.e, t.now); /* refused at once */
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		next = isns_eng_tick(t.e, t.now);
+		CU_ASSERT_EQUAL(next - t.now, want[i] * 1000u);
+		t.now = next;
+		isns_eng_tick(t.e, t.now);
+	}
+	CU_ASSERT_EQUAL(isns_eng_failures(t.e), ARRAY_SIZE(want) + 1);
+	/* the server is back: registered, failures forgotten */
+	t.refuse = false;
+	t.now += 30000;
+	serve(0, 4);
+	CU_ASSERT_TRUE(isns_eng_synced(t.e));
+	CU_ASSERT_EQUAL(isns_eng_failures(t.e), 0);
+	finish();
+}
+
+/* A status that is not success, a malformed answer: the connection closes and a retry follows. */
+static void test_refused_answer(void)
+{
+	start();
+	serve(ISNS_ST_INVALID_REGISTRATION, 2); /* connects, then the registration */
+	CU_ASSERT_EQUAL(t.closes, 1);
+	CU_ASSERT_EQUAL(isns_eng_failures(t.e), 1);
+	CU_ASSERT_FALSE(isns_eng_synced(t.e));
+	t.now += 1000;
+	serve(0, 4);
+	CU_ASSERT_TRUE(isns_eng_synced(t.e));
+	CU_ASSERT_EQUAL(t.connects, 2);
+	finish();
+}
+
+static void test_stop(void)
+{
+	start();
+	serve(0, 4);
+	clear_reqs();
+	isns_eng_stop(t.e, t.now);
+	serve(0, 4);
+	CU_ASSERT_EQUAL_FATAL(t.nreq, 1);
+	CU_ASSERT_EQUAL(t.req[0].func, ISNS_DEV_DEREG);
+	const char *s;
+	const struct isns_attr *a = find(&t.req[0], ISNS_T_EID, 0);
+	CU_ASSERT_TRUE(a && isns_attr_str(a, &s) && !strcmp(s, "ent"));
+	CU_ASSERT_TRUE(isns_eng_done(t.e));
+	finish();
+}
+
+static void test_esi_answer(void)
+{
+	uint8_t pl[64], b[128];
+	char err[256];
+	struct isns_msg m;
+	memset(pl, 0, sizeof(pl));
+	put_be32(pl, ISNS_T_EID);
+	put_be32(pl + 4, 4);
+	memcpy(pl + 8, "ent", 4);
+	size_t n = pdu(b, ISNS_ESI, 0x4c00, 42, 0, pl, 12);
+	CU_ASSERT_EQUAL_FATAL(feed_all(b, n, &m, err), 1);
+	struct isns_out o;
+	CU_ASSERT_EQUAL(isns_esi_answer(&m, "ent", &o), 0);
+	struct isns_msg r;
+	CU_ASSERT_EQUAL(feed_all(o.b, o.len, &r, err), 1);
+	CU_ASSERT_EQUAL(r.func, ISNS_ESI | ISNS_RESPONSE);
+	CU_ASSERT_EQUAL(r.xid, 42);
+	CU_ASSERT_EQUAL(r.status, 0);
+	CU_ASSERT_TRUE(r.nattrs == 1 && r.attrs[0].tag == ISNS_T_EID);
+	isns_msg_free(&r);
+	isns_out_free(&o);
+	CU_ASSERT_EQUAL(isns_esi_answer(&m, "another", &o), 0); /* not ours: No Such Entry */
+	CU_ASSERT_EQUAL(feed_all(o.b, o.len, &r, err), 1);
+	CU_ASSERT_EQUAL(r.status, ISNS_ST_NO_SUCH_ENTRY);
+	isns_msg_free(&r);
+	isns_out_free(&o);
+	isns_msg_free(&m);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned fails;
+
+	log_sink = quiet;
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("isns", NULL, NULL);
+	CU_add_test(s, "reader: messages, and its bounds", test_reader);
+	CU_add_test(s, "reader: PDUs per message", test_reader_pdus);
+	CU_add_test(s, "what a configuration registers", test_want);
+	CU_add_test(s, "a first registration", test_register);
+	CU_add_test(s, "changes as their difference", test_diff);
+	CU_add_test(s, "a server that lost the entity", test_lost);
+	CU_add_test(s, "backoff", test_backoff);
+	CU_add_test(s, "a refused registration", test_refused_answer);
+	CU_add_test(s, "stop deregisters", test_stop);
+	CU_add_test(s, "ESI answer", test_esi_answer);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}
