@@ -31,13 +31,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 from checks import check, finish, workdir  # noqa: E402
+from scsi_util import CHECK, CONFLICT, GOOD, expect, read_big, rw16, sense_of, write_big  # noqa: E402
 
 ISERTD = sys.argv[1]
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3610
 T1, T2 = 'iqn.2026-11.org.isert:odx', 'iqn.2026-11.org.isert:odx-other'
 INI, INI2 = 'iqn.2026-11.org.isert:odx-a', 'iqn.2026-11.org.isert:odx-b'
 NBLK = 131072  # 64 MiB of 512-byte blocks
-GOOD, CHECK, CONFLICT = 0x00, 0x02, 0x18
 SA_PT, SA_WUT, SA_RRTI = 0x10, 0x11, 0x07
 ZERO_TYPE = 0xffff0001
 
@@ -62,15 +62,6 @@ def config(work):
                                   'luns': [{'lun': 0, 'backstore': 'other'}]}]},
         ],
     }
-
-
-def sense_of(sense):
-    """(key, asc<<8|ascq, field pointer or None, INFORMATION or None) of fixed sense."""
-    if len(sense) < 14:
-        return None, None, None, None
-    sks = struct.unpack('>H', sense[16:18])[0] if len(sense) >= 18 and sense[15] & 0x80 else None
-    info = struct.unpack('>I', sense[3:7])[0] if sense[0] & 0x80 else None
-    return sense[2] & 0xf, sense[12] << 8 | sense[13], sks, info
 
 
 def ranges(rs):
@@ -120,37 +111,6 @@ def token(c, lun, rs, lid=257, **kw):
     st, cos, count, tok, _ = rrti(c, lun, lid)
     assert st == GOOD and cos == 1 and tok, (st, cos)
     return tok
-
-
-def rw16(c, write, lun, lba, nblocks, data=None, bs=512):
-    cdb = bytes([0x8a if write else 0x88, 0]) + struct.pack('>QI', lba, nblocks) + b'\0\0'
-    if write:
-        return c.command(cdb, nblocks * bs, write_data=data, lun=lun)
-    return c.command(cdb, nblocks * bs, read=True, lun=lun)
-
-
-def write_big(c, lun, lba, data):
-    for off in range(0, len(data), 1 << 20):
-        part = data[off:off + (1 << 20)]
-        st, _, _ = rw16(c, True, lun, lba + off // 512, len(part) // 512, part)
-        assert st == GOOD, st
-
-
-def read_big(c, lun, lba, nbytes):
-    out = b''
-    for off in range(0, nbytes, 1 << 20):
-        n = min(1 << 20, nbytes - off)
-        st, d, _ = rw16(c, False, lun, lba + off // 512, n // 512)
-        assert st == GOOD, st
-        out += d
-    return out
-
-
-def expect(name, res, status, key=None, asc=None, field=None):
-    st, _, sense = res
-    k, a, f, _ = sense_of(sense)
-    ok = st == status and (key is None or k == key) and (asc is None or a == asc) and (field is None or f == field)
-    check(name, ok, 'status %#x sense %s/%s field %s' % (st, k, hex(a) if a is not None else None, f))
 
 
 def login(ini, target, luns):

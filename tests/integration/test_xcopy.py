@@ -25,14 +25,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 from checks import check, finish, workdir  # noqa: E402
+from scsi_util import CHECK, CONFLICT, GOOD, expect, read_big, rw16, sense_of, write_big  # noqa: E402
 
 ISERTD = sys.argv[1]
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3520
 T1, T2 = 'iqn.2026-11.org.isert:xcopy', 'iqn.2026-11.org.isert:xcopy-other'
 INI, INI2 = 'iqn.2026-11.org.isert:xc-a', 'iqn.2026-11.org.isert:xc-b'
 NBLK = 32768  # 16 MiB of 512-byte blocks
-
-GOOD, CHECK, CONFLICT = 0x00, 0x02, 0x18
 
 
 def config(work):
@@ -55,16 +54,6 @@ def config(work):
                                   'luns': [{'lun': 0, 'backstore': 'other'}]}]},
         ],
     }
-
-
-def sense_of(sense):
-    """(key, asc<<8|ascq, field pointer or None, command-specific info) of fixed or descriptor sense."""
-    if len(sense) < 8:
-        return None, None, None, None
-    if sense[0] & 0x7f in (0x72, 0x73):
-        return sense[1] & 0xf, sense[2] << 8 | sense[3], None, None
-    sks = struct.unpack('>H', sense[16:18])[0] if len(sense) >= 18 and sense[15] & 0x80 else None
-    return sense[2] & 0xf, sense[12] << 8 | sense[13], sks, struct.unpack('>I', sense[8:12])[0]
 
 
 def naa_of(c, lun):
@@ -94,37 +83,6 @@ def plist(tgts, segs, list_id=0, usage=3):
 def xcopy(c, data, lun=0, plen=None):
     cdb = bytes([0x83, 0]) + b'\0' * 8 + struct.pack('>I', len(data) if plen is None else plen) + b'\0\0'
     return c.command(cdb, len(data), write_data=data or None, lun=lun)
-
-
-def rw16(c, write, lun, lba, nblocks, data=None, bs=512):
-    cdb = bytes([0x8a if write else 0x88, 0]) + struct.pack('>QI', lba, nblocks) + b'\0\0'
-    if write:
-        return c.command(cdb, nblocks * bs, write_data=data, lun=lun)
-    return c.command(cdb, nblocks * bs, read=True, lun=lun)
-
-
-def write_big(c, lun, lba, data):
-    for off in range(0, len(data), 1 << 20):
-        part = data[off:off + (1 << 20)]
-        st, _, _ = rw16(c, True, lun, lba + off // 512, len(part) // 512, part)
-        assert st == GOOD, st
-
-
-def read_big(c, lun, lba, nbytes):
-    out = b''
-    for off in range(0, nbytes, 1 << 20):
-        n = min(1 << 20, nbytes - off)
-        st, d, _ = rw16(c, False, lun, lba + off // 512, n // 512)
-        assert st == GOOD, st
-        out += d
-    return out
-
-
-def expect(name, res, status, key=None, asc=None, field=None):
-    st, _, sense = res
-    k, a, f, _ = sense_of(sense)
-    ok = st == status and (key is None or k == key) and (asc is None or a == asc) and (field is None or f == field)
-    check(name, ok, 'status %#x sense %s/%s field %s' % (st, k, hex(a) if a is not None else None, f))
 
 
 def main():
