@@ -46,7 +46,7 @@ isns_section() {
 	ok "iSNS: $ISNS_T3 at its wildcard portal as 127.0.0.1:3623, tag 5" isns_lists 127.0.0.1:3623,5 $ISNS_T3
 	ok "iSNS: $ISNS_T2 (its only portal group disabled) not offered" isns_not $ISNS_T2
 	ok "iSNS: no target offered at another target's portal" \
-		sh -c "[ \$(grep -c . /tmp/isns-disc.txt) -eq 2 ]"
+		sh -c "[ \$(grep -c ' iqn\.' /tmp/isns-disc.txt) -eq 2 ]"
 	ok "iSNS: login through the record discovery made, 1 LUN" login_wait $ISNS_T1 127.0.0.1:3621 1
 	ok "iSNS: logout" logout_gone $ISNS_T1 127.0.0.1:3621
 	ok "iSNS: isertd stops (and deregisters)" isertd_stop
