@@ -29,6 +29,11 @@ redirected_at() {   # redirected_at PORTAL: logins the portal redirected (iserct
 	iserctl stats --json | python3 -c 'import json,sys
 print(sum(p["logins"]["redirected"] for p in json.load(sys.stdin)["portals"] if p["portal"] == sys.argv[1]))' "$1"
 }
+same_session() {   # same_session IQN SID DEV: one session of IQN, still SID, DEV reads back the pattern
+	iscsiadm -m session | sed 's/^/    /'
+	[ "$(iscsiadm -m session | grep -c " $1 ")" = 1 ] && [ "$(iscsi_sid $1)" = "$2" ] &&
+		dd if=/dev/$3 bs=1M count=1 iflag=direct status=none | cmp - /tmp/redirect.pat
+}
 redirect_section() {
 	local t=$REDIR_T a=$REDIR_A b=$REDIR_B dev sid n0
 	ok "redirect: a target with portals $a and $b (iserctl create)" redirect_setup || return 1
@@ -44,9 +49,7 @@ redirect_section() {
 	ok "redirect: the admin closes the session (the drain)" iserctl sessions close "$(redirect_tsih $t)"
 	ok "redirect: open-iscsi reconnects and is redirected: the session is at $b" wait_for 40 session_at $t $b
 	say_portal $t $b >/dev/null || say_portal $t $b
-	ok "redirect: the same session (sid $sid) and disk; the data reads back" \
-		bash -c "[ \"\$(iscsiadm -m session | grep -c '$t\$')\" = 1 ] && [ '$(iscsi_sid $t)' = '$sid' ] &&
-			dd if=/dev/$dev bs=1M count=1 iflag=direct status=none | cmp - /tmp/redirect.pat"
+	ok "redirect: the same session (sid $sid) and disk; the data reads back" same_session $t $sid $dev
 	ok "redirect: iserctl stats: $a counted the redirected login" test "$(redirected_at $a)" -gt "$n0"
 	ok "redirect: logout" logout_gone $t $a
 	ok "redirect: a new login at $a, 1 LUN" login_wait $t $a 1
