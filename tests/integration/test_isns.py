@@ -122,6 +122,22 @@ def isnsadm(work, what, source='iqn.2026-11.org.isert.test:adm'):
     return objs
 
 
+def isnsadm_query(work, what):
+    """isnsadm --query WHAT (e.g. eid=E: the entity and what it holds) as [(object type, {attribute: value})]."""
+    conf = os.path.join(work, 'adm-adm.conf')
+    with open(conf, 'w') as f:
+        f.write(adm_conf(work, 'iqn.2026-11.org.isert.test:adm'))
+    r = subprocess.run(['isnsadm', '-c', conf, '--query', what], capture_output=True, text=True, timeout=10)
+    objs = []
+    for line in r.stdout.splitlines():
+        if line.startswith('object['):
+            objs.append((line.split('<', 1)[-1].rstrip('>'), {}))
+        elif ':' in line and '=' in line and objs:
+            name, _, value = line.split(':', 1)[1].partition('=')
+            objs[-1][1][name.strip()] = value.strip().strip('"')
+    return objs
+
+
 def wait_for(cond, secs):
     t0 = time.time()
     while time.time() - t0 < secs:
@@ -212,6 +228,14 @@ def main():
         expect = {(T1, str(P + 1), L): 1, (T1, str(P + 2), L): 1, (T2, str(P + 3), L): 1, (T2, str(P + 4), L): 2}
         got = pgs(work)
         check('a portal group per target and portal with its TPG tag, none across targets', got == expect, got)
+        q = isnsadm_query(work, f'eid={EID}')
+        kinds = [k for k, _ in q]
+        check('isnsadm --query eid=: the entity, 2 targets, 4 portals, 4 portal groups',
+              kinds.count('Network Entity') == 1 and kinds.count('iSCSI Storage Node') == 2 and
+              kinds.count('Portal') == 4 and kinds.count('iSCSI Portal Group') == 4, kinds)
+        check('isnsadm --query eid=: its portal groups and tags',
+              {(o.get('Portal group name'), o.get('Portal group port', '').split('/')[0], o.get('Portal group address')):
+               int(o.get('Portal group tag', 0)) for k, o in q if k == 'iSCSI Portal Group'} == expect, q)
         cfg = rpc.call('config.get')['result']['config']['global'].get('isns')
         check('config.get shows global.isns', cfg and cfg['server'] == f'{L}:{ISNS}' and cfg['esi_port'] == ESI, cfg)
 
