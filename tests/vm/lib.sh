@@ -248,6 +248,14 @@ iscsi_disks() {
 iscsi_ndisks_is() { [ "$(iscsi_disks "$1" | wc -l)" -eq "$2" ] && [ -z "$(iscsi_disks "$1" | while read -r l d; do [ -b /dev/$d ] || echo x; done)" ]; }
 iscsi_wait_disks() { wait_for 30 iscsi_ndisks_is "$1" "$2"; }
 iscsi_no_session() { ! iscsi_sid "$1" >/dev/null; }
+# sg_node DEV: the sg device of a disk (sg_xcopy looks for /dev/char/M:m, which needs udev: give it /dev/sgN).
+sg_node() {
+	local s
+	s=$(ls /sys/block/$1/device/scsi_generic/ 2>/dev/null | head -1)
+	[ -n "$s" ] || return 1
+	[ -c /dev/$s ] || mknod /dev/$s c $(tr ':' ' ' < /sys/class/scsi_generic/$s/dev) || return 1
+	echo /dev/$s
+}
 
 # ---- file system cycle ---------------------------------------------------------
 # fs_write DEV MNT: mkfs.ext4, mount, write files, record their checksums in

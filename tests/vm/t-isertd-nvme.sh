@@ -249,6 +249,7 @@ must "iscsid starts" iscsi_start
 suite_nvme $PORTAL
 aptpl_restart $PORTAL
 ok "isertd (block backstore) stops cleanly" isertd_stop
+source "$(dirname "$VM_LIB")/odx.sh"   # ODX: ddpt token copies through the kernel's sg devices (suite_odx)
 suite_nvme_pt $PORTAL
 suite_nvme_pt_iser
 suite_conformance_nvme

@@ -130,14 +130,6 @@ xcopy_same() {
 	cmp <(dd if="$1" bs=1M skip=$(($2 * 512)) count=$(($5 * 512)) iflag=direct,skip_bytes,count_bytes status=none) \
 		<(dd if="$3" bs=1M skip=$(($4 * 512)) count=$(($5 * 512)) iflag=direct,skip_bytes,count_bytes status=none)
 }
-# sg_node DEV: the sg device of a disk (sg_xcopy looks for /dev/char/M:m, which needs udev: give it /dev/sgN).
-sg_node() {
-	local s
-	s=$(ls /sys/block/$1/device/scsi_generic/ 2>/dev/null | head -1)
-	[ -n "$s" ] || return 1
-	[ -c /dev/$s ] || mknod /dev/$s c $(tr ':' ' ' < /sys/class/scsi_generic/$s/dev) || return 1
-	echo /dev/$s
-}
 xcopy_3pc() { sg_inq "$1" | grep -q "3PC=1"; }
 xcopy_vpd() { sg_vpd -p 0x8f "$1" >/dev/null; }
 xcopy_section() {
