@@ -251,6 +251,7 @@ aptpl_restart $PORTAL
 ok "isertd (block backstore) stops cleanly" isertd_stop
 source "$(dirname "$VM_LIB")/odx.sh"   # ODX: ddpt token copies through the kernel's sg devices (suite_odx)
 suite_nvme_pt $PORTAL
+source "$(dirname "$VM_LIB")/sanitize-nvme.sh"   # SANITIZE on the nvme backstore (suite_sanitize_nvme)
 suite_nvme_pt_iser
 suite_conformance_nvme
 vm_done
