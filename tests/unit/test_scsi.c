@@ -17,6 +17,7 @@
 #include "target/backstore/backstore.h"
 #include "target/backstore/backstore_impl.h"
 #include "target/scsi/scsi_int.h"
+#include "sense_check.h"
 
 extern struct bufpool *scsi_test_pool;
 
@@ -65,23 +66,6 @@ static uint8_t run(struct scsi_cmd *c, const void *dout, uint32_t dlen)
 	CU_ASSERT_EQUAL(ndone, 1);
 	CU_ASSERT(c->din_len <= c->edtl);
 	return c->status;
-}
-
-static uint8_t sk(const struct scsi_cmd *c)
-{
-	return c->sense[0] == 0x72 ? c->sense[1] & 0xf : c->sense[2] & 0xf;
-}
-
-static uint16_t asc(const struct scsi_cmd *c)
-{
-	return c->sense[0] == 0x72 ? get_be16(c->sense + 2) : get_be16(c->sense + 12);
-}
-
-static void expect_sense(struct scsi_cmd *c, uint8_t key, uint16_t a)
-{
-	CU_ASSERT_EQUAL(c->status, SCSI_CHECK_CONDITION);
-	CU_ASSERT_EQUAL(sk(c), key);
-	CU_ASSERT_EQUAL(asc(c), a);
 }
 
 static uint8_t simple_n(const uint8_t *cdb, uint32_t len, uint32_t edtl, struct scsi_cmd *c)

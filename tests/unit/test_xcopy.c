@@ -22,6 +22,7 @@
 #include "target/scsi/copy.h"
 #include "target/scsi/scsi_int.h"
 #include "target/scsi/xcopy.h"
+#include "sense_check.h"
 
 extern struct bufpool *scsi_test_pool;
 
@@ -68,31 +69,6 @@ static void cmd_init(struct scsi_cmd *c, struct scsi_lu *lu, const uint8_t *cdb,
 	c->dir_read = rd;
 	c->dir_write = wr;
 	c->done = on_done;
-}
-
-static uint8_t sk(const struct scsi_cmd *c)
-{
-	return c->sense[0] == 0x72 ? c->sense[1] & 0xf : c->sense[2] & 0xf;
-}
-
-static uint16_t asc(const struct scsi_cmd *c)
-{
-	return c->sense[0] == 0x72 ? get_be16(c->sense + 2) : get_be16(c->sense + 12);
-}
-
-static void expect_sense(const struct scsi_cmd *c, uint8_t key, uint16_t a)
-{
-	CU_ASSERT_EQUAL(c->status, SCSI_CHECK_CONDITION);
-	CU_ASSERT_EQUAL(sk(c), key);
-	CU_ASSERT_EQUAL(asc(c), a);
-	if (c->status != SCSI_CHECK_CONDITION || sk(c) != key || asc(c) != a)
-		fprintf(stderr, "  got status %02x sense %x/%04x, want %x/%04x\n", c->status, sk(c), asc(c), key, a);
-}
-
-/* Fixed-format field pointer (bytes 15-17). */
-static uint16_t field_ptr(const struct scsi_cmd *c)
-{
-	return get_be16(c->sense + 16);
 }
 
 /* prepare + Data-Out + exec (the command may end later); caller releases. */
