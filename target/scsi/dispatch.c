@@ -246,7 +246,7 @@ bool scsi_cmd_prepare(struct scsi_cmd *cmd)
 	cmd_reset(cmd);
 	op = scsi_op_find(cmd->cdb[0], cmd->cdb[1] & 0x1f, &sa_bad);
 	if (op && !scsi_op_supported(cmd, op)) {
-		sa_bad = op->flags & OPF_SANITIZE;   /* the opcode is there, not this service action */
+		sa_bad = op->flags & (OPF_SANITIZE | OPF_TOKEN);   /* the opcode is there, not this service action */
 		op = NULL;
 	}
 	if (!cmd->lu && !(op && (op->flags & OPF_NO_LU))) {
