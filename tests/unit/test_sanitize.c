@@ -23,6 +23,7 @@
 #include "target/backstore/backstore_impl.h"
 #include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
+#include "sense_check.h"
 
 extern struct bufpool *scsi_test_pool;
 
@@ -275,16 +276,6 @@ static uint8_t run(struct scsi_cmd *c, const void *dout, uint32_t dlen)
 		usleep(1000);
 	CU_ASSERT_NOT_EQUAL(__atomic_load_n(&ndone, __ATOMIC_ACQUIRE), before);
 	return c->status;
-}
-
-static uint8_t sk(const struct scsi_cmd *c)
-{
-	return c->sense[2] & 0xf;
-}
-
-static uint16_t asc(const struct scsi_cmd *c)
-{
-	return get_be16(c->sense + 12);
 }
 
 static uint8_t sanitize_cmd(struct scsi_lu *lu, uint8_t byte1, const uint8_t *list, uint32_t len, struct scsi_cmd *c)
