@@ -1,7 +1,7 @@
 /*
  * Methods on the configuration as a whole: read it, save it, apply a
  * document or restore part of a file, change the global keys and the
- * discovery settings.
+ * discovery settings; where the iSNS registration stands.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include "target/control/control.h"
 #include "target/control/rpc.h"
 #include "target/control/rpc_int.h"
+#include "target/isns/isns.h"
 #include "target/runtime/runtime.h"
 
 #define SAVE_BACKUPS_DEFAULT 10
@@ -24,6 +25,32 @@
 static int m_methods(struct rpc_call *c)
 {
 	c->result = rpc_methods_json();
+	return 0;
+}
+
+static void put_age(json_object *o, const char *key, int64_t s)
+{
+	json_object_object_add(o, key, s < 0 ? NULL : json_object_new_int64(s));
+}
+
+static int m_isns_status(struct rpc_call *c)
+{
+	struct isns_report st;
+	isns_get_report(&st);
+	json_object *o = c->result = json_object_new_object();
+	json_object_object_add(o, "configured", json_object_new_boolean(st.running));
+	if (!st.running)
+		return 0;
+	json_object_object_add(o, "server", json_object_new_string(st.server));
+	json_object_object_add(o, "entity", json_object_new_string(st.entity));
+	json_object_object_add(o, "registered", json_object_new_boolean(st.registered));
+	json_object_object_add(o, "targets", json_object_new_uint64(st.targets));
+	json_object_object_add(o, "portals", json_object_new_uint64(st.portals));
+	json_object_object_add(o, "esi_port", st.esi_port ? json_object_new_int(st.esi_port) : NULL);
+	json_object_object_add(o, "failures", json_object_new_uint64(st.failures));
+	json_object_object_add(o, "last_error", st.last_error[0] ? json_object_new_string(st.last_error) : NULL);
+	put_age(o, "last_error_age_s", st.last_error_age_s);
+	put_age(o, "registered_age_s", st.registered_age_s);
 	return 0;
 }
 
@@ -330,6 +357,9 @@ const struct rpc_method rpc_methods_config[] = {
 	  "global keys that need a restart are refused by name",
 	  "change global limits that apply at once (login_timeout, max_*, "
 	  "shutdown_timeout) and the iSNS registration (isns: an object whose keys are merged, null: off)" },
+	{ "isns.status", m_isns_status, NULL, false, p_none, NULL,
+	  "where the iSNS registration stands: server, entity, registered, targets and portals, "
+	  "esi_port, failures in a row, the last error and how long ago, the last registration's age" },
 	{ "discovery.set", NULL, e_discovery_set, true, p_discovery_set,
 	  "the discovery object's keys in the file (auth_required)",
 	  "discovery auth_required and chap (null: off)" },

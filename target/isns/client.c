@@ -38,6 +38,8 @@ static struct {
 	int wakefd;
 	struct isns_want *next;  /* handed over, not yet taken */
 	bool next_set, stop;
+	struct isns_report report; /* the thread's view, copied after each step */
+	bool configured;         /* the last configuration has global.isns */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wakefd = -1 };
 
 struct esi_conn {
@@ -362,6 +364,11 @@ static void *isns_thread(void *arg)
 			isns_eng_stop(t.eng, now);
 		}
 		uint64_t next = isns_eng_tick(t.eng, now);
+		struct isns_report st = { .running = true };
+		isns_eng_report(t.eng, now, &st);
+		pthread_mutex_lock(&g.lock);
+		g.report = st;
+		pthread_mutex_unlock(&g.lock);
 		if (stopping && (isns_eng_done(t.eng) || now >= stop_deadline))
 			break;
 		struct pollfd pf[3 + ISNS_ESI_CONNS];
@@ -430,6 +437,17 @@ static bool start(void)
 	return true;
 }
 
+void isns_get_report(struct isns_report *st)
+{
+	pthread_mutex_lock(&g.lock);
+	*st = g.report;
+	/* The thread runs on after global.isns went (it deregisters): nothing is served then. */
+	st->running = g.running && !g.stop && g.configured;
+	if (!st->running)
+		*st = (struct isns_report){ 0 };
+	pthread_mutex_unlock(&g.lock);
+}
+
 void isns_configure(const struct config *c)
 {
 	char err[128];
@@ -451,6 +469,7 @@ void isns_configure(const struct config *c)
 	isns_want_free(g.next);
 	g.next = w;
 	g.next_set = true;
+	g.configured = w != NULL;
 	pthread_mutex_unlock(&g.lock);
 	/* Said when it changes, not at every change of the configuration. */
 	static char said[400];

@@ -87,6 +87,8 @@ struct isns_eng {
 	uint16_t have_port;
 	uint32_t granted_period;
 	bool esi_refused, logged_esi_refused;
+	char last_error[200];      /* isns.status: the last failure, and when; the last registration */
+	uint64_t last_error_ms, registered_ms;
 	uint64_t next_check;
 	size_t check_idx;
 
@@ -777,6 +779,8 @@ static void fail(struct isns_eng *e, uint64_t now, const char *fmt, ...)
 	e->retry_at = now + delay;
 	log_warn("iSNS server %s: %s; trying again in %llu s", server_name(h, p, srv, sizeof(srv)), why,
 		 (unsigned long long)(delay / 1000));
+	snprintf(e->last_error, sizeof(e->last_error), "%.199s", why);
+	e->last_error_ms = now ? now : 1;
 }
 
 void isns_eng_connected(struct isns_eng *e, const uint8_t local[16], uint64_t now)
@@ -812,6 +816,7 @@ static void install(struct isns_eng *e, uint64_t now)
 	e->have_host = strdup(e->conn_host);
 	e->have_port = e->conn_port;
 	e->next_check = now + check_ms(e);
+	e->registered_ms = now ? now : 1;
 	if (first)
 		dd_clear(e); /* after a whole registration, the domain is looked up again */
 	log_info("iSNS server %s: entity %s registered: %zu target%s, %zu portal%s%s", server_name(e->conn_host,
@@ -1277,6 +1282,24 @@ bool isns_eng_done(const struct isns_eng *e)
 const char *isns_eng_eid(const struct isns_eng *e)
 {
 	return e->have ? e->have->eid : e->want ? e->want->eid : NULL;
+}
+
+void isns_eng_report(const struct isns_eng *e, uint64_t now, struct isns_report *st)
+{
+	const struct reg *r = e->have ? e->have : e->resolved;
+	st->registered = isns_eng_synced(e);
+	if (e->conn_host)
+		snprintf(st->server, sizeof(st->server), "%s:%u", e->conn_host, e->conn_port);
+	else if (e->want)
+		snprintf(st->server, sizeof(st->server), "%s:%u", e->want->host, e->want->port);
+	snprintf(st->entity, sizeof(st->entity), "%s", isns_eng_eid(e) ? isns_eng_eid(e) : "");
+	st->targets = r ? r->nnodes : e->want ? e->want->nnodes : 0;
+	st->portals = r ? r->nportals : e->want ? e->want->nportals : 0;
+	st->esi_port = r ? r->esi_port : 0;
+	st->failures = e->failures;
+	snprintf(st->last_error, sizeof(st->last_error), "%s", e->last_error);
+	st->last_error_age_s = e->last_error_ms ? (int64_t)((now - e->last_error_ms) / 1000) : -1;
+	st->registered_age_s = e->registered_ms ? (int64_t)((now - e->registered_ms) / 1000) : -1;
 }
 
 bool isns_eng_synced(const struct isns_eng *e)

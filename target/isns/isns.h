@@ -8,7 +8,25 @@
 #ifndef ISNS_H
 #define ISNS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 struct config;
+
+/* Where the registration stands, as its thread last saw it (the isns.status method). */
+struct isns_report {
+	bool running;            /* a server is configured and its thread runs */
+	bool registered;         /* the server holds what is wanted */
+	char server[80];         /* host:port being served, or "" */
+	char entity[256];
+	size_t targets, portals; /* registered, or to register */
+	uint16_t esi_port;       /* 0: no ESI */
+	unsigned failures;       /* in a row since the last success */
+	char last_error[200];    /* the last failure (cut at 199 bytes), or "" */
+	int64_t last_error_age_s, registered_age_s; /* seconds since then; -1: never */
+};
+void isns_get_report(struct isns_report *st);
 
 /* What to register from now on (c->isns NULL: nothing; what was registered goes).  Main, or the admin thread. */
 void isns_configure(const struct config *c);

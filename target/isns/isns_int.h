@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "target/isns/isns.h"
+
 /* ------------------------------------------------------------------------ */
 /* proto.c: RFC 4171 PDUs and their attributes (TLVs). */
 
@@ -242,6 +244,8 @@ uint64_t isns_eng_tick(struct isns_eng *e, uint64_t now_ms);
 const char *isns_eng_eid(const struct isns_eng *e);
 /* For the tests: registered (the server holds what is wanted), failures in a row, the xid awaited (-1: none). */
 bool isns_eng_synced(const struct isns_eng *e);
+/* Its state for isns.status (running is the caller's). */
+void isns_eng_report(const struct isns_eng *e, uint64_t now_ms, struct isns_report *st);
 unsigned isns_eng_failures(const struct isns_eng *e);
 int isns_eng_awaiting(const struct isns_eng *e);
 

@@ -236,6 +236,11 @@ def main():
         check('isnsadm --query eid=: its portal groups and tags',
               {(o.get('Portal group name'), o.get('Portal group port', '').split('/')[0], o.get('Portal group address')):
                int(o.get('Portal group tag', 0)) for k, o in q if k == 'iSCSI Portal Group'} == expect, q)
+        st = rpc.call('isns.status').get('result', {})
+        check('isns.status: configured, registered, the server, 2 targets, no failure',
+              st.get('configured') and st.get('registered') and st.get('server') == f'{L}:{ISNS}' and
+              st.get('targets') == 2 and st.get('failures') == 0 and st.get('last_error') is None and
+              st.get('esi_port') == ESI and st.get('registered_age_s') is not None, st)
         cfg = rpc.call('config.get')['result']['config']['global'].get('isns')
         check('config.get shows global.isns', cfg and cfg['server'] == f'{L}:{ISNS}' and cfg['esi_port'] == ESI, cfg)
 
@@ -263,10 +268,18 @@ def main():
         check('the entity left the first server when the configuration moved it',
               not [e for e in isnsadm(work, 'entities') if e.get('Entity identifier') == EID])
         check('isertd still answers', 'result' in rpc.call('config.get'))
+        st = rpc.call('isns.status').get('result', {})
+        check('isns.status: not registered, failures counted, the last error says why',
+              st.get('configured') and not st.get('registered') and st.get('server') == f'{L}:{HOSTILE}' and
+              st.get('failures', 0) >= 1 and 'only' in (st.get('last_error') or '') and
+              st.get('last_error_age_s') is not None, st)
         ans = rpc.call('global.set', {'isns': {'server': f'{L}:{ISNS}'}})
         stop_hostile.set()
         got, took = wait_for(lambda: pgs(work) == exp2 and pgs(work), 5)
         check(f'back on isnsd: registered again ({took:.1f} s)', got == exp2, pgs(work))
+        st, _ = wait_for(lambda: (lambda s: s.get('registered') and s)(rpc.call('isns.status').get('result', {})), 3)
+        check('isns.status: registered again, failures back to 0, the last error kept with its age',
+              st and st.get('failures') == 0 and st.get('last_error') and st.get('last_error_age_s') >= 0, st)
 
         # ESI: isnsd probes every 2 s and drops a portal after 2 unanswered tries; answered, they stay.
         mark = len(srv.text())
@@ -301,6 +314,10 @@ def main():
         # (open-isns keeps a node that was ever in a domain out of its default domain: not checked.)
         got, took = wait_for(lambda: dd_members() is None, 5)
         check(f'discovery_domain null: the targets left it ({took:.1f} s)', dd_members() is None, dd_members())
+        ans = rpc.call('global.set', {'isns': None})
+        st, _ = wait_for(lambda: (lambda s: s.get('configured') is False and s)(
+            rpc.call('isns.status').get('result', {})), 5)
+        check('global.set isns null: isns.status says not configured', st == {'configured': False}, st)
     finally:
         stop_hostile.set()
         proc.send_signal(signal.SIGTERM)
