@@ -5,15 +5,16 @@
 # session closed by the admin: open-iscsi reconnects to its record's portal,
 # is redirected, and the same session (its disk, its data) goes on at the
 # second.  A new login at the first lands at the second; with the redirect
-# taken away (redirect=null) a login stays at the first.
-REDIR_T=$VM_PREFIX:redirect REDIR_A=127.0.0.1:3270 REDIR_B=127.0.0.1:3271
-redirect_setup() {
-	{ iserctl create /backstores/redir0 type=ram size=16M &&
-		iserctl create /iscsi/$REDIR_T &&
-		iserctl create /iscsi/$REDIR_T/tpg1/portals/$REDIR_A &&
-		iserctl create /iscsi/$REDIR_T/tpg1/portals/$REDIR_B &&
-		iserctl create /iscsi/$REDIR_T/tpg1/luns backstore=redir0 &&
-		iserctl create /iscsi/$REDIR_T/tpg1/acls/$ISCSI_INITIATOR; } >/dev/null
+# taken away (redirect=null) a login stays at the first.  redirect_iser
+# (t-isertd-iser.sh, rxe) does the same over iSER: ib_iser follows the
+# redirection from one iSER portal to another.
+redirect_setup() {   # redirect_setup IQN PORTAL_A PORTAL_B ISER: a RAM LUN behind both portals
+	{ iserctl create /backstores/redir-${1##*:} type=ram size=16M &&
+		iserctl create /iscsi/$1 &&
+		iserctl create /iscsi/$1/tpg1/portals/$2 iser=$4 &&
+		iserctl create /iscsi/$1/tpg1/portals/$3 iser=$4 &&
+		iserctl create /iscsi/$1/tpg1/luns backstore=redir-${1##*:} &&
+		iserctl create /iscsi/$1/tpg1/acls/$ISCSI_INITIATOR; } >/dev/null
 }
 # session_portal IQN: the portal (without its tag) the session's connection is at now.
 session_portal() {
@@ -35,8 +36,8 @@ same_session() {   # same_session IQN SID DEV: one session of IQN, still SID, DE
 		dd if=/dev/$3 bs=1M count=1 iflag=direct status=none | cmp - /tmp/redirect.pat
 }
 redirect_section() {
-	local t=$REDIR_T a=$REDIR_A b=$REDIR_B dev sid n0
-	ok "redirect: a target with portals $a and $b (iserctl create)" redirect_setup || return 1
+	local t=$VM_PREFIX:redirect a=127.0.0.1:3270 b=127.0.0.1:3271 dev sid n0
+	ok "redirect: a target with portals $a and $b (iserctl create)" redirect_setup $t $a $b false || return 1
 	ok "redirect: discovery at $a lists $t" has_line $t <<< "$(iscsi_discover $a)"
 	ok "redirect: login at $a, 1 LUN" login_wait $t $a 1 || return 1
 	ok "redirect: the session is at $a" say_portal $t $a
@@ -59,4 +60,15 @@ redirect_section() {
 	ok "redirect: a login at $a, 1 LUN" login_wait $t $a 1
 	ok "redirect: it stays at $a" say_portal $t $a
 	ok "redirect: logout" logout_gone $t $a
+}
+redirect_iser() {   # redirect_iser PROVIDER IP
+	local p=$1 t=$VM_PREFIX:redirect-iser a=$2:3270 b=$2:3271
+	ok "$p: redirect: a target with iSER portals $a and $b, redirect=$b" \
+		eval "redirect_setup $t $a $b true && iserctl set /iscsi/$t/tpg1 redirect=$b >/dev/null" || return 1
+	iscsi_node $t $a iser
+	ok "$p: redirect: login over iSER at $a, 1 LUN" \
+		eval "iscsi_login $t $a iser >/dev/null && iscsi_wait_disks $t 1" || return 1
+	ok "$p: redirect: the iSER session is at $b" say_portal $t $b
+	ok "$p: redirect: logout" eval "iscsi_logout $t $a iser >/dev/null && iscsi_no_session $t"
+	iserctl delete /iscsi/$t >/dev/null
 }

@@ -7,7 +7,8 @@
 # raw iSER clients that break the rules (iser-hostile: commands without STags,
 # connections dropped while isertd sends); live changes through the admin
 # socket (iserctl) in one session with ext4 mounted: a hot-added LUN after a
-# rescan, a grown file LUN's new size (isertd-iser-live.json).
+# rescan, a grown file LUN's new size (isertd-iser-live.json); a login
+# redirected from one iSER portal to another (redirect.sh, Soft-RoCE).
 # Completion handling: Soft-RoCE runs in "adaptive" poll mode (which polls
 # while busy), Soft-iWARP in "event" and ends with a data check in "busy"
 # mode.  The live changes run over Soft-RoCE only: the admin path is the same
@@ -20,6 +21,7 @@
 # FIO_SECS (default 20) sets the fio run length.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
+source "$(dirname "$VM_LIB")/redirect.sh"
 VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
 FIO_SECS=${FIO_SECS:-20}
 ISERTD_SOCK=/run/isertd-vm.sock
@@ -200,6 +202,7 @@ one_provider() {
 	ok "$p: CHAP over iSER logs in" bash -c "iscsiadm -m node -T $t -p $portal -I iser --login >/dev/null"
 	ok "$p: CHAP session's LUN appears" iscsi_wait_disks $t 1
 	ok "$p: CHAP session logout" logout_gone $t $portal
+	[ $p = rxe ] && redirect_iser $p $ip
 	ok "$p: isertd survived and stops cleanly" isertd_stop
 	shared_rq $p $ip
 	[ $p = rxe ] && live_iser $p $ip $mode
