@@ -23,7 +23,8 @@
  * (DLFEAT 001b + bit 3), so LBPRZ=1 holds; else Dataset Management with
  * AD, one range per command, and LBPRZ=0, because a deallocate is
  * advisory (the controller may keep any block, which then reads its old
- * data, whatever DLFEAT says); else zeroing.  WRITE SAME of zeroes is Write
+ * data, whatever DLFEAT says); else zeroing.  With the LU's write cache
+ * off, a Flush follows each deallocation or Write Zeroes (see nv_result).  WRITE SAME of zeroes is Write
  * Zeroes where ONCS has it, else Writes from a zeroed buffer; another
  * pattern is always Writes from a buffer of whole patterns.  A controller
  * that refuses Write Zeroes or DSM as unsupported is remembered (per
@@ -516,6 +517,20 @@ static int nv_result(struct backstore *bs, struct bs_io *io, int res)
 		return 0;
 	}
 	io->done += piece;
+	if ((st == NVME_STEP_DSM || st == NVME_STEP_WZ || st == NVME_STEP_WZ_DEAC) && io->done >= io->len &&
+	    n->ctrl.vwc && nv_fua(bs, io)) {
+		/*
+		 * With the LU's write cache off (or FUA asked), a deallocate or
+		 * zeroing is followed by a Flush before the command completes, like
+		 * the file engine's punched holes: Dataset Management has no FUA bit,
+		 * and Linux's NVMe target (nvmet) drops Write Zeroes' FUA.  Without
+		 * it they may stay in the controller's cache past later FUA writes:
+		 * the crash-consistency replay (tests/crash) found XFS's mkfs
+		 * zeroing replayed over its journal.
+		 */
+		io->stage = NVME_STEP_FLUSH;
+		return 1;
+	}
 	if (st == NVME_STEP_FLUSH || io->done >= io->len) {
 		io->err = 0;
 		return 0;
