@@ -40,9 +40,22 @@ struct fd_req {
 	int mode;
 };
 
+/*
+ * isertd-nodurable (target/meson.build) builds this file with
+ * ISERT_TEST_NO_DURABILITY: a deliberately broken target that acknowledges FUA
+ * writes, writes with the cache off and SYNCHRONIZE CACHE without making
+ * anything durable.  The crash-consistency check (tests/crash) must catch it.
+ * It is never installed.
+ */
+#ifdef ISERT_TEST_NO_DURABILITY
+#define FD_DURABLE false
+#else
+#define FD_DURABLE true
+#endif
+
 static bool fd_fua(const struct backstore *bs, const struct bs_io *io)
 {
-	return io->fua || !backstore_write_cache(bs);
+	return FD_DURABLE && (io->fua || !backstore_write_cache(bs));
 }
 
 static bool fd_aligned(const struct backstore *bs, const void *p)
@@ -126,7 +139,7 @@ static void fd_next(struct backstore *bs, struct bs_io *io, struct fd_req *rq)
 		break;
 	case ST_SYNC:
 	case ST_SYNC_AFTER:
-		rq->kind = RQ_FSYNC;
+		rq->kind = FD_DURABLE ? RQ_FSYNC : RQ_READ;   /* broken on purpose: a 0-byte read */
 		break;
 	case ST_PUNCH:
 	case ST_ZERO:

@@ -18,7 +18,8 @@ ROOTS="virtio_pci 9pnet_virtio 9p overlay dummy veth
  configfs target_core_mod target_core_iblock target_core_file target_core_user
  iscsi_target_mod ib_isert
  nvme ublk_drv brd null_blk ext4
- dm_mod dm_multipath dm_round_robin dm_service_time scsi_dh_alua"
+ dm_mod dm_multipath dm_round_robin dm_service_time scsi_dh_alua
+ dm_log_writes loop xfs nvmet nvme_loop"
 
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 R=$W/root
