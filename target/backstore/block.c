@@ -12,7 +12,7 @@
  * else ZERO_RANGE, else written zeroes.  Without discard, UNMAP zeroes too.
  * The discard ioctl is synchronous on the reactor (the kernel offers no
  * asynchronous discard to this liburing); it is rare and bounded by UNMAP's
- * limits in VPD B0.
+ * limits in VPD B0.  With the write cache off an fdatasync follows it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -139,6 +139,9 @@ static void block_submit(struct backstore *bs, struct bs_io *io)
 		bs_fd_submit(bs, io);
 		return;
 	}
+	/* With the write cache off the discard is durable at completion, as the zeroing paths are (file.c). */
+	if (rc == 0 && !backstore_write_cache(bs) && fdatasync(bs->fd) < 0)
+		rc = -errno;
 	bs_complete(io, rc);
 }
 
