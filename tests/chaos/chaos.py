@@ -15,9 +15,15 @@ removed from :chaos; :aux's ALUA group flipped between active/optimized and
 active/non-optimized; hostile peers (garbage, an oversized login, a flood of
 logins that never finish, a command PDU with impossible lengths).
 
+In the test guest (--guest RXE_IP,SIW_IP; tests/vm/t-chaos.sh) also: the
+kernel initiator with fio crc32c verify on its own LUN over TCP, over iSER
+on Soft-RoCE and on Soft-iWARP, and `iseradm map` with fio verify; events
+add RDMA link flaps (the netdev under rxe0 or siw0 down for 1-3 s).
+
 usage: chaos.py --build DIR --seconds N --seed S [--port P] [--work DIR]
+       [--guest RXE_IP,SIW_IP --initiator KERNEL-INITIATOR-IQN]
   N: at least 20, a multiple of 5.
-  P, P+1: the two targets' portals (default 4300).  A seed replays: the same
+  P, P+1: the two targets' portals (default 4300); P+2..P+5 the guest's.  A seed replays: the same
   events in the same order at the same offsets (the clients' timing differs).
 exit 0: every check passed; 1: a check failed (the report says which).
 """
@@ -48,6 +54,7 @@ T1, T2 = PFX + ':chaos', PFX + ':aux'
 VERIFY, PERF, PROBE, STRANGER = PFX + ':verify', PFX + ':perf', PFX + ':probe', PFX + ':stranger'
 APTPL_KEY = 0xC4A05
 HEAP_GROWTH_MIB = 64      # per isertd incarnation, after its first sample
+WARMUP = 10               # seconds after a start before the first memory sample
 
 
 class Soak:
@@ -66,6 +73,9 @@ class Soak:
         self.proc, self.incarnation = None, 0
         self.extra, self.size = [], {}   # the LUN numbers added to :aux, their backstores' sizes (MiB)
         self.unasked = []
+        self.guest = arg('--guest', '').split(',') if '--guest' in sys.argv else None
+        self.kinit = arg('--initiator', 'iqn.2026-11.org.isert.vm:init1')
+        self.fios, self.disks = {}, {}
 
     def log(self, kind, detail, ok=True):
         e = {'t': round(time.time() - self.t0, 2), 'event': kind, 'detail': detail, 'ok': ok}
@@ -90,14 +100,25 @@ class Soak:
                                       'luns': [{'lun': 0, 'backstore': 'perf'}], 'demo_mode': True}],
                  'alua': {'groups': [{'id': 1, 'state': 'active_optimized', 'tpgs': [1]}]}}],
             'global': {'state_dir': os.path.join(self.work, 'state'), 'login_timeout': 3}}
+        for i, (name, ip, iser) in enumerate(self.kernel_targets()):
+            cfg['backstores'].append({'name': name, 'type': 'file', 'path': os.path.join(self.work, f'{name}.img'),
+                                      'size': '64M', 'write_cache': i % 2 == 0})
+            cfg['targets'].append({'iqn': f'{PFX}:{name}', 'tpgs': [{
+                'tag': 1, 'demo_mode': True, 'portals': [{'ip': ip, 'port': self.port + 2 + i, 'iser': iser}],
+                'luns': [{'lun': 0, 'backstore': name}]}]})
         with open(self.cfg, 'w') as f:
             json.dump(cfg, f, indent=1)
 
     def start(self):
         self.incarnation += 1
+        self.started = time.time()
         logf = open(os.path.join(self.work, f'isertd-{self.incarnation}.log'), 'wb')
+        # ASan keeps 256 MiB of freed memory in quarantine by default: that is not what the memory check
+        # is after, so a smaller one (the same options do nothing in a build without ASan).
+        env = dict(os.environ, ASAN_OPTIONS=':'.join(filter(None, [os.environ.get('ASAN_OPTIONS'),
+                                                                    'quarantine_size_mb=8'])))
         self.proc = subprocess.Popen([os.path.join(self.build, 'target', 'isertd'), '--config', self.cfg,
-                                      '--admin-socket', self.sock], stdout=logf, stderr=logf)
+                                      '--admin-socket', self.sock], stdout=logf, stderr=logf, env=env)
         logf.close()
         for _ in range(200):
             if self.listening(self.port + 1) and os.path.exists(self.sock):
@@ -106,6 +127,10 @@ class Soak:
                 break
             time.sleep(0.05)
         return False
+
+    def log_tail(self):
+        with open(os.path.join(self.work, f'isertd-{self.incarnation}.log'), errors='replace') as f:
+            return f.read()[-800:]
 
     @staticmethod
     def listening(port):
@@ -129,12 +154,20 @@ class Soak:
         pool = sum(r['buffer_pool_bytes'] for r in json.loads(self.iserctl('stats', '--json'))['reactors'])
         return rss - pool // 1024
 
+    def kernel_targets(self):
+        """(name, portal IP, iSER) of the guest's kernel clients: TCP, rxe, siw, and the iseradm map's."""
+        if not self.guest:
+            return []
+        return [('ktcp', '127.0.0.1', False), ('krxe', self.guest[0], True), ('ksiw', self.guest[1], True),
+                ('kmap', '127.0.0.1', False)]
+
     # ---- clients -------------------------------------------------------------------
     def start_clients(self):
         parm = os.path.join(self.work, 'verify.parm')
         with open(parm, 'w') as f:
-            f.write(f'sd=va,lun=iscsi://127.0.0.1:{self.port}/{T1}/0,threads=8\n'
-                    f'sd=vb,lun=iscsi://127.0.0.1:{self.port}/{T1}/1,threads=4\n'
+            deep = 2 if self.guest else 8   # in the guest, room for the kernel's clients
+            f.write(f'sd=va,lun=iscsi://127.0.0.1:{self.port}/{T1}/0,threads={deep}\n'
+                    f'sd=vb,lun=iscsi://127.0.0.1:{self.port}/{T1}/1,threads={deep // 2}\n'
                     'wd=mix,sd=*,xfersize=(4k,40,64k,40,256k,20),rdpct=50,seekpct=random\n'
                     f'rd=soak,wd=mix,iorate=max,elapsed={self.seconds},interval=5\n')
         self.bench_out = open(os.path.join(self.work, 'iserbench.out'), 'w')
@@ -142,10 +175,92 @@ class Soak:
                                        '-v', '-i', VERIFY, '-o', os.path.join(self.work, 'iserbench')],
                                       stdout=self.bench_out, stderr=subprocess.STDOUT)
         self.perf_out = open(os.path.join(self.work, 'iscsi-perf.out'), 'w')
-        self.perf = subprocess.Popen(['iscsi-perf', '-i', PERF, '-n', '-x', '100000', '-r', '-m', '8',
+        self.perf = subprocess.Popen(['iscsi-perf', '-i', PERF, '-n', '-x', '100000', '-r', '-m', '1' if self.guest else '8',
                                       f'iscsi://127.0.0.1:{self.port + 1}/{T2}/0'],
                                      stdout=self.perf_out, stderr=subprocess.STDOUT)
         self.perf_restarts = 0
+        if self.guest:
+            self.start_kernel_clients()
+
+    def fio(self, name, dev, engine):
+        """fio randrw 4k-256k with crc32c verification of what it wrote, until the soak ends."""
+        out = os.path.join(self.work, f'fio-{name}.txt')
+        self.fios[name] = (subprocess.Popen(
+            ['fio', f'--name={name}', f'--filename={dev}', '--direct=1', f'--ioengine={engine}', '--iodepth=4',
+             '--rw=randrw', '--bsrange=4k-256k', '--verify=crc32c', '--verify_fatal=1', '--size=32m',
+             '--time_based', f'--runtime={self.seconds - 15}', '--eta=never', f'--output={out}'],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT), out)
+
+    def kernel_disk(self, iqn):
+        for sess in os.listdir('/sys/class/iscsi_session'):
+            base = f'/sys/class/iscsi_session/{sess}'
+            if open(f'{base}/targetname').read().strip() != iqn:
+                continue
+            for root, dirs, _ in os.walk(f'{base}/device'):
+                if os.path.basename(root) == 'block' and dirs:
+                    return '/dev/' + dirs[0]
+        return None
+
+    def start_kernel_clients(self):
+        for i, (name, ip, iser) in enumerate(self.kernel_targets()[:3]):
+            iqn, portal, iface = f'{PFX}:{name}', f'{ip}:{self.port + 2 + i}', 'iser' if iser else 'default'
+            subprocess.run(['iscsiadm', '-m', 'node', '-o', 'new', '-T', iqn, '-p', portal, '-I', iface],
+                           capture_output=True)
+            # open-iscsi's default is 120 s; the suite's iscsid.conf says 15 to fail fast.  A link flap
+            # over iSER takes longer than 15 s to recover from under TCG.
+            subprocess.run(['iscsiadm', '-m', 'node', '-T', iqn, '-p', portal, '-I', iface, '-o', 'update',
+                            '-n', 'node.session.timeo.replacement_timeout', '-v', '60'], capture_output=True)
+            p = subprocess.run(['iscsiadm', '-m', 'node', '-T', iqn, '-p', portal, '-I', iface, '--login'],
+                               capture_output=True, text=True)
+            dev = None
+            for _ in range(200):
+                dev = self.kernel_disk(iqn)
+                if dev and os.path.exists(dev):
+                    break
+                time.sleep(0.1)
+            check(f'kernel initiator: {name} ({iface} at {portal}) gives a disk', p.returncode == 0 and dev,
+                  p.stderr.strip()[-200:])
+            if dev:
+                self.disks[name] = (iqn, portal, iface)
+                self.fio(name, dev, 'libaio')
+        url = f'iscsi://127.0.0.1:{self.port + 5}/{PFX}:kmap/0'
+        p = subprocess.run([os.path.join(self.build, 'initiator', 'iseradm'), '--initiator-name', self.kinit, 'map', '--daemon', url],
+                           capture_output=True, text=True, timeout=90)
+        self.map_dev = p.stdout.strip() if p.returncode == 0 else None
+        check('iseradm map gives a block device', self.map_dev and os.path.exists(self.map_dev),
+              (p.stdout + p.stderr).strip()[-200:])
+        if self.map_dev:
+            self.fio('kmap', self.map_dev, 'io_uring')
+
+    def stop_kernel_clients(self):
+        for name, (proc, out) in self.fios.items():
+            try:
+                rc = proc.wait(self.seconds)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = 'hung'
+            text = open(out, errors='replace').read() if os.path.exists(out) else ''
+            io = [l.strip() for l in text.splitlines() if l.strip().startswith(('READ:', 'WRITE:'))]
+            check(f'fio verify on {name}: exit 0, no verify failure', rc == 0 and 'verify failed' not in text
+                  and 'bad magic' not in text, f'exit {rc}: {text[-800:]}')
+            self.log('fio', f'{name}: exit {rc}; ' + '; '.join(io), rc == 0)
+        for name, (iqn, portal, iface) in self.disks.items():
+            subprocess.run(['iscsiadm', '-m', 'node', '-T', iqn, '-p', portal, '-I', iface, '--logout'],
+                           capture_output=True)
+        if getattr(self, 'map_dev', None):
+            p = subprocess.run([os.path.join(self.build, 'initiator', 'iseradm'), 'unmap', self.map_dev],
+                               capture_output=True, text=True, timeout=200)
+            check('iseradm unmap', p.returncode == 0, p.stderr.strip()[-200:])
+
+    def ev_flap(self):
+        if not self.guest:
+            return self.ev_close()
+        prov = self.rng.choice(['rxe', 'siw'])
+        down = round(self.rng.uniform(1, 3), 1)
+        subprocess.run(['ip', 'link', 'set', f'vmnet_{prov}', 'down'], check=True)
+        time.sleep(down)
+        subprocess.run(['ip', 'link', 'set', f'vmnet_{prov}', 'up'], check=True)
+        self.log('link flap', f'vmnet_{prov} down for {down} s')
 
     def probe(self):
         c = ic.Conn(self.port)
@@ -180,9 +295,9 @@ class Soak:
     # ---- events --------------------------------------------------------------------
     def ev_kill(self):
         pid = self.proc.pid
+        self.sample('before SIGKILL')
         self.proc.send_signal(signal.SIGKILL)
         rc = self.proc.wait(10)
-        self.sample('before SIGKILL')
         up = self.start()
         back = up and self.aptpl_key_back()
         cfg = json.loads(self.iserctl('config')) if up else {}
@@ -275,6 +390,8 @@ class Soak:
             self.log('hostile', f'{kind}: the target closed on us ({e.__class__.__name__})')
 
     def sample(self, why=''):
+        if time.time() - self.started < WARMUP:
+            return   # the pools' pages become resident as they are first used: not a baseline yet
         try:
             self.rss.append({'t': round(time.time() - self.t0, 1), 'incarnation': self.incarnation,
                              'heap_kib': self.heap_kib(), 'why': why})
@@ -284,15 +401,21 @@ class Soak:
     # ---- the run -------------------------------------------------------------------
     def run(self):
         self.write_config()
-        check('isertd starts', self.start())
+        up = self.start()
+        check('isertd starts', up, self.log_tail())
+        if not up:
+            return
         check('an APTPL registration is made', self.register_aptpl())
         self.start_clients()
         events = [(self.ev_kill, 1), (self.ev_close, 3), (self.ev_lun, 3), (self.ev_resize, 1),
-                  (self.ev_acl, 2), (self.ev_alua, 2), (self.ev_hostile, 3)]
+                  (self.ev_acl, 2), (self.ev_alua, 2), (self.ev_hostile, 3)] + \
+            ([(self.ev_flap, 2)] if self.guest else [])
+        rest = [e for e, _ in events if e != self.ev_kill]
+        first = self.rng.sample(rest, len(rest)) + [self.ev_kill]   # popped from the end: the kill first
         end = self.t0 + self.seconds - 5
         next_sample = 0
         while time.time() < end and self.bench.poll() is None:
-            time.sleep(self.rng.uniform(0.5, 4.0))
+            time.sleep(self.rng.uniform(0.5, 2.0 if self.guest else 4.0))
             if self.proc.poll() is not None:
                 self.unasked.append(self.proc.returncode)
                 self.log('isertd died unasked', f'exit {self.proc.returncode}', False)
@@ -301,9 +424,8 @@ class Soak:
             if self.perf.poll() is not None:   # a load client; it does not verify
                 self.perf_restarts += 1
                 self.perf = subprocess.Popen(self.perf.args, stdout=self.perf_out, stderr=subprocess.STDOUT)
-            f = self.rng.choices([e for e, _ in events], [w for _, w in events])[0]
-            if self.incarnation == 1 and time.time() > self.t0 + self.seconds / 2:
-                f = self.ev_kill   # every run restarts isertd at least once, however short
+            # Each kind once first, in a seeded order, so that a short run has them all; then by weight.
+            f = first.pop() if first else self.rng.choices([e for e, _ in events], [w for _, w in events])[0]
             try:
                 f()
             except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as e:
@@ -316,6 +438,8 @@ class Soak:
         except subprocess.TimeoutExpired:
             self.bench.kill()
             brc = 'hung'
+        if self.guest:
+            self.stop_kernel_clients()
         self.perf.send_signal(signal.SIGINT)
         try:
             self.perf.wait(10)
@@ -357,8 +481,8 @@ class Soak:
             g = growth.setdefault(s['incarnation'], [s['heap_kib'], s['heap_kib']])
             g[1] = max(g[1], s['heap_kib'])
         worst = max((b - a for a, b in growth.values()), default=0)
-        check(f'memory bounded: RSS less pools grew < {HEAP_GROWTH_MIB} MiB within any incarnation',
-              worst < HEAP_GROWTH_MIB * 1024, f'{worst} kB')
+        check(f'memory bounded: RSS less pools grew < {HEAP_GROWTH_MIB} MiB within any incarnation '
+              f'({len(self.rss)} samples)', len(self.rss) >= 2 and worst < HEAP_GROWTH_MIB * 1024, f'{worst} kB')
         kinds = {}
         for e in self.events:
             kinds[e['event']] = kinds.get(e['event'], 0) + 1
