@@ -17,13 +17,16 @@ logins that never finish, a command PDU with impossible lengths).
 
 In the test guest (--guest RXE_IP,SIW_IP; tests/vm/t-chaos.sh) also: the
 kernel initiator with fio crc32c verify on its own LUN over TCP, over iSER
-on Soft-RoCE and on Soft-iWARP, and `iseradm map` with fio verify; events
-add RDMA link flaps (the netdev under rxe0 or siw0 down for 1-3 s).
+on Soft-RoCE and on Soft-iWARP, and on a dm-multipath map over a TCP and an
+iSER path in two ALUA groups; `iseradm map` with fio verify; events add RDMA
+link flaps (the netdev under rxe0 or siw0 down for 1-3 s), and the ALUA
+flips also put the map's preferred group in standby and back (multipathd
+must be running, with the ALUA handler: t-chaos.sh starts it).
 
 usage: chaos.py --build DIR --seconds N --seed S [--port P] [--work DIR]
        [--guest RXE_IP,SIW_IP --initiator KERNEL-INITIATOR-IQN]
   N: at least 20, a multiple of 5.
-  P, P+1: the two targets' portals (default 4300); P+2..P+5 the guest's.  A seed replays: the same
+  P, P+1: the two targets' portals (default 4300); P+2..P+7 the guest's.  A seed replays: the same
   events in the same order at the same offsets (the clients' timing differs).
 exit 0: every check passed; 1: a check failed (the report says which).
 """
@@ -51,6 +54,7 @@ def arg(name, default=None):
 
 PFX = 'iqn.2026-11.org.isert.chaos'
 T1, T2 = PFX + ':chaos', PFX + ':aux'
+KMP = PFX + ':kmp'
 VERIFY, PERF, PROBE, STRANGER = PFX + ':verify', PFX + ':perf', PFX + ':probe', PFX + ':stranger'
 APTPL_KEY = 0xC4A05
 HEAP_GROWTH_MIB = 64      # per isertd incarnation, after its first sample
@@ -100,6 +104,16 @@ class Soak:
                                       'luns': [{'lun': 0, 'backstore': 'perf'}], 'demo_mode': True}],
                  'alua': {'groups': [{'id': 1, 'state': 'active_optimized', 'tpgs': [1]}]}}],
             'global': {'state_dir': os.path.join(self.work, 'state'), 'login_timeout': 3}}
+        if self.guest:   # a dm-multipath map: TCP in ALUA group 1 (preferred), iSER on siw in group 2
+            cfg['backstores'].append({'name': 'kmp', 'type': 'file', 'path': os.path.join(self.work, 'kmp.img'),
+                                      'size': '64M'})
+            cfg['targets'].append({'iqn': KMP, 'tpgs': [
+                {'tag': 1, 'demo_mode': True, 'portals': [{'ip': '127.0.0.1', 'port': self.port + 6}],
+                 'luns': [{'lun': 0, 'backstore': 'kmp'}]},
+                {'tag': 2, 'demo_mode': True, 'portals': [{'ip': self.guest[1], 'port': self.port + 7, 'iser': True}],
+                 'luns': [{'lun': 0, 'backstore': 'kmp'}]}],
+                'alua': {'groups': [{'id': 1, 'state': 'active_optimized', 'preferred': True, 'tpgs': [1]},
+                                    {'id': 2, 'state': 'active_nonoptimized', 'tpgs': [2]}]}})
         for i, (name, ip, iser) in enumerate(self.kernel_targets()):
             cfg['backstores'].append({'name': name, 'type': 'file', 'path': os.path.join(self.work, f'{name}.img'),
                                       'size': '64M', 'write_cache': i % 2 == 0})
@@ -163,6 +177,8 @@ class Soak:
 
     # ---- clients -------------------------------------------------------------------
     def start_clients(self):
+        if self.guest:
+            self.start_kernel_clients()
         parm = os.path.join(self.work, 'verify.parm')
         with open(parm, 'w') as f:
             deep = 2 if self.guest else 8   # in the guest, room for the kernel's clients
@@ -179,8 +195,6 @@ class Soak:
                                       f'iscsi://127.0.0.1:{self.port + 1}/{T2}/0'],
                                      stdout=self.perf_out, stderr=subprocess.STDOUT)
         self.perf_restarts = 0
-        if self.guest:
-            self.start_kernel_clients()
 
     def fio(self, name, dev, engine):
         """fio randrw 4k-256k with crc32c verification of what it wrote, until the soak ends."""
@@ -188,41 +202,65 @@ class Soak:
         self.fios[name] = (subprocess.Popen(
             ['fio', f'--name={name}', f'--filename={dev}', '--direct=1', f'--ioengine={engine}', '--iodepth=4',
              '--rw=randrw', '--bsrange=4k-256k', '--verify=crc32c', '--verify_fatal=1', '--size=32m',
-             '--time_based', f'--runtime={self.seconds - 15}', '--eta=never', f'--output={out}'],
+             '--time_based', f'--runtime={self.seconds - 5}', '--eta=never', f'--output={out}'],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT), out)
 
-    def kernel_disk(self, iqn):
+    def kernel_disks(self, iqn):
+        """The disks of the kernel's sessions to IQN (one per session)."""
+        found = []
         for sess in os.listdir('/sys/class/iscsi_session'):
             base = f'/sys/class/iscsi_session/{sess}'
             if open(f'{base}/targetname').read().strip() != iqn:
                 continue
             for root, dirs, _ in os.walk(f'{base}/device'):
                 if os.path.basename(root) == 'block' and dirs:
-                    return '/dev/' + dirs[0]
+                    found.append(dirs[0])
+        return sorted(found)
+
+    def kernel_login(self, iqn, portal, iface, replacement=60):
+        subprocess.run(['iscsiadm', '-m', 'node', '-o', 'new', '-T', iqn, '-p', portal, '-I', iface],
+                       capture_output=True)
+        # open-iscsi's default is 120 s; the suite's iscsid.conf says 15 to fail fast.  A link flap
+        # over iSER takes longer than 15 s to recover from under TCG.  Under multipath, 15 s.
+        subprocess.run(['iscsiadm', '-m', 'node', '-T', iqn, '-p', portal, '-I', iface, '-o', 'update',
+                        '-n', 'node.session.timeo.replacement_timeout', '-v', str(replacement)],
+                       capture_output=True)
+        p = subprocess.run(['iscsiadm', '-m', 'node', '-T', iqn, '-p', portal, '-I', iface, '--login'],
+                           capture_output=True, text=True)
+        self.disks.setdefault(iqn, []).append((portal, iface))
+        return p.returncode == 0, p.stderr.strip()[-200:]
+
+    def wait(self, cond, seconds=20):
+        for _ in range(int(seconds * 10)):
+            v = cond()
+            if v:
+                return v
+            time.sleep(0.1)
         return None
 
     def start_kernel_clients(self):
+        todo = []
         for i, (name, ip, iser) in enumerate(self.kernel_targets()[:3]):
             iqn, portal, iface = f'{PFX}:{name}', f'{ip}:{self.port + 2 + i}', 'iser' if iser else 'default'
-            subprocess.run(['iscsiadm', '-m', 'node', '-o', 'new', '-T', iqn, '-p', portal, '-I', iface],
-                           capture_output=True)
-            # open-iscsi's default is 120 s; the suite's iscsid.conf says 15 to fail fast.  A link flap
-            # over iSER takes longer than 15 s to recover from under TCG.
-            subprocess.run(['iscsiadm', '-m', 'node', '-T', iqn, '-p', portal, '-I', iface, '-o', 'update',
-                            '-n', 'node.session.timeo.replacement_timeout', '-v', '60'], capture_output=True)
-            p = subprocess.run(['iscsiadm', '-m', 'node', '-T', iqn, '-p', portal, '-I', iface, '--login'],
-                               capture_output=True, text=True)
-            dev = None
-            for _ in range(200):
-                dev = self.kernel_disk(iqn)
-                if dev and os.path.exists(dev):
-                    break
-                time.sleep(0.1)
-            check(f'kernel initiator: {name} ({iface} at {portal}) gives a disk', p.returncode == 0 and dev,
-                  p.stderr.strip()[-200:])
+            ok, err = self.kernel_login(iqn, portal, iface)
+            dev = self.wait(lambda: self.kernel_disks(iqn))
+            check(f'kernel initiator: {name} ({iface} at {portal}) gives a disk', ok and dev, err)
             if dev:
-                self.disks[name] = (iqn, portal, iface)
-                self.fio(name, dev, 'libaio')
+                todo.append((name, '/dev/' + dev[0], 'libaio'))
+        ok1, e1 = self.kernel_login(KMP, f'127.0.0.1:{self.port + 6}', 'default', 15)
+        ok2, e2 = self.kernel_login(KMP, f'{self.guest[1]}:{self.port + 7}', 'iser', 15)
+
+        def one_map():
+            disks = self.kernel_disks(KMP)
+            holders = {h for d in disks for h in os.listdir(f'/sys/block/{d}/holders')}
+            return len(disks) == 2 and len(holders) == 1 and all(
+                os.listdir(f'/sys/block/{d}/holders') for d in disks) and holders.pop()
+        dm = self.wait(one_map, 40)
+        check('dm-multipath: one map over the two paths of :kmp (TCP, iSER on siw)', ok1 and ok2 and dm,
+              f'{e1} {e2} disks {self.kernel_disks(KMP)}')
+        if dm:
+            todo.append(('kmp', '/dev/' + dm, 'libaio'))
+            self.mp_dev = dm
         url = f'iscsi://127.0.0.1:{self.port + 5}/{PFX}:kmap/0'
         p = subprocess.run([os.path.join(self.build, 'initiator', 'iseradm'), '--initiator-name', self.kinit, 'map', '--daemon', url],
                            capture_output=True, text=True, timeout=90)
@@ -230,7 +268,9 @@ class Soak:
         check('iseradm map gives a block device', self.map_dev and os.path.exists(self.map_dev),
               (p.stdout + p.stderr).strip()[-200:])
         if self.map_dev:
-            self.fio('kmap', self.map_dev, 'io_uring')
+            todo.append(('kmap', self.map_dev, 'io_uring'))
+        for name, dev, engine in todo:   # together, once every session is up: setup is slow under TCG
+            self.fio(name, dev, engine)
 
     def stop_kernel_clients(self):
         for name, (proc, out) in self.fios.items():
@@ -244,9 +284,12 @@ class Soak:
             check(f'fio verify on {name}: exit 0, no verify failure', rc == 0 and 'verify failed' not in text
                   and 'bad magic' not in text, f'exit {rc}: {text[-800:]}')
             self.log('fio', f'{name}: exit {rc}; ' + '; '.join(io), rc == 0)
-        for name, (iqn, portal, iface) in self.disks.items():
-            subprocess.run(['iscsiadm', '-m', 'node', '-T', iqn, '-p', portal, '-I', iface, '--logout'],
-                           capture_output=True)
+        if getattr(self, 'mp_dev', None):
+            subprocess.run(['multipath', '-f', self.mp_dev], capture_output=True)
+        for iqn, paths in self.disks.items():
+            for portal, iface in paths:
+                subprocess.run(['iscsiadm', '-m', 'node', '-T', iqn, '-p', portal, '-I', iface, '--logout'],
+                               capture_output=True)
         if getattr(self, 'map_dev', None):
             p = subprocess.run([os.path.join(self.build, 'initiator', 'iseradm'), 'unmap', self.map_dev],
                                capture_output=True, text=True, timeout=200)
@@ -298,12 +341,14 @@ class Soak:
         self.sample('before SIGKILL')
         self.proc.send_signal(signal.SIGKILL)
         rc = self.proc.wait(10)
+        t = time.time()
         up = self.start()
+        took = time.time() - t
         back = up and self.aptpl_key_back()
         cfg = json.loads(self.iserctl('config')) if up else {}
         luns = sorted(l['lun'] for t in cfg.get('targets', []) if t['iqn'] == T2 for l in t['tpgs'][0]['luns'])
         same = luns == sorted([0] + self.extra)
-        self.log('kill -9', f'pid {pid} (exit {rc}), restarted as {self.proc.pid}: '
+        self.log('kill -9', f'pid {pid} (exit {rc}), restarted as {self.proc.pid} (listening after {took:.1f} s): '
                  f'APTPL key {"back" if back else "LOST"}, :aux LUNs {luns}', up and rc == -9 and back and same)
 
     def ev_close(self):
@@ -356,6 +401,11 @@ class Soak:
         state = self.rng.choice(['active_nonoptimized', 'active_optimized'])
         self.iserctl('alua', 'set', T2, '1', state)
         self.log('ALUA', f':aux group 1 {state}')
+        if getattr(self, 'mp_dev', None):   # the map's preferred group: standby (I/O moves to path 2) or back
+            self.mp_standby = not getattr(self, 'mp_standby', False)
+            state = 'standby' if self.mp_standby else 'active_optimized'
+            self.iserctl('alua', 'set', KMP, '1', state)
+            self.log('ALUA', f':kmp group 1 (the map\'s TCP path) {state}')
 
     def ev_hostile(self):
         kind = self.rng.choice(['garbage', 'huge login', 'login flood', 'bad lengths'])
@@ -412,7 +462,7 @@ class Soak:
             ([(self.ev_flap, 2)] if self.guest else [])
         rest = [e for e, _ in events if e != self.ev_kill]
         first = self.rng.sample(rest, len(rest)) + [self.ev_kill]   # popped from the end: the kill first
-        end = self.t0 + self.seconds - 5
+        end = time.time() + self.seconds - 5
         next_sample = 0
         while time.time() < end and self.bench.poll() is None:
             time.sleep(self.rng.uniform(0.5, 2.0 if self.guest else 4.0))

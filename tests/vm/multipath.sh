@@ -10,12 +10,14 @@ mp_udev() {
 	[ -S /run/udev/control ] || /lib/systemd/systemd-udevd --daemon || return 1
 	udevadm trigger --action=add && udevadm settle -t 30
 }
+# MP_FIND: multipath.conf's find_multipaths (default no: every ISERT disk is a
+# map; yes: only LUs seen through two paths, where other disks must stay plain).
 mp_conf() {
 	mkdir -p /etc/multipath
-	cat > /etc/multipath.conf <<'EOF'
+	sed "s/@FIND@/${MP_FIND:-no}/" > /etc/multipath.conf <<'EOF'
 defaults {
 	user_friendly_names no
-	find_multipaths no
+	find_multipaths @FIND@
 	polling_interval 1
 }
 blacklist {

@@ -17,7 +17,7 @@ CRASH=$ISERT_SRC/tests/crash
 IQN=iqn.2026-11.org.isert.vm:crash
 MNT=/mnt/crash SRV=/srv/crash
 LOG_DEV=/dev/mapper/crashlog LW=crashlw
-SEED=${CRASH_SEED:-7} NGROUPS=${CRASH_GROUPS:-6}
+SEED=${CRASH_SEED:-7} NGROUPS=${CRASH_GROUPS:-4}
 # "backstore fs write_cache transport" lines.  The default gives each backstore,
 # file system, cache setting and transport a run (nvme xfs off iser is also the
 # regression test of the nvme backstore's Flush after a deallocation).
