@@ -303,6 +303,12 @@ static int write_cmd(struct conn *c, uint32_t itt, uint32_t edtl)
 		return send_r2t(c, itt, 0, 0, MIN(edtl, 2 * cfg->max_burst));
 	case FT_R2T_SN:
 		return send_r2t(c, itt, 3, 0, burst);
+	case FT_CLOSE_AT_WRITE:
+		if (c->st->logins > 1)   /* only the first session's first write: the next one is served */
+			return send_r2t(c, itt, 0, 0, burst);
+		/* The initiator is sending the burst: closing with its data unread sends a reset. */
+		send_r2t(c, itt, 0, 0, burst);
+		return -1;
 	default:
 		return send_r2t(c, itt, 0, 0, burst);
 	}

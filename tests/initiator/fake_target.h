@@ -23,6 +23,7 @@ enum ft_scenario {
 	FT_NOP_BIG,    /* after login: a NOP-In ping with `len` bytes of data */
 	FT_NOP_ECHO,   /* after login: a NOP-In ping with `len` bytes; its echo is measured */
 	FT_LUNS_CUT,   /* REPORT LUNS: 260 LUNs in the data, the list length says 260 then 3000 */
+	FT_CLOSE_AT_WRITE, /* first login's first WRITE: its R2T, then the connection closed unread (a reset) */
 };
 
 struct ft_config {

@@ -3,7 +3,8 @@
  * a target that stops reading while it pings, floods R2Ts, asks for data
  * outside a write, beyond MaxBurstLength or out of R2TSN order, sends a
  * NOP-In over our MaxRecvDataSegmentLength or a ping echo longer than its
- * own, or claims more LUNs than its REPORT LUNS answer holds.  The library
+ * own, claims more LUNs than its REPORT LUNS answer holds, or resets the
+ * connection while a write's data goes out.  The library
  * must drop such a connection with a reason in its log, stop re-logging in
  * to a target that keeps doing it, keep its memory bounded (VmRSS sampled
  * all along; under ASan the allocator's live bytes), and never hand out
@@ -199,6 +200,47 @@ static void hostile(const struct hostile *h)
 	free(buf);
 }
 
+/*
+ * The target resets the connection while the library sends a write's data
+ * (the chaos soak found it: iserbench died of SIGPIPE when isertd closed a
+ * session under it).  A library must not raise SIGPIPE in its caller, so
+ * this runs in a child with SIGPIPE's default action: it must live, log in
+ * again and finish the write (the target serves the second session).
+ */
+static void reset_mid_write(uint16_t port)
+{
+	struct ft_config cfg = { .sc = FT_CLOSE_AT_WRITE, .port = port, .mrdsl = 8192, .max_burst = 8 << 20 };
+	pid_t pid, child;
+	struct ft_stats *st = ft_start(&cfg, &pid);
+	if (!st) {
+		check("reset during a write's Data-Out", false, "cannot start the fake target: %s", strerror(errno));
+		return;
+	}
+	fflush(stdout);
+	child = fork();
+	if (child == 0) {
+		signal(SIGPIPE, SIG_DFL);
+		struct isc_options o;
+		isc_options_default(&o);
+		o.max_burst = 8 << 20;
+		o.reconnect_timeout_s = 3;
+		struct isc_session *s = isc_session_new(&o);
+		if (!s || isc_connect_sync(s, "127.0.0.1", port, FT_TARGET))
+			_exit(3);
+		static uint8_t buf[8 << 20];
+		int rc = isc_write16_sync(s, 0, 0, sizeof(buf) / 512, 512, buf, false, NULL);
+		isc_session_free(s);
+		_exit(rc ? 4 : 0);
+	}
+	int status = 0;
+	waitpid(child, &status, 0);
+	check("reset during a write's Data-Out: the caller is not killed by SIGPIPE, the write completes "
+	      "after a new login", WIFEXITED(status) && WEXITSTATUS(status) == 0 && st->logins == 2,
+	      "%s %d (3: no login, 4: the write failed), %d logins", WIFSIGNALED(status) ? "killed by signal" : "exit",
+	      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), st->logins);
+	ft_stop(pid, st);
+}
+
 /* The fake target as a sane one: the failures above are the hostility, not the fake. */
 static void sane(uint16_t port)
 {
@@ -374,6 +416,7 @@ int main(int argc, char **argv)
 	nop_echo(port + 6);
 	luns_library(port + 7);
 	luns_iseradm(iseradm, port + 8);
+	reset_mid_write(port + 9);   /* after sane(): its fake target is gone */
 
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
