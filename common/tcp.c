@@ -1,7 +1,7 @@
 /*
  * TCP transport.  Receives through a staging buffer (few syscalls for small
  * PDUs) and reads large data segments straight into the place the iSCSI
- * layer chose; sends with writev, batching every PDU queued during one
+ * layer chose; sends with sendmsg (MSG_NOSIGNAL), batching every PDU queued during one
  * reactor iteration into as few syscalls as possible.
  */
 #include "common/transport.h"
@@ -386,7 +386,10 @@ static void flush_now(struct tcp_conn *c)
 				n++;
 			}
 		}
-		ssize_t w = writev(c->fd, iov, n);
+		/* sendmsg, not writev: MSG_NOSIGNAL, because a library must not raise SIGPIPE in its caller
+		 * when the peer has reset the connection (isertd ignores SIGPIPE; iserbench did not). */
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				set_events(c, true);
