@@ -68,6 +68,7 @@ class Soak:
         if self.seconds < 20 or self.seconds % 5:
             sys.exit(f'chaos.py: --seconds {self.seconds}: at least 20, a multiple of 5 (iserbench\'s interval)')
         self.port = int(arg('--port', '4300'))
+        self.iorate = arg('--iorate', 'max')   # iserbench's I/O rate; a number leaves CPU to other work
         self.work = arg('--work') or checks.workdir('isertd-chaos-')
         os.makedirs(self.work, exist_ok=True)
         self.rng = random.Random(self.seed)
@@ -185,13 +186,13 @@ class Soak:
             f.write(f'sd=va,lun=iscsi://127.0.0.1:{self.port}/{T1}/0,threads={deep}\n'
                     f'sd=vb,lun=iscsi://127.0.0.1:{self.port}/{T1}/1,threads={deep // 2}\n'
                     'wd=mix,sd=*,xfersize=(4k,40,64k,40,256k,20),rdpct=50,seekpct=random\n'
-                    f'rd=soak,wd=mix,iorate=max,elapsed={self.seconds},interval=5\n')
+                    f'rd=soak,wd=mix,iorate={self.iorate},elapsed={self.seconds},interval=5\n')
         self.bench_out = open(os.path.join(self.work, 'iserbench.out'), 'w')
         self.bench = subprocess.Popen([os.path.join(self.build, 'tools', 'iserbench', 'iserbench'), '-f', parm,
                                        '-v', '-i', VERIFY, '-o', os.path.join(self.work, 'iserbench')],
                                       stdout=self.bench_out, stderr=subprocess.STDOUT)
         self.perf_out = open(os.path.join(self.work, 'iscsi-perf.out'), 'w')
-        self.perf = subprocess.Popen(['iscsi-perf', '-i', PERF, '-n', '-x', '100000', '-r', '-m', '1' if self.guest else '8',
+        self.perf = subprocess.Popen(['iscsi-perf', '-i', PERF, '-n', '-x', '100000', '-r', '-m', '1' if self.guest or self.iorate != 'max' else '8',
                                       f'iscsi://127.0.0.1:{self.port + 1}/{T2}/0'],
                                      stdout=self.perf_out, stderr=subprocess.STDOUT)
         self.perf_restarts = 0
