@@ -35,6 +35,11 @@ class Sniffer:
 
     def __init__(self):
         self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        # Every packet on lo comes here, other tests' too: room for a burst while this thread reads.
+        try:   # past net.core.rmem_max: SO_RCVBUFFORCE (33) needs CAP_NET_ADMIN, which a packet socket has
+            self.s.setsockopt(socket.SOL_SOCKET, getattr(socket, 'SO_RCVBUFFORCE', 33), 16 << 20)
+        except OSError:
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
         self.s.bind(('lo', 0))
         self.s.settimeout(0.2)
         self.seen = {}
@@ -59,9 +64,16 @@ class Sniffer:
             self.seen.setdefault((sport, dport), set()).add(tos)
 
     def tos_from(self, port, peer=None):
-        """The ToS values of packets from port (to peer's port, if given)."""
+        """The ToS values of packets from port (to peer's port, if given): once some are seen (under
+        other traffic on lo this thread may be seconds behind), and 0.3 s more for the rest."""
+        def got():
+            return set().union(*[v for (s, d), v in list(self.seen.items())
+                                 if s == port and (peer is None or d == peer)])
+        end = time.time() + 10
+        while not got() and time.time() < end:
+            time.sleep(0.05)
         time.sleep(0.3)
-        return set().union(*[v for (s, d), v in self.seen.items() if s == port and (peer is None or d == peer)])
+        return got()
 
     def close(self):
         self.stop.set()
