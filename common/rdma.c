@@ -524,7 +524,7 @@ static void fail_queues(struct rdma_conn *c)
 /* The upper layer hears of the close once every posted WR has flushed. */
 static void maybe_finish(struct rdma_conn *c)
 {
-	if (c->xc.state != XP_CLOSING || c->in_poll)
+	if (c->xc.state != XP_CLOSING || c->in_poll || c->disconnect_held)
 		return;
 	if (c->wrs_out && c->qp_ready)
 		return;
@@ -568,7 +568,61 @@ static void flush_timeout(void *arg)
 		free(w);
 	}
 	c->wrs_out = 0;
-	xp_closed_now(&c->xc);
+	if (!c->disconnect_held)
+		xp_closed_now(&c->xc);
+}
+
+static bool port_active(struct rdma_conn *c)
+{
+	struct ibv_port_attr pa;
+	return !c->id->verbs || ibv_query_port(c->id->verbs, c->id->port_num, &pa) || pa.state == IBV_PORT_ACTIVE;
+}
+
+static void disconnect_when_port_up(void *arg)
+{
+	struct rdma_conn *c = arg;
+	c->port_timer = NULL;
+	if (!c->disconnected && !port_active(c) &&
+	    reactor_now_ns() - c->port_down_since_ns < (uint64_t)RDMA_PORT_WAIT_MS * 1000000ull) {
+		if (!c->port_down_seen)
+			log_limited(LOG_INFO, "%s: port %u of %s is down: the connection's disconnect waits for it "
+				    "(at most %d s)", c->xc.peer, c->id->port_num,
+				    ibv_get_device_name(c->id->verbs->device), RDMA_PORT_WAIT_MS / 1000);
+		c->port_down_seen = true;
+		if ((c->port_timer = reactor_timer_add(c->xc.reactor, RDMA_PORT_POLL_MS, disconnect_when_port_up, c)))
+			return;
+	}
+	c->disconnect_held = false;
+	if (!c->disconnected)
+		rdma_disconnect(c->id);
+	if (c->forced)
+		xp_closed_now(&c->xc);
+	else
+		maybe_finish(c);
+}
+
+/*
+ * A connection the device closed (its QP went to error), or closed while
+ * its port is down, keeps its CM id, and so sends no DREQ, until the port
+ * is up (checked every RDMA_PORT_POLL_MS, at most RDMA_PORT_WAIT_MS).  The
+ * DREQ could not reach the peer anyway, and on Soft-RoCE it does lasting
+ * harm: the CM sends it on the device's QP1, the send finds no route, and
+ * rxe moves QP1 to error for good, so no connection to or from that device,
+ * anyone's, can be made until it is re-created (a kernel iSER session never
+ * came back from a 1.7 s link flap).  The QP's flush can come before the
+ * port reads down, hence the wait even when it reads up.  The peer hears of
+ * the close once the port is back, by our DREQ or by its own timeout.
+ */
+static void hold_disconnect(struct rdma_conn *c)
+{
+	c->port_down_since_ns = reactor_now_ns();
+	c->port_timer = c->xc.reactor ? reactor_timer_add(c->xc.reactor, RDMA_PORT_POLL_MS, disconnect_when_port_up, c)
+				      : NULL;
+	if (!c->port_timer) {
+		rdma_disconnect(c->id);
+		return;
+	}
+	c->disconnect_held = true;
 }
 
 static void rdma_close(struct xp_conn *xc)
@@ -587,8 +641,12 @@ static void rdma_close(struct xp_conn *xc)
 		if (c->xc.reactor)
 			c->flush_timer = reactor_timer_add(c->xc.reactor, RDMA_FLUSH_WAIT_MS, flush_timeout, c);
 	}
-	if (c->established && !c->disconnected)
-		rdma_disconnect(c->id);
+	if (c->established && !c->disconnected) {
+		if (c->xc.err || !port_active(c))
+			hold_disconnect(c);
+		else
+			rdma_disconnect(c->id);
+	}
 	maybe_finish(c);
 }
 
@@ -607,6 +665,8 @@ void iser_conn_free(struct xp_conn *xc)
 		xp_connect_timer_stop(xc);
 		if (c->gap_timer)
 			reactor_timer_cancel(c->xc.reactor, c->gap_timer);
+		if (c->port_timer)
+			reactor_timer_cancel(c->xc.reactor, c->port_timer);
 		reactor_poller_del(c->xc.reactor, c->poller);
 		if (c->cc)
 			reactor_del_fd(c->xc.reactor, c->cc->fd);

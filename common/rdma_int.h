@@ -30,6 +30,9 @@
 #define RDMA_TX_SLOT (ISER_HDR_LEN + PDU_BHS_LEN + 8192) /* login responses carry text */
 /* After QP -> error, how long the flushes may take before we stop waiting. */
 #define RDMA_FLUSH_WAIT_MS 5000
+/* A close the device caused waits for its port before it disconnects (hold_disconnect() in rdma.c). */
+#define RDMA_PORT_POLL_MS 250
+#define RDMA_PORT_WAIT_MS 30000
 /*
  * With a shared receive queue a connection holds a share of it: its command
  * window plus RDMA_SRQ_SPARE for what comes outside the window (immediate
@@ -128,6 +131,9 @@ struct rdma_conn {
 	struct wr_ctx *fly;                      /* signaled READs/WRITEs not yet completed */
 	struct reactor_timer *flush_timer;       /* close: give up waiting for flushes */
 	bool forced;                             /* torn down without every flush: CQ not read */
+	bool disconnect_held, port_down_seen;    /* see hold_disconnect() */
+	struct reactor_timer *port_timer;        /* checking whether the port is back */
+	uint64_t port_down_since_ns;
 	/* active side, while connecting (XP_CONNECTING): the step rdma_cm is at */
 	const char *cstep;
 	struct reactor_timer *gap_timer;         /* waiting out IWARP_RECONNECT_GAP_MS */

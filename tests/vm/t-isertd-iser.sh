@@ -125,6 +125,26 @@ prom_dashboard() {
 }
 logout_gone() { iscsi_logout "$1" "$2" iser >/dev/null && iscsi_no_session "$1"; }
 
+# flap_under_io P DEV: the RDMA link goes down for 2 s while fio verify runs.
+# Both QPs go to error; the session must come back and fio verify.  isertd
+# must not close its connection with a DREQ while the port is down: on
+# Soft-RoCE that send moves the device's QP1 (GSI) to error for good and no
+# connection can be made on the device again (hold_disconnect, common/rdma.c).
+flap_under_io() {
+	local p=$1 dev=$2 f rc
+	fio --name=flap --filename=$dev --direct=1 --ioengine=libaio --iodepth=4 --rw=randrw --bsrange=4k-256k \
+		--verify=crc32c --verify_fatal=1 --size=32m --time_based --runtime=40 --eta=never \
+		--output="$VM_WORK/fio-flap-$p.txt" & f=$!
+	sleep 5
+	ip link set vmnet_$p down && sleep 2 && ip link set vmnet_$p up
+	wait_for 20 rdma_port_active ${p}0
+	wait $f; rc=$?
+	ok "$p: the RDMA link down for 2 s under fio crc32c verify: the session comes back, no errors" test $rc -eq 0
+	[ $rc -eq 0 ] || tail -5 "$VM_WORK/fio-flap-$p.txt" | sed 's/^/    /'
+	ok "$p: after that flap the device's QP1 still works (isertd sent no DREQ while the port was down)" \
+		bash -c "rdma res show qp link ${p}0 | grep -q 'type GSI state RTS'"
+}
+
 one_provider() {
 	local p=$1 ip=$2 portal=$2:3260 t=$VM_PREFIX:open dev found mode
 	mode=$([ $p = rxe ] && echo adaptive || echo event)
@@ -172,6 +192,7 @@ one_provider() {
 	wait_for 20 rdma_port_active ${p}0
 	ok "$p: after the RDMA link went down and up, I/O works again" \
 		wait_for 60 dd if=/dev/$dev of=/dev/null bs=1M count=4 iflag=direct status=none
+	[ $p = rxe ] && flap_under_io $p /dev/$dev
 	# isertd restarted under a logged-in session: the initiator reconnects and I/O resumes.
 	isertd_stop >/dev/null 2>&1
 	must "$p: isertd starts again" isertd_start /tmp/isertd-iser-$p.json 3262
