@@ -582,7 +582,7 @@ static void disconnect_when_port_up(void *arg)
 {
 	struct rdma_conn *c = arg;
 	c->port_timer = NULL;
-	if (!c->disconnected && !port_active(c) &&
+	if (!c->disconnected && !xp_stopping() && !port_active(c) &&
 	    reactor_now_ns() - c->port_down_since_ns < (uint64_t)RDMA_PORT_WAIT_MS * 1000000ull) {
 		if (!c->port_down_seen)
 			log_limited(LOG_INFO, "%s: port %u of %s is down: the connection's disconnect waits for it "
@@ -612,6 +612,7 @@ static void disconnect_when_port_up(void *arg)
  * came back from a 1.7 s link flap).  The QP's flush can come before the
  * port reads down, hence the wait even when it reads up.  The peer hears of
  * the close once the port is back, by our DREQ or by its own timeout.
+ * A shutdown's forced close (xp_stop_waiting) sends it at once.
  */
 static void hold_disconnect(struct rdma_conn *c)
 {
@@ -642,7 +643,7 @@ static void rdma_close(struct xp_conn *xc)
 			c->flush_timer = reactor_timer_add(c->xc.reactor, RDMA_FLUSH_WAIT_MS, flush_timeout, c);
 	}
 	if (c->established && !c->disconnected) {
-		if (c->xc.err || !port_active(c))
+		if (!xp_stopping() && (c->xc.err || !port_active(c)))
 			hold_disconnect(c);
 		else
 			rdma_disconnect(c->id);

@@ -287,6 +287,13 @@ void xp_release(struct xp_conn *xc);
 int xp_connect_timer_start(struct xp_conn *xc, unsigned ms);
 /* Connected, or closing: the time limit no longer applies. */
 void xp_connect_timer_stop(struct xp_conn *xc);
+/*
+ * The process is force-closing every connection (isertd's shutdown_timeout
+ * passed): a closing connection waits for nothing but its transport's own
+ * flushes (an iSER disconnect held for a down port goes out at once).
+ */
+void xp_stop_waiting(void);
+bool xp_stopping(void);
 
 extern const struct transport_ops tcp_transport;
 extern const struct transport_ops iser_transport; /* NULL ops when built without rdma-core */

@@ -5,6 +5,7 @@
  * own (sockets and staging; CM ids, QPs and flushes).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "common/reactor.h"
@@ -109,4 +110,16 @@ void xp_connect_timer_stop(struct xp_conn *xc)
 	if (xc->connect_timer)
 		reactor_timer_cancel(xc->reactor, xc->connect_timer);
 	xc->connect_timer = NULL;
+}
+
+static atomic_bool stop_waiting;
+
+void xp_stop_waiting(void)
+{
+	atomic_store(&stop_waiting, true);
+}
+
+bool xp_stopping(void)
+{
+	return atomic_load(&stop_waiting);
 }

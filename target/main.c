@@ -75,6 +75,7 @@ static void force_close(void)
 		return;
 	forced_ns = reactor_now_ns();
 	atomic_store(&iscsi_g.force_close, true);
+	xp_stop_waiting();
 }
 
 /* On reactor 0 while stopping: wait for every connection to be gone, then stop the reactors. */
