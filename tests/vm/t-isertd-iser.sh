@@ -2,7 +2,8 @@
 # isertd over iSER with the Linux kernel initiator (ib_iser), on Soft-RoCE and
 # on Soft-iWARP: discovery and login over iSER, CHAP, SCSI answers through
 # sg3_utils (UNMAP and LOGICAL UNIT RESET included), data written and read back
-# (large transfers included), ext4, fio with crc32c verification, faults,
+# (large transfers included), ext4, fio with crc32c verification, faults
+# (a 2 s Soft-RoCE link flap under fio verify among them),
 # login/logout cycles with every connection freed and isertd's memory flat;
 # raw iSER clients that break the rules (iser-hostile: commands without STags,
 # connections dropped while isertd sends); live changes through the admin
