@@ -23,6 +23,8 @@ chaos() {
 	# The work folder holds the admin socket, which the 9p share cannot: copy what is worth keeping.
 	mkdir -p "$VM_WORK/chaos" && cp /tmp/chaos/*.json /tmp/chaos/*.log /tmp/chaos/*.txt /tmp/chaos/*.out "$VM_WORK/chaos/" 2>/dev/null
 	grep -vE '^ok ' "$VM_WORK/chaos.log" | sed 's/^/    /' | tail -60
+	# Soft-RoCE's QP1 (GSI) in ERR means no connection can be made on rxe0 any more (tests/chaos/README.md).
+	rdma res show qp > "$VM_WORK/chaos/qp.txt" 2>&1; grep GSI "$VM_WORK/chaos/qp.txt" | sed 's/^/    /'
 	return $rc
 }
 ok "chaos soak: every verifying client checks, no isertd died unasked, memory bounded" chaos

@@ -134,7 +134,7 @@ logout_gone() { iscsi_logout "$1" "$2" iser >/dev/null && iscsi_no_session "$1";
 flap_under_io() {
 	local p=$1 dev=$2 f rc
 	fio --name=flap --filename=$dev --direct=1 --ioengine=libaio --iodepth=4 --rw=randrw --bsrange=4k-256k \
-		--verify=crc32c --verify_fatal=1 --size=32m --time_based --runtime=40 --eta=never \
+		--verify=crc32c --verify_fatal=1 --size=32m --time_based --runtime=30 --eta=never \
 		--output="$VM_WORK/fio-flap-$p.txt" & f=$!
 	sleep 5
 	ip link set vmnet_$p down && sleep 2 && ip link set vmnet_$p up
