@@ -606,10 +606,10 @@ static void disconnect_when_port_up(void *arg)
  * its port is down, keeps its CM id, and so sends no DREQ, until the port
  * is up (checked every RDMA_PORT_POLL_MS, at most RDMA_PORT_WAIT_MS).  The
  * DREQ could not reach the peer anyway, and on Soft-RoCE it does lasting
- * harm: the CM sends it on the device's QP1, the send finds no route, and
- * rxe moves QP1 to error for good, so no connection to or from that device,
- * anyone's, can be made until it is re-created (a kernel iSER session never
- * came back from a 1.7 s link flap).  The QP's flush can come before the
+ * harm: the CM sends it on the device's QP1, and with the link down rxe
+ * (Linux 6.12) moves QP1 to error for good, so no connection to or from
+ * that device, anyone's, can be made until it is re-created (a kernel iSER
+ * session never came back from a 1.7 s link flap).  The QP's flush can come before the
  * port reads down, hence the wait even when it reads up.  The peer hears of
  * the close once the port is back, by our DREQ or by its own timeout.
  * A shutdown's forced close (xp_stop_waiting) sends it at once.

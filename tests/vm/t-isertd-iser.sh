@@ -133,6 +133,8 @@ logout_gone() { iscsi_logout "$1" "$2" iser >/dev/null && iscsi_no_session "$1";
 # connection can be made on the device again (hold_disconnect, common/rdma.c).
 flap_under_io() {
 	local p=$1 dev=$2 f rc
+	# After the idle flap before it: every session logged in again, no reconnect on the way.
+	wait_for 30 bash -c '! grep -qv LOGGED_IN /sys/class/iscsi_session/*/state'
 	fio --name=flap --filename=$dev --direct=1 --ioengine=libaio --iodepth=4 --rw=randrw --bsrange=4k-256k \
 		--verify=crc32c --verify_fatal=1 --size=32m --time_based --runtime=30 --eta=never \
 		--output="$VM_WORK/fio-flap-$p.txt" & f=$!
