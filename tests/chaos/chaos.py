@@ -79,6 +79,7 @@ class Soak:
         self.extra, self.size = [], {}   # the LUN numbers added to :aux, their backstores' sizes (MiB)
         self.unasked = []
         self.guest = arg('--guest', '').split(',') if '--guest' in sys.argv else None
+        self.gsi_dead = False   # rxe0's QP1 seen in error (watch_gsi)
         self.kinit = arg('--initiator', 'iqn.2026-11.org.isert.vm:init1')
         self.fios, self.disks = {}, {}
 
@@ -298,7 +299,7 @@ class Soak:
 
     def watch_gsi(self, after):
         """Say once when Soft-RoCE's QP1 went to error (no connection on rxe0 from then on), and after what."""
-        if getattr(self, 'gsi_dead', False):
+        if self.gsi_dead:
             return
         p = subprocess.run(['rdma', 'res', 'show', 'qp', 'link', 'rxe0'], capture_output=True, text=True)
         if any('type GSI' in l and 'state ERR' in l for l in p.stdout.splitlines()):
