@@ -609,9 +609,10 @@ static void disconnect_when_port_up(void *arg)
  * harm: the CM sends it on the device's QP1, and with the link down rxe
  * (Linux 6.12) moves QP1 to error for good, so no connection to or from
  * that device, anyone's, can be made until it is re-created (a kernel iSER
- * session never came back from a 1.7 s link flap).  The QP's flush can come before the
- * port reads down, hence the wait even when it reads up.  The peer hears of
- * the close once the port is back, by our DREQ or by its own timeout.
+ * session never came back from a 1.7 s link flap).  The QP's flush can come
+ * before the port reads down, hence the wait even when it reads up.  The
+ * peer hears of the close once the port is back, by our DREQ or by its own
+ * timeout.
  * A shutdown's forced close (xp_stop_waiting) sends it at once.
  */
 static void hold_disconnect(struct rdma_conn *c)
