@@ -2,7 +2,7 @@
 """iserctl import lio|tgt (docs/admin.md, "Migrating from LIO and tgt").
 
 The fixtures of tests/import/ (LIO's saveconfig.json written by rtslib-fb in
-the test guest, tgt's own example targets.conf, a small targets.conf of ours)
+the test guest, tgt's own example targets.conf and its two tape library examples, a small targets.conf of ours)
 are imported and the written configurations compared with exact
 expectations; isertd --check takes each; isertd serves the imported LIO and
 tgt configurations (portals moved to this test's ports, devices to files)
@@ -220,6 +220,26 @@ def tgt_example(work):
     no_secret('tgt example', err)
 
 
+def tgt_vtl(work):
+    """tgt's two virtual tape library examples: isertd serves disks only, so
+    every tape drive and changer is reported with its line and none becomes
+    a LUN; the target itself is carried, empty."""
+    for name, drives, changer_line in (('L700', (29, 39, 49), 59), ('MSL2024', (26,), 40)):
+        f = f'targets.conf.vtl.{name}'
+        rc, out, err = imp('tgt', os.path.join(FIX, 'tgt-' + f))
+        check(f'tgt {name}: exit 6', rc == 6, f'exit {rc}')
+        cfg = json.loads(out)
+        valid(f'tgt-{name}', cfg, work)
+        check(f'tgt {name}: the target carried with no LUN and no backstore',
+              [t['iqn'] for t in cfg['targets']] == ['iqn.2008-09.com.example:server.tape'] and
+              luns(tpg_of(cfg, 'iqn.2008-09.com.example:server.tape')) == {} and cfg['backstores'] == [], cfg)
+        for ln in drives:
+            check(f'tgt {name}: the tape drive at line {ln} reported',
+                  f'{f}:{ln}: not carried: device-type tape: isertd serves disks only' in err, err)
+        check(f'tgt {name}: the changer reported',
+              f'{f}:{changer_line}: not carried: device-type changer: isertd serves disks only' in err, err)
+
+
 def tgt_own(work):
     text = open(os.path.join(FIX, 'tgt-own.conf')).read().replace('@DIR@', work)
     conf = os.path.join(work, 'targets.conf')
@@ -403,6 +423,7 @@ def main():
     try:
         lio(work)
         tgt_example(work)
+        tgt_vtl(work)
         tgt_own(work)
         apply(work)
         hostile(work)
