@@ -43,6 +43,9 @@ WORKLOADS = {
     "1m-seqread-qd8": ("1m", 100, 0, 8),
     "1m-seqwrite-qd8": ("1m", 0, 0, 8),
 }
+# --cost: one traced run of each (tools/bench/syscalls.py).
+COST_TCP = ["4k-randread-qd1", "4k-randwrite-qd1", "4k-randread-qd32", "128k-seqread-qd8"]
+COST_SMOKE = ["4k-randread-qd1"]
 QUICK_TCP = ["4k-randread-qd1", "4k-randread-qd32", "128k-seqread-qd8", "128k-seqread-qd32"]
 SMOKE_TCP = ["4k-randread-qd32", "128k-seqread-qd32"]
 METRICS = ("iops", "mib_s", "lat_us", "cpu_us_per_io")
@@ -204,6 +207,27 @@ class Tcp:
         c1 = cpu_seconds(pid)
         return run_figures(run, c1 - c0, f"{target} {wl}")[0]
 
+    def cost(self, out):
+        """System calls per I/O by kind of every target, one traced run per workload (--cost)."""
+        import syscalls
+        why = syscalls.available()
+        if why:
+            raise RuntimeError(f"--cost: {why}")
+        log("== tcp cost account: system calls per I/O (perf trace on the target)")
+        for wl in COST_SMOKE if self.args.smoke else COST_TCP:
+            xfer, rdpct, seekpct, qd = WORKLOADS[wl]
+            for t, (url, pid) in self.targets.items():
+                def one():
+                    run = self.iserbench_run(url, xfer, rdpct, seekpct, qd, self.args.secs)
+                    return run_figures(run, 0, f"{t} {wl} (traced)")[1]
+                ios, kinds, names, complaints = syscalls.traced(pid, self.work, one, f"{t}-{wl}")
+                if not kinds.get("socket"):
+                    raise RuntimeError(f"--cost: perf trace saw no socket call of {t} over {ios} I/Os")
+                x = dict(section="cost", prov="loopback", target=t, workload=wl, ios=ios,
+                         per_io=kinds, per_io_by_call=names, total=sum(kinds.values()), perf=complaints)
+                out.append(x)
+                log(cost_row(x))
+
     def raw_stream(self, length):
         """A raw loopback TCP stream of LENGTH-byte writes (iperf3, one stream): MiB/s received."""
         port = free_port()
@@ -247,6 +271,12 @@ class Tcp:
                                     workload=f"{kib // 1024}m-stream" if kib >= 1024 else f"{kib}k-stream",
                                     round=r, **m))
                 log(row(results[-1]))
+
+
+def cost_row(x):
+    kinds = ", ".join(f"{k} {v:.2f}" for k, v in sorted(x["per_io"].items(), key=lambda kv: -kv[1]) if v >= 0.005)
+    lost = f"  (perf: {'; '.join(x['perf'])[:120]})" if x["perf"] else ""
+    return f"  cost  {x['target']:15} {x['workload']:18} {x['total']:6.2f} calls/IO over {x['ios']} I/Os: {kinds}{lost}"
 
 
 def row(x):
@@ -402,6 +432,8 @@ def main():
     ap.add_argument("--size-mib", type=int, default=1024, help="tcp LUN size (default 1024)")
     ap.add_argument("--out", help="results folder (default bench-results/DATE-TIME)")
     ap.add_argument("--quick", action="store_true", help="a 2-minute subset: 1 round, fewer workloads")
+    ap.add_argument("--cost", action="store_true",
+                    help="tcp: also count each target's system calls per I/O by kind (perf trace), one run per workload")
     ap.add_argument("--smoke", action="store_true", help="seconds: checks that the bench runs (meson test bench-smoke)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
@@ -424,13 +456,15 @@ def main():
     commit = subprocess.run(["git", "-C", built_from, "describe", "--always", "--dirty"],
                             capture_output=True, text=True).stdout.strip() or "unknown"
     log(f"bench: commit {commit}, build {args.build}, {args.rounds} round(s), sections {args.sections}; results in {out}")
-    results, ok = [], True
+    results, cost, ok = [], [], True
     with tempfile.TemporaryDirectory(prefix="isert-bench-") as work:
         if "tcp" in sections:
             tcp = Tcp(args, work)
             try:
                 tcp.start()
                 tcp.rounds(results)
+                if args.cost:
+                    tcp.cost(cost)
             except (RuntimeError, subprocess.CalledProcessError) as e:
                 log(f"bench: tcp: {e}")
                 ok = False
@@ -442,13 +476,16 @@ def main():
     rat = ratios(med)
     gl = goals(results, med)
     text = summary(med, rat, gl)
+    if cost:
+        text += "\n== system calls per I/O by kind (perf trace on the target; one run each)\n" + \
+            "\n".join(cost_row(x) for x in cost)
     log(text)
     doc = {"commit": commit, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": os.uname().nodename,
            "args": vars(args), "workloads": {k: dict(zip(("xfersize", "rdpct", "seekpct", "qd"), v))
                                             for k, v in WORKLOADS.items()},
            "rounds": results, "medians": [dict(zip(("section", "prov", "target", "workload"), k), **v)
                                           for k, v in sorted(med.items())],
-           "ratios": rat, "goals": gl}
+           "ratios": rat, "goals": gl, "cost": cost}
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
     sys.path.insert(0, HERE)
