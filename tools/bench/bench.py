@@ -276,7 +276,7 @@ class Tcp:
 def cost_row(x):
     kinds = ", ".join(f"{k} {v:.2f}" for k, v in sorted(x["per_io"].items(), key=lambda kv: -kv[1]) if v >= 0.005)
     lost = f"  (perf: {'; '.join(x['perf'])[:120]})" if x["perf"] else ""
-    return f"  cost  {x['target']:15} {x['workload']:18} {x['total']:6.2f} calls/IO over {x['ios']} I/Os: {kinds}{lost}"
+    return f"  cost  {x['prov']:8} {x['target']:19} {x['workload']:18} {x['total']:6.2f} calls/IO over {x['ios']} I/Os: {kinds}{lost}"
 
 
 def row(x):
@@ -286,12 +286,12 @@ def row(x):
             f"{x['iops']:10.0f} IOPS {x['mib_s']:9.1f} MiB/s {x['lat_us']:8.1f} us {cpu} us/IO {gcpu}")
 
 
-def guest(args, work, results):
-    """Run tools/bench/guest.sh in the test guest; collect its JSON lines."""
+def guest(args, work, results, cost):
+    """Run tools/bench/guest.sh in the test guest; collect its JSON lines (cost lines apart)."""
     gwork = os.path.join(work, "guest")
     os.makedirs(gwork, exist_ok=True)
     env = dict(os.environ, BENCH_SECS=str(args.guest_secs), BENCH_ROUNDS=str(args.rounds),
-               BENCH_QUICK="1" if args.quick else "0")
+               BENCH_QUICK="1" if args.quick else "0", BENCH_COST="1" if args.cost else "0")
     cmd = [os.path.join(SRC, "tests/vm/run.sh"), "--build", args.build, "--work", gwork,
            "--timeout", str(args.guest_timeout), os.path.join(HERE, "guest.sh")]
     log(f"== guest: {' '.join(cmd)}")
@@ -301,7 +301,8 @@ def guest(args, work, results):
     if os.path.exists(out):
         for line in open(out):
             if line.strip():
-                results.append(json.loads(line))
+                x = json.loads(line)
+                (cost if x["section"] == "cost" else results).append(x)
                 n += 1
     if rc == 77:
         log("guest: skipped (run.sh exit 77: see its message above)")
@@ -328,7 +329,9 @@ def medians(results):
 PAIRS = [("tcp", "isertd-ram", "tgtd-ram"), ("tcp", "isertd-file", "tgtd-file"),
          ("guest", "isertd-block", "lio-iblock"), ("guest", "isertd-block", "tgtd-block"),
          ("guest", "isertd-nvme", "lio-iblock"), ("guest", "isertd-nvme", "isertd-block"),
-         ("guest", "isertd-ram", "lio-ram"), ("guest", "isertd-ram", "tgtd-ram")]
+         ("guest", "isertd-ram", "lio-ram"), ("guest", "isertd-ram", "tgtd-ram")] + \
+        [("guest", f"isertd-{k}-{m}", peer) for k, peer in (("ram", "lio-ram"), ("block", "lio-iblock"))
+         for m in ("event", "adaptive", "busy")]
 
 
 def ratios(med):
@@ -393,6 +396,19 @@ def goals(results, med):
         if k in med and tgt:
             v = med[k]["iops"] / tgt["iops"]
             add(f"guest rxe 4k-randread-qd32 NVMe: {ours} IOPS >= 1.5x tgtd", v, v >= 1.5, f"{v:.2f}x")
+    # QD1 latency: isertd in its best poll mode against LIO on the same storage, over TCP and iSER on rxe.
+    for prov in ("tcp", "rxe"):
+        for kind, lio in (("ram", "lio-ram"), ("block", "lio-iblock")):
+            peer = med.get(("guest", prov, lio, "4k-randread-qd1"))
+            ours = [(m["lat_us"], t, m) for (sec, p, t, wl), m in med.items()
+                    if sec == "guest" and p == prov and wl == "4k-randread-qd1"
+                    and (t == f"isertd-{kind}" or t.startswith(f"isertd-{kind}-"))]
+            if not peer or not ours:
+                continue
+            lat, t, m = min(ours, key=lambda o: o[0])
+            cpu = f", its target CPU {m['cpu_us_per_io']:.0f} us per I/O" if m.get("cpu_us_per_io") else ""
+            add(f"guest {prov} 4k-randread-qd1 {kind}: isertd's best poll mode latency <= {lio}'s", lat / peer["lat_us"],
+                lat <= peer["lat_us"], f"{t} {lat:.0f} us against {peer['lat_us']:.0f} us{cpu}")
     return g
 
 
@@ -471,7 +487,7 @@ def main():
             finally:
                 tcp.stop()
         if "guest" in sections:
-            ok = guest(args, out, results) and ok
+            ok = guest(args, out, results, cost) and ok
     med = medians(results)
     rat = ratios(med)
     gl = goals(results, med)

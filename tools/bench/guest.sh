@@ -12,7 +12,13 @@
 # device: the one figure that compares all three).
 # BENCH_SECS (5), BENCH_ROUNDS (3), BENCH_QUICK (1: rxe, NVMe targets but
 # passthrough, 4 KiB random reads only), BENCH_REACTORS (1) and
-# BENCH_POLL_MODE (event) for isertd, BENCH_TARGETS (a subset of the names above).
+# BENCH_POLL_MODE (event) for isertd, BENCH_TARGETS (a subset of the names
+# above; isertd-KIND-MODE runs that isertd in poll mode MODE: event,
+# adaptive or busy), BENCH_PROVS (rxe siw; tcp: the kernel initiator over
+# iSCSI/TCP on 127.0.0.1, every target beside the others as over iSER).
+# BENCH_COST=1: in round 1, each workload once more on the targets that have
+# a process (isertd, tgtd) under perf trace: system calls per I/O by kind
+# (tools/bench/syscalls.py), one "cost" JSON line each.
 # BENCH_PERF=1: a system-wide perf profile of each run (cpu-clock, the guest
 # has no PMU) in $VM_WORK/perf/, PROV-TARGET-WORKLOAD-rROUND.txt: where the
 # guest's CPU went by command and by symbol.  Sampling slows TCG down: the
@@ -31,7 +37,7 @@ else
 	PROVS="rxe siw" TARGETS="isertd-block isertd-nvme lio-iblock tgtd-block isertd-ram lio-ram tgtd-ram"
 	WLS="4k-randread-qd1:4k:randread:1 4k-randread-qd32:4k:randread:32 4k-randwrite-qd32:4k:randwrite:32 128k-seqread-qd8:128k:read:8"
 fi
-TARGETS=${BENCH_TARGETS:-$TARGETS}
+TARGETS=${BENCH_TARGETS:-$TARGETS} PROVS=${BENCH_PROVS:-$PROVS}
 TGTD_PID=
 vm_cleanup_hook() {
 	iscsiadm -m node --logoutall=all >/dev/null 2>&1
@@ -57,8 +63,12 @@ lio_clear() {
 }
 
 # start_TARGET IP: serve LUN $LUN of $IQN on IP:3260 over iSER; PID is the process (empty for LIO).
-start_isertd() {   # start_isertd KIND IP
-	local bs
+start_isertd() {   # start_isertd KIND[-MODE] IP
+	local bs mode=${BENCH_POLL_MODE:-event} portal
+	case $1 in *-*) mode=${1#*-}; set -- "${1%%-*}" "$2";; esac
+	# Over iSER the TCP portal on :3262 is only the readiness probe's.
+	portal='{ "ip": "'$2'", "port": 3260, "iser": true }, { "ip": "127.0.0.1", "port": 3262 }'
+	[ "$PROV" = tcp ] && portal='{ "ip": "127.0.0.1", "port": 3262 }'
 	case $1 in
 	block) bs='{ "name": "lun", "type": "block", "path": "'$NVME_DEV'", "write_cache": true }';;
 	nvme) bs='{ "name": "lun", "type": "nvme", "path": "/dev/ng0n1", "write_cache": true }';;
@@ -67,12 +77,14 @@ start_isertd() {   # start_isertd KIND IP
 	cat > /tmp/bench.json <<JSON
 { "backstores": [ $bs ],
   "targets": [ { "iqn": "$IQN", "tpgs": [ { "tag": 1, "demo_mode": true,
-    "portals": [ { "ip": "$2", "port": 3260, "iser": true }, { "ip": "127.0.0.1", "port": 3262 } ],
+    "portals": [ $portal ],
     "luns": [ { "lun": 0, "backstore": "lun" } ] } ] } ],
-  "global": { "reactors": ${BENCH_REACTORS:-1}, "poll_mode": "${BENCH_POLL_MODE:-event}" } }
+  "global": { "reactors": ${BENCH_REACTORS:-1}, "poll_mode": "$mode" } }
 JSON
 	isertd_start /tmp/bench.json 3262 || return 1
-	PID=$ISERTD_PID LUN=0
+	PID=$ISERTD_PID LUN=0 PORTAL=$2:3260
+	[ "$PROV" = tcp ] && PORTAL=127.0.0.1:3262
+	return 0
 }
 start_lio() {   # start_lio KIND IP
 	local so t=$LIO/iscsi/$IQN/tpgt_1
@@ -80,20 +92,22 @@ start_lio() {   # start_lio KIND IP
 	iblock) lio_iblock bench $NVME_DEV && so=iblock_0/bench;;
 	ram) lio_ram bench 256 && so=rd_mcp_0/bench;;
 	esac || return 1
-	mkdir -p $t/np/$2:3260 && echo 1 > $t/np/$2:3260/iser && mkdir -p $t/lun/lun_0 &&
+	mkdir -p $t/np/$2:3260 && { [ "$PROV" = tcp ] || echo 1 > $t/np/$2:3260/iser; } && mkdir -p $t/lun/lun_0 &&
 		ln -s $LIO/core/$so $t/lun/lun_0/bench &&
 		echo 1 > $t/attrib/generate_node_acls && echo 1 > $t/attrib/cache_dynamic_acls &&
 		echo 0 > $t/attrib/authentication && echo 0 > $t/attrib/demo_mode_write_protect &&
 		echo 1 > $t/enable || return 1
-	PID= LUN=0
+	PID= LUN=0 PORTAL=$2:3260
 }
 start_tgtd() {   # start_tgtd KIND IP
-	local T="tgtadm --lld iser" dev=$NVME_DEV flags="--bsoflags direct"
+	local T="tgtadm --lld iser" dev=$NVME_DEV flags="--bsoflags direct" iser="--iser pool_sz_mb=64"
 	[ $1 = ram ] && { truncate -s 256M /dev/shm/tgt.img; dev=/dev/shm/tgt.img; flags=; }
+	[ "$PROV" = tcp ] && { T="tgtadm --lld iscsi"; iser=; }
 	# Its TCP listener off :3260: iWARP shares TCP's port space, and on siw
 	# the iSER listen on :3260 fails while tgtd's TCP portal holds it.
-	tgtd --iscsi portal=127.0.0.1:3263 --iser pool_sz_mb=64 -f >> "$VM_WORK/tgtd.log" 2>&1 &
-	TGTD_PID=$!
+	tgtd --iscsi portal=127.0.0.1:3263 $iser -f >> "$VM_WORK/tgtd.log" 2>&1 &
+	TGTD_PID=$! PORTAL=$2:3260
+	[ "$PROV" = tcp ] && PORTAL=127.0.0.1:3263
 	wait_for 10 $T --op show --mode target || return 1
 	$T --op new --mode target --tid 1 -T $IQN && $T --op new --mode logicalunit --tid 1 --lun 1 -b $dev $flags &&
 		$T --op bind --mode target --tid 1 -I ALL && $T --op bind --mode target --tid 1 -Q $ISCSI_INITIATOR || return 1
@@ -150,14 +164,50 @@ print(json.dumps({"section": "guest", "prov": prov, "target": target, "workload"
     "guest_cpu_us_per_io": (float(g1) - float(g0)) * 1e6 / max(ios, 1)}))
 PY
 		tail -1 "$OUT"
+		if [ "${BENCH_COST:-0}" = 1 ] && [ "$3" = 1 ] && [ -n "$PID" ]; then
+			cost "$@" "$name" "$bs" "$rw" "$qd" || return 1
+		fi
 	done
 }
 
+# cost PROV TARGET ROUND DEV NAME BS RW QD: the workload once more under
+# perf trace on the target's process; one "cost" JSON line.
+cost() {
+	mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+	perf trace --no-inherit -p "$PID" -o /tmp/trace.txt 2> /tmp/trace.err &
+	local tp=$!
+	sleep 1
+	fio --name=b --filename=/dev/$4 --direct=1 --ioengine=libaio --iodepth=$8 --rw=$7 --bs=$6 \
+		--time_based --runtime=$SECS --size=200m --eta=never --output-format=json > /tmp/fio.json 2>/dev/null
+	local rc=$?
+	kill -INT $tp 2>/dev/null; wait $tp
+	[ $rc = 0 ] || { vm_log "fio $5 on $2 (traced) failed"; return 1; }
+	python3 - "$1" "$2" "$5" /tmp/fio.json /tmp/trace.txt /tmp/trace.err >> "$OUT" <<'PY' || return 1
+import json, sys
+sys.path.insert(0, __import__("os").environ["ISERT_SRC"] + "/tools/bench")
+import syscalls
+prov, target, wl, f, trace, err = sys.argv[1:]
+j = json.load(open(f))["jobs"][0]
+ios = j["read"]["total_ios"] + j["write"]["total_ios"]
+kinds, names = syscalls.parse(open(trace, errors="replace"))
+complaints = [x.strip() for x in open(err) if "LOST" in x or "rror" in x]
+if kinds.pop("LOST", 0):
+    complaints.append("perf trace lost events: the counts are low")
+if not ios or not sum(kinds.values()):
+    sys.exit(f"cost {prov} {target} {wl}: {ios} I/Os, {sum(kinds.values())} calls seen: {complaints}")
+per = lambda c: {k: v / ios for k, v in sorted(c.items())}
+print(json.dumps({"section": "cost", "prov": prov, "target": target, "workload": wl, "ios": ios,
+    "per_io": per(kinds), "per_io_by_call": per(names), "total": sum(kinds.values()) / ios, "perf": complaints}))
+PY
+	tail -1 "$OUT"
+}
+
 one() {   # one PROV IP ROUND TARGET
-	local dev kind=${4#*-} rc=0
+	local dev kind=${4#*-} rc=0 iface=iser PROV=$1
 	[ $1 = siw ] && [ "${4%%-*}" = lio ] && return 0
+	[ $1 = tcp ] && iface=default
 	start_${4%%-*} $kind $2 || { vm_log "$4 on $1: did not start"; stop_target $4; return 1; }
-	dev=$(bench_login $IQN $2:3260 iser $LUN) && [ -n "$dev" ] || { vm_log "$4 on $1: no disk"; bench_logout; stop_target $4; return 1; }
+	dev=$(bench_login $IQN $PORTAL $iface $LUN) && [ -n "$dev" ] || { vm_log "$4 on $1: no disk"; bench_logout; stop_target $4; return 1; }
 	measure $1 $4 $3 $dev || rc=1
 	bench_logout
 	stop_target $4
@@ -175,10 +225,11 @@ round() {   # round PROV IP ROUND: every target, a different one first each roun
 
 nvme_ready || { vm_log "no NVMe namespace"; exit 1; }
 iscsi_start || exit 1
-RDMA_PROVIDERS=$PROVS
+RDMA_PROVIDERS=$(echo " $PROVS " | sed 's/ tcp / /')
 rc=0
 for r in $(seq $ROUNDS); do
 	vm_log "== round $r/$ROUNDS"
-	for_each_rdma round $r || rc=1
+	case " $PROVS " in *" tcp "*) round tcp 127.0.0.1 $r || rc=1;; esac
+	[ -z "${RDMA_PROVIDERS// /}" ] || for_each_rdma round $r || rc=1
 done
 exit $rc
