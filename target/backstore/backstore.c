@@ -408,6 +408,18 @@ static int bs_check(const struct backstore *bs, const struct bs_io *io)
 	return 0;
 }
 
+const uint8_t *backstore_read_view(struct backstore *bs, uint64_t offset, uint64_t len)
+{
+	if (!bs->ops->view || !len || !bs_range_ok(bs, offset, len))
+		return NULL;
+	return bs->ops->view(bs, offset, len);
+}
+
+void backstore_view_put(struct backstore *bs)
+{
+	bs->ops->view_put(bs);
+}
+
 void backstore_submit(struct backstore *bs, struct bs_io *io)
 {
 	io->done = 0;

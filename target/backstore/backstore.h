@@ -249,6 +249,19 @@ void backstore_on_resize(struct backstore *bs, void (*fn)(void *arg), void *arg)
 void backstore_submit(struct backstore *bs, struct bs_io *io);
 
 /*
+ * A read without a copy: the store's own bytes [offset, offset+len) for a
+ * reader to send from directly (ram only; NULL: read by backstore_submit()
+ * into a buffer).  Checked like a BS_READ.  The bytes stay valid, and a
+ * BS_WRITE_ATOMIC overlapping them waits, until backstore_view_put(): an
+ * atomic write still reaches a concurrent reader all or nothing.  Once a
+ * BS_WRITE_ATOMIC has run, the store gives no more views (its readers copy
+ * under the write's sequence lock).  Plain writes racing a view's reader
+ * may show in what it sends, as they may in a copy racing them.
+ */
+const uint8_t *backstore_read_view(struct backstore *bs, uint64_t offset, uint64_t len);
+void backstore_view_put(struct backstore *bs);
+
+/*
  * GET LBA STATUS: is the range starting at offset mapped?  *run receives the
  * length in bytes of the extent with the same state (at least one block).
  * Thick backstores report everything mapped.  Synchronous: cheap lseek().

@@ -29,6 +29,9 @@ struct bs_ops {
 	unsigned (*sanitize_methods)(const struct backstore *bs);
 	int64_t (*sanitize)(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len);
 	const char *(*sanitize_how)(const struct backstore *bs, unsigned method);
+	/* backstore_read_view() with checked arguments, and its put; NULL: the store gives no views. */
+	const uint8_t *(*view)(struct backstore *bs, uint64_t offset, uint64_t len);
+	void (*view_put)(struct backstore *bs);
 	/* Shared objects (backstore.h), where the store has them: NULL elsewhere. */
 	const struct bs_shared_ops *shared;
 };
@@ -91,6 +94,10 @@ struct backstore {
 	/* BS_WRITE_ATOMIC: odd while one copies (ram_seq), one at a time (ram_atomic_mu). */
 	_Atomic uint64_t ram_seq;
 	pthread_mutex_t ram_atomic_mu;
+	/* Views out (backstore_read_view); set for good by the first BS_WRITE_ATOMIC, which then
+	 * waits for ram_views to drain (ram.c). */
+	_Atomic unsigned ram_views;
+	_Atomic bool ram_no_views;
 	/* rbd (rbd.c) */
 	void *rbd;
 	/* nvme (nvme.c; fd is the char device) */

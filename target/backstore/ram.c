@@ -17,6 +17,17 @@
  * Plain writes do not take part: a plain WRITE racing an atomic write of the
  * same blocks may leave a mix of the two (the SCSI layer serializes atomic
  * writes against COMPARE AND WRITE and ORWRITE only).
+ *
+ * Views (backstore_read_view): a large READ over TCP sends straight from the
+ * mapping, no copy into a pool buffer.  Its sender reads the bytes until the
+ * last PDU is written, outside the sequence lock, so an atomic write must not
+ * run meanwhile: the first WRITE ATOMIC on the LU ends views for good
+ * (ram_no_views; later reads copy under the lock) and waits, on a timer of
+ * its own reactor, until the views already out are put.  A reader counts
+ * itself in and then looks at the flag; the writer sets the flag and then
+ * looks at the count (both sequentially consistent), so one of them always
+ * sees the other.  The wait ends when those senders finish or their
+ * connections close.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,6 +42,8 @@
 
 /* Largest atomic write: bounds how long a reader can wait for one (a 1 MiB copy). */
 #define RAM_ATOMIC_MAX (1u << 20)
+/* How often an atomic write waiting for views looks again. */
+#define RAM_VIEW_WAIT_MS 1
 
 static size_t ram_page(void)
 {
@@ -173,6 +186,44 @@ static void ram_write_atomic(struct backstore *bs, uint8_t *dst, const void *src
 	pthread_mutex_unlock(&bs->ram_atomic_mu);
 }
 
+static const uint8_t *ram_view(struct backstore *bs, uint64_t offset, uint64_t len)
+{
+	(void)len;
+	if (atomic_load(&bs->ram_no_views))
+		return NULL;
+	atomic_fetch_add(&bs->ram_views, 1);
+	if (atomic_load(&bs->ram_no_views)) {
+		atomic_fetch_sub(&bs->ram_views, 1);
+		return NULL;
+	}
+	return bs->mem + offset;
+}
+
+static void ram_view_put(struct backstore *bs)
+{
+	atomic_fetch_sub(&bs->ram_views, 1);
+}
+
+static void ram_atomic_now(struct backstore *bs, struct bs_io *io)
+{
+	ram_write_atomic(bs, bs->mem + io->offset, io->buf, (size_t)io->len);
+	ram_written(bs, io->offset, io->len);
+	io->done = io->len;
+	bs_complete(io, 0);
+}
+
+/* An atomic write waiting for the views out: again in RAM_VIEW_WAIT_MS, or now. */
+static void ram_atomic_wait(void *arg)
+{
+	struct bs_io *io = arg;
+	if (atomic_load(&io->bs->ram_views)) {
+		if (!reactor_timer_add(io->reactor, RAM_VIEW_WAIT_MS, ram_atomic_wait, io))
+			bs_complete(io, -ENOMEM);
+		return;
+	}
+	ram_atomic_now(io->bs, io);
+}
+
 static void ram_submit(struct backstore *bs, struct bs_io *io)
 {
 	uint8_t *p = bs->mem + io->offset;
@@ -181,9 +232,14 @@ static void ram_submit(struct backstore *bs, struct bs_io *io)
 		ram_read(bs, io->buf, p, (size_t)io->len);
 		break;
 	case BS_WRITE_ATOMIC:
-		ram_write_atomic(bs, p, io->buf, (size_t)io->len);
-		ram_written(bs, io->offset, io->len);
-		break;
+		atomic_store(&bs->ram_no_views, true);
+		/* Without a reactor (tools, unit tests) nobody holds a view. */
+		if (io->reactor && atomic_load(&bs->ram_views)) {
+			ram_atomic_wait(io);
+			return;
+		}
+		ram_atomic_now(bs, io);
+		return;
 	case BS_WRITE:
 		memcpy(p, io->buf, (size_t)io->len);
 		ram_written(bs, io->offset, io->len);
@@ -261,4 +317,6 @@ const struct bs_ops bs_ram_ops = {
 	.sanitize_methods = ram_sanitize_methods,
 	.sanitize = ram_sanitize,
 	.sanitize_how = ram_sanitize_how,
+	.view = ram_view,
+	.view_put = ram_view_put,
 };

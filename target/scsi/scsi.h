@@ -17,9 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bufpool.h"
+
 struct backstore;
 struct reactor;
-struct buf;
 struct bs_io;
 struct scsi_lu;
 
@@ -100,6 +101,9 @@ struct scsi_cmd {
 	void *priv;                         /* caller's */
 	/* Set by the transport when the task is aborted or its connection ends, even during exec: a long command (EXTENDED COPY) stops early. */
 	bool stop;
+	/* The transport sends Data-In from any memory (TCP), not only from pool buffers (RDMA's
+	 * registered slabs): a large READ of a store that gives views sends from the store itself. */
+	bool send_any_memory;
 
 	/* Set by this layer. */
 	uint32_t dout_len;     /* Data-Out bytes to collect into buf before exec (<= edtl) */
@@ -121,6 +125,8 @@ struct scsi_cmd {
 	struct scsi_cmd *ser_start;         /* ... those one completion lets start */
 	bool ser_running;
 	struct buf *buf2;
+	struct buf view;                    /* buf == &view: the store's own bytes (backstore_read_view) */
+	struct backstore *view_bs;          /* ... whose view it is, put at release */
 	uint64_t bs_t0;                     /* statistics: the backstore request in flight began */
 	void (*bs_cb)(struct bs_io *io, int res); /* ... and completes here */
 	uint8_t io[256] __attribute__((aligned(8))); /* room for struct bs_io */

@@ -1192,6 +1192,69 @@ static uint8_t watomic(uint64_t lba, uint16_t n, uint16_t boundary, const uint8_
 }
 
 /*
+ * READs from a transport that sends from any memory (TCP): 16 KiB and more
+ * come as the RAM store's own bytes (cmd.view), the residual as for a copy;
+ * smaller ones, and all of them once a WRITE ATOMIC ran, are copied.
+ */
+static void test_read_views(void)
+{
+	struct backstore_cfg cfg = { .name = "rv", .type = BACKSTORE_RAM, .size = 1u << 20, .block_size = BS };
+	struct backstore *b;
+	struct scsi_lu *keep = LU;
+	struct scsi_cmd c;
+	uint8_t w[64 * BS], cdb[10] = { 0x28 };
+	char err[128];
+
+	CU_ASSERT_FATAL(backstore_open(&cfg, &b, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(scsi_lu_create(b, NULL, &LU) == 0);
+	clear_ua();
+	for (size_t i = 0; i < sizeof(w); i++)
+		w[i] = (uint8_t)(i * 7);
+	CU_ASSERT_EQUAL(rw10(true, 8, 64, sizeof(w), w, &c), SCSI_GOOD);
+
+	/* 32 KiB, 20000 bytes asked for: a view, 20000 bytes of it sent, the rest a residual. */
+	put_be32(cdb + 2, 8);
+	put_be16(cdb + 7, 64);
+	cmd_init(&c, cdb, 10, 20000, true, false);
+	c.send_any_memory = true;
+	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
+	CU_ASSERT_PTR_EQUAL(c.buf, &c.view);
+	CU_ASSERT_EQUAL(c.din_len, 20000);
+	CU_ASSERT_EQUAL(c.resid, (int64_t)20000 - (int64_t)sizeof(w));
+	CU_ASSERT_EQUAL(memcmp(c.buf->data, w, 20000), 0);
+	scsi_cmd_release(&c);
+	CU_ASSERT_PTR_NULL(c.buf);
+	/* 8 KiB: copied. */
+	put_be16(cdb + 7, 16);
+	cmd_init(&c, cdb, 10, 16 * BS, true, false);
+	c.send_any_memory = true;
+	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
+	CU_ASSERT_PTR_NOT_EQUAL(c.buf, &c.view);
+	CU_ASSERT_EQUAL(memcmp(c.buf->data, w, 16 * BS), 0);
+	scsi_cmd_release(&c);
+	/* Not from an RDMA transport. */
+	put_be16(cdb + 7, 64);
+	cmd_init(&c, cdb, 10, sizeof(w), true, false);
+	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
+	CU_ASSERT_PTR_NOT_EQUAL(c.buf, &c.view);
+	scsi_cmd_release(&c);
+	/* After a WRITE ATOMIC the store gives no views: copied, with the new bytes. */
+	memset(w, 0xc3, BS);
+	CU_ASSERT_EQUAL(watomic(8, 1, 0, w, BS, 0, &c), SCSI_GOOD);
+	cmd_init(&c, cdb, 10, sizeof(w), true, false);
+	c.send_any_memory = true;
+	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
+	CU_ASSERT_PTR_NOT_EQUAL(c.buf, &c.view);
+	CU_ASSERT_EQUAL(c.buf->data[0], 0xc3);
+	CU_ASSERT_EQUAL(c.buf->data[BS], (uint8_t)(BS * 7));
+	scsi_cmd_release(&c);
+
+	scsi_lu_destroy(LU);
+	backstore_close(b);
+	LU = keep;
+}
+
+/*
  * On a thick RAM LU of 20 MiB, larger than the 1 MiB an atomic write may be
  * and than MAXIMUM TRANSFER LENGTH (16 MiB), which bounds ORWRITE.
  */
@@ -2114,6 +2177,7 @@ int main(void)
 	CU_add_test(s, "orwrite", test_orwrite);
 	CU_add_test(s, "rmw_serialized", test_rmw_serialized);
 	CU_add_test(s, "rmw_by_range", test_rmw_by_range);
+	CU_add_test(s, "read_views", test_read_views);
 	CU_add_test(s, "write_atomic", test_write_atomic);
 	CU_add_test(s, "write_atomic_file", test_write_atomic_file);
 	CU_add_test(s, "read_defect", test_read_defect);
