@@ -17,8 +17,9 @@
 # adaptive or busy), BENCH_PROVS (rxe siw; tcp: the kernel initiator over
 # iSCSI/TCP on 127.0.0.1, every target beside the others as over iSER).
 # BENCH_COST=1: in round 1, each workload once more on the targets that have
-# a process (isertd, tgtd) under perf trace: system calls per I/O by kind
-# (tools/bench/syscalls.py), one "cost" JSON line each.
+# a process (isertd, tgtd) under strace -f -y: system calls per I/O by kind
+# (tools/bench/syscalls.py, which says why not perf trace here), one "cost"
+# JSON line each.
 # BENCH_PERF=1: a system-wide perf profile of each run (cpu-clock, the guest
 # has no PMU) in $VM_WORK/perf/, PROV-TARGET-WORKLOAD-rROUND.txt: where the
 # guest's CPU went by command and by symbol.  Sampling slows TCG down: the
@@ -171,10 +172,9 @@ PY
 }
 
 # cost PROV TARGET ROUND DEV NAME BS RW QD: the workload once more under
-# perf trace on the target's process; one "cost" JSON line.
+# strace on every thread of the target's process; one "cost" JSON line.
 cost() {
-	mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
-	perf trace --no-inherit -p "$PID" -o /tmp/trace.txt 2> /tmp/trace.err &
+	strace -f -qq -y -o /tmp/trace.txt -p "$PID" 2> /tmp/trace.err &
 	local tp=$!
 	sleep 1
 	fio --name=b --filename=/dev/$4 --direct=1 --ioengine=libaio --iodepth=$8 --rw=$7 --bs=$6 \
@@ -189,10 +189,8 @@ import syscalls
 prov, target, wl, f, trace, err = sys.argv[1:]
 j = json.load(open(f))["jobs"][0]
 ios = j["read"]["total_ios"] + j["write"]["total_ios"]
-kinds, names = syscalls.parse(open(trace, errors="replace"))
-complaints = [x.strip() for x in open(err) if "LOST" in x or "rror" in x]
-if kinds.pop("LOST", 0):
-    complaints.append("perf trace lost events: the counts are low")
+kinds, names = syscalls.parse(open(trace, errors="replace"), "strace")
+complaints = [x.strip() for x in open(err) if x.strip()]
 if not ios or not sum(kinds.values()):
     sys.exit(f"cost {prov} {target} {wl}: {ios} I/Os, {sum(kinds.values())} calls seen: {complaints}")
 per = lambda c: {k: v / ios for k, v in sorted(c.items())}

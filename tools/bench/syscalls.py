@@ -1,12 +1,16 @@
 """System calls per I/O by kind: the cost account of bench.py --cost.
 
-perf trace follows every thread of a running target while one workload runs;
+perf trace (on this host) or strace -f -y (in the test guest, see below)
+follows every thread of a running target while one workload runs;
 each system call is put in a kind by its name and by the file it works on
 (perf names a descriptor: socket, eventfd, eventpoll, io_uring, uverbs), so
 a read() of a socket and a read() of an eventfd count apart.  Divided by the
 workload's I/O count, that says what one I/O costs in kernel crossings,
-whoever the target is (isertd, tgtd).  Under perf trace the target runs
-slower; the counts per I/O, not the rates, are the measurement.
+whoever the target is (isertd, tgtd).  Under either tracer the target runs
+slower; the counts per I/O, not the rates, are the measurement.  The guest
+uses strace: perf trace switches the syscall tracepoints on, and the text
+patching that does panicked the TCG guest twice in a row (the "Oops: int3"
+of tests/vm/known-panics.txt); ptrace patches nothing.
 """
 import collections
 import os
@@ -23,6 +27,8 @@ NAME_KINDS = {"epoll_wait": "epoll", "epoll_pwait": "epoll", "epoll_pwait2": "ep
               "io_uring_enter": "io_uring_enter", "futex": "futex", "sched_yield": "sched_yield"}
 # "... ): name(arg: N<file>, ..." or "... ): name(...": the call and its first descriptor.
 CALL = re.compile(r"\):\s+(?:\S+/\d+\s+)?(\w+)\((?:\w+: -?\d+<([^>]*)>)?")
+# strace -f -y: "[PID ]name(N<file>, ..."; "<... name resumed>" ends a call counted at its start.
+STRACE_CALL = re.compile(r"^(?:\d+\s+)?(\w+)\((?:-?\d+<([^>]*)>)?")
 # The kinds a real NIC would not pay: on rxe and siw every post and every
 # completion-channel re-arm is a system call on the uverbs file; on a
 # hardware RNIC it is a doorbell store in user space (docs/architecture.md).
@@ -36,16 +42,17 @@ def kind(name, fd):
     return NAME_KINDS.get(name, "other")
 
 
-def parse(lines):
-    """(calls by kind, calls by kind/name) of perf trace's output lines; kind LOST counts perf's lines saying it dropped events."""
+def parse(lines, tracer="perf"):
+    """(calls by kind, calls by kind/name) of perf trace's (or strace's) output lines; kind LOST counts
+    perf's lines saying it dropped events."""
     kinds, names = collections.Counter(), collections.Counter()
     for line in lines:
-        if "LOST" in line:
+        if tracer == "perf" and "LOST" in line:
             kinds["LOST"] += 1      # perf's own line: events dropped (reported, not a call)
             continue
-        if "[continued]" in line:
+        if "[continued]" in line or "resumed>" in line:
             continue        # the end of a call already counted at its start
-        m = CALL.search(line)
+        m = CALL.search(line) if tracer == "perf" else STRACE_CALL.match(line)
         if not m:
             continue
         k = kind(m.group(1), m.group(2))
