@@ -22,7 +22,8 @@
  *   then commands, until the input ends (at most 64):
  *     [0] bits 0-1: nexus; bit 2: unmapped LUN (lu NULL); bit 3: defer (prepare,
  *         run the next command whole, then execute); bit 4: instead of a command,
- *         a task management event (cdb[0] % 6 picks it)
+ *         a task management event (cdb[0] % 6 picks it); bit 5: the transport
+ *         sends from any memory (TCP: READs of 16 KiB or more as views)
  *     [1] bit 0: R, bit 1: W, bits 2-4: EDTL class, bits 5-6: CDB length 16/6/10/12
  *     [2-5] EDTL (LE, cut by its class), [6-21] CDB, [22-23] n (LE),
  *     then n bytes of Data-Out, taken whatever happens to the command (so one
@@ -624,6 +625,7 @@ static bool cmd_start(struct world *w, struct fuzz_in *in, struct run *r, uint8_
 	c->dir_write = f & 2;
 	c->done = on_done;
 	c->priv = r;
+	c->send_any_memory = who & 0x20;   /* as TCP: large READs may come as views of the store */
 	r->mapping_ro = c->lu && (c->read_only || backstore_readonly(w->bs));
 	r->swp = w->lu->swp;
 	r->wce = w->lu->wce;
@@ -701,13 +703,16 @@ static void cmd_finish(struct world *w, struct run *r, bool deferred)
 	scsi_cmd_release(c);
 }
 
-/* After a command ended and was released: only the command still waiting holds buffers. */
-static void check_buffers(const struct run *pending, uint8_t opcode)
+/* After a command ended and was released: only the command still waiting holds buffers (or a view of the store). */
+static void check_buffers(const struct world *w, const struct run *pending, uint8_t opcode)
 {
-	size_t held = pending ? (pending->c.buf != NULL) + (pending->c.buf2 != NULL) : 0;
+	bool view = pending && pending->c.buf == &pending->c.view;
+	size_t held = pending ? (pending->c.buf != NULL && !view) + (pending->c.buf2 != NULL) : 0;
 
 	FUZZ_CHECK(bufpool_in_use(scsi_test_pool) == held, "%zu buffers in use after opcode %02x, %zu expected",
 		   bufpool_in_use(scsi_test_pool), opcode, held);
+	FUZZ_CHECK(atomic_load(&w->bs->ram_views) == (unsigned)view, "%u views out after opcode %02x, %u expected",
+		   atomic_load(&w->bs->ram_views), opcode, (unsigned)view);
 }
 
 static void lu_event(struct world *w, uint8_t who, uint8_t which)
@@ -749,10 +754,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			cmd_finish(&w, r, false);
 		}
-		check_buffers(pending, r->c.cdb[0]);
+		check_buffers(&w, pending, r->c.cdb[0]);
 		if (pending) {
 			cmd_finish(&w, pending, true);
-			check_buffers(NULL, pending->c.cdb[0]);
+			check_buffers(&w, NULL, pending->c.cdb[0]);
 			pending = NULL;
 		}
 	}

@@ -184,9 +184,9 @@ def be(v, n):
     return v.to_bytes(n, 'big')
 
 
-def cmd(c, edtl=0, nx=0, rd=False, wr=False, dout=b'', cdb_len=16, no_lu=False, defer=False):
-    """One command; EDTL class 6 carries the exact EDTL."""
-    who = nx | (4 if no_lu else 0) | (8 if defer else 0)
+def cmd(c, edtl=0, nx=0, rd=False, wr=False, dout=b'', cdb_len=16, no_lu=False, defer=False, views=False):
+    """One command; EDTL class 6 carries the exact EDTL.  views: from a transport that sends from any memory."""
+    who = nx | (4 if no_lu else 0) | (8 if defer else 0) | (0x20 if views else 0)
     f = (1 if rd else 0) | (2 if wr else 0) | (6 << 2) | ({16: 0, 6: 1, 10: 2, 12: 3}[cdb_len] << 5)
     return bytes([who, f]) + struct.pack('<I', edtl) + c.ljust(16, b'\0') + struct.pack('<H', len(dout)) + dout
 
@@ -304,6 +304,14 @@ scsi('orwrite-atomic-defect', scsi_setup(nexuses=2, ro=(1,), blocks=64),
      rd(cdb(0x37, 0, 0x1d, 0, 0, 0, 0, *be(32, 2)), 32), rd(cdb(0x37, 0, 0x11, 0, 0, 0, 0, *be(2, 2)), 2),
      rd(cdb(0xb7, 0x0b, 0, 0, 0, 0, *be(64, 4)), 64), rd(cdb(0xb7, 0x07, 0, 0, 0, 0, *be(64, 4)), 64),
      rd(cdb(0x9e, 0x10, *bytes(8), *be(32, 4)), 32), rd(inq(1, 0xb0, 64), 64))
+# READs of 16 KiB and more as views of the store (TCP), one held while a WRITE ATOMIC runs whole, then views
+# ended by it: the read copies.
+scsi('read-views', scsi_setup(lu=LU_WCE, nexuses=1, blocks=128),
+     cmd(TUR), wr(rw10(0x2a, 0, 64), bytes(range(256)) * 128), rd(rw10(0x28, 0, 64), 32768, views=True),
+     rd(rw10(0x28, 0, 8), 4096, views=True), rd(rw10(0x28, 0, 64), 32768, views=True, defer=True),
+     wr(atomic16(0, 1), b'\x77' * 512, views=True), rd(rw10(0x28, 0, 64), 32768, views=True))
+
+
 def fuzz_naa(slen=16, seed=0):
     """The NAA designator (VPD 83h) of the harness's LU: make_name() serial, then lu.c's FNV-1a."""
     abc = b'abcdefghijklmnopqrstuvwxyz0123456789.-:'
