@@ -493,7 +493,8 @@ def main():
     gl = goals(results, med)
     text = summary(med, rat, gl)
     if cost:
-        text += "\n== system calls per I/O by kind (perf trace on the target; one run each)\n" + \
+        text += "\n== system calls per I/O by kind (the target traced: perf trace on this host, strace in the guest; " \
+            "one run each)\n" + \
             "\n".join(cost_row(x) for x in cost)
     log(text)
     doc = {"commit": commit, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": os.uname().nodename,

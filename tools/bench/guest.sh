@@ -206,6 +206,10 @@ one() {   # one PROV IP ROUND TARGET
 	[ $1 = tcp ] && iface=default
 	start_${4%%-*} $kind $2 || { vm_log "$4 on $1: did not start"; stop_target $4; return 1; }
 	dev=$(bench_login $IQN $PORTAL $iface $LUN) && [ -n "$dev" ] || { vm_log "$4 on $1: no disk"; bench_logout; stop_target $4; return 1; }
+	# The 200 MiB the workloads touch, written once: reads of a RAM LU's untouched
+	# pages would all come from the one zero page, and of the NVMe image's holes.
+	fio --name=fill --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=8 --rw=write --bs=1m \
+		--size=200m --eta=never > /dev/null 2>&1 || { vm_log "$4 on $1: the fill failed"; rc=1; }
 	measure $1 $4 $3 $dev || rc=1
 	bench_logout
 	stop_target $4

@@ -22,6 +22,7 @@ import time
 # Kinds by the file a call works on (perf trace's "fd: N<what>"), then by name.
 FD_KINDS = (("socket:", "socket"), ("anon_inode:[eventfd]", "eventfd"), ("anon_inode:[eventpoll]", "epoll"),
             ("anon_inode:[io_uring]", "io_uring_enter"), ("/dev/infiniband/", "uverbs"),
+            ("anon_inode:[infinibandevent]", "cq_event"),
             ("anon_inode:[signalfd]", "signalfd"), ("anon_inode:[timerfd]", "timerfd"))
 NAME_KINDS = {"epoll_wait": "epoll", "epoll_pwait": "epoll", "epoll_pwait2": "epoll", "epoll_ctl": "epoll",
               "io_uring_enter": "io_uring_enter", "futex": "futex", "sched_yield": "sched_yield"}
@@ -29,10 +30,10 @@ NAME_KINDS = {"epoll_wait": "epoll", "epoll_pwait": "epoll", "epoll_pwait2": "ep
 CALL = re.compile(r"\):\s+(?:\S+/\d+\s+)?(\w+)\((?:\w+: -?\d+<([^>]*)>)?")
 # strace -f -y: "[PID ]name(N<file>, ..."; "<... name resumed>" ends a call counted at its start.
 STRACE_CALL = re.compile(r"^(?:\d+\s+)?(\w+)\((?:-?\d+<([^>]*)>)?")
-# The kinds a real NIC would not pay: on rxe and siw every post and every
-# completion-channel re-arm is a system call on the uverbs file; on a
-# hardware RNIC it is a doorbell store in user space (docs/architecture.md).
-SOFTWARE_RDMA = ("uverbs",)
+# uverbs is the kind a real NIC would not pay: on rxe (and for posts on siw)
+# every post and completion-queue re-arm is a system call on the device
+# file; on a hardware RNIC it is a doorbell store in user space.  cq_event
+# (reading the completion channel after a wake-up) is paid on hardware too.
 
 
 def kind(name, fd):
