@@ -115,8 +115,10 @@ static void submit(struct scsi_cmd *cmd, enum backstore_op op, uint64_t lba, uin
 	backstore_submit(cmd->lu->bs, io);
 }
 
-/* Reads at least this long go out from a store's view when it gives one; a
- * shorter copy costs about what the view's shared count does (tools/bench). */
+/* Reads at least this long go out from a store's view when it gives one.  The
+ * copy a view saves grows with the length, while every view touches a count
+ * all reactors share; short reads keep their copy (views were measured at 128
+ * KiB and more, docs/architecture.md, not below). */
 #define SBC_VIEW_MIN (16u << 10)
 
 /* The READ's blocks as the store's own bytes (no copy), where the transport and the store allow it. */
