@@ -54,9 +54,18 @@ def parse_kv(data):
 
 
 class Conn:
-    def __init__(self, port, host='127.0.0.1', timeout=5, src=None):
-        self.s = socket.create_connection((host, port), timeout=timeout,
-                                          source_address=(src, 0) if src else None)
+    def __init__(self, port, host='127.0.0.1', timeout=5, src=None, rcvbuf=None):
+        """rcvbuf: SO_RCVBUF set before connecting (the window the target may fill while this side does not read)."""
+        if rcvbuf:
+            self.s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            self.s.settimeout(timeout)
+            if src:
+                self.s.bind((src, 0))
+            self.s.connect((host, port))
+        else:
+            self.s = socket.create_connection((host, port), timeout=timeout,
+                                              source_address=(src, 0) if src else None)
         self.itt = 1
         self.cmdsn = 1
         self.statsn = 0
