@@ -223,8 +223,7 @@ class Tcp:
                 ios, kinds, names, complaints = syscalls.traced(pid, self.work, one, f"{t}-{wl}")
                 if not kinds.get("socket"):
                     raise RuntimeError(f"--cost: perf trace saw no socket call of {t} over {ios} I/Os")
-                x = dict(section="cost", prov="loopback", target=t, workload=wl, ios=ios,
-                         per_io=kinds, per_io_by_call=names, total=sum(kinds.values()), perf=complaints)
+                x = syscalls.entry("loopback", t, wl, ios, kinds, names, complaints)
                 out.append(x)
                 log(cost_row(x))
 
@@ -275,7 +274,7 @@ class Tcp:
 
 def cost_row(x):
     kinds = ", ".join(f"{k} {v:.2f}" for k, v in sorted(x["per_io"].items(), key=lambda kv: -kv[1]) if v >= 0.005)
-    lost = f"  (perf: {'; '.join(x['perf'])[:120]})" if x["perf"] else ""
+    lost = f"  (tracer: {'; '.join(x['complaints'])[:120]})" if x["complaints"] else ""
     return f"  cost  {x['prov']:8} {x['target']:19} {x['workload']:18} {x['total']:6.2f} calls/IO over {x['ios']} I/Os: {kinds}{lost}"
 
 
@@ -449,7 +448,8 @@ def main():
     ap.add_argument("--out", help="results folder (default bench-results/DATE-TIME)")
     ap.add_argument("--quick", action="store_true", help="a 2-minute subset: 1 round, fewer workloads")
     ap.add_argument("--cost", action="store_true",
-                    help="tcp: also count each target's system calls per I/O by kind (perf trace), one run per workload")
+                    help="also count each target's system calls per I/O by kind (perf trace on this host, "
+                         "strace in the guest), one traced run per workload")
     ap.add_argument("--smoke", action="store_true", help="seconds: checks that the bench runs (meson test bench-smoke)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)

@@ -193,9 +193,7 @@ kinds, names = syscalls.parse(open(trace, errors="replace"), "strace")
 complaints = [x.strip() for x in open(err) if x.strip()]
 if not ios or not sum(kinds.values()):
     sys.exit(f"cost {prov} {target} {wl}: {ios} I/Os, {sum(kinds.values())} calls seen: {complaints}")
-per = lambda c: {k: v / ios for k, v in sorted(c.items())}
-print(json.dumps({"section": "cost", "prov": prov, "target": target, "workload": wl, "ios": ios,
-    "per_io": per(kinds), "per_io_by_call": per(names), "total": sum(kinds.values()) / ios, "perf": complaints}))
+print(json.dumps(syscalls.entry(prov, target, wl, ios, kinds, names, complaints)))
 PY
 	tail -1 "$OUT"
 }

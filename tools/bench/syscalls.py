@@ -62,10 +62,18 @@ def parse(lines, tracer="perf"):
     return kinds, names
 
 
+def entry(prov, target, workload, ios, kinds, names, complaints):
+    """One "cost" record of results.json (host and guest alike): the calls per I/O by kind and by kind/call."""
+    per = lambda c: {k: v / max(ios, 1) for k, v in sorted(c.items())}
+    return {"section": "cost", "prov": prov, "target": target, "workload": workload, "ios": ios,
+            "per_io": per(kinds), "per_io_by_call": per(names), "total": sum(kinds.values()) / max(ios, 1),
+            "complaints": complaints}
+
+
 def traced(pid, work, fn, tag):
     """Run fn() (returns the workload's I/O count) with perf trace on every
-    thread of pid; returns (ios, {kind: calls per I/O}, {kind/name: calls per
-    I/O}, perf's complaints)."""
+    thread of pid; returns (ios, calls by kind, calls by kind/name, perf's
+    complaints)."""
     out = os.path.join(work, f"trace-{tag}.txt")
     err = open(os.path.join(work, f"trace-{tag}.err"), "w+")
     p = subprocess.Popen(["perf", "trace", "--no-inherit", "-p", str(pid), "-o", out],
@@ -87,8 +95,7 @@ def traced(pid, work, fn, tag):
     if kinds.pop("LOST", 0):
         complaints.append("perf trace lost events: the counts are low")
     os.unlink(out)
-    per = lambda c: {k: v / max(ios, 1) for k, v in sorted(c.items())}
-    return ios, per(kinds), per(names), complaints
+    return ios, kinds, names, complaints
 
 
 def available():
