@@ -215,9 +215,11 @@ static void send_pdu_now(struct rdma_conn *c, struct xp_pdu *p)
 	}
 	memcpy(m + ISER_HDR_LEN, p->bhs, PDU_BHS_LEN);
 	uint32_t len = ISER_HDR_LEN + PDU_BHS_LEN;
-	memcpy(m + len, p->ahs, p->ahs_len);
+	if (p->ahs_len)
+		memcpy(m + len, p->ahs, p->ahs_len);
 	len += p->ahs_len;
-	memcpy(m + len, p->data, p->data_len);
+	if (p->data_len)   /* a PDU without data may have no data pointer */
+		memcpy(m + len, p->data, p->data_len);
 	len += p->data_len;
 	struct wr_ctx *w = &c->tx_ctx[slot];
 	w->kind = WR_SEND;
