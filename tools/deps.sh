@@ -15,7 +15,7 @@ else
 	      qemu-system-x86 busybox-static cpio kmod xz-utils open-iscsi e2fsprogs util-linux iproute2
 	      multipath-tools udev fence-agents targetcli-fb ibverbs-utils perftest
 	      ceph-mon ceph-osd ceph-common librbd-dev tgt-rbd
-	      debhelper lintian debootstrap ddpt open-isns-server open-isns-utils linux-perf strace)
+	      debhelper lintian debootstrap ddpt open-isns-server open-isns-utils linux-perf strace gdb)
 fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

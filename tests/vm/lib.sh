@@ -34,7 +34,15 @@ ok() {
 	if why=$(vm_known "$d"); then
 		VM_XFAIL=$((VM_XFAIL + 1)); echo "not ok - $d [$(vm_took $t)] # TODO known: $why"; return 1
 	fi
-	VM_FAIL=$((VM_FAIL + 1)); echo "not ok - $d [$(vm_took $t)]"; return 1
+	VM_FAIL=$((VM_FAIL + 1)); echo "not ok - $d [$(vm_took $t)]"; vm_rdma_state; return 1
+}
+# After a failed check, the state of each RDMA device's QP1 (GSI): on
+# Soft-RoCE, QP1 in ERR means no connection to or from the device can be made
+# any more, whoever's (tests/chaos/README.md), which a failure should name.
+vm_rdma_state() {
+	local q
+	q=$(rdma res show qp 2>/dev/null | grep 'type GSI') || return 0
+	sed 's/^/    QP1: /' <<< "$q"
 }
 # must DESC CMD...: a check the rest of the script depends on.
 must() { ok "$@" || { echo "    (fatal: stopping here)"; vm_done; }; }
@@ -149,12 +157,25 @@ isertd_start() {
 	wait_for 20 port_listening "$port" || { vm_log "isertd did not listen on $port"; tail -20 "$VM_WORK/isertd.log"; return 1; }
 	kill -0 $ISERTD_PID
 }
+# A crash (abort, SIGSEGV) leaves a core in $VM_WORK, the share that outlives the guest.
+ulimit -c unlimited 2>/dev/null
+echo "$VM_WORK/core.%e.%p" > /proc/sys/kernel/core_pattern 2>/dev/null
+# isertd_core PID: the backtrace of every thread of a crashed isertd, from its core (then removed).
+isertd_core() {
+	local f=$VM_WORK/core.isertd.$1
+	[ -f "$f" ] || return 0
+	vm_log "isertd $1 left a core: its threads' stacks"
+	gdb -batch -nx -ex "thread apply all bt 16" "$ISERT_BUILD/target/isertd" "$f" 2>/dev/null |
+		grep -E '^(#|Thread)' | head -120 | sed 's/^/    /'
+	rm -f "$f"
+}
 isertd_stop() {
 	[ -n "$ISERTD_PID" ] || return 0
-	kill -TERM $ISERTD_PID 2>/dev/null
-	wait $ISERTD_PID; local rc=$?
+	local pid=$ISERTD_PID
+	kill -TERM $pid 2>/dev/null
+	wait $pid; local rc=$?
 	ISERTD_PID=
-	[ $rc -eq 0 ] || vm_log "isertd exited with status $rc"
+	[ $rc -eq 0 ] || { vm_log "isertd exited with status $rc"; isertd_core $pid; }
 	return $rc
 }
 # iserctl ARGS...: the build tree's iserctl on $ISERTD_SOCK.
