@@ -616,7 +616,17 @@ static void disconnect_when_port_up(void *arg)
  * peer hears of the close once the port is back, by our DREQ or by its own
  * timeout.
  * A shutdown's forced close (xp_stop_waiting) sends it at once.
+ * Only where the CM sends on QP1 (InfiniBand, RoCE): iWARP's disconnect goes
+ * on the connection's own TCP stream.  Held on siw too, it went out when the
+ * link came back, just as the initiator connected again, which is the race
+ * of rdma_int.h's IWARP_RECONNECT_GAP_MS: siw's listener broke (that iSER
+ * portal took no connection again, and destroying it hit a kernel BUG).
  */
+static bool cm_sends_on_qp1(const struct rdma_conn *c)
+{
+	return !c->id->verbs || c->id->verbs->device->transport_type != IBV_TRANSPORT_IWARP;
+}
+
 static void hold_disconnect(struct rdma_conn *c)
 {
 	c->port_down_since_ns = reactor_now_ns();
@@ -646,7 +656,7 @@ static void rdma_close(struct xp_conn *xc)
 			c->flush_timer = reactor_timer_add(c->xc.reactor, RDMA_FLUSH_WAIT_MS, flush_timeout, c);
 	}
 	if (c->established && !c->disconnected) {
-		if (!xp_stopping() && (c->xc.err || !port_active(c)))
+		if (!xp_stopping() && cm_sends_on_qp1(c) && (c->xc.err || !port_active(c)))
 			hold_disconnect(c);
 		else
 			rdma_disconnect(c->id);
