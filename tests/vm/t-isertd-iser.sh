@@ -131,21 +131,53 @@ logout_gone() { iscsi_logout "$1" "$2" iser >/dev/null && iscsi_no_session "$1";
 # must not close its connection with a DREQ while the port is down: on
 # Soft-RoCE that send moves the device's QP1 (GSI) to error for good and no
 # connection can be made on the device again (hold_disconnect, common/rdma.c).
+# Soft-RoCE also moves QP1 to error by itself in some such flaps (about 1 in
+# 3 here) when isertd closed no connection, so sent no DREQ at all: the
+# kernel initiator's session cannot come back then.  A dead QP1 is isertd's
+# failure when isertd closed a connection during the flap (its log says so:
+# a failed work request or a held disconnect); otherwise both checks are
+# reported as the kernel's (not ok ... # TODO known).  It runs last in the
+# script (flap_rxe), as nothing can use rxe0 after such a failure.
 flap_under_io() {
-	local p=$1 dev=$2 f rc
+	local p=$1 dev=$2 f rc n0 closed why
 	# After the idle flap before it: every session logged in again, no reconnect on the way.
 	wait_for 30 bash -c '! grep -qv LOGGED_IN /sys/class/iscsi_session/*/state'
 	fio --name=flap --filename=$dev --direct=1 --ioengine=libaio --iodepth=4 --rw=randrw --bsrange=4k-256k \
 		--verify=crc32c --verify_fatal=1 --size=32m --time_based --runtime=30 --eta=never \
 		--output="$VM_WORK/fio-flap-$p.txt" & f=$!
 	sleep 5
+	n0=$(wc -l < "$VM_WORK/isertd.log")
 	ip link set vmnet_$p down && sleep 2 && ip link set vmnet_$p up
 	wait_for 20 rdma_port_active ${p}0
 	wait $f; rc=$?
+	closed=$(tail -n +$((n0 + 1)) "$VM_WORK/isertd.log" | grep -cE "work request failed|RDMA WRITE failed|send failed|disconnect waits")
+	echo "    isertd logged $closed connection failure(s) during the flap"
+	if [ "$closed" -eq 0 ] && ! rdma res show qp link ${p}0 | grep -q 'type GSI state RTS'; then
+		why="Soft-RoCE moved QP1 to error in a link flap in which isertd closed no connection (the kernel's rdma_rxe, tests/chaos/README.md)"
+		vm_xfail "$p: the RDMA link down for 2 s under fio crc32c verify: the session comes back, no errors" "$why"
+		vm_xfail "$p: after that flap the device's QP1 still works (isertd sent no DREQ while the port was down)" "$why"
+		return 0
+	fi
 	ok "$p: the RDMA link down for 2 s under fio crc32c verify: the session comes back, no errors" test $rc -eq 0
 	[ $rc -eq 0 ] || tail -5 "$VM_WORK/fio-flap-$p.txt" | sed 's/^/    /'
 	ok "$p: after that flap the device's QP1 still works (isertd sent no DREQ while the port was down)" \
 		bash -c "rdma res show qp link ${p}0 | grep -q 'type GSI state RTS'"
+}
+# flap_rxe: flap_under_io on a fresh rxe0, isertd and session, last in the script.
+flap_rxe() {
+	local ip t=$VM_PREFIX:open dev
+	vm_log "=== iSER on rxe: the link down under I/O"
+	ip=$(rdma_up rxe) || { ok "rxe flap: Soft-RoCE up" false; return 1; }
+	config rxe $ip adaptive
+	must "rxe flap: isertd starts" isertd_start /tmp/isertd-iser-rxe.json 3262
+	iscsi_node $t $ip:3260 iser
+	ok "rxe flap: login over iSER, 2 LUNs appear" \
+		bash -c "iscsiadm -m node -T $t -p $ip:3260 -I iser --login >/dev/null" || return 1
+	iscsi_wait_disks $t 2
+	read -r _ dev <<< "$(iscsi_disks $t | head -1)"
+	flap_under_io rxe /dev/$dev
+	ok "rxe flap: logout" logout_gone $t $ip:3260
+	ok "rxe flap: isertd stops cleanly" isertd_stop
 }
 
 one_provider() {
@@ -195,7 +227,6 @@ one_provider() {
 	wait_for 20 rdma_port_active ${p}0
 	ok "$p: after the RDMA link went down and up, I/O works again" \
 		wait_for 60 dd if=/dev/$dev of=/dev/null bs=1M count=4 iflag=direct status=none
-	[ $p = rxe ] && flap_under_io $p /dev/$dev
 	# isertd restarted under a logged-in session: the initiator reconnects and I/O resumes.
 	isertd_stop >/dev/null 2>&1
 	must "$p: isertd starts again" isertd_start /tmp/isertd-iser-$p.json 3262
@@ -452,4 +483,5 @@ two_devices() {
 must "iscsid starts" iscsi_start
 for_each_rdma one_provider
 two_devices
+flap_rxe
 vm_done
