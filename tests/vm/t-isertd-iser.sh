@@ -140,7 +140,7 @@ logout_gone() { iscsi_logout "$1" "$2" iser >/dev/null && iscsi_no_session "$1";
 # script (flap_rxe), as nothing can use rxe0 after such a failure.
 flap_under_io() {
 	local p=$1 dev=$2 f rc n0 closed why
-	# After the idle flap before it: every session logged in again, no reconnect on the way.
+	# Every session logged in, no reconnect on the way.
 	wait_for 30 bash -c '! grep -qv LOGGED_IN /sys/class/iscsi_session/*/state'
 	fio --name=flap --filename=$dev --direct=1 --ioengine=libaio --iodepth=4 --rw=randrw --bsrange=4k-256k \
 		--verify=crc32c --verify_fatal=1 --size=32m --time_based --runtime=30 --eta=never \
