@@ -1,12 +1,16 @@
 /*
- * The reactor loop: epoll for sockets and CQ channels, the io_uring ring's
- * own fd in the same epoll set, an eventfd for messages from other threads,
- * a deferred-call queue and one-shot timers.
+ * The reactor loop: epoll for sockets and CQ channels, an eventfd for
+ * messages from other threads, io_uring rings for backstore I/O, a
+ * deferred-call queue and one-shot timers.  The rings are not in the epoll
+ * set: their completions are read from user space on every iteration, and
+ * while a ring has requests out the reactor sleeps in that ring rather than
+ * in epoll_wait (ring_sleep).
  */
 #include "common/reactor.h"
 
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +48,22 @@ struct reactor_timer {
 	struct reactor_timer *next;
 };
 
+/*
+ * One io_uring ring and what the reactor has out on it.  inflight counts the
+ * SQEs handed to callers whose completion is not reaped yet (every request
+ * the backstores make completes once); the two polls are the reactor's own,
+ * armed when it sleeps in this ring and not counted.
+ */
+struct reactor_ring {
+	struct io_uring u;
+	bool ok;
+	unsigned pending;    /* SQEs not submitted yet */
+	unsigned inflight;
+	bool epoll_armed;    /* a one-shot poll on the epoll fd waits in this ring */
+	bool peer_armed;     /* ... on the other ring's fd */
+	struct reactor_uring_op epoll_op, peer_op;
+};
+
 struct reactor_poller {
 	int (*poll)(void *arg);
 	int (*arm)(void *arg);
@@ -71,21 +91,19 @@ struct reactor {
 	struct reactor_call *msgs;
 	size_t nmsgs, msgs_cap;
 	struct reactor_timer *timers; /* sorted by deadline */
-	struct io_uring ring;
-	bool have_ring;
+	struct reactor_ring ring;
 	bool registered;     /* in the registry reactor_next() walks (not a private one) */
-	unsigned ring_pending;
 	/*
 	 * The big ring (SQE128 | CQE32) for uring_cmd passthrough, made on the
 	 * first reactor_uring_sqe_cmd(): most reactors never need one, and a
 	 * ring of 128-byte entries for every reactor would cost memory and a
 	 * kernel that lacks the flags a warning at start for nothing.
 	 */
-	struct io_uring big;
-	bool have_big, big_failed;
-	unsigned big_pending;
+	struct reactor_ring big;
+	bool big_failed;
+	bool epoll_ready;    /* a ring's poll on the epoll fd fired */
 	struct bufpool *pool;
-	struct reactor_fd ring_entry, ev_entry, big_entry;
+	struct reactor_fd ev_entry;
 };
 
 static __thread struct reactor *tls_reactor;
@@ -140,85 +158,142 @@ uint64_t reactor_now_ns(void)
 struct reactor *reactor_self(void) { return tls_reactor; }
 int reactor_index(const struct reactor *r) { return r->index; }
 struct bufpool *reactor_bufpool(struct reactor *r) { return r->pool; }
-struct io_uring *reactor_ring(struct reactor *r) { return r->have_ring ? &r->ring : NULL; }
+struct io_uring *reactor_ring(struct reactor *r) { return r->ring.ok ? &r->ring.u : NULL; }
 
-/* An SQE of ring; *pending counts those not submitted yet. */
-static struct io_uring_sqe *ring_sqe(struct io_uring *ring, unsigned *pending)
+/* An SQE of q, submitted with the loop's next submission. */
+static struct io_uring_sqe *ring_sqe(struct reactor_ring *q)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->u);
 	if (!sqe) {
 		/* Ring full: push what is queued and try once more. */
-		io_uring_submit(ring);
-		*pending = 0;
-		sqe = io_uring_get_sqe(ring);
+		io_uring_submit(&q->u);
+		q->pending = 0;
+		sqe = io_uring_get_sqe(&q->u);
 	}
 	if (sqe)
-		(*pending)++;
+		q->pending++;
 	return sqe;
 }
 
-/* Run the callback of every completion ring holds. */
-static void ring_reap(struct io_uring *ring)
+/* An SQE for a caller's request, counted until its completion is reaped. */
+static struct io_uring_sqe *ring_request(struct reactor_ring *q)
+{
+	struct io_uring_sqe *sqe = q->ok ? ring_sqe(q) : NULL;
+	if (sqe)
+		q->inflight++;
+	return sqe;
+}
+
+static void ring_submit(struct reactor_ring *q)
+{
+	if (q->ok && q->pending) {
+		io_uring_submit(&q->u);
+		q->pending = 0;
+	}
+}
+
+/*
+ * Run the callback of every completion q holds (no system call: the CQ is
+ * shared memory); returns how many requests completed.
+ */
+static int ring_reap(struct reactor *r, struct reactor_ring *q)
 {
 	struct io_uring_cqe *cqe;
-	while (io_uring_peek_cqe(ring, &cqe) == 0) {
+	int n = 0;
+	while (q->ok && io_uring_peek_cqe(&q->u, &cqe) == 0) {
 		struct reactor_uring_op *op = io_uring_cqe_get_data(cqe);
 		int res = cqe->res;
-		io_uring_cqe_seen(ring, cqe);
-		if (op && op->cb)
-			op->cb(op, res);
+		io_uring_cqe_seen(&q->u, cqe);
+		if (op == &q->epoll_op) {
+			q->epoll_armed = false;
+			r->epoll_ready = true;
+		} else if (op == &q->peer_op) {
+			q->peer_armed = false;
+		} else {
+			if (q->inflight)
+				q->inflight--;
+			n++;
+			if (op && op->cb)
+				op->cb(op, res);
+		}
 	}
+	return n;
+}
+
+static int reap_rings(struct reactor *r)
+{
+	return ring_reap(r, &r->ring) + ring_reap(r, &r->big);
 }
 
 struct io_uring_sqe *reactor_uring_sqe(struct reactor *r)
 {
-	return r->have_ring ? ring_sqe(&r->ring, &r->ring_pending) : NULL;
+	return ring_request(&r->ring);
 }
-
-static void reap_ring(void *arg, uint32_t events)
-{
-	(void)events;
-	ring_reap(&((struct reactor *)arg)->ring);
-}
-
-static void reap_big(void *arg, uint32_t events)
-{
-	(void)events;
-	ring_reap(&((struct reactor *)arg)->big);
-}
-
-static int epoll_add(struct reactor *r, int fd, uint32_t events, struct reactor_fd *e);
 
 /* The big ring, reaped and submitted like the main one; false if the kernel refuses it (said once). */
 static bool big_ring(struct reactor *r)
 {
-	if (r->have_big || r->big_failed)
-		return r->have_big;
-	if (!r->have_ring) {
+	if (r->big.ok || r->big_failed)
+		return r->big.ok;
+	if (!r->ring.ok) {
 		/* A private reactor, or io_uring unavailable (already said): callers go synchronous. */
 		r->big_failed = true;
 		return false;
 	}
-	int rc = io_uring_queue_init(REACTOR_BIG_ENTRIES, &r->big, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
-	if (rc == 0) {
-		r->big_entry = (struct reactor_fd){ .fd = r->big.ring_fd, .cb = reap_big, .arg = r };
-		rc = epoll_add(r, r->big.ring_fd, EPOLLIN, &r->big_entry);
-		if (rc)
-			io_uring_queue_exit(&r->big);
-	}
+	int rc = io_uring_queue_init(REACTOR_BIG_ENTRIES, &r->big.u, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
 	if (rc) {
 		r->big_failed = true;
 		log_warn("reactor %d: io_uring with 128-byte SQEs unavailable (%s; Linux 5.19 or later has them): "
 			 "NVMe passthrough runs synchronously on this reactor", r->index, strerror(-rc));
 		return false;
 	}
-	r->have_big = true;
+	r->big.ok = true;
 	return true;
 }
 
 struct io_uring_sqe *reactor_uring_sqe_cmd(struct reactor *r)
 {
-	return big_ring(r) ? ring_sqe(&r->big, &r->big_pending) : NULL;
+	return big_ring(r) ? ring_request(&r->big) : NULL;
+}
+
+/* A one-shot POLLIN on fd in ring q, its completion marked by op; false if q is full. */
+static bool ring_arm_poll(struct reactor_ring *q, int fd, struct reactor_uring_op *op, bool *armed)
+{
+	if (*armed)
+		return true;
+	struct io_uring_sqe *sqe = ring_sqe(q);
+	if (!sqe)
+		return false;
+	io_uring_prep_poll_add(sqe, fd, POLLIN);
+	io_uring_sqe_set_data(sqe, op);
+	*armed = true;
+	return true;
+}
+
+/*
+ * Sleep in a ring that has requests out instead of in epoll_wait: the
+ * io_uring_enter that submits the request then also waits for it, and its
+ * completion wakes the reactor there, one system call where epoll took a
+ * second wake-up (a QD1 read on a file LU: 4 calls, not 5).  One-shot polls
+ * in the same ring on the epoll fd, and on the other ring's fd if that has
+ * requests out too, keep sockets, messages and the other ring waking it.
+ * Returns false, having slept not at all, if a poll could not be armed.
+ */
+static bool ring_sleep(struct reactor *r, int timeout_ms)
+{
+	struct reactor_ring *w = r->ring.inflight ? &r->ring : &r->big;
+	struct reactor_ring *o = w == &r->ring ? &r->big : &r->ring;
+	if (!ring_arm_poll(w, r->epfd, &w->epoll_op, &w->epoll_armed) ||
+	    (o->inflight && !ring_arm_poll(w, o->u.ring_fd, &w->peer_op, &w->peer_armed)))
+		return false;
+	ring_submit(o);
+	struct __kernel_timespec ts = { .tv_sec = timeout_ms / 1000, .tv_nsec = (timeout_ms % 1000) * 1000000ll };
+	struct io_uring_cqe *cqe;
+	int rc = io_uring_submit_and_wait_timeout(&w->u, &cqe, 1, timeout_ms >= 0 ? &ts : NULL, NULL);
+	w->pending = 0;
+	if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+		log_warn("reactor %d: io_uring wait: %s", r->index, strerror(-rc));
+	return true;
 }
 
 static void drain_msgs(void *arg, uint32_t events)
@@ -266,16 +341,9 @@ static struct reactor *create(int index, enum reactor_poll_mode mode, bool priva
 		goto fail;
 	if (private)
 		return r;
-	int rc = io_uring_queue_init(REACTOR_RING_ENTRIES, &r->ring, 0);
-	if (rc == 0) {
-		r->have_ring = true;
-		r->ring_entry = (struct reactor_fd){ .fd = r->ring.ring_fd, .cb = reap_ring, .arg = r };
-		if (epoll_add(r, r->ring.ring_fd, EPOLLIN, &r->ring_entry)) {
-			io_uring_queue_exit(&r->ring);
-			r->have_ring = false;
-		}
-	}
-	if (!r->have_ring && index == 0)
+	int rc = io_uring_queue_init(REACTOR_RING_ENTRIES, &r->ring.u, 0);
+	r->ring.ok = rc == 0;
+	if (!r->ring.ok && index == 0)
 		log_warn("io_uring unavailable (%s): file and block I/O fall back to synchronous calls",
 			 strerror(-rc));
 	registry_set(r, true);
@@ -302,12 +370,10 @@ void reactor_destroy(struct reactor *r)
 		return;
 	if (r->registered)
 		registry_set(r, false);
-	if (r->have_ring) {
-		r->have_ring = false;
-		io_uring_queue_exit(&r->ring);
-	}
-	if (r->have_big)
-		io_uring_queue_exit(&r->big);
+	if (r->ring.ok)
+		io_uring_queue_exit(&r->ring.u);
+	if (r->big.ok)
+		io_uring_queue_exit(&r->big.u);
 	for (int i = 0; i < r->nfds; i++)
 		free(r->fds[i]);
 	free(r->fds);
@@ -548,14 +614,7 @@ static int iterate(struct reactor *r, int max_timeout, uint64_t *last_work)
 	bool polling = r->mode != REACTOR_EVENT && r->pollers;
 	if (polling)
 		work |= run_pollers(r, false) > 0;
-	if (r->have_ring && r->ring_pending) {
-		io_uring_submit(&r->ring);
-		r->ring_pending = 0;
-	}
-	if (r->have_big && r->big_pending) {
-		io_uring_submit(&r->big);
-		r->big_pending = 0;
-	}
+	work |= reap_rings(r) > 0;
 	int timeout = max_timeout;
 	uint64_t now = reactor_now_ns();
 	if (r->ndefer || r->mode == REACTOR_BUSY_POLL ||
@@ -572,7 +631,19 @@ static int iterate(struct reactor *r, int max_timeout, uint64_t *last_work)
 		work = true;
 		timeout = 0;
 	}
-	int n = epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, timeout);
+	int n;
+	r->epoll_ready = false;
+	if (timeout != 0 && (r->ring.inflight || r->big.inflight) && ring_sleep(r, timeout)) {
+		work |= reap_rings(r) > 0;
+		n = r->epoll_ready ? epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, 0) : 0;
+	} else {
+		ring_submit(&r->ring);
+		ring_submit(&r->big);
+		/* Requests out but no poll armed (a ring full): epoll cannot see their completion, so no sleep. */
+		if (r->ring.inflight || r->big.inflight)
+			timeout = 0;
+		n = epoll_wait(r->epfd, evs, REACTOR_MAX_EVENTS, timeout);
+	}
 	if (n < 0) {
 		if (errno == EINTR)
 			return 0;

@@ -37,8 +37,9 @@ void reactor_destroy(struct reactor *r);
 /* Run the loop on the calling thread until reactor_stop(). */
 void reactor_run(struct reactor *r);
 /*
- * For libraries that live in the caller's event loop: the reactor's epoll
- * fd is readable whenever it has work; reactor_poll_once() runs one
+ * For libraries that live in the caller's event loop: a private reactor's
+ * epoll fd is readable whenever it has work (a reactor with io_uring rings
+ * keeps them out of its epoll set: see reactor.c); reactor_poll_once() runs one
  * iteration (deferred calls, ready fds, io_uring completions, due timers),
  * waiting at most timeout_ms (0: not at all).  Returns the number of events
  * handled, or -errno.
@@ -79,7 +80,9 @@ int reactor_send(struct reactor *r, reactor_fn fn, void *arg);
 /*
  * The reactor's io_uring (NULL if io_uring could not be set up: callers fall
  * back to synchronous I/O and reactor_defer()).  Get an SQE with
- * reactor_uring_sqe(); the ring is submitted once per loop iteration.
+ * reactor_uring_sqe(); the ring is submitted once per loop iteration.  Each
+ * SQE taken must complete exactly once (no multishot requests): the reactor
+ * counts them to know when it may sleep in the ring.
  */
 struct io_uring *reactor_ring(struct reactor *r);
 struct io_uring_sqe *reactor_uring_sqe(struct reactor *r);

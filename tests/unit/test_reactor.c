@@ -5,7 +5,9 @@
  * reactor; the big ring.
  */
 #include <CUnit/Basic.h>
+#include <errno.h>
 #include <liburing.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -218,6 +220,85 @@ static void test_big_ring(void)
 	reactor_destroy(r);
 }
 
+/*
+ * A request that completes after ms milliseconds (an io_uring timeout), on
+ * the main or the big ring; false if there is no such ring here.
+ */
+static bool sleep_op(struct reactor *r, bool big, struct big_op *b, struct __kernel_timespec *ts, long ms)
+{
+	*b = (struct big_op){ .op.cb = big_cb };
+	*ts = (struct __kernel_timespec){ .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000l };
+	struct io_uring_sqe *sqe = big ? reactor_uring_sqe_cmd(r) : reactor_uring_sqe(r);
+	if (!sqe)
+		return false;
+	io_uring_prep_timeout(sqe, ts, 0, 0);
+	io_uring_sqe_set_data(sqe, &b->op);
+	return true;
+}
+
+static int sent;
+
+static void *send_later(void *arg)
+{
+	usleep(20000);
+	reactor_send(arg, deferred, &sent);
+	return NULL;
+}
+
+/*
+ * With a request out the reactor sleeps in its ring, not in epoll_wait:
+ * the completion wakes it, and so do a ready fd, a message from another
+ * thread, the other ring's completion and the timeout it was given, each
+ * before the long request completes.
+ */
+static void test_ring_sleep(void)
+{
+	struct reactor *r = reactor_create(0, REACTOR_EVENT);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	if (!reactor_ring(r)) {
+		reactor_destroy(r);
+		return;
+	}
+	struct big_op quick, slow, other;
+	struct __kernel_timespec tq, ts, to;
+
+	CU_ASSERT_TRUE_FATAL(sleep_op(r, false, &quick, &tq, 10));
+	for (int i = 0; i < 5 && !quick.done; i++)
+		reactor_poll_once(r, -1);   /* would hang if the completion did not wake it */
+	CU_ASSERT_EQUAL(quick.done, 1);
+	CU_ASSERT_EQUAL(quick.res, -ETIME);
+
+	CU_ASSERT_TRUE_FATAL(sleep_op(r, false, &slow, &ts, 60000));
+	/* An fd already readable when the reactor goes to sleep. */
+	struct fake_cq q = { .efd = eventfd(0, EFD_NONBLOCK) };
+	CU_ASSERT_EQUAL(reactor_add_fd(r, q.efd, EPOLLIN, fake_event, &q), 0);
+	q.armed = true;
+	complete_one(&q);
+	for (int i = 0; i < 5 && !q.events; i++)
+		reactor_poll_once(r, -1);
+	CU_ASSERT_EQUAL(q.events, 1);
+	/* A message from another thread while it sleeps. */
+	pthread_t t;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, send_later, r), 0);
+	for (int i = 0; i < 5 && !sent; i++)
+		reactor_poll_once(r, -1);
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(sent, 1);
+	/* The big ring's completion, while the main ring's request is out (none before Linux 5.19). */
+	if (sleep_op(r, true, &other, &to, 20)) {
+		for (int i = 0; i < 5 && !other.done; i++)
+			reactor_poll_once(r, -1);
+		CU_ASSERT_EQUAL(other.done, 1);
+		CU_ASSERT_EQUAL(other.res, -ETIME);
+	}
+	/* The timeout it was given. */
+	CU_ASSERT_EQUAL(reactor_poll_once(r, 30), 0);
+	CU_ASSERT_EQUAL(slow.done, 0);
+	reactor_del_fd(r, q.efd);
+	close(q.efd);
+	reactor_destroy(r);   /* the slow request is cancelled with the ring */
+}
+
 int main(void)
 {
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -228,6 +309,7 @@ int main(void)
 	CU_add_test(s, "adaptive mode: polled, armed before sleeping", test_adaptive_mode);
 	CU_add_test(s, "private reactor: no ring, not in the registry", test_private);
 	CU_add_test(s, "big ring: SQE128, made on first use, reaped by the loop", test_big_ring);
+	CU_add_test(s, "ring sleep: woken by its completion, fds, messages, the big ring, the timeout", test_ring_sleep);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned fails = CU_get_number_of_failures();

@@ -15,7 +15,8 @@
 # BENCH_POLL_MODE (event) for isertd, BENCH_TARGETS (a subset of the names
 # above; isertd-KIND-MODE runs that isertd in poll mode MODE: event,
 # adaptive or busy), BENCH_PROVS (rxe siw; tcp: the kernel initiator over
-# iSCSI/TCP on 127.0.0.1, every target beside the others as over iSER).
+# iSCSI/TCP on 127.0.0.1, every target beside the others as over iSER),
+# BENCH_WORKLOADS (a subset of the workload names, e.g. "4k-randread-qd1").
 # BENCH_COST=1: in round 1, each workload once more on the targets that have
 # a process (isertd, tgtd) under strace -f -y: system calls per I/O by kind
 # (tools/bench/syscalls.py, which says why not perf trace here), one "cost"
@@ -39,6 +40,14 @@ else
 	WLS="4k-randread-qd1:4k:randread:1 4k-randread-qd32:4k:randread:32 4k-randwrite-qd32:4k:randwrite:32 128k-seqread-qd8:128k:read:8"
 fi
 TARGETS=${BENCH_TARGETS:-$TARGETS} PROVS=${BENCH_PROVS:-$PROVS}
+if [ -n "${BENCH_WORKLOADS:-}" ]; then
+	pick=
+	for wl in $WLS; do
+		case " $BENCH_WORKLOADS " in *" ${wl%%:*} "*) pick="$pick $wl" ;; esac
+	done
+	[ -n "$pick" ] || { vm_log "BENCH_WORKLOADS names none of: $(for wl in $WLS; do printf '%s ' "${wl%%:*}"; done)"; exit 1; }
+	WLS=$pick
+fi
 TGTD_PID=
 vm_cleanup_hook() {
 	iscsiadm -m node --logoutall=all >/dev/null 2>&1
