@@ -25,8 +25,6 @@
 /* The big ring carries passthrough commands only (nvme): fewer, larger entries. */
 #define REACTOR_BIG_ENTRIES 128
 #define REACTOR_MAX_EVENTS 64
-/* Adaptive mode keeps spinning this long after the last piece of work. */
-#define REACTOR_ADAPTIVE_SPIN_NS 50000ull
 
 struct reactor_fd {
 	int fd;
@@ -75,6 +73,7 @@ struct reactor_poller {
 struct reactor {
 	int index;
 	enum reactor_poll_mode mode;
+	uint64_t spin_ns;            /* adaptive mode polls on this long after its last work */
 	int epfd;
 	int evfd;
 	volatile bool stopping;
@@ -330,6 +329,7 @@ static struct reactor *create(int index, enum reactor_poll_mode mode, bool priva
 		return NULL;
 	r->index = index;
 	r->mode = mode;
+	r->spin_ns = REACTOR_ADAPTIVE_SPIN_US * 1000ull;
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	r->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	r->pool = bufpool_create();
@@ -581,6 +581,7 @@ void reactor_poller_del(struct reactor *r, struct reactor_poller *p)
 }
 
 enum reactor_poll_mode reactor_mode(const struct reactor *r) { return r->mode; }
+void reactor_set_spin_us(struct reactor *r, unsigned us) { r->spin_ns = us * 1000ull; }
 
 static int run_pollers(struct reactor *r, bool arm)
 {
@@ -618,7 +619,7 @@ static int iterate(struct reactor *r, int max_timeout, uint64_t *last_work)
 	int timeout = max_timeout;
 	uint64_t now = reactor_now_ns();
 	if (r->ndefer || r->mode == REACTOR_BUSY_POLL ||
-	    (r->mode == REACTOR_ADAPTIVE && (work || now - *last_work < REACTOR_ADAPTIVE_SPIN_NS)))
+	    (r->mode == REACTOR_ADAPTIVE && (work || now - *last_work < r->spin_ns)))
 		timeout = 0;
 	else if (r->timers) {
 		uint64_t d = r->timers->deadline > now ? r->timers->deadline - now : 0;

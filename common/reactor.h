@@ -27,6 +27,13 @@ struct reactor_uring_op {
 
 struct reactor *reactor_create(int index, enum reactor_poll_mode mode);
 /*
+ * An adaptive reactor keeps polling this long after its last piece of work
+ * before it sleeps (global.adaptive_spin_us; docs/deploy-iser.md has the
+ * measurements).  Set before reactor_run().
+ */
+#define REACTOR_ADAPTIVE_SPIN_US 50
+void reactor_set_spin_us(struct reactor *r, unsigned us);
+/*
  * A reactor for a library that lives in its caller's event loop (the
  * initiator): event mode, no io_uring ring (reactor_ring() is NULL, file I/O
  * is not its business) and outside the registry, so reactor_next() never

@@ -327,6 +327,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "isertd: cannot create reactor %u\n", i);
 			return 1;
 		}
+		reactor_set_spin_us(reactors[i], cfg->adaptive_spin_us);
 		nreactors++;
 	}
 	/* The running target takes cfg: once the admin socket runs, a change may replace it. */

@@ -175,6 +175,7 @@ struct config {
 	unsigned tcp_keepalive_s;        /* 0 = off */
 	unsigned buffer_pool_mb;         /* per reactor */
 	unsigned shutdown_timeout_s;
+	unsigned adaptive_spin_us;       /* poll_mode "adaptive": how long a reactor polls on after its last work */
 	unsigned file_mode;              /* permission bits of the file loaded (0: not a file) */
 	struct cfg_isns *isns;           /* global.isns; NULL: no iSNS */
 };

@@ -1033,6 +1033,7 @@ const struct limit_key cfg_limit_keys[] = {
 	{ "tcp_keepalive", offsetof(struct config, tcp_keepalive_s), 30, 0, 3600 },
 	{ "buffer_pool_mb", offsetof(struct config, buffer_pool_mb), 2048, 16, 1048576 },
 	{ "shutdown_timeout", offsetof(struct config, shutdown_timeout_s), 10, 1, 3600 },
+	{ "adaptive_spin_us", offsetof(struct config, adaptive_spin_us), REACTOR_ADAPTIVE_SPIN_US, 0, 100000 },
 };
 const size_t cfg_nlimit_keys = ARRAY_SIZE(cfg_limit_keys);
 
@@ -1102,7 +1103,8 @@ static int parse_global(struct pctx *p, json_object *v, struct config *c)
 	static const char *const keys[] = { "reactors", "poll_mode", "iser_srq", "admin_socket", "login_timeout",
 					    "max_connections", "max_connections_per_portal",
 					    "max_connections_per_host", "max_sessions", "tcp_keepalive",
-					    "buffer_pool_mb", "shutdown_timeout", "metrics", "state_dir", "isns", NULL };
+					    "buffer_pool_mb", "shutdown_timeout", "adaptive_spin_us", "metrics", "state_dir",
+					    "isns", NULL };
 	char *mode = NULL;
 	uint32_t n = 0;
 	int r;

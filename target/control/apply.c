@@ -99,6 +99,7 @@ static const struct restart_key {
 } restart_keys[] = {
 	{ "reactors", offsetof(struct config, reactors), sizeof(unsigned) },
 	{ "poll_mode", offsetof(struct config, poll_mode), sizeof(enum reactor_poll_mode) },
+	{ "adaptive_spin_us", offsetof(struct config, adaptive_spin_us), sizeof(unsigned) },
 	{ "iser_srq", offsetof(struct config, iser_srq), sizeof(unsigned) },
 	{ "tcp_keepalive", offsetof(struct config, tcp_keepalive_s), sizeof(unsigned) },
 	{ "buffer_pool_mb", offsetof(struct config, buffer_pool_mb), sizeof(unsigned) },

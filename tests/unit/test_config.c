@@ -495,6 +495,7 @@ static void test_limits(void)
 		CU_ASSERT_EQUAL(c->tcp_keepalive_s, 30);
 		CU_ASSERT_EQUAL(c->buffer_pool_mb, 2048);
 		CU_ASSERT_EQUAL(c->shutdown_timeout_s, 10);
+		CU_ASSERT_EQUAL(c->adaptive_spin_us, 50);
 		CU_ASSERT_EQUAL(c->targets[0].tpgs[0].params.max_immediate, 16);
 		CU_ASSERT_EQUAL(c->targets[0].tpgs[0].params.session_buffer_mb, 64);
 		CU_ASSERT_FALSE(c->targets[0].tpgs[0].demo_target_reset);
@@ -506,6 +507,7 @@ static void test_limits(void)
 	load_bad("{\"global\":{\"max_connections_per_host\":-1}}", "global.max_connections_per_host");
 	load_bad("{\"global\":{\"buffer_pool_mb\":8}}", "global.buffer_pool_mb: must be 16-1048576, got 8");
 	load_bad("{\"global\":{\"shutdown_timeout\":\"5\"}}", "global.shutdown_timeout");
+	load_bad("{\"global\":{\"adaptive_spin_us\":100001}}", "global.adaptive_spin_us: must be 0-100000, got 100001");
 	load_bad("{\"global\":{\"max_conns\":5}}", "global.max_conns: unknown key");
 	load_bad(DOC("\"tag\":1,\"params\":{\"MaxImmediateCommands\":0}"),
 		 "params.MaxImmediateCommands: must be 1-1024, got 0");
@@ -516,7 +518,7 @@ static void test_limits(void)
 		 "acls[0].allow_target_reset");
 	c = load_ok("{\"global\":{\"login_timeout\":3,\"max_connections\":10,\"max_connections_per_portal\":5,"
 		    "\"max_connections_per_host\":2,\"max_sessions\":4,\"tcp_keepalive\":0,\"buffer_pool_mb\":64,"
-		    "\"shutdown_timeout\":1},\"discovery\":{\"chap\":{\"userid\":\"d\",\"password\":\"0123456789abc\"}}}");
+		    "\"shutdown_timeout\":1,\"adaptive_spin_us\":0},\"discovery\":{\"chap\":{\"userid\":\"d\",\"password\":\"0123456789abc\"}}}");
 	if (c) {
 		CU_ASSERT_EQUAL(c->login_timeout_s, 3);
 		CU_ASSERT_EQUAL(c->max_connections_per_host, 2);
@@ -526,7 +528,7 @@ static void test_limits(void)
 		char *j = config_to_json(c);
 		CU_ASSERT(j && strstr(j, "\"max_connections_per_host\": 2"));
 		struct config *d = j ? load_ok(j) : NULL;
-		CU_ASSERT(d && d->shutdown_timeout_s == 1 && d->buffer_pool_mb == 64);
+		CU_ASSERT(d && d->shutdown_timeout_s == 1 && d->buffer_pool_mb == 64 && d->adaptive_spin_us == 0);
 		config_free(d);
 		free(j);
 	}

@@ -144,6 +144,63 @@ static void deferred(void *arg)
 	(*(int *)arg)++;
 }
 
+/* What a running adaptive reactor did between two messages (read on its own thread). */
+struct window_probe {
+	struct fake_cq *q;
+	int arms, polls;
+};
+
+static void probe(void *arg)
+{
+	struct window_probe *p = arg;
+	p->arms = p->q->arms;
+	p->polls = p->q->polls;
+}
+
+static void *run_reactor(void *arg)
+{
+	reactor_run(arg);
+	return NULL;
+}
+
+/*
+ * adaptive_spin_us: after a piece of work a running adaptive reactor polls
+ * on for the window before it arms its pollers and sleeps; with a window
+ * of 0 it arms at once.
+ */
+static void adaptive_window(unsigned spin_us, bool expect_spin)
+{
+	struct fake_cq q;
+	struct reactor_poller *p;
+	struct reactor *r = setup(REACTOR_ADAPTIVE, &q, &p);
+	reactor_set_spin_us(r, spin_us);
+	pthread_t t;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, run_reactor, r), 0);
+	struct window_probe a = { .q = &q, .arms = -1 }, b = { .q = &q, .arms = -1 };
+	usleep(20000);
+	CU_ASSERT_EQUAL(reactor_send(r, probe, &a), 0);   /* the work the window counts from */
+	usleep(50000);
+	CU_ASSERT_EQUAL(reactor_send(r, probe, &b), 0);
+	usleep(20000);
+	reactor_stop(r);
+	pthread_join(t, NULL);
+	CU_ASSERT(a.arms >= 0 && b.arms >= 0);
+	if (expect_spin) {
+		CU_ASSERT_EQUAL(b.arms, a.arms);   /* still polling 50 ms later: never armed */
+		CU_ASSERT(b.polls > a.polls + 10);
+	} else {
+		CU_ASSERT(b.arms > a.arms);        /* armed and slept right after the message */
+		CU_ASSERT(b.polls < a.polls + 10);
+	}
+	teardown(r, &q, p);
+}
+
+static void test_adaptive_window(void)
+{
+	adaptive_window(10 * 1000 * 1000, true);
+	adaptive_window(0, false);
+}
+
 /* The initiator's reactor: no io_uring ring, never handed out by reactor_next(). */
 static void test_private(void)
 {
@@ -307,6 +364,7 @@ int main(void)
 	CU_add_test(s, "event mode: notifications only", test_event_mode);
 	CU_add_test(s, "busy mode: polled, never armed", test_busy_mode);
 	CU_add_test(s, "adaptive mode: polled, armed before sleeping", test_adaptive_mode);
+	CU_add_test(s, "adaptive mode: polls on for its window after work, then sleeps", test_adaptive_window);
 	CU_add_test(s, "private reactor: no ring, not in the registry", test_private);
 	CU_add_test(s, "big ring: SQE128, made on first use, reaped by the loop", test_big_ring);
 	CU_add_test(s, "ring sleep: woken by its completion, fds, messages, the big ring, the timeout", test_ring_sleep);
