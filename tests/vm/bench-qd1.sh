@@ -2,7 +2,9 @@
 # QD1 4 KiB latency and isertd CPU per I/O, two isertd builds (or two
 # configurations of one) side by side, inside the test guest: the kernel initiator (ib_iser) and fio (libaio,
 # direct, 4 KiB random read, then random write, QD1) against a 64 MiB RAM
-# LUN, on Soft-RoCE and on Soft-iWARP.  The builds alternate (A B A B ...,
+# LUN (BENCH_LUN=block: the guest's NVMe namespace through the block
+# backstore), on Soft-RoCE and on Soft-iWARP (BENCH_PROVS: a subset of "rxe
+# siw tcp"; tcp: iSCSI over TCP on 127.0.0.1).  The builds alternate (A B A B ...,
 # BENCH_ROUNDS rounds each, one isertd start and login per run) so that load
 # on the host hits both alike; every run is printed, then the medians.
 #   BENCH_BASE=/path/to/other/build tests/vm/run.sh --build build --timeout 1500 tests/vm/bench-qd1.sh
@@ -23,6 +25,14 @@ SECS=${BENCH_SECS:-5}
 ROUNDS=${BENCH_ROUNDS:-3}
 POLL=${BENCH_POLL:-event}
 QD=${BENCH_QD:-1}
+LUN=${BENCH_LUN:-ram}
+case $LUN in
+ram) BS='{ "name": "lun", "type": "ram", "size": "64M" }' ;;
+block) BS='{ "name": "lun", "type": "block", "path": "'$NVME_DEV'", "write_cache": true }'
+	nvme_ready || { vm_log "BENCH_LUN=block: no NVMe namespace"; exit 1; } ;;
+*) vm_log "BENCH_LUN must be ram or block, not $LUN"; exit 1 ;;
+esac
+PROVS=${BENCH_PROVS:-rxe siw}
 IQN=iqn.2026-11.org.isert.vm:qd1
 RES=$VM_WORK/bench-qd1.txt
 : > "$RES"
@@ -32,17 +42,25 @@ vm_cleanup_hook() { bench_logout; isertd_stop >/dev/null 2>&1; }
 
 
 # run PROVIDER IP VARIANT BUILD ROUND GLOBAL: one isertd of BUILD, both workloads
+# (PROVIDER tcp: the kernel initiator over TCP to the 127.0.0.1 portal)
 run() {
-	local prov=$1 ip=$2 var=$3 build=$4 round=$5 extra=${6:+, $6} dev rw c0 c1 out
+	local prov=$1 ip=$2 var=$3 build=$4 round=$5 extra=${6:+, $6} dev rw c0 c1 out portal
+	portal='{ "ip": "'$ip'", "port": 3260, "iser": true }, '
+	[ $prov = tcp ] && portal=
 	cat > /tmp/qd1.json <<JSON
-{ "backstores": [ { "name": "ram", "type": "ram", "size": "64M" } ],
+{ "backstores": [ $BS ],
   "targets": [ { "iqn": "$IQN", "tpgs": [ { "tag": 1, "demo_mode": true,
-    "portals": [ { "ip": "$ip", "port": 3260, "iser": true }, { "ip": "127.0.0.1", "port": 3262 } ],
-    "luns": [ { "lun": 0, "backstore": "ram" } ] } ] } ],
+    "portals": [ $portal{ "ip": "127.0.0.1", "port": 3262 } ],
+    "luns": [ { "lun": 0, "backstore": "lun" } ] } ] } ],
   "global": { "reactors": 1, "poll_mode": "$POLL"$extra } }
 JSON
 	ISERT_BUILD=$build isertd_start /tmp/qd1.json 3262 || return 1
-	dev=$(bench_login $IQN $ip:3260 iser) || { isertd_stop; return 1; }
+	if [ $prov = tcp ]; then
+		dev=$(bench_login $IQN 127.0.0.1:3262 default)
+	else
+		dev=$(bench_login $IQN $ip:3260 iser)
+	fi
+	[ -n "$dev" ] || { isertd_stop; return 1; }
 	for rw in randread randwrite; do
 		c0=$(cpu_mark $ISERTD_PID)
 		fio --name=q --filename=/dev/$dev --direct=1 --ioengine=libaio --iodepth=$QD --rw=$rw --bs=4k \
@@ -74,9 +92,11 @@ one() {
 }
 
 iscsi_start || exit 1
-echo "prov var round workload clat_mean_us clat_p50_us IOPS cpu_us_per_io guest_cpu_us_per_io   (QD$QD 4k, ${SECS}s, poll_mode $POLL)"
+echo "prov var round workload clat_mean_us clat_p50_us IOPS cpu_us_per_io guest_cpu_us_per_io   (QD$QD 4k, ${SECS}s, poll_mode $POLL, $LUN LUN)"
 echo "base: $BENCH_BASE {${BENCH_BASE_GLOBAL:-}}  new: $ISERT_BUILD {${BENCH_NEW_GLOBAL:-}}"
-for_each_rdma one
+case " $PROVS " in *" tcp "*) one tcp 127.0.0.1 ;; esac
+RDMA_PROVIDERS=$(for p in $RDMA_PROVIDERS; do case " $PROVS " in *" $p "*) echo $p ;; esac; done)
+[ -z "$RDMA_PROVIDERS" ] || for_each_rdma one
 echo "== medians (new / base)"
 python3 - "$RES" <<'PY'
 import statistics, sys

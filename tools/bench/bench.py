@@ -17,6 +17,7 @@ OUT/results.json and OUT/report.html.  Nothing here asserts a timing: a
 missed goal is reported, the exit status only says whether the runs ran.
 """
 import argparse
+import fnmatch
 import json
 import os
 import signal
@@ -328,19 +329,19 @@ def medians(results):
 PAIRS = [("tcp", "isertd-ram", "tgtd-ram"), ("tcp", "isertd-file", "tgtd-file"),
          ("guest", "isertd-block", "lio-iblock"), ("guest", "isertd-block", "tgtd-block"),
          ("guest", "isertd-nvme", "lio-iblock"), ("guest", "isertd-nvme", "isertd-block"),
-         ("guest", "isertd-ram", "lio-ram"), ("guest", "isertd-ram", "tgtd-ram")] + \
-        [("guest", f"isertd-{k}-{m}", peer) for k, peer in (("ram", "lio-ram"), ("block", "lio-iblock"))
-         for m in ("event", "adaptive", "busy")]
+         ("guest", "isertd-ram", "lio-ram"), ("guest", "isertd-ram", "tgtd-ram"),
+         # isertd-KIND-MODE: KIND in a poll mode (guest.sh), against LIO on the same storage
+         ("guest", "isertd-ram-*", "lio-ram"), ("guest", "isertd-block-*", "lio-iblock")]
 
 
 def ratios(med):
     out = []
     for (sec, prov, t, wl), a in sorted(med.items()):
         for s, ours, peer in PAIRS:
-            if s != sec or t != ours or (sec, prov, peer, wl) not in med:
+            if s != sec or not fnmatch.fnmatchcase(t, ours) or (sec, prov, peer, wl) not in med:
                 continue
             b = med[(sec, prov, peer, wl)]
-            r = {"section": sec, "prov": prov, "workload": wl, "ours": ours, "peer": peer,
+            r = {"section": sec, "prov": prov, "workload": wl, "ours": t, "peer": peer,
                  "iops": a["iops"] / b["iops"] if b["iops"] else None}
             if a.get("cpu_us_per_io") and b.get("cpu_us_per_io"):
                 r["iops_per_target_cpu"] = b["cpu_us_per_io"] / a["cpu_us_per_io"]

@@ -14,7 +14,7 @@
 # passthrough, 4 KiB random reads only), BENCH_REACTORS (1) and
 # BENCH_POLL_MODE (event) for isertd, BENCH_TARGETS (a subset of the names
 # above; isertd-KIND-MODE runs that isertd in poll mode MODE: event,
-# adaptive or busy), BENCH_PROVS (rxe siw; tcp: the kernel initiator over
+# adaptive or busy; adaptiveN: adaptive with global.adaptive_spin_us N), BENCH_PROVS (rxe siw; tcp: the kernel initiator over
 # iSCSI/TCP on 127.0.0.1, every target beside the others as over iSER),
 # BENCH_WORKLOADS (a subset of the workload names, e.g. "4k-randread-qd1").
 # BENCH_COST=1: in round 1, each workload once more on the targets that have
@@ -74,8 +74,9 @@ lio_clear() {
 
 # start_TARGET IP: serve LUN $LUN of $IQN on IP:3260 over iSER; PID is the process (empty for LIO).
 start_isertd() {   # start_isertd KIND[-MODE] IP
-	local bs mode=${BENCH_POLL_MODE:-event} portal
+	local bs mode=${BENCH_POLL_MODE:-event} portal spin=
 	case $1 in *-*) mode=${1#*-}; set -- "${1%%-*}" "$2";; esac
+	case $mode in adaptive[0-9]*) spin=', "adaptive_spin_us": '${mode#adaptive}; mode=adaptive;; esac
 	# Over iSER the TCP portal on :3262 is only the readiness probe's.
 	portal='{ "ip": "'$2'", "port": 3260, "iser": true }, { "ip": "127.0.0.1", "port": 3262 }'
 	[ "$PROV" = tcp ] && portal='{ "ip": "127.0.0.1", "port": 3262 }'
@@ -89,7 +90,7 @@ start_isertd() {   # start_isertd KIND[-MODE] IP
   "targets": [ { "iqn": "$IQN", "tpgs": [ { "tag": 1, "demo_mode": true,
     "portals": [ $portal ],
     "luns": [ { "lun": 0, "backstore": "lun" } ] } ] } ],
-  "global": { "reactors": ${BENCH_REACTORS:-1}, "poll_mode": "$mode" } }
+  "global": { "reactors": ${BENCH_REACTORS:-1}, "poll_mode": "$mode"$spin } }
 JSON
 	isertd_start /tmp/bench.json 3262 || return 1
 	PID=$ISERTD_PID LUN=0 PORTAL=$2:3260
