@@ -164,6 +164,7 @@ struct config {
 	bool discovery_auth_required;
 	unsigned reactors;               /* 0 = one per core */
 	enum reactor_poll_mode poll_mode;
+	unsigned adaptive_spin_us;       /* poll_mode "adaptive": how long a reactor polls on after its last work */
 	unsigned iser_srq;               /* receives per reactor and RDMA device, shared; 0: per connection */
 	char *admin_socket;              /* may be NULL */
 	char *metrics;                   /* Prometheus endpoint HOST:PORT or PORT (target/metrics.h); NULL: off */
@@ -173,9 +174,9 @@ struct config {
 	unsigned max_connections, max_connections_per_portal, max_connections_per_host;
 	unsigned max_sessions;
 	unsigned tcp_keepalive_s;        /* 0 = off */
+	/* The process's own (the integer keys in cfg_limit_keys with those above). */
 	unsigned buffer_pool_mb;         /* per reactor */
 	unsigned shutdown_timeout_s;
-	unsigned adaptive_spin_us;       /* poll_mode "adaptive": how long a reactor polls on after its last work */
 	unsigned file_mode;              /* permission bits of the file loaded (0: not a file) */
 	struct cfg_isns *isns;           /* global.isns; NULL: no iSNS */
 };

@@ -1023,7 +1023,11 @@ static int parse_discovery(struct pctx *p, json_object *v, struct config *c)
 	return 0;
 }
 
-/* What peers may hold: defaults (docs/security.md) and ranges (config_save.c writes them too). */
+/*
+ * The global integer keys with a default and a range (config_save.c writes
+ * them too): most are what peers may hold (docs/security.md); buffer_pool_mb,
+ * shutdown_timeout and adaptive_spin_us are the process's own.
+ */
 const struct limit_key cfg_limit_keys[] = {
 	{ "login_timeout", offsetof(struct config, login_timeout_s), 15, 1, 3600 },
 	{ "max_connections", offsetof(struct config, max_connections), 4096, 1, 1048576 },
