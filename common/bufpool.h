@@ -35,6 +35,8 @@ struct buf {
 	size_t cap;        /* bytes available */
 	/* The slab's RDMA keys, indexed by the device's index in the pool (BUFPOOL_MAX_DEVS entries). */
 	const struct buf_keys *keys;
+	/* keys NULL (no pool's buffer: a store's view): the lkey of the memory on the connection's device, or 0 */
+	uint32_t lkey;
 	struct bufpool *pool;
 	struct buf *next;  /* caller's chaining while handed out */
 	struct slab *slab; /* private */

@@ -268,9 +268,9 @@ static int rdma_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint
 {
 	if (xp_closing(&c->xc))
 		return -ECONNRESET;
-	if (!b || (uint64_t)off + len > b->cap || !b->keys)
+	if (!b || (uint64_t)off + len > b->cap)
 		return -EINVAL;
-	uint32_t lkey = b->keys[c->pool_dev].lkey;
+	uint32_t lkey = b->keys ? b->keys[c->pool_dev].lkey : b->lkey;
 	if (!lkey)
 		return -EINVAL;
 	struct wr_ctx *w = calloc(1, sizeof(*w));
@@ -739,5 +739,7 @@ const struct transport_ops iser_transport = {
 	.pool_register = iser_pool_register,
 	.mem_reg = iser_mem_reg,
 	.mem_dereg = iser_mem_dereg,
+	.mem_reg_local = iser_mem_reg_local,
+	.dev_name = iser_dev_name,
 };
 

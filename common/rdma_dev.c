@@ -269,6 +269,25 @@ int iser_mem_reg(void *dev, void *addr, size_t len, bool peer_writes, uint32_t *
 	return 0;
 }
 
+/* Access 0: local reads only.  The peer never learns its rkey, but it could not use one either. */
+int iser_mem_reg_local(void *dev, void *addr, size_t len, uint32_t *lkey, void **handle)
+{
+	struct rdma_dev *d = dev;
+	if (atomic_load(&d->removed))
+		return -ENODEV;
+	struct ibv_mr *mr = ibv_reg_mr(d->pd, addr, len, 0);
+	if (!mr)
+		return errno ? -errno : -ENOMEM;
+	*lkey = mr->lkey;
+	*handle = mr;
+	return 0;
+}
+
+const char *iser_dev_name(void *dev)
+{
+	return ibv_get_device_name(((struct rdma_dev *)dev)->verbs->device);
+}
+
 void iser_mem_dereg(void *handle)
 {
 	if (handle)

@@ -190,6 +190,8 @@ void *iser_dev_of(struct xp_conn *xc);
 int iser_pool_register(void *dev, struct bufpool *p);
 int iser_mem_reg(void *dev, void *addr, size_t len, bool peer_writes, uint32_t *rkey, void **handle);
 void iser_mem_dereg(void *handle);
+int iser_mem_reg_local(void *dev, void *addr, size_t len, uint32_t *lkey, void **handle);
+const char *iser_dev_name(void *dev);
 
 /* rdma_cm.c */
 int iser_listen(const char *host, uint16_t port, struct reactor *r, const struct xp_listen_params *lp,

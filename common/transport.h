@@ -178,6 +178,14 @@ struct transport_ops {
 	int (*pool_register)(void *dev, struct bufpool *p);
 	int (*mem_reg)(void *dev, void *addr, size_t len, bool peer_writes, uint32_t *rkey, void **handle);
 	void (*mem_dereg)(void *handle);
+	/*
+	 * RDMA, target side: registers memory that only the device's own work
+	 * requests read (an RDMA WRITE's source; no remote access), for its
+	 * lkey (common/memreg.h); freed with mem_dereg().  dev_name() names a
+	 * device in messages.
+	 */
+	int (*mem_reg_local)(void *dev, void *addr, size_t len, uint32_t *lkey, void **handle);
+	const char *(*dev_name)(void *dev);
 };
 
 /*

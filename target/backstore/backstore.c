@@ -69,6 +69,10 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 			cfg->type == BACKSTORE_NVME ? ": give the namespace's generic char device (/dev/ngXnY)" : "");
 		return -EINVAL;
 	}
+	if (cfg->preallocate && !backstore_kind_has(cfg->type, BS_KIND_PREALLOC)) {
+		bs_errf(&tmp, err, errlen, "preallocate: not for %s (only ram)", backstore_kind(cfg->type)->noun);
+		return -EINVAL;
+	}
 
 	struct backstore *bs = calloc(1, sizeof(*bs));
 	if (!bs || !(bs->name = strdup(cfg->name))) {
@@ -418,6 +422,11 @@ const uint8_t *backstore_read_view(struct backstore *bs, uint64_t offset, uint64
 void backstore_view_put(struct backstore *bs)
 {
 	bs->ops->view_put(bs);
+}
+
+struct memreg *backstore_memreg(const struct backstore *bs)
+{
+	return bs->ram_reg;
 }
 
 void backstore_submit(struct backstore *bs, struct bs_io *io)

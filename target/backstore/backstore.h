@@ -16,6 +16,7 @@
 
 struct reactor;
 struct backstore;
+struct memreg;
 
 enum backstore_type { BACKSTORE_RAM, BACKSTORE_FILE, BACKSTORE_BLOCK, BACKSTORE_RBD, BACKSTORE_NVME };
 
@@ -40,6 +41,7 @@ struct backstore_cfg {
 	bool thin;             /* file: UNMAP punches holes; block: UNMAP discards (if the device can); nvme: deallocates */
 	bool write_cache;      /* report a volatile write cache (WCE); FUA and flush are honoured anyway */
 	bool readonly;         /* open read-only */
+	bool preallocate;      /* ram: every page allocated at open, and iSER reads sent from them (not with thin) */
 	struct backstore_rbd_cfg rbd;  /* rbd */
 };
 
@@ -102,6 +104,7 @@ enum {
 	BS_KIND_OWN_ID      = 1u << 5,  /* the store has an identity of its own: the LU's serial unless one is configured */
 	BS_KIND_NONROTATING = 1u << 6,  /* reported as a non-rotating medium (VPD B1) */
 	BS_KIND_VOLATILE    = 1u << 7,  /* its blocks do not outlive the process (nothing to sanitize after a crash) */
+	BS_KIND_PREALLOC    = 1u << 8,  /* may be "preallocate"d: its memory allocated at open (not thin) */
 };
 struct backstore_kind {
 	enum backstore_type type;
@@ -260,6 +263,12 @@ void backstore_submit(struct backstore *bs, struct bs_io *io);
  */
 const uint8_t *backstore_read_view(struct backstore *bs, uint64_t offset, uint64_t len);
 void backstore_view_put(struct backstore *bs);
+/*
+ * Where views may also go out over RDMA: the store's memory, registered
+ * with each RDMA device on demand (common/memreg.h; a preallocated ram
+ * store), or NULL.
+ */
+struct memreg *backstore_memreg(const struct backstore *bs);
 
 /*
  * GET LBA STATUS: is the range starting at offset mapped?  *run receives the

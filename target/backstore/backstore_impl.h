@@ -98,6 +98,7 @@ struct backstore {
 	 * waits for ram_views to drain (ram.c). */
 	_Atomic unsigned ram_views;
 	_Atomic bool ram_no_views;
+	struct memreg *ram_reg;      /* preallocated: the mapping registered with RDMA devices on demand */
 	/* rbd (rbd.c) */
 	void *rbd;
 	/* nvme (nvme.c; fd is the char device) */

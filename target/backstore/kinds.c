@@ -12,7 +12,8 @@
 #include "target/backstore/backstore.h"
 
 static const struct backstore_kind kinds[] = {
-	{ BACKSTORE_RAM, "ram", "a ram backstore", "RAM", BS_KIND_SIZE | BS_KIND_NONROTATING | BS_KIND_VOLATILE },
+	{ BACKSTORE_RAM, "ram", "a ram backstore", "RAM",
+	  BS_KIND_SIZE | BS_KIND_NONROTATING | BS_KIND_VOLATILE | BS_KIND_PREALLOC },
 	{ BACKSTORE_FILE, "file", "a file backstore", "FILE", BS_KIND_PATH | BS_KIND_GROW },
 	{ BACKSTORE_BLOCK, "block", "a block backstore", "BLOCK", BS_KIND_PATH | BS_KIND_FOLLOW },
 	{ BACKSTORE_RBD, "rbd", "an rbd backstore", "RBD", BS_KIND_IMAGE | BS_KIND_GROW | BS_KIND_OWN_ID },

@@ -28,17 +28,30 @@
  * looks at the count (both sequentially consistent), so one of them always
  * sees the other.  The wait ends when those senders finish or their
  * connections close.
+ *
+ * Preallocated (cfg "preallocate"): the mapping is committed memory, every
+ * page written at open, and registered with each RDMA device on its first
+ * large iSER READ there (common/memreg.h), after which views go out as
+ * RDMA WRITEs too.  A registration holds the pages it saw for good, which
+ * is why a preallocated store is never thin: MADV_DONTNEED would leave the
+ * device reading pages the store no longer uses.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/memreg.h"
 #include "common/util.h"
 #include "target/backstore/backstore_impl.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14 */
+#endif
 
 /* Largest atomic write: bounds how long a reader can wait for one (a 1 MiB copy). */
 #define RAM_ATOMIC_MAX (1u << 20)
@@ -51,6 +64,44 @@ static size_t ram_page(void)
 	return p > 0 ? (size_t)p : 4096;
 }
 
+/* MemAvailable in bytes, or UINT64_MAX when /proc/meminfo does not say. */
+static uint64_t ram_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long kb = 0;
+	bool found = false;
+	char line[128];
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+	if (f)
+		fclose(f);
+	return found && kb < UINT64_MAX / 1024 ? kb * 1024 : UINT64_MAX;
+}
+
+/* Every page of the mapping allocated now, or a message saying why not. */
+static int ram_preallocate(struct backstore *bs, char *err, size_t errlen)
+{
+	if (madvise(bs->mem, (size_t)bs->size, MADV_POPULATE_WRITE) < 0) {
+		int e = errno;
+		if (e != EINVAL) {
+			bs_errf(bs, err, errlen, "preallocate: cannot allocate %llu bytes: %s",
+				(unsigned long long)bs->size, strerror(e));
+			return -e;
+		}
+		/* A kernel before 5.14: a write to each page does the same. */
+		for (size_t off = 0; off < bs->size; off += ram_page())
+			((volatile uint8_t *)bs->mem)[off] = 0;
+	}
+	char what[96];
+	snprintf(what, sizeof(what), "backstore %s", bs->name);
+	bs->ram_reg = memreg_create(bs->mem, (size_t)bs->size, what);
+	if (!bs->ram_reg) {
+		bs_errf(bs, err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char *err, size_t errlen)
 {
 	/* size > 0 and a multiple of the block size: backstore_check_geometry() */
@@ -58,8 +109,19 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 		bs_errf(bs, err, errlen, "size: %llu is too large", (unsigned long long)cfg->size);
 		return -EINVAL;
 	}
+	if (cfg->preallocate && cfg->thin) {
+		bs_errf(bs, err, errlen, "thin: a preallocated ram backstore is not thin (its pages stay allocated)");
+		return -EINVAL;
+	}
+	uint64_t avail = cfg->preallocate ? ram_available() : UINT64_MAX;
+	if (cfg->size > avail) {
+		bs_errf(bs, err, errlen, "preallocate: %llu bytes asked for, but the system has %llu available",
+			(unsigned long long)cfg->size, (unsigned long long)avail);
+		return -ENOMEM;
+	}
+	/* Preallocated memory is committed (counted against the overcommit limit); a lazy store's is not. */
 	void *m = mmap(NULL, (size_t)cfg->size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | (cfg->preallocate ? 0 : MAP_NORESERVE), -1, 0);
 	if (m == MAP_FAILED) {
 		int e = errno;
 		bs_errf(bs, err, errlen, "size: cannot reserve %llu bytes: %s",
@@ -70,6 +132,15 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 	bs->size = cfg->size;
 	bs->atomic_max = RAM_ATOMIC_MAX;
 	pthread_mutex_init(&bs->ram_atomic_mu, NULL);
+	if (cfg->preallocate) {
+		int rc = ram_preallocate(bs, err, errlen);
+		if (rc) {
+			munmap(m, (size_t)cfg->size);
+			pthread_mutex_destroy(&bs->ram_atomic_mu);
+			bs->mem = NULL;
+			return rc;
+		}
+	}
 	if (bs->thin) {
 		size_t pages = (size_t)((cfg->size + ram_page() - 1) / ram_page());
 		bs->ram_map = calloc((pages + 63) / 64, sizeof(*bs->ram_map));
@@ -85,6 +156,9 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 
 static void ram_close(struct backstore *bs)
 {
+	/* Deregistered first: a device must not hold pages the process gives back. */
+	memreg_destroy(bs->ram_reg);
+	bs->ram_reg = NULL;
 	if (bs->mem) {
 		munmap(bs->mem, (size_t)bs->size);
 		pthread_mutex_destroy(&bs->ram_atomic_mu);

@@ -265,7 +265,7 @@ static int parse_rbd(struct pctx *p, json_object *v, bool rbd, struct backstore_
 int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 {
 	static const char *const keys[] = { "name", "type", "path", "size", "block_size",
-					    "thin", "write_cache", "readonly", "serial", "pool", "image",
+					    "thin", "write_cache", "readonly", "preallocate", "serial", "pool", "image",
 					    "namespace", "cluster", "client_id", "conf", "keyring", NULL };
 	char *type = NULL;
 	json_object *sv;
@@ -337,8 +337,17 @@ int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 	}
 	if ((r = cfg_get_bool(p, v, "thin", &b->bs.thin)) < 0 ||
 	    (r = cfg_get_bool(p, v, "write_cache", &b->bs.write_cache)) < 0 ||
-	    (r = cfg_get_bool(p, v, "readonly", &b->bs.readonly)) < 0)
+	    (r = cfg_get_bool(p, v, "readonly", &b->bs.readonly)) < 0 ||
+	    (r = cfg_get_bool(p, v, "preallocate", &b->bs.preallocate)) < 0)
 		return r;
+	if (b->bs.preallocate && !(kind->caps & BS_KIND_PREALLOC)) {
+		cfg_push_key(p, "preallocate");
+		return cfg_perr(p, "not allowed for %s (only ram)", kind->noun);
+	}
+	if (b->bs.preallocate && b->bs.thin) {
+		cfg_push_key(p, "preallocate");
+		return cfg_perr(p, "not with thin: a preallocated ram backstore keeps its pages");
+	}
 	if ((r = cfg_get_str(p, v, "serial", false, 64, &b->serial)) < 0)
 		return r;
 	if (b->serial && strchr(b->serial, ' ')) {

@@ -81,6 +81,7 @@ json_object *config_backstore_obj(const struct cfg_backstore *b)
 		  cfg_put(o, "thin", json_object_new_boolean(b->bs.thin)) &&
 		  cfg_put(o, "write_cache", json_object_new_boolean(b->bs.write_cache)) &&
 		  cfg_put(o, "readonly", json_object_new_boolean(b->bs.readonly)) &&
+		  (!b->bs.preallocate || cfg_put(o, "preallocate", json_object_new_boolean(true))) &&
 		  put_str(o, "serial", b->serial);
 
 	if (!ok) {

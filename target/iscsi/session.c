@@ -576,6 +576,7 @@ void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
 	cmd->task_attr = h->flags & PDU_CMD_ATTR_MASK;
 	cmd->reactor = c->r;
 	cmd->send_any_memory = !c->xp->ops->rdma;
+	cmd->rdma_xc = c->xp->ops->rdma ? c->xp : NULL;
 	cmd->done = task_scsi_done;
 	cmd->priv = t;
 	t->cmd_final = h->flags & PDU_FLAG_FINAL;

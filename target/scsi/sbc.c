@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/bufpool.h"
+#include "common/memreg.h"
 #include "common/reactor.h"
 #include "common/transport.h" /* ISERT_STATS: the backstore's share of a command's latency */
 #include "target/scsi/scsi_int.h"
@@ -121,17 +122,28 @@ static void submit(struct scsi_cmd *cmd, enum backstore_op op, uint64_t lba, uin
  * KiB and more, docs/architecture.md, not below). */
 #define SBC_VIEW_MIN (16u << 10)
 
-/* The READ's blocks as the store's own bytes (no copy), where the transport and the store allow it. */
+/*
+ * The READ's blocks as the store's own bytes (no copy), where the transport
+ * and the store allow it: TCP sends from any memory, RDMA from a store
+ * registered with the connection's device (until that registration is done,
+ * reads copy).
+ */
 static bool read_view(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
 	size_t len = (size_t)cmd->nblocks << lu->block_shift;
-	if (!cmd->send_any_memory || len < SBC_VIEW_MIN)
+	uint32_t lkey = 0;
+	if (len < SBC_VIEW_MIN)
 		return false;
+	if (!cmd->send_any_memory) {
+		struct memreg *m = cmd->rdma_xc ? backstore_memreg(lu->bs) : NULL;
+		if (!m || !(lkey = memreg_lkey(m, cmd->rdma_xc)))
+			return false;
+	}
 	const uint8_t *p = backstore_read_view(lu->bs, cmd->lba << lu->block_shift, len);
 	if (!p)
 		return false;
-	cmd->view = (struct buf){ .data = (uint8_t *)p, .len = len };
+	cmd->view = (struct buf){ .data = (uint8_t *)p, .len = len, .cap = len, .lkey = lkey };
 	cmd->view_bs = lu->bs;
 	cmd->buf = &cmd->view;
 	return true;

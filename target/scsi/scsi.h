@@ -23,6 +23,7 @@ struct backstore;
 struct reactor;
 struct bs_io;
 struct scsi_lu;
+struct xp_conn;
 
 #define SCSI_MAX_CDB 260
 #define SCSI_SENSE_LEN 96  /* fixed or descriptor format; D_SENSE in the control page picks */
@@ -104,6 +105,9 @@ struct scsi_cmd {
 	/* The transport sends Data-In from any memory (TCP), not only from pool buffers (RDMA's
 	 * registered slabs): a large READ of a store that gives views sends from the store itself. */
 	bool send_any_memory;
+	/* RDMA (NULL over TCP): the connection, whose device a store's registered memory
+	 * (backstore_memreg) must be on for a large READ to send from the store. */
+	struct xp_conn *rdma_xc;
 
 	/* Set by this layer. */
 	uint32_t dout_len;     /* Data-Out bytes to collect into buf before exec (<= edtl) */

@@ -12,11 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/bufpool.h"
+#include "common/memreg.h"
 #include "common/reactor.h"
+#include "common/transport.h"
 #include "target/backstore/file.c"
 
 static struct reactor *R;
@@ -260,6 +263,85 @@ static void test_ram_views(void)
 	free(r);
 }
 
+/*
+ * A preallocated RAM store: every page resident after open, and its memory
+ * registered on demand with each device of a stand-in RDMA transport (the
+ * real one runs in the VM suite: tests/vm/t-isertd-iser.sh).
+ */
+static int dev_a, dev_b;                  /* two devices: a registers (slowly), b fails */
+static _Atomic int nreg, ndereg;
+static void *fake_dev(struct xp_conn *xc) { return xc->reactor ? &dev_b : &dev_a; }
+static int fake_reg_local(void *dev, void *addr, size_t len, uint32_t *lkey, void **handle)
+{
+	(void)addr;
+	(void)len;
+	nreg++;
+	usleep(100 * 1000);
+	if (dev == &dev_b)
+		return -ENOMEM;
+	*lkey = 0x1234;
+	*handle = dev;
+	return 0;
+}
+static void fake_dereg(void *handle) { CU_ASSERT_PTR_EQUAL(handle, &dev_a); ndereg++; }
+static const char *fake_dev_name(void *dev) { return dev == &dev_a ? "fake_a" : "fake_b"; }
+
+static uint32_t lkey_within(struct memreg *m, struct xp_conn *xc, int ms)
+{
+	uint32_t k = 0;
+	for (int i = 0; i < ms / 10 && !(k = memreg_lkey(m, xc)); i++)
+		usleep(10 * 1000);
+	return k;
+}
+
+static void test_ram_preallocate(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = 4u << 20;
+	struct backstore_cfg c = { .name = "pre", .type = BACKSTORE_RAM, .size = len, .preallocate = true };
+	struct backstore *bs = open_ok(&c);
+	unsigned char *vec = calloc(len / pg, 1);
+	CU_ASSERT_EQUAL(mincore(bs->mem, len, vec), 0);
+	size_t resident = 0;
+	for (size_t i = 0; i < len / pg; i++)
+		resident += vec[i] & 1;
+	CU_ASSERT_EQUAL(resident, len / pg);
+	free(vec);
+
+	struct memreg *m = backstore_memreg(bs);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	struct transport_ops tcp_like = { .name = "tcp" };
+	struct transport_ops rdma = { .name = "fake", .rdma = true, .rdma_dev = fake_dev,
+				      .mem_reg_local = fake_reg_local, .mem_dereg = fake_dereg,
+				      .dev_name = fake_dev_name };
+	struct xp_conn tcp = { .ops = &tcp_like }, a1 = { .ops = &rdma }, a2 = { .ops = &rdma },
+		       b = { .ops = &rdma, .reactor = R };
+	CU_ASSERT_EQUAL(memreg_lkey(m, &tcp), 0);
+	/* The first asks start the registration and do not wait for it. */
+	CU_ASSERT_EQUAL(memreg_lkey(m, &a1), 0);
+	CU_ASSERT_EQUAL(memreg_lkey(m, &b), 0);
+	CU_ASSERT_EQUAL(lkey_within(m, &a2, 5000), 0x1234);
+	CU_ASSERT_EQUAL(memreg_lkey(m, &a1), 0x1234);
+	/* A failed device stays failed, and is not asked again. */
+	usleep(200 * 1000);
+	CU_ASSERT_EQUAL(memreg_lkey(m, &b), 0);
+	CU_ASSERT_EQUAL(nreg, 2);
+	backstore_close(bs);
+	CU_ASSERT_EQUAL(ndereg, 1);
+
+	/* Closed while a registration is under way: the close waits for it, then deregisters. */
+	bs = open_ok(&c);
+	CU_ASSERT_EQUAL(memreg_lkey(backstore_memreg(bs), &a1), 0);
+	backstore_close(bs);
+	CU_ASSERT_EQUAL(nreg, 3);
+	CU_ASSERT_EQUAL(ndereg, 2);
+
+	/* A store that is not preallocated has nothing to register: RDMA reads copy. */
+	c.preallocate = false;
+	bs = open_ok(&c);
+	CU_ASSERT_PTR_NULL(backstore_memreg(bs));
+	backstore_close(bs);
+}
+
 /* --- common argument checks and open errors --- */
 
 /* kinds.c: every type described once, and the one resize rule apply and the admin methods follow. */
@@ -322,6 +404,20 @@ static void test_open_errors(void)
 	c = (struct backstore_cfg){ .type = BACKSTORE_RAM, .size = 1 << 20 };
 	CU_ASSERT_EQUAL(backstore_open(&c, &bs, err, sizeof(err)), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "name"));
+
+	/* preallocate: ram only, never thin, and never more than the system has available */
+	c = (struct backstore_cfg){ .name = "r4", .type = BACKSTORE_RAM, .size = 1 << 20, .thin = true,
+				    .preallocate = true };
+	CU_ASSERT_EQUAL(backstore_open(&c, &bs, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(err, "backstore 'r4': thin: a preallocated ram backstore is not thin (its pages stay "
+				    "allocated)");
+	c = (struct backstore_cfg){ .name = "r5", .type = BACKSTORE_RAM, .size = 1ull << 50, .preallocate = true };
+	CU_ASSERT_EQUAL(backstore_open(&c, &bs, err, sizeof(err)), -ENOMEM);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "backstore 'r5': preallocate: 1125899906842624 bytes asked for, but the "
+					   "system has "));
+	c = (struct backstore_cfg){ .name = "f0", .type = BACKSTORE_FILE, .path = "/nonexistent", .preallocate = true };
+	CU_ASSERT_EQUAL(backstore_open(&c, &bs, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(err, "backstore 'f0': preallocate: not for a file backstore (only ram)");
 
 	/* file: missing, no size given -> not created */
 	path_in_tmp(p, sizeof(p), "missing.img");
@@ -951,6 +1047,7 @@ int main(void)
 	CU_add_test(s, "ram io", test_ram_io);
 	CU_add_test(s, "ram atomic write", test_ram_atomic);
 	CU_add_test(s, "ram views and atomic writes", test_ram_views);
+	CU_add_test(s, "ram preallocated, registered on demand", test_ram_preallocate);
 	CU_add_test(s, "file create/extend", test_file_create);
 	CU_add_test(s, "file rw io_uring", test_file_rw_async);
 	CU_add_test(s, "file rw sync", test_file_rw_sync);

@@ -315,6 +315,12 @@ static void test_errors_backstores(void)
 		 "path: must be an absolute path");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"path\":\"/x\"}]}",
 		 "path: not allowed for a ram backstore");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"file\",\"path\":\"/x\",\"preallocate\":true}]}",
+		 "backstores[0].preallocate: not allowed for a file backstore (only ram)");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"thin\":true,\"preallocate\":true}]}",
+		 "backstores[0].preallocate: not with thin");
+	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"preallocate\":1}]}",
+		 "backstores[0].preallocate: must be");
 	load_bad("{\"backstores\":[{\"name\":\"a b\",\"type\":\"ram\",\"size\":4096}]}",
 		 "backstores[0].name: may hold only letters");
 	load_bad("{\"backstores\":[{\"name\":\"\",\"type\":\"ram\",\"size\":4096}]}", "name: must not be empty");
@@ -1084,7 +1090,8 @@ static bool config_eq(const struct config *a, const struct config *b)
 		if (!str_eq(x->name, y->name) || !str_eq(x->path, y->path) || !str_eq(x->serial, y->serial) ||
 		    x->bs.type != y->bs.type || x->bs.size != y->bs.size || x->bs.block_size != y->bs.block_size ||
 		    x->bs.thin != y->bs.thin || x->bs.write_cache != y->bs.write_cache ||
-		    x->bs.readonly != y->bs.readonly || !str_eq(x->bs.name, y->name) || !str_eq(x->bs.path, y->path))
+		    x->bs.readonly != y->bs.readonly || x->bs.preallocate != y->bs.preallocate ||
+		    !str_eq(x->bs.name, y->name) || !str_eq(x->bs.path, y->path))
 			return false;
 	}
 	for (size_t i = 0; i < a->ntargets; i++) {
@@ -1139,7 +1146,8 @@ static void test_roundtrip(void)
 	/* non-default values everywhere, so a dropped field shows */
 	struct config *c = load_ok(
 		"{\"backstores\":[{\"name\":\"f\",\"type\":\"file\",\"path\":\"/tmp/a b/\\u00e9.img\",\"size\":8192,"
-		"\"block_size\":4096,\"thin\":true,\"write_cache\":true,\"readonly\":true,\"serial\":\"S1\"}],"
+		"\"block_size\":4096,\"thin\":true,\"write_cache\":true,\"readonly\":true,\"serial\":\"S1\"},"
+		"{\"name\":\"r\",\"type\":\"ram\",\"size\":8192,\"preallocate\":true}],"
 		"\"targets\":[{\"iqn\":\"eui.0123456789ABCDEF\",\"alias\":\"x \\\"y\\\"\",\"tpgs\":[{\"tag\":7,\"enable\":false,"
 		"\"demo_mode\":true,\"demo_write_protect\":true,"
 		"\"demo_chap\":{\"userid\":\"d\",\"password\":\"0123456789abc\"},"
@@ -1156,6 +1164,7 @@ static void test_roundtrip(void)
 		"\"global\":{\"reactors\":2,\"poll_mode\":\"adaptive\",\"iser_srq\":4096,\"admin_socket\":\"/run/x.sock\"}}");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_STRING_EQUAL(c->backstores[0].path, "/tmp/a b/\xc3\xa9.img");
+	CU_ASSERT_TRUE(c->backstores[1].bs.preallocate);
 	roundtrip(c);
 	/* the serialised form keeps '/' unescaped for readable paths */
 	char *j = config_to_json(c);

@@ -2,7 +2,8 @@
 # isertd over iSER with the Linux kernel initiator (ib_iser), on Soft-RoCE and
 # on Soft-iWARP: discovery and login over iSER, CHAP, SCSI answers through
 # sg3_utils (UNMAP and LOGICAL UNIT RESET included), data written and read back
-# (large transfers included), ext4, fio with crc32c verification, faults
+# (large transfers included; 128 KiB READs sent from a preallocated RAM LU's
+# own registered pages), ext4, fio with crc32c verification, faults
 # (a 2 s Soft-RoCE link flap under fio verify among them),
 # login/logout cycles with every connection freed and isertd's memory flat;
 # raw iSER clients that break the rules (iser-hostile: commands without STags,
@@ -208,6 +209,17 @@ one_provider() {
 	timeout -s KILL 4 iscsi-perf -i $ISCSI_INITIATOR -m 16 -b 64 iser://$ip/$t/1 >/dev/null 2>&1
 	ok "$p: after a killed initiator, isertd runs and the kernel session still reads" \
 		bash -c "kill -0 $ISERTD_PID && dd if=/dev/$dev of=/dev/null bs=1M count=8 iflag=direct status=none"
+	# LUN 1 is a preallocated RAM LU: its first large READ over iSER registers it with the device (on a
+	# thread of isertd's), and from then on its READs go out as RDMA WRITEs from its own pages.
+	local dev1
+	read -r _ dev1 <<< "$(iscsi_disks $t | sed -n 2p)"
+	dd if=/dev/$dev1 of=/dev/null bs=128k count=1 iflag=direct status=none
+	ok "$p: LUN 1 (preallocate) is registered with ${p}0 after its first 128 KiB READ" \
+		wait_for 30 grep -q "backstore ram1: registered with RDMA device ${p}0" "$VM_WORK/isertd.log"
+	ok "$p: LUN 1: 48 MiB written, read back in 128 KiB READs sent from its pages, crc32c verify" \
+		fio --name=prealloc --filename=/dev/$dev1 --direct=1 --ioengine=libaio --iodepth=8 --rw=write \
+			--bs=128k --size=48m --verify=crc32c --verify_fatal=1 --eta=never \
+			--output="$VM_WORK/fio-prealloc-$p.txt"
 	ok "$p: 4 MiB written and read back, 4 KiB direct I/O" dd_verify /dev/$dev 4 4K
 	ok "$p: 32 MiB written and read back, 4 MiB direct I/O (several buffers per command)" dd_verify /dev/$dev 32 4M
 	ok "$p: ext4 on LUN 0: mkfs, write, fsck -n clean" fs_write /dev/$dev /mnt/iser

@@ -409,6 +409,14 @@ def goals(results, med):
             cpu = f", its target CPU {m['cpu_us_per_io']:.0f} us per I/O" if m.get("cpu_us_per_io") else ""
             add(f"guest {prov} 4k-randread-qd1 {kind}: isertd's best poll mode latency <= {lio}'s", lat / peer["lat_us"],
                 lat <= peer["lat_us"], f"{t} {lat:.0f} us against {peer['lat_us']:.0f} us{cpu}")
+    # Large reads of a RAM LU go out from its pages (TCP: views; iSER: its registration), no slower than NVMe's.
+    for prov in ("tcp", "rxe", "siw"):
+        ram = med.get(("guest", prov, "isertd-ram", "128k-seqread-qd8"))
+        blk = med.get(("guest", prov, "isertd-block", "128k-seqread-qd8"))
+        if ram and blk:
+            v = ram["iops"] / blk["iops"]
+            add(f"guest {prov} 128k-seqread-qd8: isertd-ram IOPS >= isertd-block's", v, v >= 1,
+                f"{ram['iops']:.0f} against {blk['iops']:.0f} IOPS")
     return g
 
 
