@@ -330,6 +330,7 @@ PAIRS = [("tcp", "isertd-ram", "tgtd-ram"), ("tcp", "isertd-file", "tgtd-file"),
          ("guest", "isertd-block", "lio-iblock"), ("guest", "isertd-block", "tgtd-block"),
          ("guest", "isertd-nvme", "lio-iblock"), ("guest", "isertd-nvme", "isertd-block"),
          ("guest", "isertd-ram", "lio-ram"), ("guest", "isertd-ram", "tgtd-ram"),
+         ("guest", "isertd-ram", "isertd-lazyram"),
          # isertd-KIND-MODE: KIND in a poll mode (guest.sh), against LIO on the same storage
          ("guest", "isertd-ram-*", "lio-ram"), ("guest", "isertd-block-*", "lio-iblock")]
 

@@ -5,7 +5,8 @@
 #   NVMe  isertd-block (/dev/nvme0n1), isertd-nvme (passthrough, /dev/ng0n1),
 #         lio-iblock (/dev/nvme0n1), tgtd-block (rdwr, O_DIRECT, /dev/nvme0n1)
 #   RAM   isertd-ram (preallocate: allocated at start, as rd_mcp is), lio-ram (rd_mcp),
-#         tgtd-ram (rdwr on a tmpfs file)
+#         tgtd-ram (rdwr on a tmpfs file); isertd-lazyram (not preallocated: memory
+#         where written, iSER reads copied into a pool buffer; not in the default set)
 # LIO serves iSER on rxe only (on siw its TCP listener takes the port).
 # One JSON line per run in $VM_WORK/bench.jsonl: IOPS, MiB/s, fio's mean
 # latency, the target process's CPU per I/O (none for LIO: kernel threads)
@@ -85,6 +86,7 @@ start_isertd() {   # start_isertd KIND[-MODE] IP
 	block) bs='{ "name": "lun", "type": "block", "path": "'$NVME_DEV'", "write_cache": true }';;
 	nvme) bs='{ "name": "lun", "type": "nvme", "path": "/dev/ng0n1", "write_cache": true }';;
 	ram) bs='{ "name": "lun", "type": "ram", "size": "256M", "preallocate": true }';;
+	lazyram) bs='{ "name": "lun", "type": "ram", "size": "256M" }';;
 	esac
 	cat > /tmp/bench.json <<JSON
 { "backstores": [ $bs ],
