@@ -69,8 +69,8 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 			cfg->type == BACKSTORE_NVME ? ": give the namespace's generic char device (/dev/ngXnY)" : "");
 		return -EINVAL;
 	}
-	if (cfg->preallocate && !backstore_kind_has(cfg->type, BS_KIND_PREALLOC)) {
-		bs_errf(&tmp, err, errlen, "preallocate: not for %s (only ram)", backstore_kind(cfg->type)->noun);
+	if ((field = backstore_check_preallocate(cfg->type, cfg->thin, cfg->preallocate, why, sizeof(why)))) {
+		bs_errf(&tmp, err, errlen, "%s: %s", field, why);
 		return -EINVAL;
 	}
 

@@ -135,6 +135,9 @@ enum bs_resize backstore_resize_rule(enum backstore_type type, uint64_t was, uin
  */
 const char *backstore_check_geometry(enum backstore_type type, uint64_t size, uint32_t block_size, char *why,
 				     size_t whylen);
+/* The same for preallocate: only where the kind has BS_KIND_PREALLOC, never with thin. */
+const char *backstore_check_preallocate(enum backstore_type type, bool thin, bool preallocate, char *why,
+					size_t whylen);
 /* Open per cfg; on failure returns -errno and writes a message naming the field/path to err. */
 int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char *err, size_t errlen);
 void backstore_close(struct backstore *bs);

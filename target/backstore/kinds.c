@@ -61,6 +61,20 @@ const char *backstore_check_geometry(enum backstore_type type, uint64_t size, ui
 	return NULL;
 }
 
+const char *backstore_check_preallocate(enum backstore_type type, bool thin, bool preallocate, char *why,
+					size_t whylen)
+{
+	if (!preallocate)
+		return NULL;
+	if (!backstore_kind_has(type, BS_KIND_PREALLOC))
+		snprintf(why, whylen, "not for %s (only ram)", backstore_kind(type) ? backstore_kind(type)->noun : "this type");
+	else if (thin)
+		snprintf(why, whylen, "not with thin: a preallocated ram backstore keeps its pages");
+	else
+		return NULL;
+	return "preallocate";
+}
+
 enum bs_resize backstore_resize_rule(enum backstore_type type, uint64_t was, uint64_t want, uint64_t have,
 				     char *why, size_t whylen)
 {

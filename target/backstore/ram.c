@@ -109,10 +109,6 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 		bs_errf(bs, err, errlen, "size: %llu is too large", (unsigned long long)cfg->size);
 		return -EINVAL;
 	}
-	if (cfg->preallocate && cfg->thin) {
-		bs_errf(bs, err, errlen, "thin: a preallocated ram backstore is not thin (its pages stay allocated)");
-		return -EINVAL;
-	}
 	uint64_t avail = cfg->preallocate ? ram_available() : UINT64_MAX;
 	if (cfg->size > avail) {
 		bs_errf(bs, err, errlen, "preallocate: %llu bytes asked for, but the system has %llu available",

@@ -340,13 +340,9 @@ int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 	    (r = cfg_get_bool(p, v, "readonly", &b->bs.readonly)) < 0 ||
 	    (r = cfg_get_bool(p, v, "preallocate", &b->bs.preallocate)) < 0)
 		return r;
-	if (b->bs.preallocate && !(kind->caps & BS_KIND_PREALLOC)) {
-		cfg_push_key(p, "preallocate");
-		return cfg_perr(p, "not allowed for %s (only ram)", kind->noun);
-	}
-	if (b->bs.preallocate && b->bs.thin) {
-		cfg_push_key(p, "preallocate");
-		return cfg_perr(p, "not with thin: a preallocated ram backstore keeps its pages");
+	if ((field = backstore_check_preallocate(b->bs.type, b->bs.thin, b->bs.preallocate, why, sizeof(why)))) {
+		cfg_push_key(p, field);
+		return cfg_perr(p, "%s", why);
 	}
 	if ((r = cfg_get_str(p, v, "serial", false, 64, &b->serial)) < 0)
 		return r;

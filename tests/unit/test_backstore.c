@@ -409,8 +409,8 @@ static void test_open_errors(void)
 	c = (struct backstore_cfg){ .name = "r4", .type = BACKSTORE_RAM, .size = 1 << 20, .thin = true,
 				    .preallocate = true };
 	CU_ASSERT_EQUAL(backstore_open(&c, &bs, err, sizeof(err)), -EINVAL);
-	CU_ASSERT_STRING_EQUAL(err, "backstore 'r4': thin: a preallocated ram backstore is not thin (its pages stay "
-				    "allocated)");
+	CU_ASSERT_STRING_EQUAL(err, "backstore 'r4': preallocate: not with thin: a preallocated ram backstore keeps "
+				    "its pages");
 	c = (struct backstore_cfg){ .name = "r5", .type = BACKSTORE_RAM, .size = 1ull << 50, .preallocate = true };
 	CU_ASSERT_EQUAL(backstore_open(&c, &bs, err, sizeof(err)), -ENOMEM);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "backstore 'r5': preallocate: 1125899906842624 bytes asked for, but the "

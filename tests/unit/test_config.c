@@ -316,7 +316,7 @@ static void test_errors_backstores(void)
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"path\":\"/x\"}]}",
 		 "path: not allowed for a ram backstore");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"file\",\"path\":\"/x\",\"preallocate\":true}]}",
-		 "backstores[0].preallocate: not allowed for a file backstore (only ram)");
+		 "backstores[0].preallocate: not for a file backstore (only ram)");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"thin\":true,\"preallocate\":true}]}",
 		 "backstores[0].preallocate: not with thin");
 	load_bad("{\"backstores\":[{\"name\":\"a\",\"type\":\"ram\",\"size\":4096,\"preallocate\":1}]}",
