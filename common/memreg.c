@@ -1,6 +1,6 @@
 /*
  * Memory registered on demand with each RDMA device (memreg.h).  The fast
- * path is a scan of at most MEMREG_MAX_DEVS entries without a lock: an entry
+ * path is a scan of at most BUFPOOL_MAX_DEVS entries without a lock: an entry
  * is filled under the mutex before the count that publishes it grows, and
  * its lkey turns from 0 to the key once, when its thread is done.
  */
@@ -13,12 +13,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/bufpool.h"
 #include "common/log.h"
 #include "common/memreg.h"
 #include "common/transport.h"
-
-/* Devices one region is registered with at most (as many as a buffer pool serves). */
-#define MEMREG_MAX_DEVS 8
 
 struct memreg_dev {
 	void *dev;                       /* the transport's device (rdma_dev()) */
@@ -37,7 +35,7 @@ struct memreg {
 	pthread_mutex_t mu;              /* adding an entry */
 	_Atomic unsigned ndevs;
 	bool full_told;
-	struct memreg_dev devs[MEMREG_MAX_DEVS];
+	struct memreg_dev devs[BUFPOOL_MAX_DEVS];   /* as many devices as a buffer pool serves */
 };
 
 struct memreg *memreg_create(void *addr, size_t len, const char *what)
@@ -89,6 +87,15 @@ static void *reg_thread(void *arg)
 	return NULL;
 }
 
+/* The entry for dev among the first n published, or NULL. */
+static const struct memreg_dev *find(const struct memreg *m, const void *dev, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (m->devs[i].dev == dev)
+			return &m->devs[i];
+	return NULL;
+}
+
 uint32_t memreg_lkey(struct memreg *m, struct xp_conn *xc)
 {
 	const struct transport_ops *ops = xc->ops;
@@ -96,21 +103,20 @@ uint32_t memreg_lkey(struct memreg *m, struct xp_conn *xc)
 		return 0;
 	void *dev = ops->rdma_dev(xc);
 	unsigned n = atomic_load_explicit(&m->ndevs, memory_order_acquire);
-	for (unsigned i = 0; i < n; i++)
-		if (m->devs[i].dev == dev)
-			return atomic_load_explicit(&m->devs[i].lkey, memory_order_acquire);
+	const struct memreg_dev *e = find(m, dev, n);
+	if (e)
+		return atomic_load_explicit(&e->lkey, memory_order_acquire);
 
 	pthread_mutex_lock(&m->mu);
 	n = atomic_load_explicit(&m->ndevs, memory_order_relaxed);
-	for (unsigned i = 0; i < n; i++)
-		if (m->devs[i].dev == dev) {
-			pthread_mutex_unlock(&m->mu);
-			return atomic_load_explicit(&m->devs[i].lkey, memory_order_acquire);
-		}
-	if (n == MEMREG_MAX_DEVS) {
+	if ((e = find(m, dev, n))) {   /* added by another reactor since the scan above */
+		pthread_mutex_unlock(&m->mu);
+		return atomic_load_explicit(&e->lkey, memory_order_acquire);
+	}
+	if (n == BUFPOOL_MAX_DEVS) {
 		if (!m->full_told)
 			log_warn("%s: registered with %d RDMA devices already, the most it is: iSER reads on others copy "
-				 "into buffers", m->what, MEMREG_MAX_DEVS);
+				 "into buffers", m->what, BUFPOOL_MAX_DEVS);
 		m->full_told = true;
 		pthread_mutex_unlock(&m->mu);
 		return 0;
