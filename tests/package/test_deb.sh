@@ -14,7 +14,9 @@ for t in dpkg-buildpackage lintian debootstrap iscsi-ls unshare; do
 done
 work=$(mktemp -d /var/tmp/isert-deb.XXXXXX)
 root=$work/root
+boot=   # the background debootstrap, once started
 cleanup() {
+	[ -z "$boot" ] || { kill "$boot" 2>/dev/null; wait "$boot" 2>/dev/null; } || true
 	umount -l "$root/proc" 2>/dev/null || true
 	rm -rf "$work"
 }
@@ -23,6 +25,12 @@ t0=$SECONDS
 step() { echo "== [$((SECONDS - t0)) s] $*"; }
 fail() { echo "FAIL: $*"; exit 1; }
 pkgs=(isertd iseradm iserbench libisert-initiator1 libisert-initiator-dev)
+
+# The chroot is mostly downloads: it is made while the packages build.
+mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+step "debootstrap minbase bookworm from ${mirror:=http://deb.debian.org/debian}, in the background"
+debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 &
+boot=$!
 
 step "dpkg-buildpackage (the tree's files, git's view of them)"
 mkdir -p "$work/src/iser-toolkit"
@@ -50,10 +58,9 @@ for d in "$work/debs/cur/"*.deb; do
 	dpkg-deb -b "$x" "$work/debs/prev/" >/dev/null
 done
 
-mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-step "debootstrap minbase bookworm from ${mirror:=http://deb.debian.org/debian}"
-debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-	{ tail -20 "$work/debootstrap.log"; fail "debootstrap"; }
+step "debootstrap: waiting for it"
+wait "$boot" || { tail -20 "$work/debootstrap.log"; fail "debootstrap"; }
+boot=
 mount -t proc proc "$root/proc"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 in_root() { chroot "$root" env DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }
