@@ -10,9 +10,12 @@ ok=0 fail=0
 for b in build:"" build-asan:"-Db_sanitize=address,undefined -Db_lundef=false"; do
 	dir=${b%%:*} opts=${b#*:}
 	# The VM suite boots a guest (tests/vm/): once, in the normal build; so do the
-	# longest rbd tests (rbd-long: the conformance run and bench smoke on an RBD LUN)
-	# and the package test, which builds its own binaries.
-	suites=(); [ "$dir" = build ] || suites=(--no-suite vm --no-suite rbd-long --no-suite package)
+	# longest rbd tests (rbd-long: the conformance run and bench smoke on an RBD LUN),
+	# the package test, which builds its own binaries, the bench smoke (it checks
+	# the bench's output; the integration suite loads isertd under the sanitizers)
+	# and the docs checks (--help against the man pages).
+	suites=(); [ "$dir" = build ] ||
+		suites=(--no-suite vm --no-suite rbd-long --no-suite package --no-suite bench --no-suite docs)
 	[ -d "$dir" ] || meson setup "$dir" $opts
 	echo "== building $dir"
 	ninja -C "$dir"
