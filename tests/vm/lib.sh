@@ -8,8 +8,10 @@ vm_now() { cut -d' ' -f1 /proc/uptime; }
 vm_log() { echo "[$(vm_now)] $*"; }
 
 # ok DESC CMD...: one check; its output goes to the console.
-# Each line ends with the check's duration in guest seconds.
+# Each line ends with the check's duration and, after "@", the guest uptime it
+# started at: the gaps between checks show where a test spends time unchecked.
 vm_took() { awk -v a="$1" -v b="$(vm_now)" 'BEGIN{printf "%.1fs", b-a}'; }
+vm_span() { awk -v a="$1" -v b="$(vm_now)" 'BEGIN{printf "%.1fs @%.1f", b-a, a}'; }
 # A failure whose description contains a line's PATTERN from $VM_KNOWN
 # ("PATTERN | reason", see known-failures.txt) is reported, not counted.
 VM_KNOWN=${VM_KNOWN:-} VM_XFAIL=0
@@ -27,14 +29,14 @@ ok() {
 	local d=$1 t=$(vm_now) why; shift
 	if "$@"; then
 		VM_PASS=$((VM_PASS + 1))
-		if why=$(vm_known "$d"); then echo "ok - $d [$(vm_took $t)] # listed as known failure: remove it from $(basename "$VM_KNOWN")"
-		else echo "ok - $d [$(vm_took $t)]"; fi
+		if why=$(vm_known "$d"); then echo "ok - $d [$(vm_span $t)] # listed as known failure: remove it from $(basename "$VM_KNOWN")"
+		else echo "ok - $d [$(vm_span $t)]"; fi
 		return 0
 	fi
 	if why=$(vm_known "$d"); then
-		VM_XFAIL=$((VM_XFAIL + 1)); echo "not ok - $d [$(vm_took $t)] # TODO known: $why"; return 1
+		VM_XFAIL=$((VM_XFAIL + 1)); echo "not ok - $d [$(vm_span $t)] # TODO known: $why"; return 1
 	fi
-	VM_FAIL=$((VM_FAIL + 1)); echo "not ok - $d [$(vm_took $t)]"; vm_rdma_state; return 1
+	VM_FAIL=$((VM_FAIL + 1)); echo "not ok - $d [$(vm_span $t)]"; vm_rdma_state; return 1
 }
 # After a failed check, the state of each RDMA device's QP1 (GSI): on
 # Soft-RoCE, QP1 in ERR means no connection to or from the device can be made
