@@ -96,9 +96,10 @@ map_target_loss() {
 	local u=$1 cfg=$2 port=$3 dev fpid rc out=$VM_WORK/fio-map-kill.txt sock=/run/isertd-map.sock
 	ok "target loss: mapped with --timeout 20 (a file LUN: its data outlives isertd)" \
 		map_up dev "$u" --timeout 20 || return 1
-	# Paced (about 10 s of writes) so the kill lands mid-fio however fast the host is.
+	# Paced (about 10 s of writes) so the kill lands mid-fio however fast the host is:
+	# a byte rate, as --rate_iops with --bsrange paces at the smallest size (82 s).
 	fio --name=kill --filename=$dev --direct=1 --ioengine=io_uring --iodepth=16 --rw=randwrite --bsrange=4k-64k \
-		--rate_iops=,100 --verify=crc32c --verify_fatal=1 --do_verify=1 --size=32m --eta=never --output=$out \
+		--rate=,3m --verify=crc32c --verify_fatal=1 --do_verify=1 --size=32m --eta=never --output=$out \
 		>/dev/null 2>&1 &
 	fpid=$!
 	sleep 3
@@ -144,7 +145,7 @@ map_recovery() {
 	ok "recovery: mapped with --recoverable" map_up dev "$u" --recoverable || return 1
 	# Paced, as in map_target_loss: the kill lands mid-fio.
 	fio --name=recover --filename=$dev --direct=1 --ioengine=io_uring --iodepth=16 --rw=randwrite --bsrange=4k-64k \
-		--rate_iops=,100 --verify=crc32c --verify_fatal=1 --do_verify=1 --size=32m --eta=never --output=$out \
+		--rate=,3m --verify=crc32c --verify_fatal=1 --do_verify=1 --size=32m --eta=never --output=$out \
 		>/dev/null 2>&1 &
 	fpid=$!
 	sleep 3
