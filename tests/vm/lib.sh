@@ -3,40 +3,57 @@
 # survive the guest) and VM_LIB.  Functions return non-zero on failure and
 # never sleep for a fixed time where a condition can be polled.
 
-VM_PASS=0 VM_FAIL=0 VM_T0=$(cut -d' ' -f1 /proc/uptime)
-vm_now() { cut -d' ' -f1 /proc/uptime; }
-vm_log() { echo "[$(vm_now)] $*"; }
+# The helpers below that run for every check and every poll use bash builtins
+# only: under TCG each program started costs the guest about 90 ms of CPU
+# (a fork alone about 9 ms), which a poll every 50 ms would spend on itself.
+# vm_cs: the guest's uptime in centiseconds, in VM_CS (/proc/uptime has two decimals).
+vm_cs() { local up _; read -r up _ < /proc/uptime; VM_CS=$((10#${up/./})); }
+# vm_secs VAR CS: CS centiseconds as seconds with one decimal, in VAR.
+vm_secs() { printf -v "$1" '%d.%d' $(($2 / 100)) $(($2 % 100 / 10)); }
+vm_cs; VM_T0=$VM_CS VM_PASS=0 VM_FAIL=0
+vm_now() { vm_cs; printf '%d.%02d\n' $((VM_CS / 100)) $((VM_CS % 100)); }
+vm_log() { vm_cs; printf '[%d.%02d] %s\n' $((VM_CS / 100)) $((VM_CS % 100)) "$*"; }
+# A sleep without starting sleep(1): a read that times out on a pipe nobody writes.
+exec {VM_SLEEP_FD}<> <(:)
+vm_sleep() { read -rt "$1" -u $VM_SLEEP_FD _ || :; }
 
 # ok DESC CMD...: one check; its output goes to the console.
 # Each line ends with the check's duration and, after "@", the guest uptime it
 # started at: the gaps between checks show where a test spends time unchecked.
-vm_took() { awk -v a="$1" -v b="$(vm_now)" 'BEGIN{printf "%.1fs", b-a}'; }
-vm_span() { awk -v a="$1" -v b="$(vm_now)" 'BEGIN{printf "%.1fs @%.1f", b-a, a}'; }
+vm_took() {   # vm_took START: seconds since START (a vm_now value), e.g. "1.2s"
+	local a=$1 s; [[ $a == *.* ]] || a=$a.00
+	vm_cs; vm_secs s $((VM_CS - 10#${a/./})); echo "${s}s"
+}
+vm_span() {   # vm_span START_CS: "1.2s @345.6", in VM_SPAN
+	local d a; vm_cs; vm_secs d $((VM_CS - $1)); vm_secs a $1; VM_SPAN="${d}s @$a"
+}
 # A failure whose description contains a line's PATTERN from $VM_KNOWN
 # ("PATTERN | reason", see known-failures.txt) is reported, not counted.
 VM_KNOWN=${VM_KNOWN:-} VM_XFAIL=0
-vm_known() {
+vm_known() {   # vm_known DESC: listed? The reason in VM_WHY.
 	[ -n "$VM_KNOWN" ] && [ -f "$VM_KNOWN" ] || return 1
 	local pat why
 	while IFS='|' read -r pat why; do
 		pat=${pat%"${pat##*[![:space:]]}"}
 		case $pat in ''|'#'*) continue;; esac
-		case $1 in *"$pat"*) echo "${why# }"; return 0;; esac
+		case $1 in *"$pat"*) VM_WHY=${why# }; return 0;; esac
 	done < "$VM_KNOWN"
 	return 1
 }
 ok() {
-	local d=$1 t=$(vm_now) why; shift
+	local d=$1 t; shift
+	vm_cs; t=$VM_CS
 	if "$@"; then
-		VM_PASS=$((VM_PASS + 1))
-		if why=$(vm_known "$d"); then echo "ok - $d [$(vm_span $t)] # listed as known failure: remove it from $(basename "$VM_KNOWN")"
-		else echo "ok - $d [$(vm_span $t)]"; fi
+		VM_PASS=$((VM_PASS + 1)); vm_span $t
+		if vm_known "$d"; then echo "ok - $d [$VM_SPAN] # listed as known failure: remove it from ${VM_KNOWN##*/}"
+		else echo "ok - $d [$VM_SPAN]"; fi
 		return 0
 	fi
-	if why=$(vm_known "$d"); then
-		VM_XFAIL=$((VM_XFAIL + 1)); echo "not ok - $d [$(vm_span $t)] # TODO known: $why"; return 1
+	vm_span $t
+	if vm_known "$d"; then
+		VM_XFAIL=$((VM_XFAIL + 1)); echo "not ok - $d [$VM_SPAN] # TODO known: $VM_WHY"; return 1
 	fi
-	VM_FAIL=$((VM_FAIL + 1)); echo "not ok - $d [$(vm_span $t)]"; vm_rdma_state; return 1
+	VM_FAIL=$((VM_FAIL + 1)); echo "not ok - $d [$VM_SPAN]"; vm_rdma_state; return 1
 }
 # After a failed check, the state of each RDMA device's QP1 (GSI): on
 # Soft-RoCE, QP1 in ERR means no connection to or from the device can be made
@@ -55,18 +72,22 @@ vm_cleanup_hook() { :; }
 vm_done() {
 	vm_cleanup_hook
 	[ "$VM_XFAIL" -eq 0 ] || echo "($VM_XFAIL known failure(s), each with its reason above)"
-	echo "$VM_PASS passed, $VM_FAIL failed (guest time $(awk -v a="$VM_T0" -v b="$(vm_now)" 'BEGIN{printf "%.1f", b-a}') s)"
+	local t; vm_cs; vm_secs t $((VM_CS - VM_T0))
+	echo "$VM_PASS passed, $VM_FAIL failed (guest time $t s)"
 	[ "$VM_FAIL" -eq 0 ] && [ "$VM_PASS" -gt 0 ]
 	exit
 }
 
-# wait_for SECONDS CMD...: poll CMD (every 50 ms) until it succeeds.
+# wait_for SECONDS CMD...: poll CMD until it succeeds: every 50 ms for the
+# first half second, then every 200 ms (CMD is usually a program: 90 ms of
+# guest CPU each time, taken from what is being waited for).
 wait_for() {
-	local end i=0
-	end=$(awk -v t="$(vm_now)" -v s="$1" 'BEGIN{print t+s}'); shift
+	local end i=0 w=0.05
+	vm_cs; end=$((VM_CS + $1 * 100)); shift
 	while ! "$@" >/dev/null 2>&1; do
-		awk -v t="$(vm_now)" -v e="$end" 'BEGIN{exit !(t>e)}' && { vm_log "timed out waiting for: $*"; return 1; }
-		sleep 0.05; i=$((i + 1))
+		vm_cs; [ $VM_CS -le $end ] || { vm_log "timed out waiting for: $*"; return 1; }
+		i=$((i + 1)); [ $i -le 10 ] || w=0.2
+		vm_sleep $w
 	done
 }
 

@@ -103,7 +103,7 @@ isertd_restart() {
 	local old=$ISERTD_PID st
 	while kill -0 $old 2>/dev/null; do
 		kill -0 $1 2>/dev/null || { vm_log "isc-recovery ended before it killed isertd"; return 1; }
-		sleep 0.05
+		vm_sleep 0.05
 	done
 	wait $old; st=$?
 	ISERTD_PID=
