@@ -20,12 +20,12 @@
 # Two RDMA devices at once (two_devices): one isertd, one reactor, iSER
 # portals on Soft-RoCE and Soft-iWARP, a kernel session through each with fio
 # verify running on both together.
-# FIO_SECS (default 20) sets the fio run length.
+# FIO_SECS (default 10; longer by hand) sets the fio run length.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/initiator.sh"
 source "$(dirname "$VM_LIB")/redirect.sh"
 VM_KNOWN=$(dirname "$VM_LIB")/known-failures.txt
-FIO_SECS=${FIO_SECS:-20}
+FIO_SECS=${FIO_SECS:-10}
 ISERTD_SOCK=/run/isertd-vm.sock
 vm_cleanup_hook() {
 	iscsiadm -m node --logoutall=all >/dev/null 2>&1; isertd_stop >/dev/null 2>&1
@@ -187,7 +187,8 @@ one_provider() {
 	vm_log "=== iSER on $p ($ip), poll_mode $mode"
 	config $p $ip $mode
 	must "$p: isertd starts with an iSER portal on $portal" isertd_start /tmp/isertd-iser-$p.json 3262
-	ok "$p: isertd listens on $portal over iSER" grep -q "listening on $ip:3260 (iser)" "$VM_WORK/isertd.log"
+	# The TCP portal isertd_start waits for can come up before the iSER listener is logged.
+	ok "$p: isertd listens on $portal over iSER" wait_for 10 grep -q "listening on $ip:3260 (iser)" "$VM_WORK/isertd.log"
 	found=$(iscsi_discover "$portal" iser)
 	echo "$found" | sed 's/^/    discovered /'
 	ok "$p: discovery over iSER lists $t" has_line "$t" <<< "$found"
@@ -450,7 +451,7 @@ two_devices() {
 	ndr=$(log_count "buffer pool deregistered from RDMA device siw0")
 	must "two devices: isertd starts with iSER portals on $rxe (rxe0) and $siw (siw0) and one reactor" \
 		isertd_start $cfg 3262
-	ok "two devices: isertd listens on both" bash -c "grep -q 'listening on $rxe:3260 (iser)' '$VM_WORK/isertd.log' &&
+	ok "two devices: isertd listens on both" wait_for 10 bash -c "grep -q 'listening on $rxe:3260 (iser)' '$VM_WORK/isertd.log' &&
 		grep -q 'listening on $siw:3260 (iser)' '$VM_WORK/isertd.log'"
 	ok "two devices: discovery over iSER through each portal lists $t" \
 		lists_target $t $rxe:3260 $siw:3260
