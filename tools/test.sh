@@ -6,6 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
+# The test guest (tests/vm/prepare.sh: Debian's kernel fetched, siw.ko built)
+# is made while the builds and the first suites run; the VM suite's own call
+# waits for it and finds it ready (or tries again, and says why it cannot).
+tests/vm/prepare.sh "${ISERT_VM_CACHE:-tests/vm/cache}" >/dev/null 2>&1 &
+prep=$!
+trap 'wait $prep 2>/dev/null || :' EXIT
 ok=0 fail=0
 for b in build:"" build-asan:"-Db_sanitize=address,undefined -Db_lundef=false"; do
 	dir=${b%%:*} opts=${b#*:}

@@ -14,6 +14,10 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${1:?usage: prepare.sh CACHE}
 mkdir -p "$CACHE" && CACHE=$(cd "$CACHE" && pwd) || { echo "vm: cannot create cache $CACHE" >&2; exit 1; }
+# One preparation at a time (tools/test.sh starts one in the background while
+# it builds; run.sh's own call then waits here and finds the guest ready).
+exec 9>"$CACHE/.lock" || { echo "vm: cannot write $CACHE/.lock" >&2; exit 1; }
+flock -n 9 || { echo "vm: another prepare.sh is preparing the guest: waiting for it" >&2; flock 9; }
 
 skip() { echo "vm: SKIP: $*" >&2; exit 77; }
 die() { echo "vm: ERROR: $*" >&2; exit 1; }
