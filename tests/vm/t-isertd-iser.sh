@@ -143,8 +143,9 @@ flap_under_io() {
 	local p=$1 dev=$2 f rc n0 closed why
 	# Every session logged in, no reconnect on the way.
 	wait_for 30 bash -c '! grep -qv LOGGED_IN /sys/class/iscsi_session/*/state'
+	# 20 s: the flap at 5 s, the session back within about 6 s of it (fio's longest latency in CI).
 	fio --name=flap --filename=$dev --direct=1 --ioengine=libaio --iodepth=4 --rw=randrw --bsrange=4k-256k \
-		--verify=crc32c --verify_fatal=1 --size=32m --time_based --runtime=30 --eta=never \
+		--verify=crc32c --verify_fatal=1 --size=32m --time_based --runtime=20 --eta=never \
 		--output="$VM_WORK/fio-flap-$p.txt" & f=$!
 	sleep 5
 	n0=$(wc -l < "$VM_WORK/isertd.log")
