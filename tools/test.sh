@@ -1,8 +1,7 @@
 #!/bin/bash
 # Install, build and run the whole test suite: a normal build, then an
 # ASan+UBSan build that runs the same suites (unit, integration, conformance);
-# the vm suite, the rbd-long tests and the package test run in the normal
-# build only.
+# the vm, rbd-long, package, bench and docs suites run in the normal build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
