@@ -36,6 +36,7 @@ int iser_post_recv(struct rdma_conn *c, uint32_t slot)
 	};
 	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)&c->rx_ctx[slot], .sg_list = &sge, .num_sge = 1 }, *bad;
 	int rc = ibv_post_recv(c->id->qp, &wr, &bad);
+	c->rx_ctx[slot].posted = !rc;
 	if (!rc)
 		c->wrs_out++;
 	return rc ? -rc : 0;
@@ -110,9 +111,9 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 		 * (rxe and siw both report it): it carries no context (wr_id 0), so
 		 * that completion never points at freed memory.
 		 */
-		if (!signaled)
-			w->wr.wr_id = 0;
+		w->wr.wr_id = signaled ? (uintptr_t)w : 0;
 		w->inl = inl;
+		w->posted = true;
 		/* Counted as posted now: the send queue's room and read credit are spent. */
 		c->sq_free--;
 		c->wrs_out += signaled;
@@ -134,14 +135,22 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 	struct ibv_send_wr *bad = NULL;
 	int rc = ibv_post_send(c->id->qp, &first->wr, &bad);
 	XP_STAT_ADD(&c->xc, send_posts, 1);
-	/* Account for what the device took; on a failure, the rest goes back to the queue. */
+	/*
+	 * Account for what the device took; on a failure, bad and what follows
+	 * it go back to the queue.  A failure without bad is a doorbell that
+	 * failed after the provider had put every WR in the send queue (rxe and
+	 * siw: the QP left RTS): the device owns them, and they complete by a
+	 * flush or end at the flush time limit.  Taking them back would end
+	 * them twice, once here and once at their flush (a double free).
+	 */
 	struct wr_ctx *rest = NULL, *rest_tail = NULL;
 	for (struct ibv_send_wr *x = &first->wr, *nx; x; x = nx) {
 		nx = x->next;
 		w = container_of(x, struct wr_ctx, wr);
 		bool signaled = x->send_flags & IBV_SEND_SIGNALED;
-		if (rc && (!bad || x == bad || rest)) {
+		if (rc && bad && (x == bad || rest)) {
 			c->wrs_out -= signaled;   /* never reaches the CQ */
+			w->posted = false;
 			w->next = NULL;
 			if (rest_tail)
 				rest_tail->next = w;
@@ -398,6 +407,34 @@ static void fly_unlink(struct rdma_conn *c, struct wr_ctx *w)
 		w->fnext->fprev = w->fprev;
 }
 
+static bool in_array(const struct wr_ctx *w, const struct wr_ctx *a, uint32_t n)
+{
+	return (uintptr_t)w >= (uintptr_t)a && (uintptr_t)w < (uintptr_t)(a + n);
+}
+
+/*
+ * Whether a completion's context is one of ours still posted.  The device
+ * may report a WR twice: siw (Linux 6.12) flushed an RDMA READ it had
+ * already completed when a link flap broke the connection.  The send and
+ * receive slots and the shared receives never move, so their posted flag
+ * can be read.  A data WR's context is freed at its completion, so it is
+ * looked for among those in flight, without reading it; only for an error
+ * or on a closing connection, where the second report comes, not on the
+ * fast path.
+ */
+static bool wr_posted(struct rdma_conn *c, struct wr_ctx *w, const struct ibv_wc *wc)
+{
+	if (in_array(w, c->tx_ctx, RDMA_QUEUE) || in_array(w, c->rx_ctx, RDMA_QUEUE) ||
+	    (c->srq && in_array(w, c->srq->ctx, c->srq->depth)))
+		return w->posted;
+	if (wc->status == IBV_WC_SUCCESS && !xp_closing(&c->xc))
+		return true;
+	for (struct wr_ctx *f = c->fly; f; f = f->fnext)
+		if (f == w)
+			return true;
+	return false;
+}
+
 static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 {
 	struct wr_ctx *w = (struct wr_ctx *)(uintptr_t)wc->wr_id;
@@ -409,6 +446,12 @@ static void complete(struct rdma_conn *c, struct ibv_wc *wc)
 		}
 		return;
 	}
+	if (!wr_posted(c, w, wc)) {
+		log_limited(LOG_INFO, "%s: the RDMA device reported a work request that is not posted (%s): ignored",
+			    c->xc.peer, ibv_wc_status_str(wc->status));
+		return;
+	}
+	w->posted = false;
 	/* Flushed: the QP went to error (peer gone or our close), not a fault of this WR. */
 	int err = wc->status == IBV_WC_SUCCESS ? 0 : wc->status == IBV_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
 	if (w->kind != WR_RECV || !c->srq)
@@ -693,9 +736,11 @@ void iser_conn_free(struct xp_conn *xc)
 		rdma_destroy_qp(c->id);
 	/* Shared receives this QP took whose flush came after the last send's: back to the queue. */
 	struct ibv_wc wc;
-	while (c->srq && c->cq && !c->forced && ibv_poll_cq(c->cq, 1, &wc) > 0)
-		if (wc.wr_id && ((struct wr_ctx *)(uintptr_t)wc.wr_id)->kind == WR_RECV)
-			iser_srq_post(c->srq, (struct wr_ctx *)(uintptr_t)wc.wr_id);
+	while (c->srq && c->cq && !c->forced && ibv_poll_cq(c->cq, 1, &wc) > 0) {
+		struct wr_ctx *w = (struct wr_ctx *)(uintptr_t)wc.wr_id;
+		if (w && in_array(w, c->srq->ctx, c->srq->depth) && w->posted)
+			iser_srq_post(c->srq, w);
+	}
 	if (c->cq)
 		ibv_destroy_cq(c->cq);
 	if (c->cc)

@@ -137,7 +137,9 @@ int iser_srq_post(struct rdma_srq *s, struct wr_ctx *w)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)w->buf, .length = RDMA_RX_SLOT, .lkey = s->mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)w, .sg_list = &sge, .num_sge = 1 }, *bad;
-	return -ibv_post_srq_recv(s->srq, &wr, &bad);
+	int rc = ibv_post_srq_recv(s->srq, &wr, &bad);
+	w->posted = !rc;
+	return -rc;
 }
 
 static void srq_free(struct rdma_srq *s)

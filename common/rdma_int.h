@@ -95,6 +95,7 @@ struct wr_ctx {
 	struct wr_ctx *next;      /* waiting for send-queue room */
 	struct wr_ctx *fprev, *fnext; /* READ/WRITE posted and signaled: on rdma_conn.fly */
 	bool inl;                 /* SEND: posted inline */
+	bool posted;              /* handed to the device, its completion not yet seen */
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 };
