@@ -590,7 +590,19 @@ static void *queue_main(void *arg)
 		clear_unit_attentions(p->s, d->paths[i].u.lun);
 		atomic_store(&p->state, PATH_UP);
 	}
-	rc = io_uring_queue_init(2 * d->mo.depth + 8 + 2 * d->npaths, &q->ring, 0);
+	/*
+	 * Completions run as task work when this thread next waits on the ring,
+	 * not by interrupting it: otherwise they interrupt whatever it is in, and
+	 * a relogin's rdma_connect() on siw is a blocking TCP connect in this
+	 * thread.  Interrupted (ERESTARTSYS), siw drops the half-made connection,
+	 * and the target's siw listener takes that close for its own and dies
+	 * (Linux 6.12: the portal refuses every connection from then on, and
+	 * destroying it is a kernel BUG).  Linux 6.1 or later; before, as it was.
+	 */
+	unsigned entries = 2 * d->mo.depth + 8 + 2 * d->npaths;
+	rc = io_uring_queue_init(entries, &q->ring, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+	if (rc == -EINVAL)
+		rc = io_uring_queue_init(entries, &q->ring, 0);
 	if (rc) {
 		snprintf(q->errmsg, sizeof(q->errmsg), "io_uring: %s", strerror(-rc));
 		goto fail;
