@@ -66,8 +66,9 @@ const char *backstore_check_preallocate(enum backstore_type type, bool thin, boo
 {
 	if (!preallocate)
 		return NULL;
+	const struct backstore_kind *k = backstore_kind(type);
 	if (!backstore_kind_has(type, BS_KIND_PREALLOC))
-		snprintf(why, whylen, "not for %s (only ram)", backstore_kind(type) ? backstore_kind(type)->noun : "this type");
+		snprintf(why, whylen, "not for %s (only ram)", k ? k->noun : "this type");
 	else if (thin)
 		snprintf(why, whylen, "not with thin: a preallocated ram backstore keeps its pages");
 	else

@@ -20,9 +20,8 @@ vm_sleep() { read -rt "$1" -u $VM_SLEEP_FD _ || :; }
 # ok DESC CMD...: one check; its output goes to the console.
 # Each line ends with the check's duration and, after "@", the guest uptime it
 # started at: the gaps between checks show where a test spends time unchecked.
-vm_took() {   # vm_took START: seconds since START (a vm_now value), e.g. "1.2s"
-	local a=$1 s; [[ $a == *.* ]] || a=$a.00
-	vm_cs; vm_secs s $((VM_CS - 10#${a/./})); echo "${s}s"
+vm_took() {   # vm_took START: seconds since START (a vm_now value: two decimals), e.g. "1.2s"
+	local s; vm_cs; vm_secs s $((VM_CS - 10#${1/./})); echo "${s}s"
 }
 vm_span() {   # vm_span START_CS: "1.2s @345.6", in VM_SPAN
 	local d a; vm_cs; vm_secs d $((VM_CS - $1)); vm_secs a $1; VM_SPAN="${d}s @$a"
@@ -41,15 +40,16 @@ vm_known() {   # vm_known DESC: listed? The reason in VM_WHY.
 	return 1
 }
 ok() {
-	local d=$1 t; shift
+	local d=$1 t ok_rc; shift   # ok_rc: a name no check uses (bash scopes are dynamic)
 	vm_cs; t=$VM_CS
-	if "$@"; then
-		VM_PASS=$((VM_PASS + 1)); vm_span $t
+	"$@"; ok_rc=$?
+	vm_span $t
+	if [ $ok_rc -eq 0 ]; then
+		VM_PASS=$((VM_PASS + 1))
 		if vm_known "$d"; then echo "ok - $d [$VM_SPAN] # listed as known failure: remove it from ${VM_KNOWN##*/}"
 		else echo "ok - $d [$VM_SPAN]"; fi
 		return 0
 	fi
-	vm_span $t
 	if vm_known "$d"; then
 		VM_XFAIL=$((VM_XFAIL + 1)); echo "not ok - $d [$VM_SPAN] # TODO known: $VM_WHY"; return 1
 	fi
