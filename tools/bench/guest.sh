@@ -18,7 +18,10 @@
 # above; isertd-KIND-MODE runs that isertd in poll mode MODE: event,
 # adaptive or busy; adaptiveN: adaptive with global.adaptive_spin_us N), BENCH_PROVS (rxe siw; tcp: the kernel initiator over
 # iSCSI/TCP on 127.0.0.1, every target beside the others as over iSER),
-# BENCH_WORKLOADS (a subset of the workload names, e.g. "4k-randread-qd1").
+# BENCH_WORKLOADS (a subset of the workload names, e.g. "4k-randread-qd1"),
+# BENCH_MODE_WORKLOADS (the workloads an isertd-KIND-MODE target runs, e.g.
+# "4k-randread-qd1": the poll modes compared at QD1 in a run that keeps the
+# other workloads for event mode and the peers; default: all of them).
 # BENCH_COST=1: in round 1, each workload once more on the targets that have
 # a process (isertd, tgtd) under strace -f -y: system calls per I/O by kind
 # (tools/bench/syscalls.py, which says why not perf trace here), one "cost"
@@ -158,6 +161,9 @@ measure() {
 	local wl name bs rw qd m0 m1
 	for wl in $WLS; do
 		IFS=: read -r name bs rw qd <<< "$wl"
+		case "$2:${BENCH_MODE_WORKLOADS:-}" in
+		isertd-*-*:?*) case " $BENCH_MODE_WORKLOADS " in *" $name "*) ;; *) continue;; esac;;
+		esac
 		m0=$(cpu_mark "$PID")
 		[ "${BENCH_PERF:-0}" = 1 ] && perf_start
 		fio --name=b --filename=/dev/$4 --direct=1 --ioengine=libaio --iodepth=$qd --rw=$rw --bs=$bs \
