@@ -11,11 +11,13 @@
 #include "common/reactor.h"
 #include "target/scsi/copy.h"
 #include "target/scsi/rod.h"
+#include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
 
 bool copy_lu_unready(struct scsi_lu *lu)
 {
-	return __atomic_load_n(&lu->stopped, __ATOMIC_RELAXED) || __atomic_load_n(&lu->ejected, __ATOMIC_RELAXED);
+	return __atomic_load_n(&lu->stopped, __ATOMIC_RELAXED) || __atomic_load_n(&lu->ejected, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&lu->sanitize, __ATOMIC_ACQUIRE) != SAN_STATE_NONE;
 }
 
 bool copy_pr_blocks(struct scsi_lu *lu, const struct scsi_nexus *nx, uint8_t opcode)
@@ -82,11 +84,22 @@ static void chunk_submit(struct copy_chunk *c, enum backstore_op op, struct scsi
 	backstore_submit(lu->bs, io);
 }
 
+/* A SANITIZE of lu (state st) stops the job before its next chunk. */
+static void stop_unready(struct copy_job *j, struct scsi_lu *lu, uint8_t st)
+{
+	if (!j->unready) {
+		j->unready = lu;
+		j->unready_state = st;
+	}
+}
+
 static void chunk_written(struct bs_io *io, int res)
 {
 	struct copy_chunk *c = io->priv;
 	struct copy_job *j = c->j;
 
+	/* The segment (and so its destination) changes only once no chunk is in flight. */
+	sanitize_write_end(j->s.dst, j->cmd->reactor);
 	if (res < 0) {
 		j->failed = true;
 	} else {
@@ -101,7 +114,14 @@ static void chunk_written(struct bs_io *io, int res)
 static void chunk_write(struct copy_chunk *c)
 {
 	struct copy_job *j = c->j;
+	uint8_t st = sanitize_write_begin(j->s.dst, j->cmd->reactor);
 
+	if (st != SAN_STATE_NONE) {
+		stop_unready(j, j->s.dst, st);
+		chunk_free(c);
+		pump(j);
+		return;
+	}
 	rod_will_write(j->s.dst, c->dst_lba, c->n);
 	chunk_submit(c, BS_WRITE, j->s.dst, c->dst_lba, j->fua, chunk_written);
 }
@@ -110,17 +130,23 @@ static void chunk_read(struct bs_io *io, int res)
 {
 	struct copy_chunk *c = io->priv;
 	struct copy_job *j = c->j;
+	/* A source being sanitized: what was read of it goes nowhere (its blocks may already be half erased). */
+	uint8_t src_st = __atomic_load_n(&j->s.src->sanitize, __ATOMIC_ACQUIRE);
 
-	if (res < 0 || j->cmd->stop || (j->ops->may_write && !j->ops->may_write(j))) {
-		if (res < 0)
-			j->failed = true;
-		else if (!j->cmd->stop)
-			j->vetoed = true;
-		chunk_free(c);
-		pump(j);
+	if (res < 0) {
+		j->failed = true;
+	} else if (j->cmd->stop) {
+		/* the owner reports the abort */
+	} else if (j->ops->may_write && !j->ops->may_write(j)) {
+		j->vetoed = true;
+	} else if (src_st != SAN_STATE_NONE) {
+		stop_unready(j, j->s.src, src_st);
+	} else {
+		chunk_write(c);
 		return;
 	}
-	chunk_write(c);
+	chunk_free(c);
+	pump(j);
 }
 
 static void pump_deferred(void *arg)
@@ -137,7 +163,7 @@ static bool step(struct copy_job *j)
 	uint64_t started = 0;
 
 	for (;;) {
-		if (j->cmd->stop || j->failed || j->nomem || j->vetoed || !j->have_seg)
+		if (j->cmd->stop || j->failed || j->nomem || j->vetoed || j->unready || !j->have_seg)
 			return true;
 		const struct copy_seg *s = &j->s;
 		if (j->next == s->nblocks) {
@@ -192,7 +218,7 @@ static bool step(struct copy_job *j)
 
 static void finish(struct copy_job *j)
 {
-	if (j->failed)
+	if (j->failed || j->unready)
 		j->seg_resid = j->s.nblocks - j->written;
 	j->cmd->scratch = NULL;
 	j->ops->end(j);

@@ -8,7 +8,10 @@
  * (ops->end) only when nothing is in flight any more, so an abort or a lost
  * connection (cmd->stop), a backstore error or the owner's own veto
  * (ops->may_write) stops issuing chunks and leaves neither a buffer nor a
- * callback behind.
+ * callback behind.  So does a SANITIZE of a copy target: each chunk is
+ * counted as a write of its destination (sanitize_write_begin), which the
+ * SANITIZE waits for, and neither a chunk to a LU being sanitized nor one
+ * read from it is written.
  */
 #ifndef SCSI_COPY_H
 #define SCSI_COPY_H
@@ -67,10 +70,12 @@ struct copy_job {
 	uint32_t segs_done;
 	uint64_t blocks_done;    /* written, all segments (atomic: RECEIVE ROD TOKEN INFORMATION reads it) */
 	uint64_t bytes_done;
-	uint64_t seg_resid;      /* failed: blocks of segment seg not known to be written */
+	uint64_t seg_resid;      /* failed or unready: blocks of segment seg not known to be written */
 	bool failed;             /* a backstore error */
 	bool nomem;              /* no buffer with nothing in flight */
 	bool vetoed;             /* may_write said no */
+	struct scsi_lu *unready; /* a copy target a SANITIZE made unready (running or failed) */
+	uint8_t unready_state;   /* ... its sanitize state then (SAN_STATE_*) */
 	/* Private to copy.c. */
 	struct copy_seg s;
 	bool have_seg, backward, fua, in_pump, again, deferred;
@@ -85,7 +90,7 @@ struct copy_job {
 /* Run the job (cmd->scratch = j until it ends): ops->end() is called once, maybe before this returns. */
 void copy_start(struct copy_job *j);
 
-/* The LU's medium is stopped or ejected. */
+/* The LU's medium is stopped, ejected, being sanitized or in sanitize failure mode. */
 bool copy_lu_unready(struct scsi_lu *lu);
 /* Would a command with this opcode from nx conflict with lu's reservations? */
 bool copy_pr_blocks(struct scsi_lu *lu, const struct scsi_nexus *nx, uint8_t opcode);

@@ -178,6 +178,7 @@ static void cmd_reset(struct scsi_cmd *cmd)
 	cmd->flags = 0;
 	cmd->state = 0;
 	cmd->scratch = NULL;
+	cmd->san_writing = false;
 }
 
 /* The op for this command, found again at exec from the CDB (nothing keeps it in between). */
@@ -326,8 +327,20 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		scsi_cmd_complete(cmd);
 		return;
 	}
-	/* A SANITIZE started while this one's Data-Out came in: its blocks are not to be touched now. */
-	if (cmd->lu && (op->flags & OPF_MEDIUM) && op->opcode != SCSI_OP_SANITIZE && !sanitize_check(cmd, op)) {
+	/*
+	 * A SANITIZE started while this one's Data-Out came in: its blocks are
+	 * not to be touched now.  A write is counted until it completes, so a
+	 * SANITIZE that comes later waits for it before it overwrites.
+	 */
+	if (cmd->lu && (op->flags & OPF_WRITE) && op->opcode != SCSI_OP_SANITIZE) {
+		uint8_t st = sanitize_write_begin(cmd->lu, cmd->reactor);
+		if (st != SAN_STATE_NONE) {
+			sanitize_refuse(cmd, st);
+			scsi_cmd_complete(cmd);
+			return;
+		}
+		cmd->san_writing = true;
+	} else if (cmd->lu && (op->flags & OPF_MEDIUM) && op->opcode != SCSI_OP_SANITIZE && !sanitize_check(cmd, op)) {
 		scsi_cmd_complete(cmd);
 		return;
 	}

@@ -26,6 +26,10 @@ struct buf *scsi_buf_get(struct scsi_cmd *cmd, size_t len)
 
 void scsi_cmd_complete(struct scsi_cmd *cmd)
 {
+	if (cmd->san_writing) {
+		cmd->san_writing = false;
+		sanitize_write_end(cmd->lu, cmd->reactor);
+	}
 	cmd->done(cmd);
 }
 

@@ -38,6 +38,7 @@
 #include "common/chap.h"
 #include "target/scsi/copy.h"
 #include "target/scsi/rod.h"
+#include "target/scsi/sanitize.h"
 
 #define ASC_OPERATION_IN_PROGRESS      0x0016
 #define ASC_COPY_TARGET_NOT_REACHABLE  0x0d02
@@ -820,6 +821,11 @@ static void wend(struct copy_job *c)
 	} else if (c->vetoed) {
 		/* The token died under the copy: cancelled by a write, revoked by a reset. */
 		sense_set(cmd, SK_COPY_ABORTED, ASC_TOKEN(__atomic_load_n(&j->tok->state, __ATOMIC_ACQUIRE)));
+	} else if (c->unready == cmd->lu) {
+		/* This LU is being sanitized: what any command to it gets (SBC-4 4.11). */
+		sanitize_refuse(cmd, c->unready_state);
+	} else if (c->unready) {
+		sense_set(cmd, SK_COPY_ABORTED, ASC_COPY_TARGET_NOT_REACHABLE);   /* the token's LU */
 	} else if (c->failed) {
 		sense_set(cmd, SK_COPY_ABORTED, ASC_THIRD_PARTY_DEVICE_FAILURE);
 	} else if (c->nomem) {

@@ -39,6 +39,9 @@
 
 /* An IMMED=0 SANITIZE looks at its stop flag (abort, lost connection) this often. */
 #define SAN_POLL_MS 100
+/* The worker looks this often for the writes it waits for to have ended, and warns after 10, 20, 40... s. */
+#define SAN_DRAIN_POLL_US 1000
+#define SAN_DRAIN_WARN_S 10
 
 bool sanitize_inline;
 
@@ -193,6 +196,14 @@ static void sense_progress(struct scsi_cmd *cmd, uint16_t progress)
 				     false, 0, sks);
 }
 
+void sanitize_refuse(struct scsi_cmd *cmd, uint8_t state)
+{
+	if (state == SAN_STATE_RUNNING)
+		sense_progress(cmd, progress_of(cmd->lu));
+	else
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_SANITIZE_FAILED);
+}
+
 bool sanitize_check(struct scsi_cmd *cmd, const struct scsi_op *op)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -204,15 +215,50 @@ bool sanitize_check(struct scsi_cmd *cmd, const struct scsi_op *op)
 	if (op->opcode == SCSI_OP_INQUIRY || op->opcode == SCSI_OP_REPORT_LUNS ||
 	    op->opcode == SCSI_OP_REQUEST_SENSE)
 		return true;
-	if (st == SAN_STATE_RUNNING) {
-		sense_progress(cmd, progress_of(lu));
-		return false;
-	}
 	/* Failure mode: the medium is not to be trusted until a SANITIZE ends it. */
-	if (op->opcode == SCSI_OP_SANITIZE || !(op->flags & OPF_MEDIUM))
+	if (st == SAN_STATE_FAILED && (op->opcode == SCSI_OP_SANITIZE || !(op->flags & OPF_MEDIUM)))
 		return true;
-	sense_set(cmd, SK_MEDIUM_ERROR, ASC_SANITIZE_FAILED);
+	sanitize_refuse(cmd, st);
 	return false;
+}
+
+/* ---- the writes a SANITIZE waits for ---- */
+
+static uint32_t *writer_count(struct scsi_lu *lu, const struct reactor *r)
+{
+	int i = r ? reactor_index(r) : 0;
+	return &lu->writers[(unsigned)(i < 0 ? 0 : i) % SAN_WRITER_STRIPES].n;
+}
+
+uint8_t sanitize_write_begin(struct scsi_lu *lu, const struct reactor *r)
+{
+	uint32_t *n = writer_count(lu, r);
+	/*
+	 * The count goes up before the state is read, and sanitize_exec sets
+	 * the state before the worker reads the counts, all sequentially
+	 * consistent: either this write sees the SANITIZE and stays out, or the
+	 * SANITIZE sees this write and waits for it.  No lock on the I/O path.
+	 */
+	__atomic_fetch_add(n, 1, __ATOMIC_SEQ_CST);
+	uint8_t st = __atomic_load_n(&lu->sanitize, __ATOMIC_SEQ_CST);
+	if (st != SAN_STATE_NONE)
+		__atomic_fetch_sub(n, 1, __ATOMIC_RELEASE);
+	return st;
+}
+
+void sanitize_write_end(struct scsi_lu *lu, const struct reactor *r)
+{
+	/* Release: what the write stored (a RAM LU's bytes) is seen by the worker that reads the count. */
+	__atomic_fetch_sub(writer_count(lu, r), 1, __ATOMIC_RELEASE);
+}
+
+static uint32_t writers_in_flight(struct scsi_lu *lu)
+{
+	uint32_t sum = 0;
+
+	for (unsigned i = 0; i < SAN_WRITER_STRIPES; i++)
+		sum += __atomic_load_n(&lu->writers[i].n, __ATOMIC_SEQ_CST);
+	return sum;   /* wraps back: a write may end on another stripe than it began on */
 }
 
 bool sanitize_sense(struct scsi_lu *lu, uint8_t *key, uint16_t *asc, uint8_t sks[3])
@@ -393,6 +439,31 @@ static int run_erase(struct san_job *j, unsigned method)
 	return bs_sync(bs, BS_FLUSH, 0, 0, NULL);
 }
 
+/*
+ * Every write that began before the state said RUNNING has ended: those in
+ * the backstore complete, copies stop at their next chunk (copy.c), new
+ * ones are refused.  Only then is the medium touched, or a write that was
+ * already running could land after the pass that erased its blocks.
+ */
+static int drain_writes(struct scsi_lu *lu, struct lu_sanitize *s)
+{
+	uint64_t t0 = reactor_now_ns(), warn_s = SAN_DRAIN_WARN_S;
+	uint32_t n;
+
+	while ((n = writers_in_flight(lu)) != 0) {
+		if (cancelled(s))
+			return -ECANCELED;
+		uint64_t waited_s = (reactor_now_ns() - t0) / 1000000000u;
+		if (waited_s >= warn_s) {
+			log_warn("LU %s: SANITIZE waits for %u writes still running after %llu s (a backstore that "
+				 "does not answer?)", lu->serial, n, (unsigned long long)waited_s);
+			warn_s *= 2;
+		}
+		usleep(SAN_DRAIN_POLL_US);
+	}
+	return 0;
+}
+
 static void waiter_done(void *arg);
 
 static void *worker(void *arg)
@@ -405,9 +476,10 @@ static void *worker(void *arg)
 	marker_set(s, j->ause);
 	log_info("LU %s: SANITIZE %s started", lu->serial,
 		 j->sa == SAN_OVERWRITE ? "OVERWRITE" : j->sa == SAN_BLOCK_ERASE ? "BLOCK ERASE" : "CRYPTO ERASE");
-	if (j->sa == SAN_OVERWRITE)
+	rc = drain_writes(lu, s);
+	if (!rc && j->sa == SAN_OVERWRITE)
 		rc = run_overwrite(j);
-	else
+	else if (!rc)
 		rc = run_erase(j, j->sa == SAN_BLOCK_ERASE ? BS_SANITIZE_BLOCK_ERASE : BS_SANITIZE_CRYPTO_ERASE);
 	if (!rc)
 		marker_clear(s);
@@ -590,7 +662,8 @@ void sanitize_exec(struct scsi_cmd *cmd)
 		w->cmd = cmd;
 		s->waiter = w;
 	}
-	__atomic_store_n(&lu->sanitize, SAN_STATE_RUNNING, __ATOMIC_RELEASE);
+	/* Sequentially consistent: the other half of sanitize_write_begin's handshake. */
+	__atomic_store_n(&lu->sanitize, SAN_STATE_RUNNING, __ATOMIC_SEQ_CST);
 	if (sanitize_inline) {
 		pthread_mutex_unlock(&lu->mu);
 		worker(j);   /* ends w's command itself (no reactor) */

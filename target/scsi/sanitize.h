@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct reactor;
 struct scsi_cmd;
 struct scsi_lu;
 struct scsi_op;
@@ -80,6 +81,16 @@ void sanitize_exec(struct scsi_cmd *cmd);
 bool sanitize_sa_supported(const struct scsi_lu *lu, uint16_t sa);
 /* prepare and exec: false (sense set) when the LU's sanitize state refuses op. */
 bool sanitize_check(struct scsi_cmd *cmd, const struct scsi_op *op);
+/*
+ * A write to lu's medium begins (a command's exec, a copy's chunk; r its
+ * reactor or NULL): SAN_STATE_NONE, and it is counted until
+ * sanitize_write_end(), or the state that refuses it (nothing counted).
+ * A SANITIZE overwrites only once every write counted before it has ended.
+ */
+uint8_t sanitize_write_begin(struct scsi_lu *lu, const struct reactor *r);
+void sanitize_write_end(struct scsi_lu *lu, const struct reactor *r);
+/* The sense of a command that state (RUNNING or FAILED) refuses. */
+void sanitize_refuse(struct scsi_cmd *cmd, uint8_t state);
 /* REQUEST SENSE: the sanitize state's sense, with the progress indication in sks; false if none. */
 bool sanitize_sense(struct scsi_lu *lu, uint8_t *key, uint16_t *asc, uint8_t sks[3]);
 /* VPD B1 byte 7: WABEREQ and WACEREQ (01b where the LU does that erase: reads after it succeed). */

@@ -128,6 +128,7 @@ struct scsi_cmd {
 	struct scsi_cmd *ser_next;          /* the LU's serialized commands (sbc.c) */
 	struct scsi_cmd *ser_start;         /* ... those one completion lets start */
 	bool ser_running;
+	bool san_writing;                   /* counted in lu->writers until it completes (sanitize.c) */
 	struct buf *buf2;
 	struct buf view;                    /* buf == &view: the store's own bytes (backstore_read_view) */
 	struct backstore *view_bs;          /* ... whose view it is, put at release */

@@ -18,6 +18,8 @@
 #include "target/scsi/sense.h"
 
 #define SCSI_UA_MAX 8
+/* Stripes of an LU's count of writes in flight (struct scsi_lu, writers). */
+#define SAN_WRITER_STRIPES 8
 
 /* Limits advertised in VPD B0 and enforced on the CDB. */
 #define SCSI_MAX_XFER_BYTES   (16u << 20)
@@ -118,6 +120,14 @@ struct scsi_lu {
 	/* SANITIZE (sanitize.c): SAN_STATE_* (written under mu, read atomically by prepare) and its operation. */
 	uint8_t sanitize;
 	struct lu_sanitize *san;
+	/*
+	 * Commands and copy chunks writing the medium now (sanitize.c,
+	 * sanitize_write_begin): a SANITIZE starts overwriting only once none
+	 * is left.  One count per stripe of reactors, a cache line apart, so
+	 * reactors writing the same LU do not bounce one line; only the sum
+	 * means anything (a write may end on another stripe than it began).
+	 */
+	struct { uint32_t n; uint8_t pad[60]; } writers[SAN_WRITER_STRIPES];
 };
 
 /* Command flags in the opcode table. */

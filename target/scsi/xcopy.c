@@ -20,6 +20,7 @@
 #include "common/bufpool.h"
 #include "target/scsi/copy.h"
 #include "target/scsi/rod.h"
+#include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
 #include "target/scsi/xcopy.h"
 
@@ -401,13 +402,19 @@ static void xend(struct copy_job *c)
 {
 	struct xjob *j = (struct xjob *)c;
 	struct scsi_cmd *cmd = c->cmd;
-	bool ok = !cmd->stop && !c->failed && !c->nomem;
+	bool ok = !cmd->stop && !c->failed && !c->nomem && !c->unready;
 
 	if (j->slot >= 0)
 		id_end(cmd, j->slot, j->l.usage, ok ? CM_GOOD : CM_ERROR, (uint16_t)c->segs_done, c->bytes_done);
 	if (cmd->stop) {
 		cmd->status = SCSI_TASK_ABORTED;
 		cmd->sense_len = 0;
+	} else if (c->unready == cmd->lu) {
+		/* The copy manager's own LU is being sanitized: what any command to it gets (SBC-4 4.11). */
+		sanitize_refuse(cmd, c->unready_state);
+	} else if (c->unready) {
+		copy_aborted(cmd, ASC_COPY_TARGET_NOT_REACHABLE, c->seg, c->unready == c->s.src ? 4 : 6, true,
+			     c->seg_resid);
 	} else if (c->failed) {
 		copy_aborted(cmd, ASC_THIRD_PARTY_DEVICE_FAILURE, c->seg, 0, true, c->seg_resid);
 	} else if (c->nomem) {

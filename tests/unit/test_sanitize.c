@@ -6,7 +6,8 @@
  * backstore the test holds back or fails at will: NOT READY, SANITIZE IN
  * PROGRESS with a progress indication while it runs (REQUEST SENSE too),
  * what still answers, failure mode and its exits (AUSE), the service
- * actions each LU lists, and an LU destroyed mid-sanitize.  Commands run
+ * actions each LU lists, a WRITE still in the backstore when the SANITIZE
+ * comes (the overwrite waits for it), and an LU destroyed mid-sanitize.  Commands run
  * without a reactor; the operation runs on its own thread as in isertd.
  */
 #include <CUnit/Basic.h>
@@ -193,10 +194,18 @@ static int gate_open = 1 << 30;   /* writes that may pass before the gate holds 
 static int fail_writes;           /* fail writes with -EIO */
 static int held;                  /* a write waits at the gate */
 static int ndone;
+static bool hold_ab;              /* keep back a command's WRITE of 0xAB bytes ... */
+static struct bs_io *held_ab;     /* ... here, as a backstore that has not finished it yet */
+static int worker_writes;         /* the sanitize worker's writes that reached the store */
 
 static void gated_submit(struct backstore *bs, struct bs_io *io)
 {
+	if (io->op == BS_WRITE && hold_ab && ((const uint8_t *)io->buf)[0] == 0xab) {
+		__atomic_store_n(&held_ab, io, __ATOMIC_RELEASE);
+		return;
+	}
 	if (io->op == BS_WRITE && !io->reactor) {   /* the sanitize worker's */
+		__atomic_add_fetch(&worker_writes, 1, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&gate_mu);
 		while (gate_open <= 0) {
 			held = 1;
@@ -471,6 +480,55 @@ static void test_failure_mode(void)
 	scsi_cmd_release(&c);
 }
 
+static void test_waits_for_writes(void)
+{
+	static uint8_t list[4 + 512];
+	struct scsi_cmd w, w2, c;
+	uint8_t write10[16] = { 0x2a, 0, 0, 0, 0, 0, 0, 0, 1, 0 };
+	uint8_t read10[16] = { 0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0 };
+
+	/* A WRITE of LBA 0 that the backstore holds: it has begun, it has not ended. */
+	hold_ab = true;
+	cmd_init(&w, lu_thick, write10, 512, false, true);
+	CU_ASSERT_FATAL(scsi_cmd_prepare(&w));
+	memset(w.buf->data, 0xab, 512);
+	int before = __atomic_load_n(&ndone, __ATOMIC_ACQUIRE);
+	scsi_cmd_exec(&w);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(__atomic_load_n(&held_ab, __ATOMIC_ACQUIRE));
+	CU_ASSERT_EQUAL(__atomic_load_n(&ndone, __ATOMIC_ACQUIRE), before);
+
+	/* SANITIZE (IMMED): accepted, RUNNING, but nothing is overwritten while the WRITE is out. */
+	__atomic_store_n(&worker_writes, 0, __ATOMIC_RELAXED);
+	uint32_t n = list_of(list, 1, 3, 0x77);
+	CU_ASSERT_EQUAL(sanitize_cmd(lu_thick, 0x80 | SAN_OVERWRITE, list, n, &c), SCSI_GOOD);
+	usleep(200 * 1000);
+	CU_ASSERT_EQUAL(__atomic_load_n(&worker_writes, __ATOMIC_RELAXED), 0);
+	CU_ASSERT_EQUAL(__atomic_load_n(&lu_thick->sanitize, __ATOMIC_ACQUIRE), SAN_STATE_RUNNING);
+	/* A WRITE that comes now is refused, with the progress (none yet). */
+	cmd_init(&w2, lu_thick, write10, 512, false, true);
+	CU_ASSERT_FATAL(scsi_cmd_prepare(&w2) == false);
+	CU_ASSERT_EQUAL(sk(&w2), SK_NOT_READY);
+	CU_ASSERT_EQUAL(asc(&w2), ASC_SANITIZE_IN_PROGRESS);
+	CU_ASSERT_EQUAL(get_be16(w2.sense + 16), 0);
+	scsi_cmd_release(&w2);
+
+	/* The store finishes the WRITE: then, and only then, the overwrite runs, over it. */
+	before = __atomic_load_n(&ndone, __ATOMIC_ACQUIRE);   /* the SANITIZE itself ended */
+	hold_ab = false;
+	bs_ram_ops.submit(bs_thick, held_ab);
+	held_ab = NULL;
+	for (int i = 0; i < 5000 && __atomic_load_n(&ndone, __ATOMIC_ACQUIRE) == before; i++)
+		usleep(1000);
+	CU_ASSERT_EQUAL(__atomic_load_n(&ndone, __ATOMIC_ACQUIRE), before + 1);
+	CU_ASSERT_EQUAL(w.status, SCSI_GOOD);
+	scsi_cmd_release(&w);
+	wait_state(lu_thick, SAN_STATE_NONE);
+	CU_ASSERT(__atomic_load_n(&worker_writes, __ATOMIC_RELAXED) > 0);
+	CU_ASSERT_EQUAL(simple(lu_thick, read10, 512, &c), SCSI_GOOD);
+	CU_ASSERT(c.buf->data[0] == 0x77 && c.buf->data[511] == 0x77);
+	scsi_cmd_release(&c);
+}
+
 static void test_destroy_while_running(void)
 {
 	static uint8_t list[4 + 512];
@@ -502,6 +560,7 @@ int main(void)
 	CU_add_test(s, "rsoc_and_unsupported", test_rsoc_and_unsupported);
 	CU_add_test(s, "running_and_done", test_running_and_done);
 	CU_add_test(s, "failure_mode", test_failure_mode);
+	CU_add_test(s, "waits_for_writes", test_waits_for_writes);
 	CU_add_test(s, "destroy_while_running", test_destroy_while_running);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
