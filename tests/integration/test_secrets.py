@@ -12,8 +12,9 @@ config.get show_secrets (iserctl config --show-secrets, isertd
 others can read them, and stay files when the configuration is saved.
 Initiator names with a newline, CR, ESC and invalid UTF-8 never start a
 log line of their own or reach it raw.  What isertd no longer needs of a
-secret is wiped: its memory (/proc/PID/mem) holds no secret file's text, no
-configuration text and no admin request or answer with a secret in it; and
+secret is wiped: its memory (/proc/PID/mem) holds no secret file's read
+buffer, no configuration text and no answered admin request with a secret
+in it (json-c's own copies are another matter: docs/security.md); and
 isertd is not dumpable (no core, no ptrace by its own uid) unless started
 with --core-dumps.
 
@@ -93,15 +94,6 @@ SEP = (', ', ' : ')
 
 def text_form(k):
     return b' : "' + S[k].encode() + b'"'
-
-
-class SpacedRpc(Rpc):
-    def call(self, method, params=None):
-        self.id += 1
-        req = {'jsonrpc': '2.0', 'id': self.id, 'method': method}
-        if params is not None:
-            req['params'] = params
-        return self.raw(json.dumps(req, separators=SEP).encode())
 
 
 def write_secret(path, secret, mode=0o600):
@@ -203,8 +195,8 @@ def dumpable_checks():
             check('isertd --core-dumps (as nobody): dumpable, its uid may read its memory',
                   rc == 0 and owner == nobody and peek.returncode == 0, (rc, owner, peek.stderr[-200:], err[-300:]))
         else:
-            check('isertd (as nobody): not dumpable, so no core: /proc/PID/mem is root\'s and its own uid cannot '
-                  'read its memory', rc == 0 and owner == 0 and 'PermissionError' in peek.stderr,
+            check('isertd (as nobody): not dumpable (what keeps it from leaving a core): /proc/PID/mem is root\'s, '
+                  'and its own uid cannot read its memory', rc == 0 and owner == 0 and 'PermissionError' in peek.stderr,
                   (rc, owner, peek.stderr[-200:], err[-300:]))
     shutil.rmtree(work, ignore_errors=True)
 
@@ -233,7 +225,7 @@ def main():
             if os.path.exists(sock):
                 break
             time.sleep(0.05)
-        rpc = SpacedRpc(sock)
+        rpc = Rpc(sock, separators=SEP)
 
         # A secret from a file is the one the login is checked against.
         c = ic.Conn(PORT)
