@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -59,8 +60,26 @@ static void usage(FILE *f)
 		"      --print-config     print the configuration in effect as JSON and exit\n"
 		"                         (CHAP secrets masked as " CONFIG_REDACTED ")\n"
 		"      --show-secrets     with --print-config: print the CHAP secrets too\n"
+		"      --core-dumps       stay dumpable, for debugging: a crash leaves a core, and\n"
+		"                         isertd's uid may trace it (both then hold the CHAP secrets)\n"
 		"  -d, --debug            verbose logging\n"
 		"  -h, --help             this help\n");
+}
+
+/*
+ * Copies of the CHAP secrets outlive their use where isertd cannot wipe them
+ * (json-c's parser buffers, freed heap), so nothing that reads the process
+ * whole may have it: not dumpable, the kernel writes no core (nor pipes one
+ * to systemd-coredump), and only CAP_SYS_PTRACE (root) may trace it or read
+ * /proc/PID/mem.  Before the configuration is read.
+ */
+static int not_dumpable(void)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) {
+		fprintf(stderr, "isertd: cannot keep the CHAP secrets out of core dumps: prctl: %s\n", strerror(errno));
+		return -errno;
+	}
+	return 0;
 }
 
 static void *reactor_thread(void *arg)
@@ -175,13 +194,13 @@ int main(int argc, char **argv)
 		{ "admin-socket", required_argument, NULL, 'a' }, { "metrics", required_argument, NULL, 'M' },
 		{ "state-dir", required_argument, NULL, 'S' },
 		{ "print-config", no_argument, NULL, 'P' },   { "show-secrets", no_argument, NULL, 'X' },
-		{ "debug", no_argument, NULL, 'd' },
+		{ "core-dumps", no_argument, NULL, 'D' },     { "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 	};
 	const char *config_path = NULL, *admin_socket = NULL, *metrics = NULL, *state_dir = NULL;
 	const char *portals[64];
 	unsigned nportals = 0, nr = 0;
-	bool check = false, print = false, secrets = false;
+	bool check = false, print = false, secrets = false, core_dumps = false;
 	int o;
 	while ((o = getopt_long(argc, argv, "c:p:r:a:dh", opts, NULL)) != -1) {
 		switch (o) {
@@ -228,6 +247,9 @@ int main(int argc, char **argv)
 		case 'X':
 			secrets = true;
 			break;
+		case 'D':
+			core_dumps = true;
+			break;
 		case 'd':
 			log_threshold = LOG_DEBUG;
 			break;
@@ -247,6 +269,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "isertd: --show-secrets goes with --print-config\n");
 		return 2;
 	}
+	if (!core_dumps && not_dumpable())
+		return 1;
 	char err[512] = "";
 	int rc = config_path ? config_load_file(config_path, &cfg, err, sizeof(err))
 			     : config_load_string(config_default_json, "<embedded default>", &cfg, err, sizeof(err));

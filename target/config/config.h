@@ -205,19 +205,29 @@ bool config_has_secrets(const struct config *c);
  * document, a part of one or a change's parameters masks them first.
  */
 #define CONFIG_REDACTED "********"
-/* Mask every secret in o (a document, a part of one, or admin parameters holding one), in place. */
+/* Mask every secret in o (a document, a part of one, or admin parameters holding one), in place (wiping it). */
 struct json_object;
 void config_redact(struct json_object *o);
 /* A masked copy of v, the value of member key of an object that is itself member parent (NULL: none). */
 struct json_object *config_redacted(const char *parent, const char *key, struct json_object *v);
 /* Free what c holds, its secrets wiped first. */
 void config_chap_free(struct cfg_chap *c);
+/*
+ * Before a document, a part of one or admin parameters (o) is freed: its
+ * secrets (config_redact's places) overwritten in place.  config_redact
+ * wipes the secrets it drops.
+ */
+void config_wipe_secrets(struct json_object *o);
+/* Before a JSON text that may hold secrets is freed (ours, or json-c's serialization of an object of ours). */
+void config_wipe_text(const char *s);
 int config_load_string(const char *json, const char *origin, struct config **out, char *err, size_t errlen);
+/* A document given as an object, loaded as config_load_string loads its text; the text is wiped after. */
+int config_load_doc(struct json_object *doc, const char *origin, struct config **out, char *err, size_t errlen);
 /* Write atomically (temp file, fsync, rename). */
 int config_save_file(const struct config *c, const char *path, char *err, size_t errlen);
-/* Serialize to a newly allocated JSON string (free()). */
+/* Serialize to a newly allocated JSON string (it holds the inline secrets: config_wipe_text, then free()). */
 char *config_to_json(const struct config *c);
-/* The same document as a json-c object (json_object_put() it). */
+/* The same document as a json-c object (config_wipe_secrets, then json_object_put()). */
 struct json_object *config_to_obj(const struct config *c);
 /*
  * The document for comparing two configurations (apply's plan): a secret

@@ -1277,6 +1277,7 @@ static int load_buf(const char *json, size_t len, const char *origin, struct con
 		else
 			r = cfg_perr(&p, "line %u, column %u: JSON syntax error: %s", line, col,
 				     json_tokener_error_desc(jerr));
+		config_wipe_secrets(root);
 		json_object_put(root);
 		json_tokener_free(tok);
 		return r;
@@ -1285,6 +1286,7 @@ static int load_buf(const char *json, size_t len, const char *origin, struct con
 
 	c = calloc(1, sizeof(*c));
 	if (!c) {
+		config_wipe_secrets(root);
 		json_object_put(root);
 		return cfg_enomem(&p);
 	}
@@ -1293,6 +1295,7 @@ static int load_buf(const char *json, size_t len, const char *origin, struct con
 	c->origin = strdup(p.origin);
 	r = c->origin ? parse_root(&p, root, c) : cfg_enomem(&p);
 	free(p.bs_names);
+	config_wipe_secrets(root);
 	json_object_put(root);
 	if (r) {
 		config_free(c);
@@ -1308,6 +1311,19 @@ int config_load_string(const char *json, const char *origin, struct config **out
 	if (!json || !out)
 		return -EINVAL;
 	return load_buf(json, strlen(json), origin, out, err, errlen);
+}
+
+int config_load_doc(json_object *doc, const char *origin, struct config **out, char *err, size_t errlen)
+{
+	const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
+	if (!text) {
+		cfg_seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* Through the text, so an admin's document meets the file's rules (strict JSON, UTF-8). */
+	int r = config_load_string(text, origin, out, err, errlen);
+	config_wipe_text(text);
+	return r;
 }
 
 int config_load_file(const char *path, struct config **out, char *err, size_t errlen)
@@ -1352,6 +1368,7 @@ int config_load_file(const char *path, struct config **out, char *err, size_t er
 		if (n < 0) {
 			r = -errno;
 			cfg_seterr(err, errlen, "%s: read: %s", path, strerror(-r));
+			explicit_bzero(buf, got);
 			free(buf);
 			close(fd);
 			return r;
@@ -1363,6 +1380,7 @@ int config_load_file(const char *path, struct config **out, char *err, size_t er
 	close(fd);
 	buf[got] = '\0';
 	r = load_buf(buf, got, path, out, err, errlen);
+	explicit_bzero(buf, got); /* the file's text holds its inline secrets */
 	free(buf);
 	if (!r)
 		(*out)->file_mode = st.st_mode & 07777;

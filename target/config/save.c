@@ -326,6 +326,8 @@ char *config_to_json(const struct config *c)
 			out[n + 1] = '\0';
 		}
 	}
+	config_wipe_text(s);
+	config_wipe_secrets(o);
 	json_object_put(o);
 	return out;
 }
@@ -418,6 +420,7 @@ out:
 		free(tmp);
 	}
 	free(dir);
+	config_wipe_text(json);
 	free(json);
 	return r;
 }

@@ -2,9 +2,10 @@
  * Target configuration: secrets.  Where they are in the document (the
  * password and mutual_password of every chap object: an ACL's and the
  * discovery section's "chap", a portal group's "demo_chap"), the masking
- * every printed, logged or returned document and change goes through, and
- * secrets kept out of the document in files (password_file, a systemd
- * credential).  docs/security.md states the rules.
+ * every printed, logged or returned document and change goes through, the
+ * wiping of every copy isertd is done with, and secrets kept out of the
+ * document in files (password_file, a systemd credential).
+ * docs/security.md states the rules.
  */
 #include "target/config/config_int.h"
 
@@ -27,20 +28,83 @@ static bool in(const char *const *l, const char *k)
 	return false;
 }
 
-/* A chap object's secrets masked; anything else where a chap object belongs is masked whole. */
+/*
+ * Every string in v overwritten in place.  json-c hands out its own storage
+ * (the object is ours and about to be freed), and frees it without wiping.
+ */
+static void wipe_strings(json_object *v)
+{
+	if (json_object_is_type(v, json_type_string)) {
+		explicit_bzero((char *)json_object_get_string(v), (size_t)json_object_get_string_len(v));
+	} else if (json_object_is_type(v, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			wipe_strings(json_object_array_get_idx(v, i));
+	} else if (json_object_is_type(v, json_type_object)) {
+		json_object_object_foreach(v, k, m)
+		{
+			(void)k;
+			wipe_strings(m);
+		}
+	}
+}
+
+/* What stands where a chap object belongs: its secrets, or all of it when it is not an object (as masked). */
+static void wipe_holder(json_object *v)
+{
+	if (!json_object_is_type(v, json_type_object)) {
+		wipe_strings(v);
+		return;
+	}
+	json_object_object_foreach(v, k, m)
+		if (in(members, k))
+			wipe_strings(m);
+}
+
+void config_wipe_secrets(json_object *o)
+{
+	if (json_object_is_type(o, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			config_wipe_secrets(json_object_array_get_idx(o, i));
+		return;
+	}
+	if (!json_object_is_type(o, json_type_object))
+		return;
+	json_object_object_foreach(o, k, v)
+	{
+		if (in(holders, k))
+			wipe_holder(v);
+		else
+			config_wipe_secrets(v);
+	}
+}
+
+void config_wipe_text(const char *s)
+{
+	/* Our own buffer, or json-c's serialization of an object of ours that is about to be freed. */
+	if (s)
+		explicit_bzero((char *)s, strlen(s));
+}
+
+/* A chap object with its secrets masked (never copied); anything else where a chap object belongs is masked whole. */
 static json_object *masked_holder(json_object *v)
 {
 	if (!v || json_object_is_type(v, json_type_null))
 		return json_object_get(v);
 	if (!json_object_is_type(v, json_type_object))
 		return json_object_new_string(CONFIG_REDACTED);
-	json_object *o = NULL;
-	if (json_object_deep_copy(v, &o, NULL) || !o)
-		return json_object_new_string(CONFIG_REDACTED);
-	for (const char *const *m = members; *m; m++)
-		if (json_object_object_get_ex(o, *m, NULL))
-			json_object_object_add(o, *m, json_object_new_string(CONFIG_REDACTED));
-	return o;
+	json_object *o = json_object_new_object();
+	json_object_object_foreach(v, k, m)
+	{
+		json_object *c = NULL;
+		if (!o)
+			break;
+		if (in(members, k))
+			c = json_object_new_string(CONFIG_REDACTED);
+		else if (m && json_object_deep_copy(m, &c, NULL))
+			c = json_object_new_string(CONFIG_REDACTED);
+		json_object_object_add(o, k, c);
+	}
+	return o ? o : json_object_new_string(CONFIG_REDACTED);
 }
 
 void config_redact(json_object *o)
@@ -54,10 +118,13 @@ void config_redact(json_object *o)
 		return;
 	json_object_object_foreach(o, k, v)
 	{
-		if (in(holders, k))
-			json_object_object_add(o, k, masked_holder(v)); /* replaces v: the walk is done with it */
-		else
+		if (in(holders, k)) {
+			json_object *m = masked_holder(v);
+			wipe_holder(v);
+			json_object_object_add(o, k, m); /* replaces v: the walk is done with it */
+		} else {
 			config_redact(v);
+		}
 	}
 }
 
@@ -110,6 +177,24 @@ void config_chap_free(struct cfg_chap *c)
 /* ------------------------------------------------------------------------ */
 /* Secrets in files. */
 
+/* One line; its newline (as echo and editors leave it) is not part of the secret. */
+static int one_line_secret(struct pctx *p, const char *path, const char *buf, size_t len, char **out)
+{
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (len && buf[len - 1] == '\r')
+		len--;
+	if (len > CFG_CHAP_MAX)
+		return cfg_perr(p, "%s: longer than %d characters", path, CFG_CHAP_MAX);
+	if (!len)
+		return cfg_perr(p, "%s: is empty", path);
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			return cfg_perr(p, "%s: holds a control character (a CHAP secret is one line of text)", path);
+	*out = strndup(buf, len);
+	return *out ? 0 : cfg_enomem(p);
+}
+
 int cfg_read_secret_file(struct pctx *p, const char *name, char **out)
 {
 	char path[4096];
@@ -148,21 +233,9 @@ int cfg_read_secret_file(struct pctx *p, const char *name, char **out)
 	else if ((n = read(fd, buf, sizeof(buf))) < 0)
 		r = cfg_perr(p, "%s: read: %s", path, strerror(errno));
 	close(fd);
-	if (r)
-		return r;
-	/* One line; its newline (as echo and editors leave it) is not part of the secret. */
-	size_t len = (size_t)n;
-	if (len && buf[len - 1] == '\n')
-		len--;
-	if (len && buf[len - 1] == '\r')
-		len--;
-	if (len > CFG_CHAP_MAX)
-		return cfg_perr(p, "%s: longer than %d characters", path, CFG_CHAP_MAX);
-	if (!len)
-		return cfg_perr(p, "%s: is empty", path);
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
-			return cfg_perr(p, "%s: holds a control character (a CHAP secret is one line of text)", path);
-	*out = strndup(buf, len);
-	return *out ? 0 : cfg_enomem(p);
+	if (!r)
+		r = one_line_secret(p, path, buf, (size_t)n, out);
+	/* The file's text, refused or not: only the copy the CHAP code keeps outlives this call. */
+	explicit_bzero(buf, sizeof(buf));
+	return r;
 }

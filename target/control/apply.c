@@ -263,6 +263,9 @@ int apply_plan_whole(struct config *n, struct apply_plan **out, char *err, size_
 		config_diff(p->steps, ja, jb);
 	else if (!rc)
 		rc = -ENOMEM;
+	/* Compared, they hold every secret, those from files too. */
+	config_wipe_secrets(ja);
+	config_wipe_secrets(jb);
 	json_object_put(ja);
 	json_object_put(jb);
 	if (rc)

@@ -75,6 +75,7 @@ void change_add_lun(struct change *ch, size_t ti, size_t gi, json_object *l)
 
 static void change_clear(struct change *ch)
 {
+	config_wipe_secrets(ch->doc); /* the running document's secrets, and those the change brought */
 	json_object_put(ch->doc);
 	json_object_put(ch->obj);
 	config_free(ch->whole);
@@ -96,12 +97,11 @@ static int plan(struct rpc_call *c, struct change *ch, struct apply_plan **p)
 		/* The document edited, loaded with the file's rules. */
 		struct config *n = NULL;
 		json_object *doc = change_doc(c, ch);
-		const char *text = doc ? json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN) : NULL;
-		if (!text)
-			return doc ? rpc_fail(c, RPC_INTERNAL, "out of memory") : -1;
-		rc = config_load_string(text, "the change", &n, err, sizeof(err));
+		if (!doc)
+			return -1;
+		rc = config_load_doc(doc, "the change", &n, err, sizeof(err));
 		if (rc)
-			return rpc_fail(c, RPC_REFUSED, "%s", err);
+			return rpc_fail(c, rc == -ENOMEM ? RPC_INTERNAL : RPC_REFUSED, "%s", err);
 		rc = apply_plan_whole(n, p, err, sizeof(err));
 	}
 	if (rc)

@@ -97,8 +97,8 @@ static int m_backstore_resize(struct rpc_call *c)
 	json_object_object_add(json_object_array_get_idx(bss, i), "size", json_object_get(size));
 	struct config *n = NULL;
 	char err[512] = "";
-	int rc = config_load_string(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN), "the change", &n,
-				    err, sizeof(err));
+	int rc = config_load_doc(doc, "the change", &n, err, sizeof(err));
+	config_wipe_secrets(doc);
 	json_object_put(doc);
 	if (rc)
 		return rpc_fail(c, RPC_REFUSED, "%s", err);

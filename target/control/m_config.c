@@ -199,8 +199,7 @@ static int e_apply(struct rpc_call *c, struct change *ch)
 	if (!path == !inline_cfg)
 		return rpc_fail(c, RPC_INVALID_PARAMS, "give path (a file isertd reads) or config (the document)");
 	int rc = path ? config_load_file(path, &n, err, sizeof(err))
-		      : config_load_string(json_object_to_json_string_ext(inline_cfg, JSON_C_TO_STRING_PLAIN), "config",
-					   &n, err, sizeof(err));
+		      : config_load_doc(inline_cfg, "config", &n, err, sizeof(err));
 	if (rc)
 		return rpc_fail(c, RPC_REFUSED, "%s", err);
 	change_whole(ch, n);
@@ -236,10 +235,12 @@ static int e_restore(struct rpc_call *c, struct change *ch)
 	json_object *from = config_to_obj(f), *doc = change_doc(c, ch);
 	config_free(f);
 	if (!from || !doc) {
+		config_wipe_secrets(from);
 		json_object_put(from);
 		return doc ? rpc_fail(c, RPC_INTERNAL, "out of memory") : -1;
 	}
-	json_object *fb = doc_array(from, "backstores");
+	json_object *fb = doc_array(from, "backstores"), *t = NULL;
+	size_t t_at = 0;
 	int rc = 0;
 	if (bsname) {
 		json_object *b = doc_find(fb, "name", bsname, 0, NULL);
@@ -248,7 +249,7 @@ static int e_restore(struct rpc_call *c, struct change *ch)
 		else
 			rc = rpc_fail(c, RPC_NOT_FOUND, "%s has no backstore '%s'", path, bsname);
 	} else {
-		json_object *t = doc_find(doc_array(from, "targets"), "iqn", iqn, 0, NULL);
+		t = doc_find(doc_array(from, "targets"), "iqn", iqn, 0, &t_at);
 		if (!t) {
 			rc = rpc_fail(c, RPC_NOT_FOUND, "%s has no target %s", path, iqn);
 		} else {
@@ -266,6 +267,10 @@ static int e_restore(struct rpc_call *c, struct change *ch)
 			}
 		}
 	}
+	/* The target taken lives on in the change (which wipes it); the file's other secrets go now. */
+	if (t)
+		json_object_array_put_idx(doc_array(from, "targets"), t_at, NULL);
+	config_wipe_secrets(from);
 	json_object_put(from);
 	return rc;
 }

@@ -103,6 +103,7 @@ static char *answer_text(json_object *r)
 	}
 	if (out)
 		*o = 0;
+	config_wipe_text((const char *)t); /* json-c's copy (config.get with show_secrets holds them) */
 	return out;
 }
 
@@ -232,6 +233,7 @@ static char *handle_obj(json_object *req, uid_t uid)
 		json_object_put(shown);
 	}
 	if (!has_id) {
+		config_wipe_secrets(c.result);
 		json_object_put(c.result);
 	} else if (rc) {
 		out = error_text(id, c.code, c.msg);
@@ -242,6 +244,7 @@ static char *handle_obj(json_object *req, uid_t uid)
 		json_object_object_add(r, "result", c.result ? c.result : json_object_new_object());
 		json_object_object_add(r, "id", json_object_get(id));
 		out = answer_text(r);
+		config_wipe_secrets(r);
 		json_object_put(r);
 	}
 	json_object_put(c.params);
@@ -266,6 +269,7 @@ char *rpc_handle(const char *req, size_t len, uid_t uid)
 	} else {
 		out = handle_obj(o, uid);
 	}
+	config_wipe_secrets(o);
 	json_object_put(o);
 	json_tokener_free(tok);
 	return out;
@@ -274,13 +278,23 @@ char *rpc_handle(const char *req, size_t len, uid_t uid)
 /* ------------------------------------------------------------------------ */
 /* The socket. */
 
+/* An answer may hold secrets (config.get with show_secrets). */
+static void free_text(char *s, size_t len)
+{
+	if (s)
+		explicit_bzero(s, len);
+	free(s);
+}
+
 static void client_close(unsigned i)
 {
 	struct client *c = &srv.clients[i];
 	close(c->fd);
 	json_tokener_free(c->tok);
-	free(c->out);
+	free_text(c->out, c->out_len);
 	srv.clients[i] = srv.clients[--srv.nclients];
+	/* The slot kept what the last client's requests were (and the one moved, a copy of its own). */
+	explicit_bzero(&srv.clients[srv.nclients], sizeof(srv.clients[0]));
 }
 
 static void client_queue(struct client *c, char *text)
@@ -289,12 +303,12 @@ static void client_queue(struct client *c, char *text)
 	char *o = malloc(n + 1);
 	if (!o) {
 		c->close_after = true;
-		free(text);
+		free_text(text, n);
 		return;
 	}
 	memcpy(o, text, n);
 	o[n] = '\n';
-	free(text);
+	free_text(text, n);
 	c->out = o;
 	c->out_len = n + 1;
 	c->out_off = 0;
@@ -336,6 +350,7 @@ static size_t client_parse(struct client *c, const char *buf, size_t len)
 		return len;
 	}
 	char *text = handle_obj(o, c->uid);
+	config_wipe_secrets(o); /* the request's (acl.add, apply with a document, ...) */
 	json_object_put(o);
 	if (text)
 		client_queue(c, text);
@@ -381,6 +396,8 @@ static void client_pump(struct client *c)
 		off = c->in_len;
 	memmove(c->in, c->in + off, c->in_len - off);
 	c->in_len -= off;
+	/* What was handled (a request may carry a secret) is not left behind the rest. */
+	explicit_bzero(c->in + c->in_len, off);
 }
 
 /* Write, then read and answer; false when the client is done. */
@@ -396,7 +413,7 @@ static bool client_io(struct client *c, short revents)
 		}
 		if (c->out_off < c->out_len)
 			return true;
-		free(c->out);
+		free_text(c->out, c->out_len);
 		c->out = NULL;
 		if (c->close_after) {
 			/* Read what the peer still sends (bounded) so closing does not reset the answer away. */
@@ -414,6 +431,7 @@ static bool client_io(struct client *c, short revents)
 	if (c->discarded) {
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR;
+		explicit_bzero(c->in, (size_t)n);
 		c->discarded += (size_t)n;
 		return n > 0 && c->discarded < 4 * RPC_MAX_REQUEST;
 	}

@@ -150,6 +150,17 @@ static void neg_local_from_tpg(struct neg_params *p, const struct cfg_params *cp
 	p->erl = 0;
 }
 
+/* Whether this login goes elsewhere (RFC 7143 sec. 11.13.5): its status, 0 to stay. */
+static uint16_t login_redirect(struct iscsi_conn *c, char *why, size_t wl)
+{
+	struct login_state *ls = c->login;
+	uint16_t status = redirect_login(ls->tpg, c->xp, ls->redirect, sizeof(ls->redirect));
+	if (status)
+		snprintf(why, wl, "to %s (redirect%s of TPG %u)", ls->redirect,
+			 ls->tpg->cfg->redirect_host ? "" : "_balance", ls->tpg->cfg->tag);
+	return status;
+}
+
 /* First PDU: who is logging in, to what, and must they authenticate? */
 static int login_identify(struct iscsi_conn *c, const struct text_list *kv, char *why, size_t wl, uint16_t *status)
 {
@@ -215,12 +226,6 @@ static int login_identify(struct iscsi_conn *c, const struct text_list *kv, char
 			snprintf(why, wl, "initiator has no ACL on this target");
 			return -1;
 		}
-		/* After the ACL: an initiator refused here learns no other address. */
-		if ((*status = redirect_login(ls->tpg, c->xp, ls->redirect, sizeof(ls->redirect)))) {
-			snprintf(why, wl, "to %s (redirect%s of TPG %u)", ls->redirect,
-				 ls->tpg->cfg->redirect_host ? "" : "_balance", ls->tpg->cfg->tag);
-			return -1;
-		}
 		if (acl && acl->chap.userid)
 			ls->chap = keep_chap(ls, &acl->chap);
 		else if (!acl && ls->tpg->cfg->demo_chap.userid)
@@ -230,6 +235,12 @@ static int login_identify(struct iscsi_conn *c, const struct text_list *kv, char
 			snprintf(why, wl, "out of memory");
 			return -1;
 		}
+		/*
+		 * After the ACL, so an initiator refused there learns no other address.  One that must
+		 * pass CHAP learns it only once it has, as the security stage ends (login_rx_locked).
+		 */
+		if (!ls->chap && (*status = login_redirect(c, why, wl)))
+			return -1;
 		neg_local_from_tpg(&local, &ls->tpg->cfg->params);
 	}
 	if (c->xp->ops->rdma) {
@@ -571,6 +582,9 @@ static void login_rx_locked(struct iscsi_conn *c, struct xp_rx *rx)
 			}
 		}
 	}
+	/* Authenticated (transit is kept only once CHAP passed): now it may learn where to go. */
+	if (transit && csg == PDU_STAGE_SECURITY && ls->chap && ls->tpg && (status = login_redirect(c, why, sizeof(why))))
+		goto fail;
 	if (transit) {
 		flags |= PDU_LOGIN_TRANSIT | (uint8_t)nsg;
 		if (nsg == PDU_STAGE_FULL_FEATURE)

@@ -13,9 +13,10 @@ import checks
 class Rpc:
     """A raw JSON-RPC client of the socket (iserctl is tested separately)."""
 
-    def __init__(self, path):
+    def __init__(self, path, separators=None):
         self.path = path
         self.id = 0
+        self.separators = separators  # json.dumps's, for the requests' text
 
     def raw(self, data, read=True):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -45,7 +46,7 @@ class Rpc:
         req = {'jsonrpc': '2.0', 'id': self.id, 'method': method}
         if params is not None:
             req['params'] = params
-        return self.raw(json.dumps(req).encode())
+        return self.raw(json.dumps(req, separators=self.separators).encode())
 
     def stats_rows(self, params=None, limit=None):
         """Every row of the stats luns section, following the pages; (rows, number of pages)."""

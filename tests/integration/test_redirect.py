@@ -4,7 +4,10 @@ a TPG's `redirect` answers a normal login with status 0101 (or 0102 when
 permanent) and TargetAddress, and the connection closes; a login arriving at
 the redirect address itself is taken; an initiator the ACLs refuse learns
 nothing; discovery is never redirected and lists the TPG's own portals, or
-the new address once the move is permanent.  libiscsi (iscsi-inq), our
+the new address once the move is permanent.  Where the ACL requires CHAP
+the redirection waits for it: no secret or a wrong one gets 0201 and no
+address, the right one is redirected as the security stage ends (libiscsi
+and iseradm follow it with CHAP).  libiscsi (iscsi-inq), our
 initiator library (iseradm) and iserctl set/null live; redirect_balance
 spreads new sessions over the TPG's portals by their session counts; a
 redirection loop ends in our initiator with a clear error; bad values are
@@ -28,7 +31,10 @@ P = int(sys.argv[4]) if len(sys.argv) > 4 else 3590
 T1 = 'iqn.2026-11.org.isert:redirect'
 T2 = 'iqn.2026-11.org.isert:balance'
 T3 = 'iqn.2026-11.org.isert:loop'
+T4 = 'iqn.2026-11.org.isert:chap-redirect'
+T5 = 'iqn.2026-11.org.isert:chap-balance'
 INI = 'iqn.2026-11.org.test:redirect'
+CHAP_USER, CHAP_SECRET = 'redir-user', 'Redirect-secret-0123'
 L = '127.0.0.1'
 
 
@@ -43,6 +49,11 @@ def tpg(tag, ports, **extra):
     return g
 
 
+def chap_acls():
+    return [{'initiator': INI, 'mapped_luns': [{'mapped_lun': 0, 'tpg_lun': 0}],
+             'chap': {'userid': CHAP_USER, 'password': CHAP_SECRET}}]
+
+
 def config(t1_extra=None):
     return {'backstores': [{'name': 'r0', 'type': 'ram', 'size': '4M'}],
             'targets': [
@@ -51,7 +62,11 @@ def config(t1_extra=None):
                 {'iqn': T2, 'tpgs': [tpg(1, [P + 2, P + 3], redirect_balance=[f'{L}:{P + 2}', f'{L}:{P + 3}'])]},
                 # two TPGs of one target sending logins to each other
                 {'iqn': T3, 'tpgs': [tpg(1, [P + 4], redirect=f'{L}:{P + 3}'),
-                                     tpg(2, [P + 3], redirect=f'{L}:{P + 4}')]}]}
+                                     tpg(2, [P + 3], redirect=f'{L}:{P + 4}')]},
+                # the same two kinds of redirection behind an ACL that requires CHAP
+                {'iqn': T4, 'tpgs': [tpg(1, [P + 4, P + 1], redirect=f'{L}:{P + 1}', acls=chap_acls())]},
+                {'iqn': T5, 'tpgs': [tpg(1, [P + 2, P + 3], redirect_balance=[f'{L}:{P + 2}', f'{L}:{P + 3}'],
+                                         acls=chap_acls())]}]}
 
 
 def first_login(port, target, ini=INI):
@@ -62,6 +77,62 @@ def first_login(port, target, ini=INI):
     closed = c.closed() if st else None
     c.close()
     return st, rk, closed
+
+
+def chap_login(port, target, secret):
+    """A login offering CHAP only, as far as the target lets it go: (status, keys of the last answer,
+    closed afterwards).  secret None: the initiator has none and offers AuthMethod=None."""
+    c = ic.Conn(port)
+    base = {'InitiatorName': INI, 'SessionType': 'Normal', 'TargetName': target,
+            'AuthMethod': 'CHAP' if secret else 'None'}
+    st, _, rk = c.login_pdu(0, 1, True, ic.kv(base))
+    if not st and secret:
+        st, _, rk = c.login_pdu(0, 1, False, ic.kv({'CHAP_A': '7'}))
+    if not st and secret:
+        resp = ic.HASHES[int(rk['CHAP_A'])](bytes([int(rk['CHAP_I'])]) + secret.encode() +
+                                            bytes.fromhex(rk['CHAP_C'][2:])).hexdigest()
+        st, _, rk = c.login_pdu(0, 1, True, ic.kv({'CHAP_N': CHAP_USER, 'CHAP_R': '0x' + resp}))
+    closed = c.closed() if st else None
+    c.close()
+    return st, rk, closed
+
+
+def chap_checks(rpc, wrong):
+    """Finding 5: the redirection is told only to an initiator that passed CHAP."""
+    st, rk, closed = chap_login(P + 4, T4, None)
+    check('CHAP required, redirecting TPG: no secret gets 0201 and no TargetAddress',
+          st == 0x0201 and 'TargetAddress' not in rk and closed, (hex(st), rk, closed))
+    st, rk, closed = chap_login(P + 4, T4, wrong)
+    check('... a wrong secret gets 0201 and no TargetAddress',
+          st == 0x0201 and 'TargetAddress' not in rk and closed, (hex(st), rk, closed))
+    st, rk, closed = chap_login(P + 4, T4, CHAP_SECRET)
+    check('... the right secret is redirected as the security stage ends (0101, TargetAddress)',
+          st == 0x0101 and rk.get('TargetAddress') == f'{L}:{P + 1}' and closed, (hex(st), rk, closed))
+    c = ic.Conn(P + 1)
+    st = c.login(INI, T4, chap=(CHAP_USER, CHAP_SECRET))
+    c.close()
+    check('... and logs in with it where it was sent', st == 0, hex(st))
+    before = portal_logins(rpc, P + 4)
+    r = run(ISERADM, '--initiator-name', INI, '--user', CHAP_USER, '--password', CHAP_SECRET, 'inq',
+            f'iscsi://{L}:{P + 4}/{T4}/0')
+    after = portal_logins(rpc, P + 4)
+    check('our initiator (iseradm inq --user --password) passes CHAP, follows the redirection and reads INQUIRY',
+          r.returncode == 0 and 'ISERT' in r.stdout.upper() and
+          after.get('redirected') == before.get('redirected', 0) + 1, (r.stdout + r.stderr, before, after))
+    # libiscsi (1.19, and its master of 2026-06) keeps its login phase across the reconnection a
+    # redirection makes, so after CHAP its next login starts mid-CHAP without an InitiatorName
+    # (docs/config.md says so).  Should it learn to start afresh, this fails: update the docs.
+    before = portal_logins(rpc, P + 4)
+    r = run('iscsi-inq', '-i', INI, f'iscsi://{CHAP_USER}%{CHAP_SECRET}@{L}:{P + 4}/{T4}/0')
+    after = portal_logins(rpc, P + 4)
+    check('libiscsi (iscsi-inq, CHAP in the URL) is redirected after CHAP, and its next login lacks InitiatorName',
+          r.returncode != 0 and 'Missing parameter' in r.stderr and
+          after.get('redirected') == before.get('redirected', 0) + 1, (r.stdout + r.stderr, before, after))
+    before = portal_logins(rpc, P + 4)
+    r = run('iscsi-inq', '-i', INI, f'iscsi://{CHAP_USER}%{wrong}@{L}:{P + 4}/{T4}/0')
+    after = portal_logins(rpc, P + 4)
+    check('libiscsi with a wrong secret fails at the front portal, not redirected',
+          r.returncode != 0 and after.get('redirected') == before.get('redirected', 0), (r.stderr, before, after))
 
 
 def session(port, target):
@@ -141,6 +212,8 @@ def main():
               after.get('accepted') == before.get('accepted'), (before, after))
         r = run(ISERADM, '--initiator-name', INI, 'inq', f'iscsi://{L}:{P}/{T1}/0')
         check('our initiator (iseradm inq) follows the redirection', r.returncode == 0, r.stdout + r.stderr)
+        wrong = 'Wrong-secret-0123456'
+        chap_checks(rpc, wrong)
 
         # Live: permanent, through iserctl; then null takes it away.
         r = run(ISERCTL, '-s', sock, 'set', f'/iscsi/{T1}/tpg1', 'redirect_type=permanent')
@@ -186,6 +259,15 @@ def main():
         check('balance: with one session each, a login stays where it arrived', st == 0, hex(st))
         st, rk, _ = first_login(P + 2, T2)
         check('balance: 2 to 1, the next goes to the other portal again',
+              st == 0x0101 and rk.get('TargetAddress') == f'{L}:{P + 3}', (hex(st), rk))
+        st, rk, _ = chap_login(P + 2, T5, None)
+        check('balance behind CHAP: no secret gets 0201, not the least loaded portal',
+              st == 0x0201 and 'TargetAddress' not in rk, (hex(st), rk))
+        st, rk, _ = chap_login(P + 2, T5, wrong)
+        check('balance behind CHAP: a wrong secret gets 0201, not the least loaded portal',
+              st == 0x0201 and 'TargetAddress' not in rk, (hex(st), rk))
+        st, rk, _ = chap_login(P + 2, T5, CHAP_SECRET)
+        check('balance behind CHAP: the right secret goes to the emptier portal',
               st == 0x0101 and rk.get('TargetAddress') == f'{L}:{P + 3}', (hex(st), rk))
 
         # A loop between two TPGs: our initiator gives up after a bounded number of hops.

@@ -11,7 +11,12 @@ config.get show_secrets (iserctl config --show-secrets, isertd
 (password_file, a systemd credential) work for logins, are refused when
 others can read them, and stay files when the configuration is saved.
 Initiator names with a newline, CR, ESC and invalid UTF-8 never start a
-log line of their own or reach it raw.
+log line of their own or reach it raw.  What isertd no longer needs of a
+secret is wiped: its memory (/proc/PID/mem) holds no secret file's read
+buffer, no configuration text and no answered admin request with a secret
+in it (json-c's own copies are another matter: docs/security.md); and
+isertd is not dumpable (no core, no ptrace by its own uid) unless started
+with --core-dumps.
 
 usage: test_secrets.py ISERTD ISERCTL [PORT]"""
 import json
@@ -34,7 +39,7 @@ INI = 'iqn.2026-11.org.test:chap'
 MASK = '********'
 # Every secret this test hands isertd; none may come back but where asked for.
 S = {k: f'Secret-{k}-0123456789' for k in ('file0', 'file1', 'acladd', 'aclmut', 'aclset', 'disc', 'demo',
-                                             'inline', 'refused', 'plan', 'cred', 'rotated')}
+                                             'inline', 'refused', 'plan', 'cred', 'rotated', 'cfginline')}
 
 
 def iserctl(sock, *args):
@@ -44,6 +49,51 @@ def iserctl(sock, *args):
 
 def leaked(text, allowed=()):
     return [k for k, v in S.items() if v in text and k not in allowed]
+
+
+def memory_finds(pid, needles):
+    """Which of needles (bytes) are in the writable memory of process pid (/proc/PID/mem, as root): its heap,
+    stacks, data and anonymous mappings, where a secret's copies are; mappings over 4 GiB are a sanitizer's
+    shadow, not isertd's data."""
+    found = set()
+    keep = max(len(n) for n in needles) - 1
+    with open(f'/proc/{pid}/maps') as f:
+        maps = [line.split() for line in f]
+    with open(f'/proc/{pid}/mem', 'rb', 0) as mem:
+        for m in maps:
+            lo, hi = (int(x, 16) for x in m[0].split('-'))
+            if 'rw' not in m[1] or hi - lo > 1 << 32 or (len(m) > 5 and m[5] in ('[vvar]', '[vsyscall]')):
+                continue
+            tail = b''
+            for at in range(lo, hi, 1 << 24):
+                try:
+                    mem.seek(at)
+                    chunk = tail + mem.read(min(1 << 24, hi - at))
+                except OSError:
+                    tail = b''
+                    continue
+                found.update(n for n in needles if n in chunk)
+                tail = chunk[-keep:]
+    return found
+
+
+def held(pid, forms):
+    """The names of forms ({name: bytes}) found in pid's memory."""
+    found = memory_finds(pid, list(forms.values()))
+    return sorted(k for k, v in forms.items() if v in found)
+
+
+def file_form(k):
+    return S[k].encode() + b'\n'    # as its file holds it: only the file's read buffer has the newline
+
+
+# The texts this test writes (the configuration file, admin requests) put a space before each colon, which
+# json-c never writes: a secret in this form can only be in a buffer that held one of those texts.
+SEP = (', ', ' : ')
+
+
+def text_form(k):
+    return b' : "' + S[k].encode() + b'"'
 
 
 def write_secret(path, secret, mode=0o600):
@@ -63,6 +113,8 @@ def config(work):
             {'iqn': T2, 'tpgs': [{'tag': 1, 'demo_mode': True, 'portals': [{'ip': '127.0.0.1', 'port': PORT}],
                                   'luns': [{'lun': 0, 'backstore': 'r0'}]}]},
         ],
+        # inline: the configuration's text holds it
+        'discovery': {'chap': {'userid': 'd0', 'password': S['cfginline']}},
     }
 
 
@@ -110,7 +162,47 @@ def check_config_files(work):
           rc != 0 and 'CREDENTIALS_DIRECTORY' in out and 'LoadCredential=isertd-acl:' in out, out)
 
 
+def dumpable_checks():
+    """isertd run as nobody: not dumpable, the kernel gives its /proc/PID files to root and another process of
+    its uid cannot read its memory; with --core-dumps it can (as before isertd made itself not dumpable)."""
+    nobody = 65534
+    work = checks.workdir('isert-nobody-')
+    os.chown(work, nobody, nobody)
+    cfgfile = os.path.join(work, 'isertd.json')
+    with open(cfgfile, 'w') as f:
+        json.dump({'backstores': [{'name': 'r0', 'type': 'ram', 'size': '4M'}],
+                   'targets': [{'iqn': T1, 'tpgs': [{'tag': 1, 'demo_mode': True,
+                                                     'portals': [{'ip': '127.0.0.1', 'port': PORT + 1}],
+                                                     'luns': [{'lun': 0, 'backstore': 'r0'}]}]}]}, f)
+    os.chown(cfgfile, nobody, nobody)
+    as_nobody = ['setpriv', f'--reuid={nobody}', f'--regid={nobody}', '--clear-groups']
+    for extra, dumpable in (([], False), (['--core-dumps'], True)):
+        proc = subprocess.Popen(as_nobody + [ISERTD, '-c', cfgfile, '--admin-socket', 'none', '--state-dir', 'none',
+                                             '-r', '1', *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for _ in range(100):
+            try:
+                ic.Conn(PORT + 1, timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        owner = os.stat(f'/proc/{proc.pid}/mem').st_uid
+        peek = subprocess.run(as_nobody + [sys.executable, '-c', f'open("/proc/{proc.pid}/mem", "rb")'],
+                              capture_output=True, text=True, timeout=30)
+        rc = stop_isertd(proc)
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+        if dumpable:
+            check('isertd --core-dumps (as nobody): dumpable, its uid may read its memory',
+                  rc == 0 and owner == nobody and peek.returncode == 0, (rc, owner, peek.stderr[-200:], err[-300:]))
+        else:
+            check('isertd (as nobody): not dumpable (what keeps it from leaving a core): /proc/PID/mem is root\'s, '
+                  'and its own uid cannot read its memory', rc == 0 and owner == 0 and 'PermissionError' in peek.stderr,
+                  (rc, owner, peek.stderr[-200:], err[-300:]))
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
+    dumpable_checks()
     work = checks.workdir('isert-secrets-')
     sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
@@ -119,7 +211,7 @@ def main():
     write_secret(os.path.join(work, 'acl.secret'), S['file0'])
     write_secret(os.path.join(creds, 'isertd-disc'), S['cred'], 0o400)
     with open(cfgfile, 'w') as f:
-        json.dump(config(work), f)
+        json.dump(config(work), f, separators=SEP)
     os.chmod(cfgfile, 0o600)
     check_config_files(work)
 
@@ -133,7 +225,7 @@ def main():
             if os.path.exists(sock):
                 break
             time.sleep(0.05)
-        rpc = Rpc(sock)
+        rpc = Rpc(sock, separators=SEP)
 
         # A secret from a file is the one the login is checked against.
         c = ic.Conn(PORT)
@@ -142,6 +234,14 @@ def main():
         c = ic.Conn(PORT)
         check('... and another secret is refused', c.login(INI, T1, chap=('u0', S['file1'])) != 0)
         c.close()
+        c = ic.Conn(PORT)
+        check('discovery CHAP with the secret inline in the configuration',
+              c.login('iqn.2026-11.org.test:d', discovery=True, chap=('d0', S['cfginline'])) == 0)
+        c.close()
+        # Loaded: the CHAP code holds each secret; the file's buffer and the configuration's text are gone.
+        left = held(proc.pid, {'password_file buffer': file_form('file0'), 'configuration text': text_form('cfginline')})
+        check('after the load: no secret file buffer and no configuration text with a secret in isertd\'s memory',
+              not left, left)
 
         # Every way a secret reaches the admin socket.
         acl2 = 'iqn.2026-11.org.test:chap2'
@@ -149,6 +249,8 @@ def main():
                                  'chap': {'userid': 'u2', 'password': S['acladd'], 'mutual_userid': 'tgt',
                                           'mutual_password': S['aclmut']}})
         check('acl.add with one-way and mutual CHAP', 'result' in r and not leaked(json.dumps(r)), json.dumps(r))
+        left = held(proc.pid, {k: text_form(k) for k in ('acladd', 'aclmut')})
+        check('... once answered, its request text is not in isertd\'s memory', not left, left)
         r = rpc.call('acl.set', {'target': T1, 'tag': 1, 'initiator': acl2,
                                  'chap': {'userid': 'u2', 'password': S['aclset']}})
         check('acl.set with a new secret', 'result' in r and not leaked(json.dumps(r)), json.dumps(r))
@@ -221,6 +323,13 @@ def main():
         c = ic.Conn(PORT)
         check('... and logins use the new secret', c.login(INI, T1, chap=('u0', S['rotated'])) == 0)
         c.close()
+        # Every request that carried a secret, and every secret file read, has been wiped.
+        forms = {f'{k} in a request': text_form(k) for k in ('acladd', 'aclmut', 'aclset', 'refused', 'disc', 'demo',
+                                                             'inline')}
+        forms.update({f'{k} file buffer': file_form(k) for k in ('file0', 'cred', 'rotated')})
+        left = held(proc.pid, forms)
+        check('after the admin changes, save and apply: no request with a secret, no secret file buffer in '
+              'isertd\'s memory', not left, left)
 
         # Hostile initiator names: nothing they carry starts or colours a log line.
         hostile = [b'iqn.2026-11.org.test:a\nisert error: forged line',

@@ -263,6 +263,68 @@ static void test_redact(void)
 	load_bad("{\"discovery\":{\"chap\":{\"userid\":\"d\",\"password\":\"********\"}}}", "is the mask");
 }
 
+/* Member path of o ("a.0.chap.password": object members and array indexes), a reference taken. */
+static json_object *member(json_object *o, const char *path)
+{
+	char buf[128];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *save = NULL, *k = strtok_r(buf, ".", &save); o && k; k = strtok_r(NULL, ".", &save)) {
+		if (json_object_is_type(o, json_type_array))
+			o = json_object_array_get_idx(o, (size_t)atoi(k));
+		else if (!json_object_object_get_ex(o, k, &o))
+			o = NULL;
+	}
+	return json_object_get(o);
+}
+
+/* Every byte of the string zero (its length kept). */
+static bool wiped(json_object *s)
+{
+	const char *b = json_object_get_string(s);
+	int n = json_object_get_string_len(s);
+	for (int i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return n > 0;
+}
+
+#define SECRETS_DOC                                                                                     \
+	"{\"a\":[{\"chap\":{\"userid\":\"u\",\"password\":\"secret-1\",\"mutual_password\":\"secret-2\"}}],"   \
+	"\"chap\":\"secret-3\",\"x\":{\"demo_chap\":{\"password\":[\"secret-4\"]}},\"password\":\"plain\"}"
+
+/* The secrets of a tree isertd is done with are overwritten before json-c frees them (config_redact's drop too). */
+static void test_wipe_secrets(void)
+{
+	static const char *const secret[] = { "a.0.chap.password", "a.0.chap.mutual_password", "chap",
+					      "x.demo_chap.password.0" };
+	static const char *const kept[] = { "a.0.chap.userid", "password" };
+	json_object *ref[6];
+	for (int pass = 0; pass < 3; pass++) {
+		json_object *p = json_tokener_parse(SECRETS_DOC);
+		for (int i = 0; i < 4; i++)
+			ref[i] = member(p, secret[i]);
+		for (int i = 0; i < 2; i++)
+			ref[4 + i] = member(p, kept[i]);
+		if (pass == 0) {
+			/* The masked copy a log line shows leaves the caller's tree alone. */
+			json_object_put(config_redacted(NULL, "params", p));
+			for (int i = 0; i < 4; i++)
+				CU_ASSERT_FALSE(wiped(ref[i]));
+		} else if (pass == 1) {
+			config_redact(p); /* drops the secrets it masks */
+		} else {
+			config_wipe_secrets(p);
+		}
+		for (int i = 0; i < 4; i++)
+			CU_ASSERT_EQUAL(wiped(ref[i]), pass > 0);
+		CU_ASSERT_STRING_EQUAL(json_object_get_string(ref[4]), "u");
+		CU_ASSERT_STRING_EQUAL(json_object_get_string(ref[5]), "plain");
+		json_object_put(p);
+		for (int i = 0; i < 6; i++)
+			json_object_put(ref[i]);
+	}
+}
+
 /* ------------------------------------------------------------- validation */
 
 static void test_errors_paths(void)
@@ -1402,6 +1464,7 @@ int main(void)
 	CU_add_test(s, "configs/default.json matches", test_default_file_matches);
 	CU_add_test(s, "example configs", test_examples);
 	CU_add_test(s, "secrets masked", test_redact);
+	CU_add_test(s, "secrets wiped", test_wipe_secrets);
 	CU_add_test(s, "error paths and types", test_errors_paths);
 	CU_add_test(s, "backstore validation", test_errors_backstores);
 	CU_add_test(s, "lun/acl/portal validation", test_errors_luns_acls);
