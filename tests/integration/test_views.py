@@ -18,8 +18,9 @@ reader stalls on the first MiB; a second initiator's WRITE ATOMIC of other
 blocks is answered before that bound, one of the same blocks within the
 bound and some slack, and the stalled reader's connection is the one that
 pays: it is closed, and what it had been sent is whole (each block old or
-new, never a mix).  LUN 2: an ABORT TASK of a WRITE ATOMIC waiting for a
-stalled reader is answered before the bound, and the write is not done.
+new, never a mix).  LUNs 2 and 3: an ABORT TASK, an LU RESET of a WRITE
+ATOMIC waiting for a stalled reader is answered before the bound (the
+reader keeps its connection), and the write is not done.
 Each part has an LU of its own, which no WRITE ATOMIC has met before.
 isertd exits 0.
 
@@ -168,21 +169,22 @@ def stalled_reader(proc, work):
     check('isertd still runs', proc.poll() is None)
 
 
-def aborted_writer():
-    """LUN 2: an ABORT TASK of a WRITE ATOMIC waiting for a stalled reader is answered, and the write not done."""
-    a = login(INI, luns=(2,))
-    write_big(a, 2, 0, OLD)
-    itts = stall(a, 2)
-    b = login(INI2, luns=(2,))
+def aborted_writer(lun, fn, what):
+    """An ABORT TASK (fn 1) or LU RESET (fn 5) of a WRITE ATOMIC waiting for a stalled reader is answered
+    before the bound, and the write not done."""
+    a = login(INI, luns=(lun,))
+    write_big(a, lun, 0, OLD)
+    itts = stall(a, lun)
+    b = login(INI2, luns=(lun,))
     b.s.settimeout(BOUND + SLACK)
     b.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # the TMF goes out at once
     new = b'\x5a' * 8192
     itt = b.next_itt()
-    b.send(b.scsi_bhs(watomic_cdb(0, new), len(new), write=True, data_len=len(new), lun=2, itt=itt), new)
+    b.send(b.scsi_bhs(watomic_cdb(0, new), len(new), write=True, data_len=len(new), lun=lun, itt=itt), new)
     time.sleep(0.5)   # it waits for the reader's views of its blocks
     tmf_itt = b.next_itt()
-    tmf = bytes([ic.OP_TMF | 0x40, 0x80 | 1, 0, 0, 0, 0, 0, 0]) + struct.pack('>Q', 2 << 48)
-    tmf += struct.pack('>IIII', tmf_itt, itt, b.cmdsn, b.statsn + 1) + b'\0' * 16
+    tmf = bytes([ic.OP_TMF | 0x40, 0x80 | fn, 0, 0, 0, 0, 0, 0]) + struct.pack('>Q', lun << 48)
+    tmf += struct.pack('>IIII', tmf_itt, itt if fn == 1 else 0xffffffff, b.cmdsn, b.statsn + 1) + b'\0' * 16
     t0 = time.monotonic()
     b.send(tmf)
     answer, status = None, None
@@ -196,14 +198,15 @@ def aborted_writer():
     except (OSError, ConnectionError) as e:
         answer = repr(e)
     took = time.monotonic() - t0
-    check('ABORT TASK of a WRITE ATOMIC waiting for a stalled reader: function complete, no status for the write',
-          answer == 0 and status is None, f'answer {answer}, status {status}, after {took:.1f} s')
+    check(f'LUN {lun}: {what} of a WRITE ATOMIC waiting for a stalled reader: function complete, no status for '
+          'the write', answer == 0 and status is None, f'answer {answer}, status {status}, after {took:.1f} s')
     print(f'     (in {took:.2f} s)')
     complete, blocks, torn, closed = drain(a, itts, OLD, OLD)
-    check('the abort ended the wait, not the bound: the reader keeps its connection and gets every READ whole',
+    check(f'the {what} ended the wait, not the bound: the reader keeps its connection and gets every READ whole',
           complete == NREADS and not torn and not closed,
           f'{complete} answers complete, {torn} torn blocks, closed {closed}')
-    st, d, _ = rw16(b, False, 2, 0, len(new) // 512)
+    b.command(bytes(6), lun=lun)   # a reset's unit attention
+    st, d, _ = rw16(b, False, lun, 0, len(new) // 512)
     check('the aborted WRITE ATOMIC wrote nothing', st == GOOD and d == OLD[:len(new)],
           f'status {st}, first byte {d[:1].hex()}')
     a.close()
@@ -216,11 +219,12 @@ def main():
     cfg = {'global': {'tcp_keepalive': 0},
            'backstores': [{'name': 'r', 'type': 'ram', 'size': '64M'},
                           {'name': 'r1', 'type': 'ram', 'size': '8M'},
-                          {'name': 'r2', 'type': 'ram', 'size': '8M'}],
+                          {'name': 'r2', 'type': 'ram', 'size': '8M'},
+                          {'name': 'r3', 'type': 'ram', 'size': '8M'}],
            'targets': [{'iqn': T, 'tpgs': [{'tag': 1, 'demo_mode': True,
                                             'portals': [{'ip': '127.0.0.1', 'port': PORT}],
                                             'luns': [{'lun': 0, 'backstore': 'r'}, {'lun': 1, 'backstore': 'r1'},
-                                                     {'lun': 2, 'backstore': 'r2'}]}]}]}
+                                                     {'lun': 2, 'backstore': 'r2'}, {'lun': 3, 'backstore': 'r3'}]}]}]}
     with open(os.path.join(work, 'isertd.json'), 'w') as f:
         json.dump(cfg, f)
     proc, _ = start_isertd(ISERTD, work, os.path.join(work, 'isertd.json'))
@@ -273,7 +277,8 @@ def main():
         b.logout()
 
         stalled_reader(proc, work)
-        aborted_writer()
+        aborted_writer(2, 1, 'ABORT TASK')
+        aborted_writer(3, 5, 'LU RESET')
     finally:
         end_isertd(proc, work)
     finish()
