@@ -412,16 +412,17 @@ static int bs_check(const struct backstore *bs, const struct bs_io *io)
 	return 0;
 }
 
-const uint8_t *backstore_read_view(struct backstore *bs, uint64_t offset, uint64_t len)
+const uint8_t *backstore_read_view(struct backstore *bs, struct bs_view *v, uint64_t offset, uint64_t len)
 {
-	if (!bs->ops->view || !len || !bs_range_ok(bs, offset, len))
+	/* A view nobody can revoke could hold an atomic write for ever. */
+	if (!bs->ops->view || !v->revoke || !len || !bs_range_ok(bs, offset, len))
 		return NULL;
-	return bs->ops->view(bs, offset, len);
+	return bs->ops->view(bs, v, offset, len);
 }
 
-void backstore_view_put(struct backstore *bs)
+void backstore_view_put(struct bs_view *v)
 {
-	bs->ops->view_put(bs);
+	v->bs->ops->view_put(v);
 }
 
 struct memreg *backstore_memreg(const struct backstore *bs)

@@ -78,6 +78,9 @@ struct bs_io {
 	struct reactor *reactor;                /* where to complete: the caller's */
 	void (*cb)(struct bs_io *io, int res);  /* res: 0 or -errno */
 	void *priv;                             /* caller's */
+	/* BS_WRITE_ATOMIC: while it waits for views of its blocks (backstore_read_view), *stop (read on
+	 * io->reactor) true ends it with -ECANCELED, nothing written; NULL: never. */
+	const bool *stop;
 	/* backend private state */
 	uint64_t done;
 	int inflight;
@@ -88,6 +91,8 @@ struct bs_io {
 	uint32_t bounce_len;
 	int stage;
 	uint64_t miscompare;          /* BS_COMPARE_WRITE: offset of the first differing byte */
+	uint64_t until_ns;            /* ram BS_WRITE_ATOMIC: when the views it waits for are revoked */
+	struct bs_io *next;           /* ram BS_WRITE_ATOMIC: the store's list of those under way */
 };
 
 /*
@@ -257,15 +262,31 @@ void backstore_submit(struct backstore *bs, struct bs_io *io);
 /*
  * A read without a copy: the store's own bytes [offset, offset+len) for a
  * reader to send from directly (ram only; NULL: read by backstore_submit()
- * into a buffer).  Checked like a BS_READ.  The bytes stay valid, and a
- * BS_WRITE_ATOMIC overlapping them waits, until backstore_view_put(): an
- * atomic write still reaches a concurrent reader all or nothing.  Once a
- * BS_WRITE_ATOMIC has run, the store gives no more views (its readers copy
- * under the write's sequence lock).  Plain writes racing a view's reader
- * may show in what it sends, as they may in a copy racing them.
+ * into a buffer).  Checked like a BS_READ.  v is the caller's (it fills
+ * reactor and revoke) and stays the store's until backstore_view_put(v);
+ * until then the bytes stay valid and a BS_WRITE_ATOMIC overlapping them
+ * waits, so it still reaches the reader all or nothing.  That wait is
+ * bounded: past the store's bound (ram: RAM_VIEW_WAIT_MAX_MS) it calls
+ * v->revoke(v) on v->reactor, which must make the reader let go of the
+ * bytes and put v soon (a transport closes the connection).  Views are
+ * not given for blocks a BS_WRITE_ATOMIC is under way on (NULL: copy).
+ * Plain writes racing a view's reader may show in what it sends, as they
+ * may in a copy racing them.
  */
-const uint8_t *backstore_read_view(struct backstore *bs, uint64_t offset, uint64_t len);
-void backstore_view_put(struct backstore *bs);
+struct bs_view {
+	/* caller's: where revoke runs (NULL: never; only for a caller, a tool or a test, whose atomic
+	 * writes have no reactor either, so wait for no view) */
+	struct reactor *reactor;
+	void (*revoke)(struct bs_view *v);   /* caller's; required */
+	/* the store's */
+	struct backstore *bs;
+	uint64_t offset, len;
+	struct bs_view *prev, *next;
+	bool revoked;                        /* revoke asked for */
+	struct bs_revoke *ticket;            /* ... and on its way to reactor */
+};
+const uint8_t *backstore_read_view(struct backstore *bs, struct bs_view *v, uint64_t offset, uint64_t len);
+void backstore_view_put(struct bs_view *v);
 /*
  * Where views may also go out over RDMA: the store's memory, registered
  * with each RDMA device on demand (common/memreg.h; a preallocated ram

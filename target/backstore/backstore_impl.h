@@ -30,8 +30,8 @@ struct bs_ops {
 	int64_t (*sanitize)(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len);
 	const char *(*sanitize_how)(const struct backstore *bs, unsigned method);
 	/* backstore_read_view() with checked arguments, and its put; NULL: the store gives no views. */
-	const uint8_t *(*view)(struct backstore *bs, uint64_t offset, uint64_t len);
-	void (*view_put)(struct backstore *bs);
+	const uint8_t *(*view)(struct backstore *bs, struct bs_view *v, uint64_t offset, uint64_t len);
+	void (*view_put)(struct bs_view *v);
 	/* Shared objects (backstore.h), where the store has them: NULL elsewhere. */
 	const struct bs_shared_ops *shared;
 };
@@ -94,10 +94,13 @@ struct backstore {
 	/* BS_WRITE_ATOMIC: odd while one copies (ram_seq), one at a time (ram_atomic_mu). */
 	_Atomic uint64_t ram_seq;
 	pthread_mutex_t ram_atomic_mu;
-	/* Views out (backstore_read_view); set for good by the first BS_WRITE_ATOMIC, which then
-	 * waits for ram_views to drain (ram.c). */
-	_Atomic unsigned ram_views;
-	_Atomic bool ram_no_views;
+	/* Views out (backstore_read_view) and the BS_WRITE_ATOMICs under way, which wait for the
+	 * views of their blocks and keep new ones off them (ram.c); under ram_view_mu. */
+	pthread_mutex_t ram_view_mu;
+	struct bs_view *ram_views;
+	unsigned ram_nviews;
+	struct bs_io *ram_atomics;
+	uint32_t ram_view_wait_max_ms;   /* RAM_VIEW_WAIT_MAX_MS (unit tests shorten it) */
 	struct memreg *ram_reg;      /* preallocated: the mapping registered with RDMA devices on demand */
 	/* rbd (rbd.c) */
 	void *rbd;

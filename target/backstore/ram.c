@@ -20,14 +20,20 @@
  *
  * Views (backstore_read_view): a large READ over TCP sends straight from the
  * mapping, no copy into a pool buffer.  Its sender reads the bytes until the
- * last PDU is written, outside the sequence lock, so an atomic write must not
- * run meanwhile: the first WRITE ATOMIC on the LU ends views for good
- * (ram_no_views; later reads copy under the lock) and waits, on a timer of
- * its own reactor, until the views already out are put.  A reader counts
- * itself in and then looks at the flag; the writer sets the flag and then
- * looks at the count (both sequentially consistent), so one of them always
- * sees the other.  The wait ends when those senders finish or their
- * connections close.
+ * last PDU is written, outside the sequence lock, so an atomic write must
+ * not run over them meanwhile.  The store keeps the views out and the
+ * atomic writes under way in two lists under ram_view_mu: an atomic write
+ * enters its list first, from then on no view of its blocks is given (those
+ * reads copy under the sequence lock), and it copies once no view of its
+ * blocks is left, looking again every RAM_VIEW_WAIT_MS on a timer of its
+ * own reactor.  Views of other blocks never hold it.  A reader that stopped
+ * taking its data (a peer that no longer reads its socket keeps its views
+ * for as long as its connection lives: with tcp_keepalive 0, for ever)
+ * holds it RAM_VIEW_WAIT_MAX_MS at most: then each view still in its way is
+ * revoked on its holder's reactor, where the transport closes that
+ * connection, which puts the view.  The connection that does not read pays,
+ * not the writer nor the readers of other blocks.  Its abort (*io->stop)
+ * ends the wait at the next look, nothing written.
  *
  * Preallocated (cfg "preallocate"): the mapping is committed memory, every
  * page written at open, and registered with each RDMA device on its first
@@ -55,8 +61,15 @@
 
 /* Largest atomic write: bounds how long a reader can wait for one (a 1 MiB copy). */
 #define RAM_ATOMIC_MAX (1u << 20)
-/* How often an atomic write waiting for views looks again. */
+/* How often an atomic write waiting for views looks again (and at its stop flag). */
 #define RAM_VIEW_WAIT_MS 1
+/*
+ * The longest an atomic write waits for the views of its blocks before their
+ * holders are told to let go.  Each view then has had this long to send what
+ * is left of a READ of at most 16 MiB; the write stays well inside an
+ * initiator's command timeout (30 s on Linux).
+ */
+#define RAM_VIEW_WAIT_MAX_MS 5000
 
 static size_t ram_page(void)
 {
@@ -127,12 +140,15 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 	bs->mem = m;
 	bs->size = cfg->size;
 	bs->atomic_max = RAM_ATOMIC_MAX;
+	bs->ram_view_wait_max_ms = RAM_VIEW_WAIT_MAX_MS;
 	pthread_mutex_init(&bs->ram_atomic_mu, NULL);
+	pthread_mutex_init(&bs->ram_view_mu, NULL);
 	if (cfg->preallocate) {
 		int rc = ram_preallocate(bs, err, errlen);
 		if (rc) {
 			munmap(m, (size_t)cfg->size);
 			pthread_mutex_destroy(&bs->ram_atomic_mu);
+			pthread_mutex_destroy(&bs->ram_view_mu);
 			bs->mem = NULL;
 			return rc;
 		}
@@ -158,6 +174,7 @@ static void ram_close(struct backstore *bs)
 	if (bs->mem) {
 		munmap(bs->mem, (size_t)bs->size);
 		pthread_mutex_destroy(&bs->ram_atomic_mu);
+		pthread_mutex_destroy(&bs->ram_view_mu);
 	}
 	bs->mem = NULL;
 	free(bs->ram_map);
@@ -256,42 +273,144 @@ static void ram_write_atomic(struct backstore *bs, uint8_t *dst, const void *src
 	pthread_mutex_unlock(&bs->ram_atomic_mu);
 }
 
-static const uint8_t *ram_view(struct backstore *bs, uint64_t offset, uint64_t len)
+static bool ram_overlap(uint64_t off, uint64_t len, uint64_t off2, uint64_t len2)
 {
-	(void)len;
-	if (atomic_load(&bs->ram_no_views))
-		return NULL;
-	atomic_fetch_add(&bs->ram_views, 1);
-	if (atomic_load(&bs->ram_no_views)) {
-		atomic_fetch_sub(&bs->ram_views, 1);
-		return NULL;
-	}
+	return off < off2 + len2 && off2 < off + len;
+}
+
+static const uint8_t *ram_view(struct backstore *bs, struct bs_view *v, uint64_t offset, uint64_t len)
+{
+	pthread_mutex_lock(&bs->ram_view_mu);
+	for (const struct bs_io *w = bs->ram_atomics; w; w = w->next)
+		if (ram_overlap(offset, len, w->offset, w->len)) {
+			pthread_mutex_unlock(&bs->ram_view_mu);
+			return NULL;
+		}
+	v->bs = bs;
+	v->offset = offset;
+	v->len = len;
+	v->revoked = false;
+	v->ticket = NULL;
+	v->prev = NULL;
+	v->next = bs->ram_views;
+	if (v->next)
+		v->next->prev = v;
+	bs->ram_views = v;
+	bs->ram_nviews++;
+	pthread_mutex_unlock(&bs->ram_view_mu);
 	return bs->mem + offset;
 }
 
-static void ram_view_put(struct backstore *bs)
+/*
+ * A revoke on its way to the view's reactor.  Only that reactor puts the
+ * view, so there the ticket tells whether the view is still out (v) or was
+ * put first (NULL), and nothing else of the store is touched: it may be gone.
+ */
+struct bs_revoke {
+	struct bs_view *v;
+};
+
+static void ram_view_put(struct bs_view *v)
 {
-	atomic_fetch_sub(&bs->ram_views, 1);
+	struct backstore *bs = v->bs;
+	pthread_mutex_lock(&bs->ram_view_mu);
+	if (v->prev)
+		v->prev->next = v->next;
+	else
+		bs->ram_views = v->next;
+	if (v->next)
+		v->next->prev = v->prev;
+	bs->ram_nviews--;
+	if (v->ticket)
+		v->ticket->v = NULL;
+	pthread_mutex_unlock(&bs->ram_view_mu);
 }
 
-static void ram_atomic_now(struct backstore *bs, struct bs_io *io)
+/* On the view's reactor. */
+static void ram_revoke_run(void *arg)
 {
-	ram_write_atomic(bs, bs->mem + io->offset, io->buf, (size_t)io->len);
-	ram_written(bs, io->offset, io->len);
-	io->done = io->len;
-	bs_complete(io, 0);
+	struct bs_revoke *t = arg;
+	struct bs_view *v = t->v;
+	if (v) {
+		pthread_mutex_lock(&v->bs->ram_view_mu);
+		v->ticket = NULL;
+		pthread_mutex_unlock(&v->bs->ram_view_mu);
+	}
+	free(t);
+	if (v)
+		v->revoke(v);   /* may put v */
 }
 
-/* An atomic write waiting for the views out: again in RAM_VIEW_WAIT_MS, or now. */
+/* Under ram_view_mu: are views of io's blocks out?  Past its wait, revoke those not revoked yet. */
+static bool ram_views_in_way(struct backstore *bs, struct bs_io *io, bool revoke)
+{
+	bool held = false;
+	for (struct bs_view *v = bs->ram_views; v; v = v->next) {
+		if (!ram_overlap(io->offset, io->len, v->offset, v->len))
+			continue;
+		held = true;
+		if (!revoke || v->revoked || !v->reactor)
+			continue;
+		struct bs_revoke *t = malloc(sizeof(*t));
+		if (!t)
+			continue;   /* the next look tries again */
+		t->v = v;
+		v->ticket = t;
+		if (reactor_send(v->reactor, ram_revoke_run, t)) {
+			v->ticket = NULL;
+			free(t);
+			continue;
+		}
+		v->revoked = true;
+	}
+	return held;
+}
+
+/* The atomic write leaves the list: views of its blocks are given again. */
+static void ram_atomic_end(struct bs_io *io, int res)
+{
+	struct backstore *bs = io->bs;
+	pthread_mutex_lock(&bs->ram_view_mu);
+	struct bs_io **pp = &bs->ram_atomics;
+	while (*pp != io)
+		pp = &(*pp)->next;
+	*pp = io->next;
+	pthread_mutex_unlock(&bs->ram_view_mu);
+	bs_complete(io, res);
+}
+
+/* An atomic write: now if no view of its blocks is out, else again in RAM_VIEW_WAIT_MS. */
 static void ram_atomic_wait(void *arg)
 {
 	struct bs_io *io = arg;
-	if (atomic_load(&io->bs->ram_views)) {
-		if (!reactor_timer_add(io->reactor, RAM_VIEW_WAIT_MS, ram_atomic_wait, io))
-			bs_complete(io, -ENOMEM);
+	struct backstore *bs = io->bs;
+	if (io->stop && *io->stop) {
+		ram_atomic_end(io, -ECANCELED);
 		return;
 	}
-	ram_atomic_now(io->bs, io);
+	pthread_mutex_lock(&bs->ram_view_mu);
+	/* Without a reactor (tools, unit tests) nothing can wait: such callers hold no views. */
+	bool held = io->reactor && ram_views_in_way(bs, io, reactor_now_ns() >= io->until_ns);
+	pthread_mutex_unlock(&bs->ram_view_mu);
+	if (held) {
+		if (!reactor_timer_add(io->reactor, RAM_VIEW_WAIT_MS, ram_atomic_wait, io))
+			ram_atomic_end(io, -ENOMEM);
+		return;
+	}
+	ram_write_atomic(bs, bs->mem + io->offset, io->buf, (size_t)io->len);
+	ram_written(bs, io->offset, io->len);
+	io->done = io->len;
+	ram_atomic_end(io, 0);
+}
+
+static void ram_atomic_start(struct backstore *bs, struct bs_io *io)
+{
+	io->until_ns = reactor_now_ns() + (uint64_t)bs->ram_view_wait_max_ms * 1000000;
+	pthread_mutex_lock(&bs->ram_view_mu);
+	io->next = bs->ram_atomics;
+	bs->ram_atomics = io;
+	pthread_mutex_unlock(&bs->ram_view_mu);
+	ram_atomic_wait(io);
 }
 
 static void ram_submit(struct backstore *bs, struct bs_io *io)
@@ -302,13 +421,7 @@ static void ram_submit(struct backstore *bs, struct bs_io *io)
 		ram_read(bs, io->buf, p, (size_t)io->len);
 		break;
 	case BS_WRITE_ATOMIC:
-		atomic_store(&bs->ram_no_views, true);
-		/* Without a reactor (tools, unit tests) nobody holds a view. */
-		if (io->reactor && atomic_load(&bs->ram_views)) {
-			ram_atomic_wait(io);
-			return;
-		}
-		ram_atomic_now(bs, io);
+		ram_atomic_start(bs, io);
 		return;
 	case BS_WRITE:
 		memcpy(p, io->buf, (size_t)io->len);

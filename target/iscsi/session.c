@@ -362,6 +362,24 @@ static void task_scsi_done(struct scsi_cmd *cmd)
 	task_complete(cmd->priv);
 }
 
+/*
+ * A READ sent from the store's pages has held up a WRITE ATOMIC of its
+ * blocks for the store's bound: its peer does not take the data.  Closing
+ * ends every send from the store at once (TCP fails the queued PDUs, which
+ * releases the task; iSER flushes its work requests), where a copy of the
+ * rest could not take back an RDMA WRITE already posted.
+ */
+static void task_view_revoke(struct scsi_cmd *cmd)
+{
+	struct iscsi_task *t = cmd->priv;
+	struct iscsi_conn *c = t->conn;
+	if (c->state == CONN_CLOSING)
+		return;
+	log_limited(LOG_WARN, "%s: a READ (ITT 0x%x) still being sent from the store holds up a WRITE ATOMIC of its "
+		    "blocks: the peer does not take its data, closing the connection", c->xp->peer, t->itt);
+	conn_close(c);
+}
+
 static void maybe_exec(struct iscsi_task *t);
 
 static void rdma_read_done(void *arg, int err)
@@ -577,6 +595,7 @@ void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
 	cmd->reactor = c->r;
 	cmd->send_any_memory = !c->xp->ops->rdma;
 	cmd->rdma_xc = c->xp->ops->rdma ? c->xp : NULL;
+	cmd->view_revoke = task_view_revoke;
 	cmd->done = task_scsi_done;
 	cmd->priv = t;
 	t->cmd_final = h->flags & PDU_FLAG_FINAL;

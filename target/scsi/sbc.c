@@ -106,6 +106,7 @@ static void submit(struct scsi_cmd *cmd, enum backstore_op op, uint64_t lba, uin
 	io->pattern_len = op == BS_WRITE_SAME ? cmd->lu->block_size : 0;
 	io->fua = (cmd->flags & CF_FUA) != 0;
 	io->reactor = cmd->reactor;
+	io->stop = &cmd->stop;
 	io->cb = cb;
 	io->priv = cmd;
 #if ISERT_STATS
@@ -122,11 +123,18 @@ static void submit(struct scsi_cmd *cmd, enum backstore_op op, uint64_t lba, uin
  * KiB and more, docs/architecture.md, not below). */
 #define SBC_VIEW_MIN (16u << 10)
 
+/* A WRITE ATOMIC of the view's blocks waited too long for it: the transport lets go. */
+static void read_view_revoke(struct bs_view *v)
+{
+	struct scsi_cmd *cmd = container_of(v, struct scsi_cmd, view_h);
+	cmd->view_revoke(cmd);
+}
+
 /*
  * The READ's blocks as the store's own bytes (no copy), where the transport
  * and the store allow it: TCP sends from any memory, RDMA from a store
  * registered with the connection's device (until that registration is done,
- * reads copy).
+ * reads copy), and the transport can be made to let go (view_revoke).
  */
 static bool read_view(struct scsi_cmd *cmd)
 {
@@ -140,11 +148,14 @@ static bool read_view(struct scsi_cmd *cmd)
 		if (!m || !(lkey = memreg_lkey(m, cmd->rdma_xc)))
 			return false;
 	}
-	const uint8_t *p = backstore_read_view(lu->bs, cmd->lba << lu->block_shift, len);
+	if (!cmd->view_revoke)
+		return false;
+	cmd->view_h = (struct bs_view){ .reactor = cmd->reactor, .revoke = read_view_revoke };
+	const uint8_t *p = backstore_read_view(lu->bs, &cmd->view_h, cmd->lba << lu->block_shift, len);
 	if (!p)
 		return false;
 	cmd->view = (struct buf){ .data = (uint8_t *)p, .len = len, .cap = len, .lkey = lkey };
-	cmd->view_bs = lu->bs;
+	cmd->view_bs = &cmd->view_h;
 	cmd->buf = &cmd->view;
 	return true;
 }
@@ -641,8 +652,12 @@ static void serial_write_done(struct bs_io *io, int res)
 {
 	struct scsi_cmd *cmd = io->priv;
 
-	if (res < 0)
+	if (res == -ECANCELED) {   /* aborted while it waited (BS_WRITE_ATOMIC): nothing written */
+		cmd->status = SCSI_TASK_ABORTED;
+		cmd->sense_len = 0;
+	} else if (res < 0) {
 		sense_set(cmd, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
+	}
 	serial_finish(cmd);
 }
 

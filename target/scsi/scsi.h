@@ -18,10 +18,9 @@
 #include <stdint.h>
 
 #include "common/bufpool.h"
+#include "target/backstore/backstore.h"   /* struct bs_view, held in a command */
 
-struct backstore;
 struct reactor;
-struct bs_io;
 struct scsi_lu;
 struct xp_conn;
 
@@ -108,6 +107,13 @@ struct scsi_cmd {
 	/* RDMA (NULL over TCP): the connection, whose device a store's registered memory
 	 * (backstore_memreg) must be on for a large READ to send from the store. */
 	struct xp_conn *rdma_xc;
+	/*
+	 * Sending from the store (above) needs this too: called on the command's reactor when a
+	 * WRITE ATOMIC of the READ's blocks has waited the store's bound for it (the reader stopped
+	 * taking its data), it makes the transport stop sending from the store soon (it closes the
+	 * connection), so the command is released.  NULL: READs are copied.
+	 */
+	void (*view_revoke)(struct scsi_cmd *cmd);
 
 	/* Set by this layer. */
 	uint32_t dout_len;     /* Data-Out bytes to collect into buf before exec (<= edtl) */
@@ -131,7 +137,8 @@ struct scsi_cmd {
 	bool san_writing;                   /* counted in lu->writers until it completes (sanitize.c) */
 	struct buf *buf2;
 	struct buf view;                    /* buf == &view: the store's own bytes (backstore_read_view) */
-	struct backstore *view_bs;          /* ... whose view it is, put at release */
+	struct bs_view view_h;              /* ... held from the store */
+	struct bs_view *view_bs;            /* ... &view_h: what release puts (backstore_view_put) */
 	uint64_t bs_t0;                     /* statistics: the backstore request in flight began */
 	void (*bs_cb)(struct bs_io *io, int res); /* ... and completes here */
 	uint8_t io[256] __attribute__((aligned(8))); /* room for struct bs_io */

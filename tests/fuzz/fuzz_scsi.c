@@ -579,6 +579,11 @@ static void on_done(struct scsi_cmd *c)
 	r->ndone++;
 }
 
+static void never_revoked(struct scsi_cmd *c)
+{
+	FUZZ_CHECK(false, "a view revoked (opcode %02x) with no reactor", c->cdb[0]);
+}
+
 /* FUZZ_SCSI_TRACE=1: one line per command, to read what an input does. */
 static void trace(const struct scsi_cmd *c, const char *what)
 {
@@ -626,6 +631,7 @@ static bool cmd_start(struct world *w, struct fuzz_in *in, struct run *r, uint8_
 	c->done = on_done;
 	c->priv = r;
 	c->send_any_memory = who & 0x20;   /* as TCP: large READs may come as views of the store */
+	c->view_revoke = never_revoked;    /* no reactor: atomic writes wait for no view */
 	r->mapping_ro = c->lu && (c->read_only || backstore_readonly(w->bs));
 	r->swp = w->lu->swp;
 	r->wce = w->lu->wce;
@@ -711,8 +717,8 @@ static void check_buffers(const struct world *w, const struct run *pending, uint
 
 	FUZZ_CHECK(bufpool_in_use(scsi_test_pool) == held, "%zu buffers in use after opcode %02x, %zu expected",
 		   bufpool_in_use(scsi_test_pool), opcode, held);
-	FUZZ_CHECK(atomic_load(&w->bs->ram_views) == (unsigned)view, "%u views out after opcode %02x, %u expected",
-		   atomic_load(&w->bs->ram_views), opcode, (unsigned)view);
+	FUZZ_CHECK(w->bs->ram_nviews == (unsigned)view, "%u views out after opcode %02x, %u expected",
+		   w->bs->ram_nviews, opcode, (unsigned)view);
 }
 
 static void lu_event(struct world *w, uint8_t who, uint8_t which)

@@ -203,24 +203,44 @@ static void test_ram_atomic(void)
 				    .block_size = 512 };
 	bs = open_ok(&fc);
 	CU_ASSERT_EQUAL(backstore_atomic_max(bs), 0);
-	CU_ASSERT_PTR_NULL(backstore_read_view(bs, 0, 65536));
+	struct bs_view fv = { .reactor = R, .revoke = (void (*)(struct bs_view *))abort };
+	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &fv, 0, 65536));
 	uint8_t blk[512] = { 0 };
 	CU_ASSERT_EQUAL(ram_io(bs, BS_WRITE_ATOMIC, 0, 512, blk), -EOPNOTSUPP);
 	backstore_close(bs);
 	unlink(path);
 }
 
-/* --- views: a READ sent from the store's own bytes; WRITE ATOMIC waits for them, then ends them --- */
+/*
+ * --- views: a READ sent from the store's own bytes; a WRITE ATOMIC of their blocks waits for them, at most
+ * the store's bound, then has them revoked; one of other blocks does not wait ---
+ */
 
 static const uint8_t *view_p;
 static int view_ncomp_at_put = -1;
-static bool view_old_at_put;
+static uint8_t view_at_put[2];   /* its first and last byte when it was put */
+static int revokes;
+static uint64_t revoked_at;
 
 static void put_view(void *arg)
 {
 	view_ncomp_at_put = ncomp;
-	view_old_at_put = view_p[0] == 0xa5 && view_p[65535] == 0xa5;
+	view_at_put[0] = view_p[0];
+	view_at_put[1] = view_p[65535];
 	backstore_view_put(arg);
+}
+
+/* What a transport does: the connection closes, the READ is released, its view put. */
+static void revoke_view(struct bs_view *v)
+{
+	revokes++;
+	revoked_at = reactor_now_ns();
+	put_view(v);
+}
+
+static void stop_now(void *arg)
+{
+	*(bool *)arg = true;
 }
 
 static void test_ram_views(void)
@@ -228,36 +248,114 @@ static void test_ram_views(void)
 	struct backstore_cfg c = { .name = "ram", .type = BACKSTORE_RAM, .size = 1u << 20, .block_size = 512 };
 	struct backstore *bs = open_ok(&c);
 	uint8_t *w = abuf(65536), *r = abuf(65536);
+	struct bs_view v = { .reactor = R, .revoke = revoke_view }, v2 = v;
 
 	memset(w, 0xa5, 65536);
 	CU_ASSERT_EQUAL(do_io(bs, BS_WRITE, 65536, 65536, w, false), 0);
-	view_p = backstore_read_view(bs, 65536, 65536);
+	view_p = backstore_read_view(bs, &v, 65536, 65536);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(view_p);
 	CU_ASSERT_EQUAL(memcmp(view_p, w, 65536), 0);
-	/* Checked as a READ is. */
-	CU_ASSERT_PTR_NULL(backstore_read_view(bs, 100, 512));
-	CU_ASSERT_PTR_NULL(backstore_read_view(bs, 65536, 100));
-	CU_ASSERT_PTR_NULL(backstore_read_view(bs, 0, 0));
-	CU_ASSERT_PTR_NULL(backstore_read_view(bs, 1u << 20, 512));
-	CU_ASSERT_PTR_NULL(backstore_read_view(bs, 512, 1u << 20));
+	CU_ASSERT_EQUAL(bs->ram_nviews, 1);
+	/* Checked as a READ is; and nobody could make a holder without revoke let go. */
+	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &v2, 100, 512));
+	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &v2, 65536, 100));
+	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &v2, 0, 0));
+	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &v2, 1u << 20, 512));
+	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &v2, 512, 1u << 20));
+	struct bs_view nobody = { .reactor = R };
+	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &nobody, 0, 512));
+	CU_ASSERT_EQUAL(bs->ram_nviews, 1);
 
-	/* An atomic write over it waits until the view is put: its sender reads the old bytes to the end. */
-	memset(w, 0x5a, 65536);
-	struct bs_io io = { .op = BS_WRITE_ATOMIC, .offset = 65536, .len = 65536, .buf = w, .reactor = R,
-			    .cb = io_cb };
+	/* An atomic write of other blocks does not wait for it. */
+	memset(w, 0x3c, 65536);
+	CU_ASSERT_EQUAL(do_io_on(bs, NULL, BS_WRITE, 0, 65536, w, false), 0);
+	struct bs_io io = { .op = BS_WRITE_ATOMIC, .offset = 0, .len = 65536, .buf = w, .reactor = R, .cb = io_cb };
 	ncomp = 0;
 	last_res = 1;
-	reactor_timer_add(R, 30, put_view, bs);
+	backstore_submit(bs, &io);
+	CU_ASSERT_EQUAL(ncomp, 1);
+	CU_ASSERT_EQUAL(last_res, 0);
+
+	/* One over it waits until the view is put: its sender reads the old bytes to the end. */
+	memset(w, 0x5a, 65536);
+	io = (struct bs_io){ .op = BS_WRITE_ATOMIC, .offset = 65536, .len = 65536, .buf = w, .reactor = R,
+			     .cb = io_cb };
+	ncomp = 0;
+	last_res = 1;
+	revokes = 0;
+	reactor_timer_add(R, 30, put_view, &v);
+	backstore_submit(bs, &io);
+	CU_ASSERT_EQUAL(ncomp, 0);
+	/* Meanwhile no view of its blocks is given (that READ copies), one of others is. */
+	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &v2, 65536 + 512, 512));
+	CU_ASSERT_PTR_NOT_NULL(backstore_read_view(bs, &v2, 131072, 512));
+	wait_for(1);
+	CU_ASSERT_EQUAL(last_res, 0);
+	CU_ASSERT_EQUAL(view_ncomp_at_put, 0);
+	CU_ASSERT(view_at_put[0] == 0xa5 && view_at_put[1] == 0xa5);
+	CU_ASSERT_EQUAL(revokes, 0);
+	CU_ASSERT_EQUAL(do_io(bs, BS_READ, 65536, 65536, r, false), 0);
+	CU_ASSERT_EQUAL(memcmp(r, w, 65536), 0);
+	backstore_view_put(&v2);
+	CU_ASSERT_EQUAL(bs->ram_nviews, 0);
+
+	/* After it, views are given again. */
+	view_p = backstore_read_view(bs, &v, 65536, 65536);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(view_p);
+
+	/* A view never put: past the bound, the atomic write has it revoked (on its reactor), then runs. */
+	bs->ram_view_wait_max_ms = 50;
+	memset(w, 0xa5, 65536);
+	ncomp = 0;
+	last_res = 1;
+	view_ncomp_at_put = -1;
+	uint64_t t0 = reactor_now_ns();
 	backstore_submit(bs, &io);
 	CU_ASSERT_EQUAL(ncomp, 0);
 	wait_for(1);
 	CU_ASSERT_EQUAL(last_res, 0);
+	CU_ASSERT_EQUAL(revokes, 1);
+	CU_ASSERT(revoked_at - t0 >= 50 * 1000000ull);
 	CU_ASSERT_EQUAL(view_ncomp_at_put, 0);
-	CU_ASSERT_TRUE(view_old_at_put);
+	CU_ASSERT(view_at_put[0] == 0x5a && view_at_put[1] == 0x5a);   /* the write before's, whole */
+	CU_ASSERT_EQUAL(bs->ram_nviews, 0);
 	CU_ASSERT_EQUAL(do_io(bs, BS_READ, 65536, 65536, r, false), 0);
 	CU_ASSERT_EQUAL(memcmp(r, w, 65536), 0);
-	/* After a WRITE ATOMIC the store gives no views: its reads copy under the sequence lock. */
-	CU_ASSERT_PTR_NULL(backstore_read_view(bs, 65536, 65536));
+
+	/* A view put before its revoke arrives: the revoke finds it gone and calls nobody. */
+	bs->ram_view_wait_max_ms = 0;
+	view_p = backstore_read_view(bs, &v, 65536, 65536);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(view_p);
+	ncomp = 0;
+	revokes = 0;
+	backstore_submit(bs, &io);   /* past its bound at once: the revoke is sent now */
+	CU_ASSERT_EQUAL(ncomp, 0);
+	CU_ASSERT_TRUE(v.revoked);
+	backstore_view_put(&v);
+	wait_for(1);
+	CU_ASSERT_EQUAL(last_res, 0);
+	CU_ASSERT_EQUAL(revokes, 0);
+
+	/* Stopped (aborted) while it waits: -ECANCELED at the next look, nothing written, the view untouched. */
+	bs->ram_view_wait_max_ms = 10000;
+	view_p = backstore_read_view(bs, &v, 65536, 65536);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(view_p);
+	bool stop = false;
+	memset(w, 0x11, 65536);
+	io.stop = &stop;
+	ncomp = 0;
+	last_res = 1;
+	reactor_timer_add(R, 20, stop_now, &stop);
+	backstore_submit(bs, &io);
+	wait_for(1);
+	CU_ASSERT_EQUAL(last_res, -ECANCELED);
+	CU_ASSERT_EQUAL(revokes, 0);
+	CU_ASSERT_EQUAL(bs->ram_nviews, 1);
+	CU_ASSERT_EQUAL(view_p[0], 0xa5);
+	CU_ASSERT_PTR_NULL(bs->ram_atomics);
+	backstore_view_put(&v);
+	CU_ASSERT_EQUAL(do_io(bs, BS_READ, 65536, 65536, r, false), 0);
+	CU_ASSERT_EQUAL(r[0], 0xa5);
 	backstore_close(bs);
 	free(w);
 	free(r);
@@ -1046,7 +1144,7 @@ int main(void)
 	CU_add_test(s, "argument checks (ram)", test_ram_args);
 	CU_add_test(s, "ram io", test_ram_io);
 	CU_add_test(s, "ram atomic write", test_ram_atomic);
-	CU_add_test(s, "ram views and atomic writes", test_ram_views);
+	CU_add_test(s, "ram views and atomic writes: only their blocks wait, bounded, abortable", test_ram_views);
 	CU_add_test(s, "ram preallocated, registered on demand", test_ram_preallocate);
 	CU_add_test(s, "file create/extend", test_file_create);
 	CU_add_test(s, "file rw io_uring", test_file_rw_async);
