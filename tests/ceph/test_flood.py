@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
 from checks import check  # noqa: E402
-from pr_client import CHECK, GOOD, REG, REG_IGN, prin, prout  # noqa: E402
+from pr_client import CHECK, GOOD, REG, REG_IGN, prin, prout, register_spec_i_pt  # noqa: E402
 
 ISERTD, ISERCTL = sys.argv[1], sys.argv[2]
 PORT = int(sys.argv[3]) if len(sys.argv) > 3 else 3553
@@ -108,20 +108,6 @@ def session(port, ini, isid):
     return c
 
 
-def tid(name):
-    """An iSCSI TransportID, format 01b (name and ISID)."""
-    b = name.encode() + b'\0'
-    b += b'\0' * (-len(b) % 4)
-    return bytes([0x40 | 0x05, 0]) + struct.pack('>H', len(b)) + b
-
-
-def spec_i_pt(c, key, names):
-    """REGISTER with SPEC_I_PT: the issuer and every name, all with key."""
-    tids = b''.join(tid(n) for n in names)
-    param = struct.pack('>QQ', 0, key) + b'\0' * 4 + bytes([0x08, 0, 0, 0]) + struct.pack('>I', len(tids)) + tids
-    return prout(c, REG, param=param)
-
-
 def fill(port):
     """LU A to REGS_MAX registrations, through issuers of their own, each naming what fits in one list."""
     n, i, seconds = 0, 0, []
@@ -132,7 +118,7 @@ def fill(port):
         while n + 1 + len(names) < REGS_MAX and len(names) < 17:
             names.append('iqn.2026-11.org.isert:%s-%04d,i,0x4000000b%04x' % (FILL, n + len(names), n + len(names)))
         t0 = time.time()
-        st, sense = spec_i_pt(c, 0x100 + i, names)
+        st, sense = register_spec_i_pt(c, 0x100 + i, names)
         seconds.append(time.time() - t0)
         c.close()
         if st != GOOD:
