@@ -1,7 +1,7 @@
 /*
  * The engine of state kept together by several targets (shared.h says
- * what it does; docs/cluster.md why): the commit and notify threads, the
- * compare-and-set loop, notifications, fencing and the heartbeat.
+ * what it does; docs/cluster.md why): the commit, notify and heartbeat
+ * threads, the compare-and-set loop, notifications and fencing.
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -20,6 +20,11 @@
 #include "target/scsi/shared.h"
 
 #define SHARED_RETRIES    64      /* another target wrote first this often in a row: BUSY */
+#define SHARED_BEAT_TICK_MS 200   /* how often the heartbeat thread looks for an object due */
+
+struct queue {
+	struct job *head, *tail;
+};
 
 struct shared {
 	struct bs_shared *obj;
@@ -33,7 +38,12 @@ struct shared {
 	bool fenced;                 /* the others cut this target off (mu) */
 	/* g.mu: */
 	struct shared *next;         /* every open object */
-	unsigned jobs;               /* queued or running */
+	unsigned jobs;               /* queued or running, changes and notifications */
+	struct queue changes;        /* waiting for the commit thread */
+	struct job *running;         /* the change the commit thread is making, or NULL */
+	unsigned cmds;               /* commands among changes and running: at most SHARED_QUEUE_MAX */
+	struct shared *next_ready;   /* on g.ready: changes waiting, none running */
+	bool ready;
 	bool closing;
 	uint64_t beat_ns;            /* last asked the others */
 	json_object *last_sharers;   /* as the last notification found them: for the operator */
@@ -63,14 +73,23 @@ struct job {
 struct worker {
 	pthread_t th;
 	pthread_cond_t cv;
-	struct job *head, *tail;
 	bool running;
 };
 
+/*
+ * Three threads serve every object: the commit thread makes changes, one
+ * at a time, taking the objects with changes waiting in turn (g.ready), so
+ * an object flooded with changes delays another's by at most the one
+ * change it has in progress; the notify thread answers the others; the
+ * heartbeat thread asks the others on its own clock, so no change ever
+ * delays it.
+ */
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t idle;         /* an object's jobs went to 0, or a shared_run job ended */
-	struct worker commit, notify;
+	struct worker commit, notify, beat;
+	struct shared *ready, *ready_tail; /* objects with changes waiting and none running, in turn */
+	struct queue notifications;
 	struct shared *all;
 	bool stop;
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
@@ -91,17 +110,55 @@ static void job_free(struct job *j)
 	free(j);
 }
 
-/* Under g.mu. */
-static void push(struct worker *w, struct job *j)
+static void enqueue(struct queue *q, struct job *j)
 {
 	j->next = NULL;
-	if (w->tail)
-		w->tail->next = j;
+	if (q->tail)
+		q->tail->next = j;
 	else
-		w->head = j;
-	w->tail = j;
+		q->head = j;
+	q->tail = j;
+}
+
+static struct job *dequeue(struct queue *q)
+{
+	struct job *j = q->head;
+	if (j && !(q->head = j->next))
+		q->tail = NULL;
+	return j;
+}
+
+/* Under g.mu: s's turn comes after every object waiting already. */
+static void make_ready(struct shared *s)
+{
+	s->ready = true;
+	s->next_ready = NULL;
+	if (g.ready_tail)
+		g.ready_tail->next_ready = s;
+	else
+		g.ready = s;
+	g.ready_tail = s;
+	pthread_cond_signal(&g.commit.cv);
+}
+
+/* Under g.mu: a notification to answer. */
+static void push_notification(struct job *j)
+{
+	enqueue(&g.notifications, j);
 	j->s->jobs++;
-	pthread_cond_signal(&w->cv);
+	pthread_cond_signal(&g.notify.cv);
+}
+
+/* Under g.mu: a change for the commit thread. */
+static void push_change(struct job *j)
+{
+	struct shared *s = j->s;
+	enqueue(&s->changes, j);
+	s->jobs++;
+	if (j->j.cmd)
+		s->cmds++;
+	if (!s->ready && !s->running)
+		make_ready(s);
 }
 
 static void job_done(struct shared *s)
@@ -209,6 +266,10 @@ static int tell_sharers(struct shared *s, const char *payload)
 	struct bs_notify_result res;
 	struct bs_sharer *list = NULL;
 	size_t n = 0;
+	/* Every question asks what the heartbeat would: the heartbeat's next one is due a period from now. */
+	pthread_mutex_lock(&g.mu);
+	s->beat_ns = now_ns();
+	pthread_mutex_unlock(&g.mu);
 	int rc = backstore_shared_sharers(s->obj, &list, &n);
 	if (rc == -ESHUTDOWN)
 		cut_off(s);
@@ -296,21 +357,33 @@ static void answer_on_reactor(void *arg)
 	scsi_cmd_complete(cmd);
 }
 
-/* The answer goes to whoever waits: the command's reactor, a shared_run caller, or no one. */
+/*
+ * s's running change j is made: s's next one waits its turn behind the
+ * other objects'.  The answer goes to whoever waits: the command's
+ * reactor, a shared_run caller, or no one.  s may be gone once g.mu is
+ * let go (a closer waits for its last job).
+ */
 static void answer(struct job *j)
 {
 	struct shared *s = j->s;
+	pthread_mutex_lock(&g.mu);
+	s->running = NULL;
+	if (j->j.cmd)
+		s->cmds--;
+	if (s->changes.head)
+		make_ready(s);
+	if (--s->jobs == 0)
+		pthread_cond_broadcast(&g.idle);
 	if (j->done) {
-		pthread_mutex_lock(&g.mu);
 		*j->rc = j->j.status == SCSI_GOOD ? 0 : -EIO;
 		*j->done = true;
 		pthread_cond_broadcast(j->done_cv);
-		pthread_mutex_unlock(&g.mu);
-		job_done(s);
+	}
+	pthread_mutex_unlock(&g.mu);
+	if (j->done) {
 		job_free(j);
 		return;
 	}
-	job_done(s);
 	if (!j->j.cmd) {
 		job_free(j);
 	} else if (!j->j.cmd->reactor) {
@@ -419,30 +492,9 @@ static void commit(struct job *j)
 		free(notes);
 		if (j->j.status == SCSI_GOOD && s->kind->done)
 			s->kind->done(s->owner, &j->j);
-		pthread_mutex_lock(&g.mu);
-		s->beat_ns = now_ns();
-		pthread_mutex_unlock(&g.mu);
 		break;
 	}
 	answer(j);
-}
-
-/* Ask the targets of the first object whose last question is older than the heartbeat (under g.mu). */
-static void heartbeat(void)
-{
-	uint64_t t = now_ns();
-	for (struct shared *s = g.all; s; s = s->next) {
-		if (s->closing || t - s->beat_ns < SHARED_HEARTBEAT_MS * 1000000ull)
-			continue;
-		s->beat_ns = t;
-		s->jobs++;
-		pthread_mutex_unlock(&g.mu);
-		tell_sharers(s, "{}");
-		pthread_mutex_lock(&g.mu);
-		if (--s->jobs == 0)
-			pthread_cond_broadcast(&g.idle);
-		return; /* the list may have changed: the next on the next turn */
-	}
 }
 
 static void *commit_thread(void *arg)
@@ -450,24 +502,61 @@ static void *commit_thread(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&g.mu);
 	while (!g.stop) {
-		struct job *j = g.commit.head;
-		if (!j) {
+		struct shared *s = g.ready;
+		if (!s) {
+			pthread_cond_wait(&g.commit.cv, &g.mu);
+			continue;
+		}
+		if (!(g.ready = s->next_ready))
+			g.ready_tail = NULL;
+		s->ready = false;
+		struct job *j = s->running = dequeue(&s->changes);
+		pthread_mutex_unlock(&g.mu);
+		commit(j);
+		pthread_mutex_lock(&g.mu);
+	}
+	pthread_mutex_unlock(&g.mu);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The heartbeat thread: every object's sharers asked at least every SHARED_HEARTBEAT_MS. */
+
+/* Under g.mu: the open object asked longest ago, if that was a heartbeat period ago or more; else NULL. */
+static struct shared *beat_due(void)
+{
+	uint64_t t = now_ns();
+	struct shared *due = NULL;
+	for (struct shared *s = g.all; s; s = s->next)
+		if (!s->closing && t - s->beat_ns >= SHARED_HEARTBEAT_MS * 1000000ull &&
+		    (!due || s->beat_ns < due->beat_ns))
+			due = s;
+	return due;
+}
+
+static void *beat_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&g.mu);
+	while (!g.stop) {
+		struct shared *s = beat_due();
+		if (!s) {
 			struct timespec dl;
 			clock_gettime(CLOCK_MONOTONIC, &dl);
-			dl.tv_nsec += 200 * 1000000;
+			dl.tv_nsec += SHARED_BEAT_TICK_MS * 1000000l;
 			if (dl.tv_nsec >= 1000000000) {
 				dl.tv_sec++;
 				dl.tv_nsec -= 1000000000;
 			}
-			pthread_cond_timedwait(&g.commit.cv, &g.mu, &dl);
-			heartbeat();
+			pthread_cond_timedwait(&g.beat.cv, &g.mu, &dl);
 			continue;
 		}
-		if (!(g.commit.head = j->next))
-			g.commit.tail = NULL;
+		s->jobs++; /* held open while asked */
 		pthread_mutex_unlock(&g.mu);
-		commit(j);
+		tell_sharers(s, "{}");
 		pthread_mutex_lock(&g.mu);
+		if (--s->jobs == 0)
+			pthread_cond_broadcast(&g.idle);
 	}
 	pthread_mutex_unlock(&g.mu);
 	return NULL;
@@ -517,13 +606,11 @@ static void *notify_thread(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&g.mu);
 	while (!g.stop) {
-		struct job *j = g.notify.head;
+		struct job *j = dequeue(&g.notifications);
 		if (!j) {
 			pthread_cond_wait(&g.notify.cv, &g.mu);
 			continue;
 		}
-		if (!(g.notify.head = j->next))
-			g.notify.tail = NULL;
 		pthread_mutex_unlock(&g.mu);
 		take_notification(j);
 		pthread_mutex_lock(&g.mu);
@@ -553,7 +640,7 @@ static void on_notify(void *arg, uint64_t notify_id, uint64_t notifier, const vo
 	memcpy(j->payload, data, len);
 	j->payload_len = len;
 	pthread_mutex_lock(&g.mu);
-	push(&g.notify, j);
+	push_notification(j);
 	pthread_mutex_unlock(&g.mu);
 }
 
@@ -572,12 +659,23 @@ static void on_watch_error(void *arg, int err)
 	j->type = JOB_REWATCH;
 	j->s = s;
 	pthread_mutex_lock(&g.mu);
-	push(&g.notify, j);
+	push_notification(j);
 	pthread_mutex_unlock(&g.mu);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Changes submitted. */
+
+/* Under g.mu: has the I_T nexus id a command of its own waiting on s, or being made? */
+static bool nexus_waits(const struct shared *s, uint64_t id)
+{
+	if (s->running && s->running->j.cmd && s->running->j.nexus.id == id)
+		return true;
+	for (const struct job *j = s->changes.head; j; j = j->next)
+		if (j->j.cmd && j->j.nexus.id == id)
+			return true;
+	return false;
+}
 
 static struct job *job_new(struct shared *s, int op, const struct scsi_nexus *nexus, bool flag, void *arg)
 {
@@ -615,8 +713,29 @@ void shared_submit_cmd(struct shared *s, int op, struct scsi_cmd *cmd)
 	j->resid = cmd->resid;
 	memcpy(j->j.cdb, cmd->cdb, sizeof(j->j.cdb));
 	pthread_mutex_lock(&g.mu);
-	push(&g.commit, j);
+	if (s->cmds < SHARED_QUEUE_MAX) {
+		push_change(j);
+		pthread_mutex_unlock(&g.mu);
+		return;
+	}
+	/*
+	 * Each change waiting costs the others a whole write and notification:
+	 * past the cap the command is not taken.  SAM-5 5.3.1: TASK SET FULL to
+	 * a nexus with commands of its own waiting (its initiator lowers its
+	 * queue depth), BUSY to one without (it tries again later).  Not a
+	 * CHECK CONDITION: the command is not wrong, and a cluster would take
+	 * a failed PERSISTENT RESERVE OUT for a lost arbitration.
+	 */
+	bool own = cmd->nexus && nexus_waits(s, cmd->nexus->id);
 	pthread_mutex_unlock(&g.mu);
+	job_free(j);
+	char who[160];
+	log_limited(LOG_WARN, "%s of %s: %d changes wait already: a command of %s is answered %s", s->kind->what,
+		    s->name, SHARED_QUEUE_MAX, cmd->nexus ? log_escape(cmd->nexus->initiator_port, who, sizeof(who)) : "-",
+		    own ? "TASK SET FULL" : "BUSY");
+	cmd->status = own ? SCSI_TASK_SET_FULL : SCSI_BUSY;
+	cmd->sense_len = 0;
+	scsi_cmd_complete(cmd);
 }
 
 void shared_submit(struct shared *s, int op, const struct scsi_nexus *nexus, bool flag, void *arg,
@@ -630,7 +749,7 @@ void shared_submit(struct shared *s, int op, const struct scsi_nexus *nexus, boo
 	scsi_wait_hold(w);
 	j->wait = w;
 	pthread_mutex_lock(&g.mu);
-	push(&g.commit, j);
+	push_change(j);
 	pthread_mutex_unlock(&g.mu);
 }
 
@@ -651,7 +770,7 @@ int shared_run(struct shared *s, int op, void *arg, char *err, size_t errlen)
 	j->err = err;
 	j->errlen = errlen;
 	pthread_mutex_lock(&g.mu);
-	push(&g.commit, j);
+	push_change(j);
 	while (!done)
 		pthread_cond_wait(&cv, &g.mu);
 	pthread_mutex_unlock(&g.mu);
@@ -734,6 +853,7 @@ static void cv_init(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&g.commit.cv, &ca);
 	pthread_cond_init(&g.notify.cv, &ca);
+	pthread_cond_init(&g.beat.cv, &ca);
 	pthread_condattr_destroy(&ca);
 }
 
@@ -750,6 +870,9 @@ static int workers_start(void)
 	if (pthread_create(&g.notify.th, NULL, notify_thread, NULL))
 		return -EAGAIN;
 	g.notify.running = true;
+	if (pthread_create(&g.beat.th, NULL, beat_thread, NULL))
+		return -EAGAIN;
+	g.beat.running = true;
 	return 0;
 }
 
@@ -759,13 +882,16 @@ static void workers_stop(void)
 	g.stop = true;
 	pthread_cond_signal(&g.commit.cv);
 	pthread_cond_signal(&g.notify.cv);
+	pthread_cond_signal(&g.beat.cv);
 	pthread_mutex_unlock(&g.mu);
 	if (g.commit.running)
 		pthread_join(g.commit.th, NULL);
 	if (g.notify.running)
 		pthread_join(g.notify.th, NULL);
+	if (g.beat.running)
+		pthread_join(g.beat.th, NULL);
 	pthread_mutex_lock(&g.mu);
-	g.commit.running = g.notify.running = false;
+	g.commit.running = g.notify.running = g.beat.running = false;
 }
 
 /* Under g.mu: wait for s's jobs, stop the threads if nothing else is open. */
@@ -887,10 +1013,10 @@ void shared_close(struct shared *s)
 			break;
 		}
 	/* Changes not yet made and answered by no one are dropped; notifications are still answered. */
-	struct job **pp = &g.commit.head, *last = NULL;
+	struct job **pp = &s->changes.head, *last = NULL;
 	while (*pp) {
 		struct job *j = *pp;
-		if (j->s == s && !j->j.cmd && !j->done) {
+		if (!j->j.cmd && !j->done) {
 			*pp = j->next;
 			s->jobs--;
 			job_free(j);
@@ -899,7 +1025,18 @@ void shared_close(struct shared *s)
 			pp = &j->next;
 		}
 	}
-	g.commit.tail = last;
+	s->changes.tail = last;
+	if (!s->changes.head && s->ready) {
+		struct shared **rp = &g.ready, *prev = NULL;
+		while (*rp != s) {
+			prev = *rp;
+			rp = &(*rp)->next_ready;
+		}
+		*rp = s->next_ready;
+		if (g.ready_tail == s)
+			g.ready_tail = prev;
+		s->ready = false;
+	}
 	drain(s);
 	json_object_put(s->last_sharers);
 	pthread_mutex_unlock(&g.mu);

@@ -23,9 +23,16 @@
  *
  * The notify thread answers the other targets' notifications and never
  * waits for one, so two targets changing a state at once never wait for
- * each other.  The commit thread also asks every target at least every
- * SHARED_HEARTBEAT_MS: one that died is fenced within about
- * SHARED_HEARTBEAT_MS + SHARED_NOTIFY_MS.
+ * each other.  The commit thread takes the objects with changes waiting in
+ * turn, one change each, so a change waits for at most one change of each
+ * other object with changes waiting; each object takes at most
+ * SHARED_QUEUE_MAX commands (the next is TASK SET FULL or BUSY).  The
+ * heartbeat thread asks every target of every object at least every
+ * SHARED_HEARTBEAT_MS (any question counts), on its own clock whatever the
+ * changes: one that died is fenced within SHARED_HEARTBEAT_MS +
+ * 2 x SHARED_NOTIFY_MS (its first question not answered waits
+ * SHARED_NOTIFY_MS and fences it, which cuts it off every object; the
+ * question of another object asked meanwhile waits as long at most).
  *
  * Locks: the engine's own (queues, the list of objects) may be taken under
  * an owner's lock, never the other way round.
@@ -43,6 +50,7 @@
 
 #define SHARED_NOTIFY_MS    5000  /* a target acknowledges within this, or is fenced */
 #define SHARED_HEARTBEAT_MS 5000  /* every target is asked at least this often */
+#define SHARED_QUEUE_MAX    32    /* commands waiting for a change of one object, or being made */
 
 struct shared;
 

@@ -18,13 +18,25 @@ def prout(c, sa, rtype=0, rk=0, sark=0, aptpl=False, param=None):
     return st, sense
 
 
-def register_and_move(c, rk, sark, rtpi, initiator_port, unreg=False):
-    """REGISTER AND MOVE to the I_T nexus of initiator_port ("name,i,0xISID") at relative port rtpi."""
+def transport_id(initiator_port):
+    """The iSCSI TransportID of initiator_port ("name,i,0xISID"): format 01b, name and ISID (SPC-4 7.6.4.6)."""
     name = initiator_port.encode() + b'\0'
     name += b'\0' * (-len(name) % 4)
-    tid = bytes([0x40 | 0x05, 0]) + struct.pack('>H', len(name)) + name  # iSCSI, format 01b: name and ISID
+    return bytes([0x40 | 0x05, 0]) + struct.pack('>H', len(name)) + name
+
+
+def register_and_move(c, rk, sark, rtpi, initiator_port, unreg=False):
+    """REGISTER AND MOVE to the I_T nexus of initiator_port ("name,i,0xISID") at relative port rtpi."""
+    tid = transport_id(initiator_port)
     param = struct.pack('>QQ', rk, sark) + bytes([0, 0x02 if unreg else 0]) + struct.pack('>HI', rtpi, len(tid)) + tid
     return prout(c, REG_MOVE, WE, param=param)
+
+
+def register_spec_i_pt(c, sark, initiator_ports):
+    """REGISTER with SPEC_I_PT: the issuer and every initiator port named, each with key sark: (status, sense)."""
+    tids = b''.join(transport_id(p) for p in initiator_ports)
+    param = struct.pack('>QQ', 0, sark) + b'\0' * 4 + bytes([0x08, 0, 0, 0]) + struct.pack('>I', len(tids)) + tids
+    return prout(c, REG, param=param)
 
 
 def prin(c, sa, alloc=8192):
