@@ -593,7 +593,13 @@ void session_scsi_cmd(struct iscsi_conn *c, struct xp_rx *rx)
 	cmd->dir_write = w;
 	cmd->task_attr = h->flags & PDU_CMD_ATTR_MASK;
 	cmd->reactor = c->r;
-	cmd->send_any_memory = !c->xp->ops->rdma;
+	/*
+	 * A view's bytes are sent some time after the PDU is queued, and a WRITE
+	 * may change them meanwhile (a READ racing a WRITE may get either): with
+	 * DataDigest the digest, made at queueing, would then be wrong, so those
+	 * READs are copied into a pool buffer instead.
+	 */
+	cmd->send_any_memory = !c->xp->ops->rdma && !c->xp->data_digest;
 	cmd->rdma_xc = c->xp->ops->rdma ? c->xp : NULL;
 	cmd->view_revoke = task_view_revoke;
 	cmd->done = task_scsi_done;

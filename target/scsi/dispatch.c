@@ -353,7 +353,7 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 void scsi_cmd_release(struct scsi_cmd *cmd)
 {
 	if (cmd->buf == &cmd->view) {
-		backstore_view_put(cmd->view_bs);
+		backstore_view_put(&cmd->view_h);
 		cmd->buf = NULL;
 	} else if (cmd->buf) {
 		bufpool_put(cmd->buf);

@@ -155,7 +155,6 @@ static bool read_view(struct scsi_cmd *cmd)
 	if (!p)
 		return false;
 	cmd->view = (struct buf){ .data = (uint8_t *)p, .len = len, .cap = len, .lkey = lkey };
-	cmd->view_bs = &cmd->view_h;
 	cmd->buf = &cmd->view;
 	return true;
 }

@@ -137,8 +137,7 @@ struct scsi_cmd {
 	bool san_writing;                   /* counted in lu->writers until it completes (sanitize.c) */
 	struct buf *buf2;
 	struct buf view;                    /* buf == &view: the store's own bytes (backstore_read_view) */
-	struct bs_view view_h;              /* ... held from the store */
-	struct bs_view *view_bs;            /* ... &view_h: what release puts (backstore_view_put) */
+	struct bs_view view_h;              /* ... held from the store, put at release */
 	uint64_t bs_t0;                     /* statistics: the backstore request in flight began */
 	void (*bs_cb)(struct bs_io *io, int res); /* ... and completes here */
 	uint8_t io[256] __attribute__((aligned(8))); /* room for struct bs_io */

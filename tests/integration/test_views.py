@@ -22,6 +22,10 @@ new, never a mix).  LUNs 2 and 3: an ABORT TASK, an LU RESET of a WRITE
 ATOMIC waiting for a stalled reader is answered before the bound (the
 reader keeps its connection), and the write is not done.
 Each part has an LU of its own, which no WRITE ATOMIC has met before.
+LUN 4: with DataDigest=CRC32C, READs of 1 MiB whose answers wait to be
+sent while another initiator rewrites their blocks: every digest is right (each
+Data-In's digest covers the bytes sent: such READs are copied, not sent
+from the store, whose bytes a WRITE may change after the digest is made).
 isertd exits 0.
 
 usage: test_views.py ISERTD [PORT]"""
@@ -213,6 +217,35 @@ def aborted_writer(lun, fn, what):
     b.close()
 
 
+def digest_reads():
+    """READs with DataDigest on, their blocks rewritten while their answers wait to be sent: no digest error."""
+    r = ic.Conn(PORT, timeout=20, rcvbuf=256 << 10)
+    check('a DataDigest=CRC32C session logs in', r.login(INI, T, op_keys={'DataDigest': 'CRC32C'}) == 0 and r.dd)
+    w = login(INI2, luns=(4,))
+    for _ in range(3):
+        r.command(b'\0' * 6, lun=4)
+    itts = []
+    for _ in range(8):
+        itt = r.next_itt()
+        r.send(r.scsi_bhs(bytes([0x88, 0]) + struct.pack('>QI', 0, MIB // 512) + b'\0\0', MIB, read=True,
+                          itt=itt, lun=4))
+        itts.append(itt)
+    time.sleep(0.5)   # the target fills the socket and holds the rest of the answers
+    for k in range(1, 4):
+        rw16(w, True, 4, 0, MIB // 512, bytes([k]) * MIB)
+    errors, done = [], 0
+    try:
+        while done < len(itts):
+            op, bhs, _ = r.recv()
+            done += op == ic.OP_SCSI_RSP or (op == ic.OP_DATA_IN and bhs[1] & 1)
+    except ValueError as e:
+        errors.append(str(e))
+    check(f'DataDigest on, blocks rewritten while {len(itts)} READs of 1 MiB wait to be sent: no digest error',
+          not errors and done == len(itts), (done, errors))
+    r.close()
+    w.logout()
+
+
 def main():
     work = workdir('isert-views-')
     # tcp_keepalive 0 (allowed): a peer that stops reading keeps its connection, and its views, for ever.
@@ -220,11 +253,13 @@ def main():
            'backstores': [{'name': 'r', 'type': 'ram', 'size': '64M'},
                           {'name': 'r1', 'type': 'ram', 'size': '8M'},
                           {'name': 'r2', 'type': 'ram', 'size': '8M'},
-                          {'name': 'r3', 'type': 'ram', 'size': '8M'}],
+                          {'name': 'r3', 'type': 'ram', 'size': '8M'},
+                          {'name': 'r4', 'type': 'ram', 'size': '8M'}],
            'targets': [{'iqn': T, 'tpgs': [{'tag': 1, 'demo_mode': True,
                                             'portals': [{'ip': '127.0.0.1', 'port': PORT}],
                                             'luns': [{'lun': 0, 'backstore': 'r'}, {'lun': 1, 'backstore': 'r1'},
-                                                     {'lun': 2, 'backstore': 'r2'}, {'lun': 3, 'backstore': 'r3'}]}]}]}
+                                                     {'lun': 2, 'backstore': 'r2'}, {'lun': 3, 'backstore': 'r3'},
+                                                     {'lun': 4, 'backstore': 'r4'}]}]}]}
     with open(os.path.join(work, 'isertd.json'), 'w') as f:
         json.dump(cfg, f)
     proc, _ = start_isertd(ISERTD, work, os.path.join(work, 'isertd.json'))
@@ -279,6 +314,7 @@ def main():
         stalled_reader(proc, work)
         aborted_writer(2, 1, 'ABORT TASK')
         aborted_writer(3, 5, 'LU RESET')
+        digest_reads()
     finally:
         end_isertd(proc, work)
     finish()
