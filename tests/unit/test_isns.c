@@ -679,6 +679,70 @@ static void test_esi_answer(void)
 	isns_msg_free(&m);
 }
 
+/* The ESI port's slots: the configured server's address always gets one; anyone else the oldest other's. */
+static void test_esi_admit(void)
+{
+	static const uint8_t srv[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1 };
+	static const uint8_t other[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 2 };
+	struct isns_esi s;
+	bool ev;
+	memset(&s, 0, sizeof(s));
+	isns_esi_server(&s, "127.0.0.1");
+	for (int i = 0; i < ISNS_ESI_CONNS; i++) {
+		CU_ASSERT_EQUAL(isns_esi_admit(&s, other, 1000 + (uint64_t)i, &ev), i);
+		CU_ASSERT_FALSE(ev);
+	}
+	/* Four idle connections from another address: the server takes the oldest one's slot. */
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 2000, &ev), 0);
+	CU_ASSERT_TRUE(ev);
+	CU_ASSERT_TRUE(s.c[0].server);
+	/* Another newcomer takes the oldest of the others (slot 1, since 1001), never the server's. */
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, other, 2001, &ev), 1);
+	/* The server's: slots 2 and 3 (the oldest others), then 1. */
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 2002, &ev), 2);
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 2003, &ev), 3);
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 2004, &ev), 1);
+	/* All four the server's: another address is refused, the server's newcomer takes its oldest. */
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, other, 2005, &ev), -1);
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 2006, &ev), 0);
+	/* An inquiry on a slot: answered, naming the entity. */
+	uint8_t pl[16], b[64];
+	char err[256];
+	memset(pl, 0, sizeof(pl));
+	put_be32(pl, ISNS_T_EID);
+	put_be32(pl + 4, 4);
+	memcpy(pl + 8, "ent", 4);
+	size_t n = pdu(b, ISNS_ESI, 0x4c00, 9, 0, pl, 12);
+	CU_ASSERT_EQUAL(isns_esi_input(&s, 2, b, n, "ent"), 0);
+	const uint8_t *p = isns_esi_output(&s, 2, &n);
+	struct isns_msg r;
+	CU_ASSERT_EQUAL_FATAL(feed_all(p, n, &r, err), 1);
+	CU_ASSERT_TRUE(r.func == (ISNS_ESI | ISNS_RESPONSE) && r.xid == 9 && r.status == 0);
+	isns_msg_free(&r);
+	isns_esi_sent(&s, 2, n);
+	isns_esi_output(&s, 2, &n);
+	CU_ASSERT_EQUAL(n, 0);
+	/* A broken stream closes it. */
+	put_be16(b, 7);
+	CU_ASSERT_EQUAL(isns_esi_input(&s, 2, b, ISNS_HDR_LEN, "ent"), -EPROTO);
+	isns_esi_drop(&s, 2);
+	/* No server configured (or not numeric): every address is another's, those held included. */
+	isns_esi_server(&s, NULL);
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 3000, &ev), 2);
+	CU_ASSERT_FALSE(ev);
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, other, 3001, &ev), 3); /* the oldest: 2003 */
+	CU_ASSERT_TRUE(ev);
+	CU_ASSERT_FALSE(s.c[0].server);
+	for (size_t i = 0; i < ISNS_ESI_CONNS; i++)
+		isns_esi_drop(&s, i);
+	/* IPv6 */
+	isns_esi_server(&s, "fd00::5");
+	static const uint8_t v6[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 };
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, v6, 1, &ev), 0);
+	CU_ASSERT_TRUE(s.c[0].server);
+	isns_esi_drop(&s, 0);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -699,6 +763,7 @@ int main(void)
 	CU_add_test(s, "stop deregisters", test_stop);
 	CU_add_test(s, "a server refusing any request with any status: no faster than the backoff", test_hostile_statuses);
 	CU_add_test(s, "ESI answer", test_esi_answer);
+	CU_add_test(s, "ESI port: the server always gets a slot", test_esi_admit);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
