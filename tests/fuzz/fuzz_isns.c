@@ -305,17 +305,23 @@ static void answer(struct fuzz_in *in)
 	isns_out_free(&o);
 }
 
+/* An ESI as open-isns sends it: time stamp, EID (e odd: ours), portal. */
+static void inquiry(struct isns_out *o, uint16_t xid, uint8_t e)
+{
+	uint8_t ip[16];
+	FUZZ_CHECK(!isns_out_init(o, ISNS_ESI, ISNS_F_SERVER, xid), "out of memory");
+	isns_put_raw(o, ISNS_T_TIMESTAMP, (const uint8_t *)"\0\0\0\0\0\0\0\1", 8);
+	isns_put_str(o, ISNS_T_EID, e & 1 ? eid : "someone-else");
+	ip4(ip, 127, 0, 0, 1);
+	isns_put_ip(o, ISNS_T_PORTAL_IP, ip);
+	isns_put_u32(o, ISNS_T_PORTAL_PORT, 3260);
+	isns_out_finish(o);
+}
+
 static void esi(uint8_t e)
 {
 	struct isns_out o;
-	uint8_t ip[16];
-	FUZZ_CHECK(!isns_out_init(&o, ISNS_ESI, ISNS_F_SERVER, 77), "out of memory");
-	isns_put_raw(&o, ISNS_T_TIMESTAMP, (const uint8_t *)"\0\0\0\0\0\0\0\1", 8);
-	isns_put_str(&o, ISNS_T_EID, e & 1 ? eid : "someone-else");
-	ip4(ip, 127, 0, 0, 1);
-	isns_put_ip(&o, ISNS_T_PORTAL_IP, ip);
-	isns_put_u32(&o, ISNS_T_PORTAL_PORT, 3260);
-	isns_out_finish(&o);
+	inquiry(&o, 77, e);
 	feed(o.b, o.len);
 	isns_out_free(&o);
 }
@@ -361,7 +367,7 @@ static void esi_connect(uint8_t b)
 	if (evicted) {
 		FUZZ_CHECK(!free_slots, "a connection closed with %d slots free", free_slots);
 		FUZZ_CHECK(server || !was->server, "another address took the server's slot");
-		FUZZ_CHECK(was->since == (was->server ? oldest_server : oldest_other) && (was->server ? !others : 1),
+		FUZZ_CHECK(was->since == (was->server ? oldest_server : oldest_other) && (!was->server || !others),
 			   "slot %d taken is not the oldest of its kind", k);
 		isns_rx_reset(&h.esi_rx[k]);
 	}
@@ -370,14 +376,7 @@ static void esi_connect(uint8_t b)
 static void esi_send_inquiry(size_t k, uint8_t e)
 {
 	struct isns_out o;
-	uint8_t ip[16];
-	FUZZ_CHECK(!isns_out_init(&o, ISNS_ESI, ISNS_F_SERVER, (uint16_t)(100 + k)), "out of memory");
-	isns_put_raw(&o, ISNS_T_TIMESTAMP, (const uint8_t *)"\0\0\0\0\0\0\0\2", 8);
-	isns_put_str(&o, ISNS_T_EID, e & 1 ? eid : "someone-else");
-	ip4(ip, 127, 0, 0, 1);
-	isns_put_ip(&o, ISNS_T_PORTAL_IP, ip);
-	isns_put_u32(&o, ISNS_T_PORTAL_PORT, 3260);
-	isns_out_finish(&o);
+	inquiry(&o, (uint16_t)(100 + k), e);
 	if (isns_esi_input(&h.esi, k, o.b, o.len, isns_eng_eid(h.e)))
 		esi_drop(k);
 	isns_out_free(&o);
