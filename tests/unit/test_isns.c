@@ -6,7 +6,7 @@
  * change is sent as its difference, a server that lost the entity gets it
  * whole again, failures back off 1 s doubling to 30 s, a server that
  * refuses any kind of request with any status is asked no faster, a stop
- * deregisters.
+ * deregisters; and the ESI port's slots, where the server always gets one.
  */
 #include <CUnit/Basic.h>
 #include <arpa/inet.h>
