@@ -14,9 +14,9 @@
  * then is a newcomer from elsewhere refused.  So the server at the address
  * global.isns names is always answered, and a server inquiring from another
  * of its addresses is answered unless newer connections take every slot
- * between its connection and its inquiry.  Admitting the configured address alone
- * would leave such a server unanswered, and isertd cannot know its other
- * addresses (global.isns names one, numerically).
+ * between its connection and its inquiry.  Admitting the configured
+ * address alone would leave such a server unanswered, and isertd cannot
+ * know its other addresses (global.isns names one, numerically).
  *
  * Pure like the engine: client.c carries the sockets and the time, the
  * unit tests and tests/fuzz/fuzz_isns.c play the peers.

@@ -210,6 +210,7 @@ def esi_squatter(stop, held, src='127.0.0.2'):
                 c.connect((L, ESI))
                 conns.append(c)
                 held['opened'] += 1
+                held['now'] = len(conns)
             except OSError:
                 c.close()
                 break
@@ -223,6 +224,7 @@ def esi_squatter(stop, held, src='127.0.0.2'):
                 conns.remove(c)
                 c.close()
                 held['closed'] += 1
+                held['now'] = len(conns)
                 due = time.time() + 0.5
     for c in conns:
         c.close()
@@ -343,13 +345,20 @@ def main():
 
         # ESI: isnsd probes every 2 s and drops a portal after 2 unanswered tries; answered, they stay, with four
         # idle connections held to the ESI port from another address all the while (isertd has 4 slots).
-        squat = {'opened': 0, 'closed': 0}
+        squat = {'opened': 0, 'closed': 0, 'now': 0}
         stop_squat = threading.Event()
         sq = threading.Thread(target=esi_squatter, args=(stop_squat, squat), daemon=True)
         sq.start()
         _, took = wait_for(lambda: squat['opened'] >= 4, 3)
         mark, log_mark = len(srv.text()), len(open(log).read())
-        asked = esi_ask('127.0.0.3', EID)
+        # Asked while 127.0.0.2 holds four, and again (as a server would) in case isnsd's own inquiries held
+        # every slot at that moment.
+        for _ in range(3):
+            wait_for(lambda: squat['now'] == 4, 2)
+            asked = esi_ask('127.0.0.3', EID)
+            if asked:
+                break
+            time.sleep(0.3)
         time.sleep(6)
         stop_squat.set()
         sq.join(5)
