@@ -5,8 +5,9 @@
  * reactor and the admin socket nothing: the admin thread copies what the
  * configuration asks for (isns_want_from_config) and returns.  Everything
  * here is nonblocking under one poll(); ESI connections are few
- * (ISNS_ESI_CONNS), short (ISNS_ESI_IDLE_MS) and read through the same
- * bounded parser as the server's answers.
+ * (ISNS_ESI_CONNS), short (ISNS_ESI_IDLE_MS), admitted so the server always
+ * gets one (esi.c), and read through the same bounded parser as the
+ * server's answers.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,13 +24,9 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/netaddr.h"
 #include "target/config/config.h"
 #include "target/isns/isns.h"
 #include "target/isns/isns_int.h"
-
-#define ISNS_ESI_CONNS   4
-#define ISNS_ESI_IDLE_MS 10000
 
 static struct {
 	pthread_mutex_t lock;
@@ -42,15 +39,6 @@ static struct {
 	bool configured;         /* the last configuration has global.isns */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wakefd = -1 };
 
-struct esi_conn {
-	int fd;
-	struct isns_rx rx;
-	struct isns_out out;
-	size_t off;
-	uint64_t deadline;
-	char peer[64];
-};
-
 /* The thread's own. */
 static struct {
 	struct isns_eng *eng;
@@ -59,7 +47,8 @@ static struct {
 	int esi_lfd;
 	uint16_t esi_port;       /* bound */
 	uint16_t esi_asked;      /* as configured (0: any) */
-	struct esi_conn esi[ISNS_ESI_CONNS];
+	struct isns_esi esi;     /* its connections' state; their sockets: */
+	int esi_fd[ISNS_ESI_CONNS];
 } t = { .fd = -1, .esi_lfd = -1 };
 
 static uint64_t now_ms(void)
@@ -79,19 +68,25 @@ static void wake(void)
 /* ------------------------------------------------------------------------ */
 /* The server connection (the engine's isns_io_ops). */
 
+/* An address as iSNS has it: IPv4-mapped for IPv4. */
+static void ip_of(const struct sockaddr_storage *ss, uint8_t ip[16])
+{
+	memset(ip, 0, 16);
+	if (ss->ss_family == AF_INET) {
+		ip[10] = ip[11] = 0xff;
+		memcpy(ip + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		memcpy(ip, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	}
+}
+
 static void local_of(int fd, uint8_t ip[16])
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { .ss_family = AF_UNSPEC };
 	socklen_t l = sizeof(ss);
-	memset(ip, 0, 16);
 	if (getsockname(fd, (struct sockaddr *)&ss, &l))
-		return;
-	if (ss.ss_family == AF_INET) {
-		ip[10] = ip[11] = 0xff;
-		memcpy(ip + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-	} else if (ss.ss_family == AF_INET6) {
-		memcpy(ip, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-	}
+		ss.ss_family = AF_UNSPEC;
+	ip_of(&ss, ip);
 }
 
 static void io_close(void *ctx)
@@ -184,14 +179,12 @@ static void server_events(short re)
 /* ------------------------------------------------------------------------ */
 /* ESI: the server asks whether the entity lives; the answer echoes it. */
 
-static void esi_close(struct esi_conn *c)
+static void esi_close(size_t i)
 {
-	if (c->fd >= 0)
-		close(c->fd);
-	isns_rx_reset(&c->rx);
-	isns_out_free(&c->out);
-	memset(c, 0, sizeof(*c));
-	c->fd = -1;
+	if (t.esi_fd[i] >= 0)
+		close(t.esi_fd[i]);
+	t.esi_fd[i] = -1;
+	isns_esi_drop(&t.esi, i);
 }
 
 static void esi_listen_close(void)
@@ -201,8 +194,7 @@ static void esi_listen_close(void)
 	t.esi_lfd = -1;
 	t.esi_port = 0;
 	for (size_t i = 0; i < ISNS_ESI_CONNS; i++)
-		if (t.esi[i].fd >= 0)
-			esi_close(&t.esi[i]);
+		esi_close(i);
 }
 
 /* Every address (the server reaches each portal's address at the ESI port), IPv6 and IPv4 when it can. */
@@ -247,6 +239,7 @@ static int esi_listen(uint16_t port)
 /* The ESI port w asks for: opened, kept, or closed; w->esi_port becomes the one listened on (0: none). */
 static void esi_setup(struct isns_want *w)
 {
+	isns_esi_server(&t.esi, w ? w->host : NULL);
 	if (!w || !w->esi_interval) {
 		if (t.esi_lfd >= 0)
 			log_info("iSNS: ESI port %u closed", t.esi_port);
@@ -271,67 +264,45 @@ static void esi_setup(struct isns_want *w)
 
 static void esi_accept(void)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { .ss_family = AF_UNSPEC };
 	socklen_t l = sizeof(ss);
 	int fd = accept4(t.esi_lfd, (struct sockaddr *)&ss, &l, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	for (size_t i = 0; i < ISNS_ESI_CONNS; i++) {
-		struct esi_conn *c = &t.esi[i];
-		if (c->fd >= 0)
-			continue;
-		c->fd = fd;
-		c->deadline = now_ms() + ISNS_ESI_IDLE_MS;
-		netaddr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer), NULL, 0, NULL);
+	uint8_t peer[16];
+	bool evicted;
+	ip_of(&ss, peer);
+	int i = isns_esi_admit(&t.esi, peer, now_ms(), &evicted);
+	if (i < 0) {
+		close(fd);
 		return;
 	}
-	log_limited(LOG_WARN, "iSNS: ESI: more than %u connections at once; one refused", ISNS_ESI_CONNS);
-	close(fd);
+	if (evicted && t.esi_fd[i] >= 0)
+		close(t.esi_fd[i]);
+	t.esi_fd[i] = fd;
 }
 
-static void esi_events(struct esi_conn *c, short re)
+static void esi_events(size_t i, short re)
 {
-	char err[256];
 	if (re & (POLLIN | POLLERR | POLLHUP)) {
 		uint8_t buf[4096];
-		ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-			esi_close(c);
+		ssize_t n = recv(t.esi_fd[i], buf, sizeof(buf), 0);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
+		    (n > 0 && isns_esi_input(&t.esi, i, buf, (size_t)n, isns_eng_eid(t.eng)))) {
+			esi_close(i);
 			return;
-		}
-		for (size_t off = 0; n > 0 && off < (size_t)n;) {
-			struct isns_msg m;
-			size_t used;
-			int r = isns_rx_feed(&c->rx, buf + off, (size_t)n - off, &used, &m, err, sizeof(err));
-			off += used;
-			if (r < 0) {
-				log_limited(LOG_WARN, "iSNS: ESI from %s: %s; connection closed", c->peer, err);
-				esi_close(c);
-				return;
-			}
-			if (!r)
-				break;
-			if (m.func == ISNS_ESI && !c->out.b) {
-				const char *eid = isns_eng_eid(t.eng);
-				if (isns_esi_answer(&m, eid, &c->out))
-					isns_out_free(&c->out);
-				c->off = 0;
-				log_debug("iSNS: ESI from %s answered", c->peer);
-			} else if (m.func != ISNS_ESI) {
-				log_limited(LOG_WARN, "iSNS: ESI port: %s from %s ignored",
-					    isns_func_name(m.func, err, sizeof(err)), c->peer);
-			}
-			isns_msg_free(&m);
 		}
 	}
-	if (c->out.b) {
-		ssize_t w = send(c->fd, c->out.b + c->off, c->out.len - c->off, MSG_NOSIGNAL);
+	size_t n;
+	const uint8_t *p = isns_esi_output(&t.esi, i, &n);
+	if (n) {
+		ssize_t w = send(t.esi_fd[i], p, n, MSG_NOSIGNAL);
 		if (w < 0 && errno != EAGAIN && errno != EINTR) {
-			esi_close(c);
+			esi_close(i);
 			return;
 		}
-		if (w > 0 && (c->off += (size_t)w) >= c->out.len)
-			isns_out_free(&c->out);
+		if (w > 0)
+			isns_esi_sent(&t.esi, i, (size_t)w);
 	}
 }
 
@@ -341,7 +312,7 @@ static void *isns_thread(void *arg)
 {
 	(void)arg;
 	for (size_t i = 0; i < ISNS_ESI_CONNS; i++)
-		t.esi[i].fd = -1;
+		t.esi_fd[i] = -1;
 	bool stopping = false;
 	uint64_t stop_deadline = 0;
 	for (;;) {
@@ -381,10 +352,11 @@ static void *isns_thread(void *arg)
 								(t.connecting ? 0 : POLLIN) };
 		pf[np++] = (struct pollfd){ .fd = t.esi_lfd, .events = POLLIN };
 		for (size_t i = 0; i < ISNS_ESI_CONNS; i++) {
-			struct esi_conn *c = &t.esi[i];
-			pf[np++] = (struct pollfd){ .fd = c->fd, .events = (short)(POLLIN | (c->out.b ? POLLOUT : 0)) };
-			if (c->fd >= 0 && c->deadline < next)
-				next = c->deadline;
+			size_t n;
+			isns_esi_output(&t.esi, i, &n);
+			pf[np++] = (struct pollfd){ .fd = t.esi_fd[i], .events = (short)(POLLIN | (n ? POLLOUT : 0)) };
+			if (t.esi_fd[i] >= 0 && t.esi.c[i].since + ISNS_ESI_IDLE_MS < next)
+				next = t.esi.c[i].since + ISNS_ESI_IDLE_MS;
 		}
 		if (stopping && stop_deadline < next)
 			next = stop_deadline;
@@ -404,13 +376,13 @@ static void *isns_thread(void *arg)
 		if (t.esi_lfd >= 0 && pf[2].fd == t.esi_lfd && (pf[2].revents & POLLIN))
 			esi_accept();
 		for (size_t i = 0; i < ISNS_ESI_CONNS; i++)
-			if (t.esi[i].fd >= 0 && pf[3 + i].fd == t.esi[i].fd && pf[3 + i].revents)
-				esi_events(&t.esi[i], pf[3 + i].revents);
+			if (t.esi_fd[i] >= 0 && pf[3 + i].fd == t.esi_fd[i] && pf[3 + i].revents)
+				esi_events(i, pf[3 + i].revents);
 timers:
 		now = now_ms();
 		for (size_t i = 0; i < ISNS_ESI_CONNS; i++)
-			if (t.esi[i].fd >= 0 && now >= t.esi[i].deadline)
-				esi_close(&t.esi[i]);
+			if (t.esi_fd[i] >= 0 && now >= t.esi.c[i].since + ISNS_ESI_IDLE_MS)
+				esi_close(i);
 	}
 	isns_eng_free(t.eng);
 	t.eng = NULL;

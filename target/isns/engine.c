@@ -19,7 +19,12 @@
  * doubling to 30 s) with a whole registration.  While registered, one node
  * is queried in turn at least once a minute (and every third of the
  * registration period): an answer without it, its entity or its portal
- * groups means the server lost the registration, which is made again.
+ * groups means the server lost the registration: a failure like the others.
+ * A discovery domain's request refused is tried again after the same
+ * backoff, the registration kept.  The failures in a row are forgotten only
+ * when a query shows the server holds everything (the domain joined as
+ * wanted): a server that accepts a registration and refuses what follows
+ * cannot bring the pace back to 1 s.
  *
  * Pure: bytes and time come from the caller (client.c, the unit tests, the
  * fuzz harness), connections are asked of its isns_io_ops.
@@ -671,6 +676,25 @@ static bool dd_step(struct isns_eng *e, uint64_t now)
 	return false;
 }
 
+/* The domain as wanted: nothing for dd_step to do but wait. */
+static bool dd_settled(const struct isns_eng *e)
+{
+	const char *want = e->want ? e->want->dd : NULL;
+	if (!same_str(e->dd_name, want))
+		return false;
+	if (!want)
+		return true;
+	if (!e->dd_id || !e->have)
+		return false;
+	for (size_t i = 0; i < e->have->nnodes; i++)
+		if (!in_list(e->dd_members, e->ndd_members, e->have->nodes[i].name))
+			return false;
+	for (size_t i = 0; i < e->ndd_members; i++)
+		if (!find_node(e->have, e->dd_members[i]))
+			return false;
+	return true;
+}
+
 static void dd_members_add(struct isns_eng *e, char **names, size_t n)
 {
 	char **v = realloc(e->dd_members, (e->ndd_members + n + 1) * sizeof(*v));
@@ -746,6 +770,28 @@ static bool target_server(const struct isns_eng *e, const char **host, uint16_t 
 	return true;
 }
 
+/*
+ * The one path of every failure and every answer not accepted: counted,
+ * logged with why (a line per attempt, so the backoff paces the log too),
+ * and the time of the next attempt, 1 s doubling to 30 s with the failures
+ * in a row.
+ */
+static uint64_t backoff(struct isns_eng *e, uint64_t now, const char *why)
+{
+	char srv[96];
+	uint64_t delay = ISNS_BACKOFF_MIN_MS;
+	for (unsigned i = 0; i < e->failures && delay < ISNS_BACKOFF_MAX_MS; i++)
+		delay *= 2;
+	delay = MIN(delay, (uint64_t)ISNS_BACKOFF_MAX_MS);
+	e->failures++;
+	log_warn("iSNS server %s: %s; trying again in %llu s", server_name(e->conn_host, e->conn_port, srv, sizeof(srv)),
+		 why, (unsigned long long)(delay / 1000));
+	snprintf(e->last_error, sizeof(e->last_error), "%.199s", why);
+	e->last_error_ms = now ? now : 1;
+	return now + delay;
+}
+
+/* A failure of the connection or the registration: closed, and all of it again after the backoff. */
 static void fail(struct isns_eng *e, uint64_t now, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void fail(struct isns_eng *e, uint64_t now, const char *fmt, ...)
 {
@@ -771,16 +817,7 @@ static void fail(struct isns_eng *e, uint64_t now, const char *fmt, ...)
 	}
 	if (e->have)
 		e->stale = true;
-	uint64_t delay = ISNS_BACKOFF_MIN_MS;
-	for (unsigned i = 0; i < e->failures && delay < ISNS_BACKOFF_MAX_MS; i++)
-		delay *= 2;
-	delay = MIN(delay, (uint64_t)ISNS_BACKOFF_MAX_MS);
-	e->failures++;
-	e->retry_at = now + delay;
-	log_warn("iSNS server %s: %s; trying again in %llu s", server_name(h, p, srv, sizeof(srv)), why,
-		 (unsigned long long)(delay / 1000));
-	snprintf(e->last_error, sizeof(e->last_error), "%.199s", why);
-	e->last_error_ms = now ? now : 1;
+	e->retry_at = backoff(e, now, why);
 }
 
 void isns_eng_connected(struct isns_eng *e, const uint8_t local[16], uint64_t now)
@@ -811,7 +848,6 @@ static void install(struct isns_eng *e, uint64_t now)
 	e->have = e->pending;
 	e->pending = NULL;
 	e->stale = false;
-	e->failures = 0;
 	free(e->have_host);
 	e->have_host = strdup(e->conn_host);
 	e->have_port = e->conn_port;
@@ -886,14 +922,16 @@ static bool check_holds(struct isns_eng *e, const struct isns_msg *m, const char
 	return false;
 }
 
-static void lost(struct isns_eng *e, uint64_t now, const char *why)
+/* A discovery domain's request not accepted: the registration stays, the domain's step waits for the backoff. */
+static void dd_refused(struct isns_eng *e, uint64_t now, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void dd_refused(struct isns_eng *e, uint64_t now, const char *fmt, ...)
 {
-	char srv[96];
-	log_warn("iSNS server %s lost this entity's registration (%s): registering it again",
-		 server_name(e->conn_host, e->conn_port, srv, sizeof(srv)), why);
-	e->stale = true;
-	e->next_check = now;
-	dd_clear(e);
+	char why[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	e->dd_retry_at = backoff(e, now, why);
 }
 
 static void answer(struct isns_eng *e, struct isns_msg *m, uint64_t now)
@@ -910,7 +948,8 @@ static void answer(struct isns_eng *e, struct isns_msg *m, uint64_t now)
 	e->awaiting = false;
 	switch (q->kind) {
 	case RK_REG:
-		if (m->status == ISNS_ST_ESI_NOT_AVAILABLE && !e->esi_refused) {
+		/* Once per configuration, and only when ESI was asked: not a failure, no backoff. */
+		if (m->status == ISNS_ST_ESI_NOT_AVAILABLE && !e->esi_refused && e->pending && e->pending->esi_port) {
 			log_warn("iSNS: the server refuses ESI (%s): portals registered without it; the registration is "
 				 "kept by isertd's queries", st);
 			e->esi_refused = true;
@@ -952,20 +991,24 @@ static void answer(struct isns_eng *e, struct isns_msg *m, uint64_t now)
 		break;
 	}
 	case RK_CHECK:
-		if (m->status) {
+		if (m->status)
 			snprintf(why, sizeof(why), "it answers a query for target %s with %s", q->nnames ? q->names[0] : "?",
 				 st);
-			lost(e, now, why);
-		} else if (q->nnames && !check_holds(e, m, q->names[0], why, sizeof(why))) {
-			lost(e, now, why);
-		} else {
-			e->failures = 0;
-			e->next_check = now + check_ms(e);
+		if (m->status || (q->nnames && !check_holds(e, m, q->names[0], why, sizeof(why)))) {
+			fail(e, now, "this entity's registration is lost (%s)", why);
+			return;
 		}
+		if (dd_settled(e))
+			e->failures = 0; /* everything confirmed: the backoff starts from 1 s again */
+		e->next_check = now + check_ms(e);
 		break;
 	case RK_DD_FIND: {
 		uint32_t id = 0, found = 0;
 		const char *s;
+		if (m->status && m->status != ISNS_ST_NO_SUCH_ENTRY) {
+			dd_refused(e, now, "%s for discovery domain '%s': %s", fn, e->dd_name, st);
+			break;
+		}
 		for (size_t i = isns_msg_oper(m); !m->status && i < m->nattrs && !found; i++) {
 			if (m->attrs[i].tag == ISNS_T_DD_ID && isns_attr_u32(&m->attrs[i], &v))
 				id = v;
@@ -992,13 +1035,11 @@ static void answer(struct isns_eng *e, struct isns_msg *m, uint64_t now)
 				break;
 			}
 		if (m->status || !e->dd_id) {
-			log_err("iSNS: discovery domain '%s' could not be created (%s)%s; trying again in %llu s", e->dd_name,
-				m->status ? st : "no DD_ID in the answer",
-				m->status == ISNS_ST_INVALID_REGISTRATION ? ": it exists and none of these targets is a "
-									     "member, so isertd cannot learn its ID; add one "
-									     "of them to it on the server" : "",
-				(unsigned long long)check_ms(e) / 1000);
-			e->dd_retry_at = now + check_ms(e);
+			dd_refused(e, now, "discovery domain '%s' could not be created (%s)%s", e->dd_name,
+				   m->status ? st : "no DD_ID in the answer",
+				   m->status == ISNS_ST_INVALID_REGISTRATION ? ": it exists and none of these targets is a "
+										"member, so isertd cannot learn its ID; add "
+										"one of them to it on the server" : "");
 			break;
 		}
 		dd_members_add(e, q->names, q->nnames);
@@ -1006,12 +1047,10 @@ static void answer(struct isns_eng *e, struct isns_msg *m, uint64_t now)
 			 q->nnames == 1 ? "" : "s");
 		break;
 	case RK_DD_ADD:
-		if (m->status == ISNS_ST_INVALID_REGISTRATION) {
-			e->dd_id = 0; /* gone (a server that forgot it, an administrator): looked up again */
-		} else if (m->status) {
-			log_err("iSNS: DDReg of discovery domain '%s': %s; trying again in %llu s", e->dd_name, st,
-				(unsigned long long)check_ms(e) / 1000);
-			e->dd_retry_at = now + check_ms(e);
+		if (m->status) {
+			if (m->status == ISNS_ST_INVALID_REGISTRATION)
+				e->dd_id = 0; /* gone (a server that forgot it, an administrator): looked up again */
+			dd_refused(e, now, "DDReg of discovery domain '%s': %s", e->dd_name, st);
 		} else {
 			dd_members_add(e, q->names, q->nnames);
 			log_info("iSNS: discovery domain '%s' (DD_ID %u): %zu target%s made members", e->dd_name, e->dd_id,
@@ -1020,9 +1059,7 @@ static void answer(struct isns_eng *e, struct isns_msg *m, uint64_t now)
 		break;
 	case RK_DD_REMOVE:
 		if (m->status && m->status != ISNS_ST_NO_SUCH_ENTRY && m->status != ISNS_ST_INVALID_REGISTRATION) {
-			log_err("iSNS: DDDereg from discovery domain '%s': %s; trying again in %llu s", e->dd_name, st,
-				(unsigned long long)check_ms(e) / 1000);
-			e->dd_retry_at = now + check_ms(e);
+			dd_refused(e, now, "DDDereg from discovery domain '%s': %s", e->dd_name, st);
 			break;
 		}
 		dd_members_remove(e, q->names, q->nnames);
@@ -1264,7 +1301,9 @@ void isns_eng_want(struct isns_eng *e, struct isns_want *w, uint64_t now)
 		e->esi_refused = false; /* asked anew */
 	reg_free(e->resolved);
 	e->resolved = NULL;
-	e->retry_at = MIN(e->retry_at, now + ISNS_BACKOFF_MIN_MS); /* a new configuration is tried soon */
+	/* a new configuration is tried soon */
+	e->retry_at = MIN(e->retry_at, now + ISNS_BACKOFF_MIN_MS);
+	e->dd_retry_at = MIN(e->dd_retry_at, now + ISNS_BACKOFF_MIN_MS);
 }
 
 void isns_eng_stop(struct isns_eng *e, uint64_t now)

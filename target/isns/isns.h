@@ -22,7 +22,7 @@ struct isns_report {
 	char entity[256];
 	size_t targets, portals; /* registered, or to register */
 	uint16_t esi_port;       /* 0: no ESI */
-	unsigned failures;       /* in a row since the last success */
+	unsigned failures;       /* in a row, until a check finds the server holds everything */
 	char last_error[200];    /* the last failure (cut at 199 bytes), or "" */
 	int64_t last_error_age_s, registered_age_s; /* seconds since then; -1: never */
 };

@@ -168,6 +168,41 @@ int isns_esi_answer(const struct isns_msg *req, const char *eid, struct isns_out
 const char *isns_ip_str(const uint8_t ip[16], char *buf, size_t n);
 
 /* ------------------------------------------------------------------------ */
+/* esi.c: the ESI port's connections, which are admitted and what each is answered. */
+
+#define ISNS_ESI_CONNS   4
+#define ISNS_ESI_IDLE_MS 10000   /* a connection is closed then after it came, whatever its peer does */
+
+struct isns_esi_conn {
+	bool used, server;       /* server: from the configured server's address */
+	uint8_t peer[16];        /* IPv4-mapped for IPv4 */
+	uint64_t since;          /* when it came (ms) */
+	struct isns_rx rx;
+	struct isns_out out;     /* the answer being sent */
+	size_t off;
+};
+struct isns_esi {
+	struct isns_esi_conn c[ISNS_ESI_CONNS];
+	uint8_t server[16];
+	bool has_server;
+};
+/* The configured server's address: a numeric host as global.isns.server has it (NULL: none). */
+void isns_esi_server(struct isns_esi *s, const char *host);
+/*
+ * A slot for a new connection from peer (IPv4-mapped for IPv4): its index,
+ * or -1: refuse it.  *evicted: the slot's connection was taken from it (the
+ * caller closes that one's socket).
+ */
+int isns_esi_admit(struct isns_esi *s, const uint8_t peer[16], uint64_t now, bool *evicted);
+/* Bytes from slot i's peer: 0, an inquiry answered (isns_esi_output); or -EPROTO (logged): close it. */
+int isns_esi_input(struct isns_esi *s, size_t i, const uint8_t *p, size_t n, const char *eid);
+/* What to send on slot i (n 0: nothing), and how much went. */
+const uint8_t *isns_esi_output(const struct isns_esi *s, size_t i, size_t *n);
+void isns_esi_sent(struct isns_esi *s, size_t i, size_t n);
+/* Slot i's connection is closed: the slot is free. */
+void isns_esi_drop(struct isns_esi *s, size_t i);
+
+/* ------------------------------------------------------------------------ */
 /* want.c: what the configuration asks the server to hold. */
 
 struct isns_pg {

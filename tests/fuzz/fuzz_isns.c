@@ -1,6 +1,6 @@
 /*
- * The iSNS client (target/isns/) against a hostile server (FUZZ_ISNS_TRACE=1
- * prints the engine's log).  The first byte
+ * The iSNS client (target/isns/) against a hostile server and hostile ESI
+ * peers (FUZZ_ISNS_TRACE=1 prints the engine's log).  The first byte
  * picks one of two layouts:
  *
  *  - odd: the bytes after the first two are a stream from a server, cut in
@@ -25,10 +25,22 @@
  *      5 E        the server sends an ESI on the connection (E odd: ours)
  *      6          isertd stops
  *      7 B        a pending connection is made (B even) or refused
+ *    and, on the ESI port (target/isns/esi.c, its ISNS_ESI_CONNS slots):
+ *      8 P        a peer connects: from the configured server's address (P
+ *                 odd), or from one of three others
+ *      9 K N ...  the peer in slot K sends N raw bytes
+ *      10 K E     the peer in slot K sends an ESI (E odd: naming our entity)
+ *      11 K B     the peer in slot K reads B bytes of its answer (255: it
+ *                 closes the connection)
  *    Every PDU the engine sends parses with the client's own reader, has the
  *    client flags, and a request awaited is the last one sent; after the
  *    input, isertd stops and the engine must be done within ISNS_STOP_MS of
- *    answers that never come (its time limits, not the input, end it).
+ *    answers that never come (its time limits, not the input, end it).  On
+ *    the ESI port: the configured server's address always gets a slot;
+ *    another address never takes one of the server's, and is refused only
+ *    when every slot is the server's; a slot taken from a connection is the
+ *    oldest of its kind; what is sent back parses as an ESIRsp; a
+ *    connection is closed ISNS_ESI_IDLE_MS after it came (as client.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +127,9 @@ static struct {
 	struct isns_rx rx;       /* what the engine sends, read back */
 	uint16_t last_func, last_xid;
 	bool sent_any;
+	struct isns_esi esi;     /* the ESI port */
+	struct isns_rx esi_rx[ISNS_ESI_CONNS]; /* what each ESI peer is sent, read back */
+	bool server_v4;          /* the configured server: 127.0.0.1, or 192.0.2.7 */
 } h;
 
 static void fake_connect(void *ctx, const char *host, uint16_t port)
@@ -161,6 +176,7 @@ static char *dup(const char *s)
 
 static struct isns_want *want_of(uint8_t v)
 {
+	h.server_v4 = !(v & 0x80);
 	struct isns_want *w = calloc(1, sizeof(*w));
 	FUZZ_CHECK(w, "out of memory");
 	w->host = dup(v & 0x80 ? "192.0.2.7" : "127.0.0.1");
@@ -289,23 +305,145 @@ static void answer(struct fuzz_in *in)
 	isns_out_free(&o);
 }
 
+/* An ESI as open-isns sends it: time stamp, EID (e odd: ours), portal. */
+static void inquiry(struct isns_out *o, uint16_t xid, uint8_t e)
+{
+	uint8_t ip[16];
+	FUZZ_CHECK(!isns_out_init(o, ISNS_ESI, ISNS_F_SERVER, xid), "out of memory");
+	isns_put_raw(o, ISNS_T_TIMESTAMP, (const uint8_t *)"\0\0\0\0\0\0\0\1", 8);
+	isns_put_str(o, ISNS_T_EID, e & 1 ? eid : "someone-else");
+	ip4(ip, 127, 0, 0, 1);
+	isns_put_ip(o, ISNS_T_PORTAL_IP, ip);
+	isns_put_u32(o, ISNS_T_PORTAL_PORT, 3260);
+	isns_out_finish(o);
+}
+
 static void esi(uint8_t e)
 {
 	struct isns_out o;
-	uint8_t ip[16];
-	FUZZ_CHECK(!isns_out_init(&o, ISNS_ESI, ISNS_F_SERVER, 77), "out of memory");
-	isns_put_raw(&o, ISNS_T_TIMESTAMP, (const uint8_t *)"\0\0\0\0\0\0\0\1", 8);
-	isns_put_str(&o, ISNS_T_EID, e & 1 ? eid : "someone-else");
-	ip4(ip, 127, 0, 0, 1);
-	isns_put_ip(&o, ISNS_T_PORTAL_IP, ip);
-	isns_put_u32(&o, ISNS_T_PORTAL_PORT, 3260);
-	isns_out_finish(&o);
+	inquiry(&o, 77, e);
 	feed(o.b, o.len);
 	isns_out_free(&o);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The ESI port's peers. */
+
+static void esi_drop(size_t k)
+{
+	isns_esi_drop(&h.esi, k);
+	isns_rx_reset(&h.esi_rx[k]);
+}
+
+static void esi_connect(uint8_t b)
+{
+	uint8_t peer[16];
+	bool server = b & 1;
+	if (server)
+		ip4(peer, h.server_v4 ? 127 : 192, 0, h.server_v4 ? 0 : 2, h.server_v4 ? 1 : 7);
+	else
+		ip4(peer, 10, 9, 8, (uint8_t)(1 + (b >> 1) % 3));
+	struct isns_esi before = h.esi;
+	int free_slots = 0, others = 0;
+	uint64_t oldest_other = UINT64_MAX, oldest_server = UINT64_MAX;
+	for (size_t i = 0; i < ISNS_ESI_CONNS; i++) {
+		const struct isns_esi_conn *c = &before.c[i];
+		free_slots += !c->used;
+		others += c->used && !c->server;
+		if (c->used && !c->server)
+			oldest_other = MIN(oldest_other, c->since);
+		if (c->used && c->server)
+			oldest_server = MIN(oldest_server, c->since);
+	}
+	bool evicted;
+	int k = isns_esi_admit(&h.esi, peer, h.now, &evicted);
+	FUZZ_CHECK(k >= 0 || (!server && !free_slots && !others), "refused with %d free, %d others' (server %d)", free_slots,
+		   others, server);
+	if (k < 0)
+		return;
+	const struct isns_esi_conn *was = &before.c[k];
+	FUZZ_CHECK(k < ISNS_ESI_CONNS && h.esi.c[k].used && h.esi.c[k].server == server, "slot %d", k);
+	FUZZ_CHECK(evicted == was->used && (was->used || free_slots), "slot %d: evicted %d", k, evicted);
+	if (evicted) {
+		FUZZ_CHECK(!free_slots, "a connection closed with %d slots free", free_slots);
+		FUZZ_CHECK(server || !was->server, "another address took the server's slot");
+		FUZZ_CHECK(was->since == (was->server ? oldest_server : oldest_other) && (!was->server || !others),
+			   "slot %d taken is not the oldest of its kind", k);
+		isns_rx_reset(&h.esi_rx[k]);
+	}
+}
+
+static void esi_send_inquiry(size_t k, uint8_t e)
+{
+	struct isns_out o;
+	inquiry(&o, (uint16_t)(100 + k), e);
+	if (isns_esi_input(&h.esi, k, o.b, o.len, isns_eng_eid(h.e)))
+		esi_drop(k);
+	isns_out_free(&o);
+}
+
+/* The peer in slot k reads up to n bytes of what it is sent: each message whole an ESIRsp. */
+static void esi_read(size_t k, size_t n)
+{
+	size_t len;
+	const uint8_t *p = isns_esi_output(&h.esi, k, &len);
+	len = MIN(len, n);
+	for (size_t off = 0; off < len;) {
+		struct isns_msg m;
+		size_t used;
+		char err[256];
+		int rc = isns_rx_feed(&h.esi_rx[k], p + off, len - off, &used, &m, err, sizeof(err));
+		FUZZ_CHECK(rc >= 0, "our ESI answer does not parse: %s", err);
+		off += used;
+		if (rc == 1) {
+			check_msg(&m);
+			FUZZ_CHECK(m.func == (ISNS_ESI | ISNS_RESPONSE) && (m.flags & ISNS_F_CLIENT) &&
+				   (m.status == 0 || m.status == ISNS_ST_NO_SUCH_ENTRY), "ESI answer 0x%x status %u", m.func,
+				   m.status);
+			isns_msg_free(&m);
+		}
+	}
+	if (len)
+		isns_esi_sent(&h.esi, k, len);
+}
+
+static void esi_op(uint8_t op, struct fuzz_in *in)
+{
+	uint8_t a = fuzz_u8(in);
+	size_t k = a % ISNS_ESI_CONNS;
+	if (op == 8) {
+		esi_connect(a);
+		return;
+	}
+	if (op == 9) {
+		size_t n = fuzz_u8(in); /* not inside MIN(), which reads it twice */
+		n = MIN(n, in->n);
+		if (h.esi.c[k].used && isns_esi_input(&h.esi, k, in->p, n, isns_eng_eid(h.e)))
+			esi_drop(k);
+		in->p += n;
+		in->n -= n;
+		return;
+	}
+	uint8_t b = fuzz_u8(in);
+	if (!h.esi.c[k].used)
+		return;
+	if (op == 10)
+		esi_send_inquiry(k, b);
+	else if (b == 255)
+		esi_drop(k);
+	else
+		esi_read(k, (size_t)b * 16 + 1);
+}
+
 static void tick(void)
 {
+	/* client.c closes an ESI connection ISNS_ESI_IDLE_MS after it came, whatever its peer does */
+	for (size_t k = 0; k < ISNS_ESI_CONNS; k++) {
+		FUZZ_CHECK(!h.esi.c[k].used || h.esi.c[k].since <= h.now, "slot %zu from the future", k);
+		FUZZ_CHECK(h.esi.c[k].rx.mcap <= ISNS_MAX_MSG, "slot %zu holds %zu bytes", k, h.esi.c[k].rx.mcap);
+		if (h.esi.c[k].used && h.now >= h.esi.c[k].since + ISNS_ESI_IDLE_MS)
+			esi_drop(k);
+	}
 	uint64_t next = isns_eng_tick(h.e, h.now);
 	FUZZ_CHECK(next >= h.now || !h.up, "a deadline in the past: %llu < %llu", (unsigned long long)next,
 		   (unsigned long long)h.now);
@@ -324,10 +462,11 @@ static void run_engine(struct fuzz_in *in)
 	h.e = isns_eng_new(&fake_ops, NULL);
 	FUZZ_CHECK(h.e, "out of memory");
 	isns_eng_want(h.e, want_of(v), h.now);
+	isns_esi_server(&h.esi, h.server_v4 ? "127.0.0.1" : "192.0.2.7");
 	tick(); /* connects */
 	tick(); /* the first request */
 	for (unsigned steps = 0; in->n && steps < 2000; steps++) {
-		uint8_t op = fuzz_u8(in) % 8, b;
+		uint8_t op = fuzz_u8(in) % 12, b;
 		switch (op) {
 		case 0:
 			b = fuzz_u8(in);
@@ -358,6 +497,7 @@ static void run_engine(struct fuzz_in *in)
 			break;
 		case 4:
 			isns_eng_want(h.e, want_of(fuzz_u8(in)), h.now);
+			isns_esi_server(&h.esi, h.server_v4 ? "127.0.0.1" : "192.0.2.7");
 			break;
 		case 5:
 			esi(fuzz_u8(in));
@@ -378,6 +518,9 @@ static void run_engine(struct fuzz_in *in)
 				}
 			}
 			break;
+		default:
+			esi_op(op, in);
+			break;
 		}
 		tick();
 	}
@@ -394,6 +537,8 @@ static void run_engine(struct fuzz_in *in)
 		done = isns_eng_done(h.e);
 	}
 	FUZZ_CHECK(done, "not done 200 s after the stop");
+	for (size_t k = 0; k < ISNS_ESI_CONNS; k++)
+		esi_drop(k);
 	isns_eng_free(h.e);
 	isns_rx_reset(&h.rx);
 }

@@ -617,3 +617,14 @@ put('isns', 'engine-slow-connect', bytes([0, 0x40]) + bytes([0, 60, 7, 1, 0, 20,
     bytes([1, 16]) + bytes(16) + bytes([6]) + ev_answer(0))
 put('isns', 'engine-server-moves', bytes([0, 0x18]) + ev_answer(0) + bytes([4, 0x98]) + ev_answer(0) +
     bytes([0, 10]) + ev_answer(0) + bytes([4, 0x20]) + ev_answer(0))
+
+# ESI port peers: 8 P connect (P odd: from the server's address), 9 K N bytes, 10 K E an ESI (E odd: ours),
+# 11 K B read B*16+1 bytes of the answer (255: close).
+ESI_OTHER, ESI_SERVER = bytes([8, 0]), bytes([8, 1])
+put('isns', 'esi-squatters', bytes([0, 0x01]) + ev_answer(0) + ESI_OTHER + bytes([8, 2, 8, 4]) + ESI_OTHER +
+    bytes([0, 20]) + ESI_SERVER + bytes([10, 0, 1, 11, 0, 10]) + bytes([8, 2]) + ESI_SERVER * 3 + bytes([8, 4]) +
+    ESI_SERVER + bytes([9, 2, 12]) + b'\x00\x07not iSNS!!' + bytes([0, 100, 8, 3, 10, 0, 0, 11, 0, 10]))
+put('isns', 'esi-server-moves', bytes([0, 0x01]) + ev_answer(0) + ESI_SERVER * 4 + bytes([4, 0x81]) + ESI_OTHER +
+    ESI_SERVER + bytes([10, 1, 1, 11, 1, 0, 11, 1, 10, 11, 1, 255]))
+put('isns', 'esi-pieces', bytes([0, 0x01]) + ev_answer(0) + ESI_OTHER + bytes([9, 0, 20]) + esi_req[:20] +
+    bytes([9, 0, len(esi_req) - 20]) + esi_req[20:] + bytes([10, 0, 1, 11, 0, 3, 11, 0, 10]))

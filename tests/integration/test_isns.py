@@ -6,7 +6,9 @@ every portal (with its ESI port), every target (node type target, alias)
 and a portal group per target and portal with its TPG's tag, and nothing
 links a target to a portal of another; a live change (a target added, a
 portal removed) reaches the server; isnsd's ESI probes are answered, so the
-portals outlive the ESI timeout; isnsd restarted without its database gets
+portals outlive the ESI timeout; four idle connections held to the ESI
+port from another address (127.0.0.2) keep neither isnsd's ESI nor one from
+a third address unanswered; isnsd restarted without its database gets
 everything again within the stated time; a discovery domain is joined and
 left live; a server that answers garbage is logged and retried, and isertd
 goes on; SIGTERM deregisters.  isnsadm reads what the server holds.
@@ -15,9 +17,11 @@ goes on; SIGTERM deregisters.  isnsadm reads what the server holds.
 usage: test_isns.py ISERTD [PORT]   (ports PORT..PORT+7; isnsd on PORT)"""
 import json
 import os
+import select
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -195,6 +199,62 @@ def hostile_server(stop):
     s.close()
 
 
+def esi_squatter(stop, held, src='127.0.0.2'):
+    """Holds four idle connections to the ESI port from src; one isertd closes is opened again 0.5 s later."""
+    conns, due = [], 0.0
+    while not stop.is_set():
+        while len(conns) < 4 and time.time() >= due:
+            c = socket.socket()
+            try:
+                c.bind((src, 0))
+                c.connect((L, ESI))
+                conns.append(c)
+                held['opened'] += 1
+                held['now'] = len(conns)
+            except OSError:
+                c.close()
+                break
+        readable, _, _ = select.select(conns, [], [], 0.05)
+        for c in readable:
+            try:
+                gone = not c.recv(1)
+            except OSError:
+                gone = True
+            if gone:
+                conns.remove(c)
+                c.close()
+                held['closed'] += 1
+                held['now'] = len(conns)
+                due = time.time() + 0.5
+    for c in conns:
+        c.close()
+
+
+def esi_ask(src, eid, xid=0x77):
+    """An ESI naming eid from src: (function, xid, status) of the answer, or None (closed, no answer in 2 s)."""
+    v = eid.encode() + b'\0'
+    v += b'\0' * (-len(v) % 4)
+    pl = struct.pack('>II', 1, len(v)) + v
+    c = socket.socket()
+    try:
+        c.bind((src, 0))
+        c.settimeout(2)
+        c.connect((L, ESI))
+        c.sendall(struct.pack('>HHHHHH', 1, 0x000d, len(pl), 0x4c00, xid, 0) + pl)
+        got = b''
+        while len(got) < 16:
+            b = c.recv(16 - len(got))
+            if not b:
+                return None
+            got += b
+        _, func, _, _, rxid, _, status = struct.unpack('>HHHHHHI', got)
+        return func, rxid, status
+    except OSError:
+        return None
+    finally:
+        c.close()
+
+
 def main():
     if not shutil.which('isnsd') or not shutil.which('isnsadm'):
         print('SKIP: isnsd and isnsadm (open-isns-server, open-isns-utils) are not installed')
@@ -277,17 +337,42 @@ def main():
         stop_hostile.set()
         got, took = wait_for(lambda: pgs(work) == exp2 and pgs(work), 5)
         check(f'back on isnsd: registered again ({took:.1f} s)', got == exp2, pgs(work))
-        st, _ = wait_for(lambda: (lambda s: s.get('registered') and s)(rpc.call('isns.status').get('result', {})), 3)
-        check('isns.status: registered again, failures back to 0, the last error kept with its age',
+        # The failures are forgotten when a check finds everything there: a third of the period (2 s here) at most.
+        st, _ = wait_for(lambda: (lambda s: s.get('registered') and s.get('failures') == 0 and s)(
+            rpc.call('isns.status').get('result', {})), 5)
+        check('isns.status: registered again, failures back to 0 after a check, the last error kept with its age',
               st and st.get('failures') == 0 and st.get('last_error') and st.get('last_error_age_s') >= 0, st)
 
-        # ESI: isnsd probes every 2 s and drops a portal after 2 unanswered tries; answered, they stay.
-        mark = len(srv.text())
+        # ESI: isnsd probes every 2 s and drops a portal after 2 unanswered tries; answered, they stay, with four
+        # idle connections held to the ESI port from another address all the while (isertd has 4 slots).
+        squat = {'opened': 0, 'closed': 0, 'now': 0}
+        stop_squat = threading.Event()
+        sq = threading.Thread(target=esi_squatter, args=(stop_squat, squat), daemon=True)
+        sq.start()
+        _, took = wait_for(lambda: squat['opened'] >= 4, 3)
+        mark, log_mark = len(srv.text()), len(open(log).read())
+        # Asked while 127.0.0.2 holds four, and again (as a server would) in case isnsd's own inquiries held
+        # every slot at that moment.
+        for _ in range(3):
+            wait_for(lambda: squat['now'] == 4, 2)
+            asked = esi_ask('127.0.0.3', EID)
+            if asked:
+                break
+            time.sleep(0.3)
         time.sleep(6)
+        stop_squat.set()
+        sq.join(5)
         esi_log = srv.text()[mark:]
+        check(f'four idle connections to the ESI port from 127.0.0.2 ({took:.1f} s), opened again as isertd closes them',
+              squat['opened'] >= 4, squat)
         check('isnsd probed with ESI and got answers', esi_log.count('Good ESI response') >= 2, esi_log[-800:])
         check('no portal dropped for lack of an ESI answer', 'No ESI response' not in esi_log, esi_log[-800:])
         check('the portals outlived the ESI timeout', pgs(work) == exp2, pgs(work))
+        check('an ESI from a third address (127.0.0.3) answered meanwhile, naming the entity',
+              asked == (0x800d, 0x77, 0), asked)
+        tail = open(log).read()[log_mark:]
+        check("isertd closed 127.0.0.2's oldest for the server's and logged it",
+              squat['closed'] >= 1 and 'closed for one from 127.0.0.1 (the server)' in tail, (squat, tail[-600:]))
 
         # isnsd restarted without its database: everything again, within the stated time.
         srv.stop()

@@ -4,7 +4,9 @@
  * server played here: a first registration replaces the entity and links
  * each target to its own portals only (other pairs get a NULL tag), a
  * change is sent as its difference, a server that lost the entity gets it
- * whole again, failures back off 1 s doubling to 30 s, a stop deregisters.
+ * whole again, failures back off 1 s doubling to 30 s, a server that
+ * refuses any kind of request with any status is asked no faster, a stop
+ * deregisters; and the ESI port's slots, where the server always gets one.
  */
 #include <CUnit/Basic.h>
 #include <arpa/inet.h>
@@ -292,6 +294,108 @@ static void finish(void)
 	isns_rx_reset(&t.rx);
 }
 
+/* ------------------------------------------------------------------------ */
+/* A good server, for the configuration below (two targets, a domain or not): what it answers each kind of request. */
+
+enum hostile_kind { HK_REG, HK_CHECK, HK_DD_FIND, HK_DD_CREATE, HK_DD_ADD, HK_DD_DEREG, HK_DEV_DEREG, HK_N };
+static const char *const hk_name[] = { "DevAttrReg", "DevAttrQry (check)", "DevAttrQry (domain)", "DDReg (create)",
+				       "DDReg (add)", "DDDereg", "DevDereg" };
+
+static const char hostile_json[] =
+	"{ \"backstores\": [ { \"name\": \"r\", \"type\": \"ram\", \"size\": \"1M\" } ],"
+	"  \"targets\": ["
+	"    { \"iqn\": \"iqn.2026-11.org.isert:a\", \"tpgs\": [ { \"tag\": 1, \"portals\": [ { \"ip\": \"10.0.0.1\" } ] } ] }%s"
+	"  ], \"global\": { \"isns\": { \"server\": \"127.0.0.1:3620\", \"entity\": \"ent\", \"registration_period\": 30%s } } }";
+static const char hostile_b[] =
+	", { \"iqn\": \"iqn.2026-11.org.isert:b\", \"tpgs\": [ { \"tag\": 4, \"portals\": [ { \"ip\": \"0.0.0.0\", \"port\": 3261 } ] } ] }";
+static const char hostile_dd[] = ", \"discovery_domain\": \"dd\"";
+
+static struct isns_want *hostile_want(bool b, bool dd)
+{
+	char json[2048];
+	snprintf(json, sizeof(json), hostile_json, b ? hostile_b : "", dd ? hostile_dd : "");
+	return want_of(json);
+}
+
+static enum hostile_kind kind_of(const struct isns_msg *m)
+{
+	switch (m->func) {
+	case ISNS_DEV_ATTR_REG: return HK_REG;
+	case ISNS_DEV_DEREG: return HK_DEV_DEREG;
+	case ISNS_DD_DEREG: return HK_DD_DEREG;
+	case ISNS_DD_REG: return find(m, ISNS_T_DD_ID, 0) && find(m, ISNS_T_DD_ID, 0) < &m->attrs[isns_msg_oper(m)] ?
+				 HK_DD_ADD : HK_DD_CREATE;
+	default: return find(m, ISNS_T_DD_NAME, 0) ? HK_DD_FIND : HK_CHECK;
+	}
+}
+
+/* A good server's answer to m (the "hostile" configuration's targets and portals). */
+static void good_answer(const struct isns_msg *m, enum hostile_kind k, bool *dd_exists, struct isns_out *o)
+{
+	static const uint8_t ip_a[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1 };
+	const char *name = "";
+	switch (k) {
+	case HK_CHECK:
+		if (m->nattrs > 1)
+			isns_attr_str(&m->attrs[1], &name);
+		isns_put_str(o, ISNS_T_ISCSI_NAME, name);
+		isns_put_nil(o, ISNS_T_DELIMITER);
+		isns_put_str(o, ISNS_T_EID, "ent");
+		isns_put_str(o, ISNS_T_ISCSI_NAME, name);
+		isns_put_str(o, ISNS_T_PG_NAME, name);
+		bool a = !strcmp(name, "iqn.2026-11.org.isert:a");
+		isns_put_ip(o, ISNS_T_PG_IP, a ? ip_a : local);
+		isns_put_u32(o, ISNS_T_PG_PORT, a ? 3260 : 3261);
+		isns_put_u32(o, ISNS_T_PGT, a ? 1 : 4);
+		break;
+	case HK_DD_CREATE:
+		*dd_exists = true;
+		/* fall through */
+	case HK_DD_FIND:
+		isns_put_nil(o, ISNS_T_DELIMITER);
+		if (*dd_exists) {
+			isns_put_u32(o, ISNS_T_DD_ID, 5);
+			isns_put_str(o, ISNS_T_DD_NAME, "dd");
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* Answer m: status st and nothing more, or (well) what a good server says. */
+static void reply(const struct isns_msg *m, uint32_t st, bool well, bool *dd_exists)
+{
+	struct isns_out o;
+	CU_ASSERT_EQUAL_FATAL(isns_out_init(&o, m->func | ISNS_RESPONSE, ISNS_F_SERVER, m->xid), 0);
+	put_be32(o.b + o.len, st);
+	o.len += 4;
+	if (well)
+		good_answer(m, kind_of(m), dd_exists, &o);
+	isns_out_finish(&o);
+	isns_eng_input(t.e, o.b, o.len, t.now);
+	isns_out_free(&o);
+}
+
+/* Run the engine against the good server. */
+static void serve_well(int rounds)
+{
+	char err[256];
+	bool dd_exists = false;
+	for (int i = 0; i < rounds; i++) {
+		isns_eng_tick(t.e, t.now);
+		size_t n, used;
+		const uint8_t *p = isns_eng_output(t.e, &n);
+		if (!p || !n)
+			continue;
+		struct isns_msg m;
+		CU_ASSERT_EQUAL_FATAL(isns_rx_feed(&t.rx, p, n, &used, &m, err, sizeof(err)), 1);
+		isns_eng_sent(t.e, n, t.now);
+		reply(&m, 0, true, &dd_exists);
+		isns_msg_free(&m);
+	}
+}
+
 static void test_register(void)
 {
 	start();
@@ -374,6 +478,12 @@ static void test_lost(void)
 	CU_ASSERT_EQUAL_FATAL(t.nreq, 1);
 	CU_ASSERT_EQUAL(t.req[0].func, ISNS_DEV_ATTR_QRY);
 	clear_reqs();
+	/* a failure like the others: the connection closed, all of it again after the backoff */
+	CU_ASSERT_EQUAL(t.closes, 1);
+	CU_ASSERT_EQUAL(isns_eng_failures(t.e), 1);
+	serve(0, 4);
+	CU_ASSERT_EQUAL(t.nreq, 0);
+	t.now += ISNS_BACKOFF_MIN_MS;
 	serve(0, 4);
 	CU_ASSERT_TRUE_FATAL(t.nreq >= 1);
 	CU_ASSERT_EQUAL(t.req[0].func, ISNS_DEV_ATTR_REG);
@@ -395,10 +505,14 @@ static void test_backoff(void)
 		isns_eng_tick(t.e, t.now);
 	}
 	CU_ASSERT_EQUAL(isns_eng_failures(t.e), ARRAY_SIZE(want) + 1);
-	/* the server is back: registered, failures forgotten */
+	/* the server is back: registered; the failures are forgotten once a check finds everything there */
 	t.refuse = false;
 	t.now += 30000;
-	serve(0, 4);
+	serve_well(4);
+	CU_ASSERT_TRUE(isns_eng_synced(t.e));
+	CU_ASSERT_EQUAL(isns_eng_failures(t.e), ARRAY_SIZE(want) + 1);
+	t.now += 10000; /* a third of the registration period */
+	serve_well(2);
 	CU_ASSERT_TRUE(isns_eng_synced(t.e));
 	CU_ASSERT_EQUAL(isns_eng_failures(t.e), 0);
 	finish();
@@ -435,6 +549,107 @@ static void test_stop(void)
 	finish();
 }
 
+/* ------------------------------------------------------------------------ */
+/* A server that refuses one kind of request with a status and answers every other one well. */
+
+struct hostile_run {
+	unsigned requests, refused, kind_seen;
+	uint64_t ms;               /* of the engine's time: the run stops at HOSTILE_RUN_MS, or after too many steps */
+	uint64_t gap_ms;           /* the first gap between two refusals shorter than the backoff allows (0: none) */
+	unsigned gap_at;           /* ... and which refusal came too early */
+};
+
+#define HOSTILE_RUN_MS 600000u
+
+/*
+ * Ten minutes of the engine against a server that answers every request of
+ * kind k with status st (and no attribute: status 0 then means an empty
+ * answer) and every other one well.  A DevDereg and a DDDereg come of a
+ * change: 20 s in, the configuration loses target b, or the domain.
+ */
+static struct hostile_run run_hostile(enum hostile_kind k, uint32_t st)
+{
+	struct hostile_run r = { 0 };
+	bool dd = k >= HK_DD_FIND && k <= HK_DD_DEREG, dd_exists = k == HK_DD_ADD || k == HK_DD_DEREG;
+	bool changed = k != HK_DD_DEREG && k != HK_DEV_DEREG; /* those come of a change */
+	memset(&t, 0, sizeof(t));
+	t.now = 100000;
+	uint64_t end = t.now + HOSTILE_RUN_MS, change_at = t.now + 20000, last = 0, min_gap = ISNS_BACKOFF_MIN_MS;
+	t.e = isns_eng_new(&ops, NULL);
+	isns_eng_want(t.e, hostile_want(true, dd), t.now);
+	char err[256];
+	/* Bounded steps: a loop at one instant shows as a count, a tick that wakes for nothing as a run cut short. */
+	for (unsigned steps = 0; t.now < end && steps < 200000; steps++) {
+		if (!changed && t.now >= change_at) {
+			isns_eng_want(t.e, hostile_want(k != HK_DEV_DEREG, k != HK_DD_DEREG), t.now);
+			changed = true;
+		}
+		uint64_t next = isns_eng_tick(t.e, t.now);
+		size_t n;
+		const uint8_t *p = isns_eng_output(t.e, &n);
+		if (!p || !n) {
+			uint64_t until = !changed && change_at < next ? change_at : next;
+			t.now = until > t.now ? until : t.now + 1;
+			continue;
+		}
+		struct isns_msg m;
+		size_t used;
+		CU_ASSERT_EQUAL_FATAL(isns_rx_feed(&t.rx, p, n, &used, &m, err, sizeof(err)), 1);
+		isns_eng_sent(t.e, n, t.now);
+		r.requests++;
+		if (kind_of(&m) == k) {
+			r.kind_seen++;
+			/* Refusals come no faster than 1 s doubling to 30 s (docs/admin.md, "iSNS"). */
+			if (r.refused && !r.gap_ms && t.now - last < min_gap) {
+				r.gap_ms = t.now - last + 1;
+				r.gap_at = r.refused + 1;
+			}
+			if (r.refused)
+				min_gap = MIN(min_gap * 2, (uint64_t)ISNS_BACKOFF_MAX_MS);
+			r.refused++;
+			last = t.now;
+			reply(&m, st, false, &dd_exists);
+		} else {
+			reply(&m, 0, true, &dd_exists);
+		}
+		isns_msg_free(&m);
+	}
+	r.ms = t.now - (end - HOSTILE_RUN_MS);
+	isns_eng_free(t.e);
+	isns_rx_reset(&t.rx);
+	return r;
+}
+
+/*
+ * Whatever a server answers, isertd asks no faster than the backoff: every
+ * kind of request refused with every status the engine names (and an
+ * empty success), for ten minutes of the engine's time.  At most: the
+ * attempts 1 s doubling to 30 s allow in that time, a few requests each
+ * (a registration, the domain's lookup and join), and a check every third
+ * of the registration period.
+ */
+static void test_hostile_statuses(void)
+{
+	unsigned attempts = 0;
+	for (uint64_t at = 0, d = ISNS_BACKOFF_MIN_MS; at <= HOSTILE_RUN_MS; at += d, d = MIN(d * 2, ISNS_BACKOFF_MAX_MS))
+		attempts++;
+	const unsigned most = attempts * 4 + HOSTILE_RUN_MS / (30000 / 3) + 1; /* registration_period 30 */
+	for (int k = 0; k < HK_N; k++) {
+		for (uint32_t st = 0; st <= 24; st++) { /* RFC 4171 names 0-23 */
+			struct hostile_run r = run_hostile((enum hostile_kind)k, st);
+			bool ok = r.kind_seen && r.requests <= most && !r.gap_ms && r.ms >= HOSTILE_RUN_MS;
+			if (!ok)
+				printf("\n  %s answered with status %u: %u requests in %llu s (at most %u in %u s), %u refused%s",
+				       hk_name[k], st, r.requests, (unsigned long long)r.ms / 1000, most, HOSTILE_RUN_MS / 1000,
+				       r.refused, r.kind_seen ? "" : ", never asked");
+			if (r.gap_ms)
+				printf("; refusal %u came %llu ms after the one before", r.gap_at,
+				       (unsigned long long)r.gap_ms - 1);
+			CU_ASSERT_TRUE(ok);
+		}
+	}
+}
+
 static void test_esi_answer(void)
 {
 	uint8_t pl[64], b[128];
@@ -464,6 +679,70 @@ static void test_esi_answer(void)
 	isns_msg_free(&m);
 }
 
+/* The ESI port's slots: the configured server's address always gets one; anyone else the oldest other's. */
+static void test_esi_admit(void)
+{
+	static const uint8_t srv[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1 };
+	static const uint8_t other[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 2 };
+	struct isns_esi s;
+	bool ev;
+	memset(&s, 0, sizeof(s));
+	isns_esi_server(&s, "127.0.0.1");
+	for (int i = 0; i < ISNS_ESI_CONNS; i++) {
+		CU_ASSERT_EQUAL(isns_esi_admit(&s, other, 1000 + (uint64_t)i, &ev), i);
+		CU_ASSERT_FALSE(ev);
+	}
+	/* Four idle connections from another address: the server takes the oldest one's slot. */
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 2000, &ev), 0);
+	CU_ASSERT_TRUE(ev);
+	CU_ASSERT_TRUE(s.c[0].server);
+	/* Another newcomer takes the oldest of the others (slot 1, since 1001), never the server's. */
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, other, 2001, &ev), 1);
+	/* The server's: slots 2 and 3 (the oldest others), then 1. */
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 2002, &ev), 2);
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 2003, &ev), 3);
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 2004, &ev), 1);
+	/* All four the server's: another address is refused, the server's newcomer takes its oldest. */
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, other, 2005, &ev), -1);
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 2006, &ev), 0);
+	/* An inquiry on a slot: answered, naming the entity. */
+	uint8_t pl[16], b[64];
+	char err[256];
+	memset(pl, 0, sizeof(pl));
+	put_be32(pl, ISNS_T_EID);
+	put_be32(pl + 4, 4);
+	memcpy(pl + 8, "ent", 4);
+	size_t n = pdu(b, ISNS_ESI, 0x4c00, 9, 0, pl, 12);
+	CU_ASSERT_EQUAL(isns_esi_input(&s, 2, b, n, "ent"), 0);
+	const uint8_t *p = isns_esi_output(&s, 2, &n);
+	struct isns_msg r;
+	CU_ASSERT_EQUAL_FATAL(feed_all(p, n, &r, err), 1);
+	CU_ASSERT_TRUE(r.func == (ISNS_ESI | ISNS_RESPONSE) && r.xid == 9 && r.status == 0);
+	isns_msg_free(&r);
+	isns_esi_sent(&s, 2, n);
+	isns_esi_output(&s, 2, &n);
+	CU_ASSERT_EQUAL(n, 0);
+	/* A broken stream closes it. */
+	put_be16(b, 7);
+	CU_ASSERT_EQUAL(isns_esi_input(&s, 2, b, ISNS_HDR_LEN, "ent"), -EPROTO);
+	isns_esi_drop(&s, 2);
+	/* No server configured (or not numeric): every address is another's, those held included. */
+	isns_esi_server(&s, NULL);
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, srv, 3000, &ev), 2);
+	CU_ASSERT_FALSE(ev);
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, other, 3001, &ev), 3); /* the oldest: 2003 */
+	CU_ASSERT_TRUE(ev);
+	CU_ASSERT_FALSE(s.c[0].server);
+	for (size_t i = 0; i < ISNS_ESI_CONNS; i++)
+		isns_esi_drop(&s, i);
+	/* IPv6 */
+	isns_esi_server(&s, "fd00::5");
+	static const uint8_t v6[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5 };
+	CU_ASSERT_EQUAL(isns_esi_admit(&s, v6, 1, &ev), 0);
+	CU_ASSERT_TRUE(s.c[0].server);
+	isns_esi_drop(&s, 0);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -482,7 +761,9 @@ int main(void)
 	CU_add_test(s, "backoff", test_backoff);
 	CU_add_test(s, "a refused registration", test_refused_answer);
 	CU_add_test(s, "stop deregisters", test_stop);
+	CU_add_test(s, "a server refusing any request with any status: no faster than the backoff", test_hostile_statuses);
 	CU_add_test(s, "ESI answer", test_esi_answer);
+	CU_add_test(s, "ESI port: the server always gets a slot", test_esi_admit);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
