@@ -89,17 +89,25 @@ static struct nvme_bs *nv(const struct backstore *bs)
 
 /* --- open --- */
 
-static int nv_identify(int fd, uint32_t nsid, uint32_t cns, uint8_t *page)
+/* One admin command through the passthrough ioctl: 0, the NVMe status (> 0), or the kernel's -errno. */
+static int nv_admin_cmd(int fd, uint8_t opcode, uint32_t nsid, uint32_t cdw10, void *buf, uint32_t len,
+			uint32_t timeout_ms)
 {
 	struct nvme_admin_cmd c = {
-		.opcode = NV_ADMIN_IDENTIFY,
+		.opcode = opcode,
 		.nsid = nsid,
-		.addr = (uint64_t)(uintptr_t)page,
-		.data_len = NVME_ID_SIZE,
-		.cdw10 = cns,
+		.addr = (uint64_t)(uintptr_t)buf,
+		.data_len = len,
+		.cdw10 = cdw10,
+		.timeout_ms = timeout_ms,
 	};
 	int rc = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &c);
 	return rc < 0 ? -errno : rc;
+}
+
+static int nv_identify(int fd, uint32_t nsid, uint32_t cns, uint8_t *page)
+{
+	return nv_admin_cmd(fd, NV_ADMIN_IDENTIFY, nsid, cns, page, NVME_ID_SIZE, 0);
 }
 
 /* The identify failure said so that the admin knows what to do. */
@@ -239,17 +247,11 @@ static int nv_probe_admin(int fd)
 	uint8_t *page = bs_alloc_aligned(512);
 	if (!page)
 		return -ENOMEM;
-	struct nvme_admin_cmd c = {
-		.opcode = NVME_ADMIN_GET_LOG_PAGE,
-		.nsid = 0xffffffffu,
-		.addr = (uint64_t)(uintptr_t)page,
-		.data_len = 512,
-		.cdw10 = NVME_SMART_LOG | NVME_LOG_RAE | 127u << 16,   /* NUMDL: 128 dwords */
-	};
-	int rc = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &c);
-	int e = errno;
+	/* NUMDL 127: the page's 128 dwords. */
+	int rc = nv_admin_cmd(fd, NVME_ADMIN_GET_LOG_PAGE, 0xffffffffu, NVME_SMART_LOG | NVME_LOG_RAE | 127u << 16,
+			      page, 512, 0);
 	free(page);
-	return rc < 0 ? -e : 0;
+	return rc < 0 ? rc : 0;
 }
 
 static unsigned nv_sanitize_plans(const struct backstore *bs);
@@ -695,17 +697,10 @@ static unsigned nv_sanitize_methods(const struct backstore *bs)
 
 static int nv_admin(struct backstore *bs, uint8_t opcode, uint32_t nsid, uint32_t cdw10, void *buf, uint32_t len)
 {
-	struct nvme_admin_cmd c = {
-		.opcode = opcode,
-		.nsid = nsid,
-		.addr = (uint64_t)(uintptr_t)buf,
-		.data_len = len,
-		.cdw10 = cdw10,
-		.timeout_ms = 3600u * 1000u,   /* a Format NVM of a large namespace takes its time */
-	};
-	int rc = ioctl(bs->fd, NVME_IOCTL_ADMIN_CMD, &c);
+	/* A Format NVM of a large namespace takes its time: an hour. */
+	int rc = nv_admin_cmd(bs->fd, opcode, nsid, cdw10, buf, len, 3600u * 1000u);
 	if (rc < 0)
-		return -errno;
+		return rc;
 	if (rc > 0) {
 		char s[112];
 		log_warn("backstore '%s': NVMe admin opcode 0x%02x failed: %s", bs->name, opcode,
