@@ -11,9 +11,14 @@
  * completed.
  *
  * Open: Identify Controller and Identify Namespace through the admin
- * passthrough ioctl (CAP_SYS_ADMIN), then the namespace's block device
- * (/dev/nvmeXnY, when it exists) is held with O_EXCL so that nobody mounts
- * it or serves it as a block backstore while we write underneath.
+ * passthrough ioctl (CAP_SYS_ADMIN before Linux 6.2; since then these
+ * Identify pages pass without it, as do I/O commands on a descriptor open
+ * for writing), then the namespace's block device (/dev/nvmeXnY, when it
+ * exists) is held with O_EXCL so that nobody mounts it or serves it as a
+ * block backstore while we write underneath.  Every other admin command
+ * (SANITIZE's Format NVM and Sanitize) still needs CAP_SYS_ADMIN: open asks
+ * the kernel once (nv_probe_admin) and offers those erases only if it said
+ * yes.
  *
  * Mapping: READ and WRITE are Read and Write (FUA when asked or when the LU
  * has no write cache: WCE=0 promises durability at completion); FLUSH is
@@ -72,6 +77,7 @@ struct nvme_bs {
 	struct nvme_ns_id ns;
 	enum nvme_step unmap;    /* UNMAP on a thin backstore: NVME_STEP_DSM, _WZ_DEAC, or zeroing (_WZ) */
 	int claim_fd;            /* the namespace's block device, held O_EXCL; -1 if none */
+	int admin;               /* nv_probe_admin at open: 0, or -errno (SANITIZE's erases withheld) */
 	/* Learned at run time, shared by reactors: only ever set to true. */
 	_Atomic bool no_wz, no_dsm, logged;
 };
@@ -83,17 +89,25 @@ static struct nvme_bs *nv(const struct backstore *bs)
 
 /* --- open --- */
 
-static int nv_identify(int fd, uint32_t nsid, uint32_t cns, uint8_t *page)
+/* One admin command through the passthrough ioctl: 0, the NVMe status (> 0), or the kernel's -errno. */
+static int nv_admin_cmd(int fd, uint8_t opcode, uint32_t nsid, uint32_t cdw10, void *buf, uint32_t len,
+			uint32_t timeout_ms)
 {
 	struct nvme_admin_cmd c = {
-		.opcode = NV_ADMIN_IDENTIFY,
+		.opcode = opcode,
 		.nsid = nsid,
-		.addr = (uint64_t)(uintptr_t)page,
-		.data_len = NVME_ID_SIZE,
-		.cdw10 = cns,
+		.addr = (uint64_t)(uintptr_t)buf,
+		.data_len = len,
+		.cdw10 = cdw10,
+		.timeout_ms = timeout_ms,
 	};
 	int rc = ioctl(fd, NVME_IOCTL_ADMIN_CMD, &c);
 	return rc < 0 ? -errno : rc;
+}
+
+static int nv_identify(int fd, uint32_t nsid, uint32_t cns, uint8_t *page)
+{
+	return nv_admin_cmd(fd, NV_ADMIN_IDENTIFY, nsid, cns, page, NVME_ID_SIZE, 0);
 }
 
 /* The identify failure said so that the admin knows what to do. */
@@ -102,8 +116,9 @@ static int nv_identify_fail(struct backstore *bs, const char *path, const char *
 {
 	char s[96];
 	if (rc == -EACCES || rc == -EPERM)
-		bs_errf(bs, err, errlen, "path '%s': %s refused (%s): NVMe passthrough needs CAP_SYS_ADMIN; run isertd "
-			"as root, or use type block", path, what, strerror(-rc));
+		bs_errf(bs, err, errlen, "path '%s': %s refused (%s): NVMe passthrough needs CAP_SYS_ADMIN before "
+			"Linux 6.2; give isertd the capability (isertd.service leaves it out: docs/config.md, "
+			"\"block or nvme\"), or use type block", path, what, strerror(-rc));
 	else if (rc < 0)
 		bs_errf(bs, err, errlen, "path '%s': %s: %s", path, what, strerror(-rc));
 	else
@@ -216,6 +231,31 @@ out:
 	return rc;
 }
 
+/*
+ * Does the kernel pass this process's admin commands (other than the
+ * Identify pages of open) to the controller?  SANITIZE's erases need it, and
+ * without CAP_SYS_ADMIN (the packaged unit leaves it out) they would be
+ * offered, then fail and leave the LU in sanitize failure mode.  Asked the
+ * only honest way: the ioctl the erase uses, on the same descriptor, with a
+ * command that changes nothing (Get Log Page of SMART / Health Information,
+ * mandatory in every NVMe version, RAE set so that no event is cleared).  A
+ * status from the controller still means the kernel let it through.
+ * 0, or the -errno the kernel refused it with.
+ */
+static int nv_probe_admin(int fd)
+{
+	uint8_t *page = bs_alloc_aligned(512);
+	if (!page)
+		return -ENOMEM;
+	/* NUMDL 127: the page's 128 dwords. */
+	int rc = nv_admin_cmd(fd, NVME_ADMIN_GET_LOG_PAGE, 0xffffffffu, NVME_SMART_LOG | NVME_LOG_RAE | 127u << 16,
+			      page, 512, 0);
+	free(page);
+	return rc < 0 ? rc : 0;
+}
+
+static unsigned nv_sanitize_plans(const struct backstore *bs);
+
 /* For the open log line: how SANITIZE would erase, or why not. */
 static const char *nv_erase_word(const struct backstore *bs, bool crypto)
 {
@@ -223,6 +263,8 @@ static const char *nv_erase_word(const struct backstore *bs, bool crypto)
 	struct nvme_erase e;
 
 	nvme_erase_plan(&n->ctrl, &n->ns, n->geo.nsid, bs->size == n->ns.nsze * n->ns.lba_size, crypto, &e);
+	if (e.how != NVME_ERASE_NONE && n->admin < 0)
+		return "not offered (admin commands refused, below)";
 	return e.how == NVME_ERASE_SANITIZE ? "by NVMe Sanitize" : e.how == NVME_ERASE_FORMAT ? "by Format NVM" :
 	       "not offered";
 }
@@ -318,6 +360,8 @@ static int nv_open(struct backstore *bs, const struct backstore_cfg *cfg, char *
 	bs->discard = cfg->thin && !cfg->readonly && n->unmap == NVME_STEP_DSM;
 	bs->compare_write_max = 0;   /* see the header: fused commands cannot be passed through */
 	nvme_serial(&n->ctrl, &n->ns, nsid, bs->serial, sizeof(bs->serial));
+	if (!cfg->readonly && nv_sanitize_plans(bs))
+		n->admin = nv_probe_admin(bs->fd);
 	log_info("backstore '%s': %s namespace %u (%s, serial %s, identity %s): %llu blocks of %u bytes, "
 		 "%u bytes per command, write cache %s, UNMAP as %s, SANITIZE block erase %s, crypto erase %s",
 		 bs->name, cfg->path, nsid, n->ctrl.model,
@@ -326,6 +370,10 @@ static int nv_open(struct backstore *bs, const struct backstore_cfg *cfg, char *
 		 !cfg->thin ? "zeroes (not thin)" : n->unmap == NVME_STEP_WZ_DEAC ? "Write Zeroes with deallocate" :
 		 n->unmap == NVME_STEP_DSM ? "DSM deallocate" : "zeroes (no DSM)",
 		 nv_erase_word(bs, false), nv_erase_word(bs, true));
+	if (n->admin < 0)
+		log_warn("backstore '%s': SANITIZE BLOCK ERASE and CRYPTO ERASE not offered: the kernel refuses this "
+			 "process NVMe admin commands (%s); Format NVM and Sanitize need CAP_SYS_ADMIN (docs/admin.md, "
+			 "\"Sanitizing a LU\")", bs->name, strerror(-n->admin));
 	return 0;
 }
 
@@ -626,7 +674,8 @@ static bool nv_whole(const struct backstore *bs)
 	return bs->size == n->ns.nsze * n->ns.lba_size;
 }
 
-static unsigned nv_sanitize_methods(const struct backstore *bs)
+/* The erases the controller has for this LU, whether or not the kernel lets us send them. */
+static unsigned nv_sanitize_plans(const struct backstore *bs)
 {
 	const struct nvme_bs *n = nv(bs);
 	struct nvme_erase e;
@@ -641,19 +690,17 @@ static unsigned nv_sanitize_methods(const struct backstore *bs)
 	return m;
 }
 
+static unsigned nv_sanitize_methods(const struct backstore *bs)
+{
+	return nv(bs)->admin < 0 ? 0 : nv_sanitize_plans(bs);
+}
+
 static int nv_admin(struct backstore *bs, uint8_t opcode, uint32_t nsid, uint32_t cdw10, void *buf, uint32_t len)
 {
-	struct nvme_admin_cmd c = {
-		.opcode = opcode,
-		.nsid = nsid,
-		.addr = (uint64_t)(uintptr_t)buf,
-		.data_len = len,
-		.cdw10 = cdw10,
-		.timeout_ms = 3600u * 1000u,   /* a Format NVM of a large namespace takes its time */
-	};
-	int rc = ioctl(bs->fd, NVME_IOCTL_ADMIN_CMD, &c);
+	/* A Format NVM of a large namespace takes its time: an hour. */
+	int rc = nv_admin_cmd(bs->fd, opcode, nsid, cdw10, buf, len, 3600u * 1000u);
 	if (rc < 0)
-		return -errno;
+		return rc;
 	if (rc > 0) {
 		char s[112];
 		log_warn("backstore '%s': NVMe admin opcode 0x%02x failed: %s", bs->name, opcode,

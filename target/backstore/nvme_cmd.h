@@ -150,6 +150,8 @@ enum { NVME_ADMIN_GET_LOG_PAGE = 0x02, NVME_ADMIN_FORMAT_NVM = 0x80, NVME_ADMIN_
 #define NVME_SANICAP_CES       (1u << 0)   /* Sanitize: crypto erase */
 #define NVME_SANICAP_BES       (1u << 1)   /* Sanitize: block erase */
 #define NVME_SANITIZE_LOG      0x81
+#define NVME_SMART_LOG         0x02        /* SMART / Health Information: mandatory in every version */
+#define NVME_LOG_RAE           (1u << 15)  /* Get Log Page: retain asynchronous events (clear none) */
 enum nvme_erase_how { NVME_ERASE_NONE, NVME_ERASE_SANITIZE, NVME_ERASE_FORMAT };
 struct nvme_erase {
 	enum nvme_erase_how how;

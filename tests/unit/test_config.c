@@ -1197,7 +1197,7 @@ static void roundtrip(struct config *a)
 static void test_roundtrip(void)
 {
 	const char *files[] = { "configs/default.json", "configs/example-acl-chap.json",
-				"configs/example-nvme-iser.json" };
+				"configs/example-nvme-iser.json", "configs/packaged.json" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
 		struct config *c = NULL;

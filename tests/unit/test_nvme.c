@@ -8,6 +8,7 @@
  */
 #include <CUnit/Basic.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -627,6 +628,48 @@ static void test_engine_results(void)
 	CU_ASSERT_EQUAL(io.err, 0);
 }
 
+/*
+ * SANITIZE's erases are offered only when the kernel passes this process's
+ * admin commands (nv_probe_admin at open): a process without CAP_SYS_ADMIN
+ * must not be offered a BLOCK ERASE that fails and leaves the LU in
+ * sanitize failure mode.
+ */
+static void test_erase_withheld(void)
+{
+	const unsigned both = BS_SANITIZE_BLOCK_ERASE | BS_SANITIZE_CRYPTO_ERASE;
+
+	fake_bs(0, 0, true, true, NVME_STEP_WZ);
+	BS.ops = &bs_nvme_ops;
+	NB.ctrl.oacs = NVME_OACS_FORMAT;   /* Format NVM, with crypto erase, one namespace: both erases planned */
+	NB.ctrl.fna = NVME_FNA_CRYPTO;
+	NB.ctrl.nn = 1;
+	NB.ns.nsze = BS.size / 512;
+	NB.ns.lba_size = 512;
+	CU_ASSERT_EQUAL(nv_sanitize_plans(&BS), both);
+	CU_ASSERT_EQUAL(backstore_sanitize_methods(&BS), both);
+	CU_ASSERT_STRING_EQUAL(nv_erase_word(&BS, false), "by Format NVM");
+
+	/* The probe reports what the kernel said to the ioctl: here a descriptor that is no NVMe device. */
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(nv_probe_admin(fd), -ENOTTY);
+	close(fd);
+
+	/* Refused (EACCES: no CAP_SYS_ADMIN): nothing offered, nothing sent, the log line says so. */
+	NB.admin = -EACCES;
+	CU_ASSERT_EQUAL(nv_sanitize_plans(&BS), both);
+	CU_ASSERT_EQUAL(backstore_sanitize_methods(&BS), 0);
+	CU_ASSERT_EQUAL(backstore_sanitize(&BS, BS_SANITIZE_BLOCK_ERASE, 0, BS.size), -EOPNOTSUPP);
+	CU_ASSERT_EQUAL(backstore_sanitize(&BS, BS_SANITIZE_CRYPTO_ERASE, 0, BS.size), -EOPNOTSUPP);
+	CU_ASSERT_STRING_EQUAL(backstore_sanitize_how(&BS, BS_SANITIZE_BLOCK_ERASE), "not offered");
+	CU_ASSERT_STRING_EQUAL(nv_erase_word(&BS, false), "not offered (admin commands refused, below)");
+	CU_ASSERT_STRING_EQUAL(nv_erase_word(&BS, true), "not offered (admin commands refused, below)");
+	/* A read-only backstore is offered none either way. */
+	NB.admin = 0;
+	BS.readonly = true;
+	CU_ASSERT_EQUAL(backstore_sanitize_methods(&BS), 0);
+}
+
 /* Open refuses what is not a namespace's generic char device, saying what to use. */
 static void test_open_refused(void)
 {
@@ -687,6 +730,7 @@ int main(void)
 	CU_add_test(s, "Identify Controller", test_parse_ctrl);
 	CU_add_test(s, "Identify Namespace", test_parse_ns);
 	CU_add_test(s, "SANITIZE: NVMe Sanitize or Format NVM", test_erase_plan);
+	CU_add_test(s, "SANITIZE: erases withheld without admin commands", test_erase_withheld);
 	CU_add_test(s, "Identify Namespace: hostile pages", test_parse_ns_hostile);
 	CU_add_test(s, "serial: NGUID, EUI64, SN-nsid", test_serial);
 	CU_add_test(s, "bytes per command", test_max_io);

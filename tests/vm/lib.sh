@@ -175,9 +175,12 @@ ISERTD_SOCK=${ISERTD_SOCK:-}
 # isertd_start CONFIG [PORT]: start the build tree's isertd, wait for its
 # listener; log in $VM_WORK/isertd.log.
 # --core-dumps: a crash leaves the core isertd_core reads (isertd is not dumpable without it).
+# ISERTD_WRAP: a command isertd runs under; ISERTD_WRAP=$UNIT_CONFINE runs it with
+# isertd.service's capabilities and system call filter (tests/package/unit_confine.py).
+UNIT_CONFINE="python3 $ISERT_SRC/tests/package/unit_confine.py $ISERT_SRC/configs/systemd/isertd.service.in --"
 isertd_start() {
 	local cfg=$1 port=${2:-3260}
-	"$ISERT_BUILD/target/isertd" --core-dumps --config "$cfg" ${ISERTD_SOCK:+--admin-socket "$ISERTD_SOCK"} \
+	$ISERTD_WRAP "$ISERT_BUILD/target/isertd" --core-dumps --config "$cfg" ${ISERTD_SOCK:+--admin-socket "$ISERTD_SOCK"} \
 		>> "$VM_WORK/isertd.log" 2>&1 &
 	ISERTD_PID=$!
 	wait_for 20 port_listening "$port" || { vm_log "isertd did not listen on $port"; tail -20 "$VM_WORK/isertd.log"; return 1; }

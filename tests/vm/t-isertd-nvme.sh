@@ -174,7 +174,9 @@ suite_nvme_pt() {
 # ---- the nvme backstore over iSER --------------------------------------------
 # fio crc32c verify through the kernel's iSER initiator (ib_iser) on rxe and
 # on siw: isertd-nvme-pt.json with an iSER portal on each device (both up at
-# once) and a TCP one for isertd_start to wait on.
+# once) and a TCP one for isertd_start to wait on.  isertd runs under
+# isertd.service's capabilities and system call filter (UNIT_CONFINE): RDMA
+# and io_uring passthrough as the packaged unit has them.
 iser_login_1() { iscsi_login $1 $2 iser >/dev/null && iscsi_wait_disks $1 1; }
 iser_logout() { iscsi_logout $1 $2 iser >/dev/null && iscsi_no_session $1; }
 nvme_pt_iser_one() {   # nvme_pt_iser_one PROVIDER IP
@@ -202,7 +204,10 @@ c["targets"][0]["tpgs"][0]["portals"] = [{"ip": sys.argv[2], "port": 3260, "iser
     {"ip": sys.argv[3], "port": 3260, "iser": True}, {"ip": "127.0.0.1", "port": 3262}]
 print(json.dumps(c))
 PY
-	must "isertd starts (the nvme backstore, iSER portals on rxe and siw)" isertd_start "$VM_WORK/isertd-nvme-pt-iser.json" 3262
+	ISERTD_WRAP=$UNIT_CONFINE
+	must "isertd starts (the nvme backstore, iSER portals on rxe and siw; as isertd.service confines it)" \
+		isertd_start "$VM_WORK/isertd-nvme-pt-iser.json" 3262
+	ISERTD_WRAP=
 	nvme_pt_iser_one rxe $rxe
 	nvme_pt_iser_one siw $siw
 	ok "isertd (nvme backstore, iSER) stops cleanly" isertd_stop
