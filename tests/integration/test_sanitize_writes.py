@@ -75,8 +75,9 @@ def login(ini):
             break
         except OSError:
             time.sleep(0.05)
+    # Large Data-In PDUs: reading every LU back whole is most of this test's time.
     assert c.login(ini, T, op_keys={'InitialR2T': 'No', 'FirstBurstLength': str(WRITE_BYTES),
-                                    'MaxBurstLength': str(WRITE_BYTES)}) == 0
+                                    'MaxBurstLength': str(WRITE_BYTES), 'MaxRecvDataSegmentLength': '262144'}) == 0
     c.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     for lun in range(1 + len(KINDS)):   # the power-on unit attentions
         for _ in range(3):
