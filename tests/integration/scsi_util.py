@@ -1,5 +1,5 @@
-"""SCSI helpers the copy tests share (test_xcopy.py, test_odx.py): sense decoding, 16-byte READ and WRITE,
-transfers of a few MiB, and a check of a command's status and sense."""
+"""SCSI helpers the copy tests share (test_xcopy.py, test_odx.py, test_sanitize_writes.py): sense decoding, an
+LU's NAA designator, 16-byte READ and WRITE, transfers of a few MiB, and a check of a command's status and sense."""
 import struct
 
 from checks import check
@@ -15,6 +15,17 @@ def sense_of(sense):
         return sense[1] & 0xf, sense[2] << 8 | sense[3], None, None
     sks = struct.unpack('>H', sense[16:18])[0] if len(sense) >= 18 and sense[15] & 0x80 else None
     return sense[2] & 0xf, sense[12] << 8 | sense[13], sks, struct.unpack('>I', sense[8:12])[0]
+
+
+def naa_of(c, lun):
+    st, d, _ = c.command(bytes([0x12, 1, 0x83, 1, 0, 0]), 256, read=True, lun=lun)
+    assert st == GOOD, st
+    off = 4
+    while off + 4 <= len(d):
+        if d[off + 1] & 0x3f == 0x03 and d[off + 3] == 16:
+            return d[off + 4:off + 20]
+        off += 4 + d[off + 3]
+    raise AssertionError('no NAA designator on LUN %d' % lun)
 
 
 def rw16(c, write, lun, lba, nblocks, data=None, bs=512):

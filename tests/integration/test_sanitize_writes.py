@@ -37,7 +37,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 from checks import check, finish, workdir  # noqa: E402
-from scsi_util import CHECK, GOOD, expect, read_big, sense_of, write_big  # noqa: E402
+from scsi_util import GOOD, expect, naa_of, read_big, sense_of, write_big  # noqa: E402
 
 ISERTD = sys.argv[1]
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3605
@@ -175,17 +175,6 @@ def wut_list(token, passes):
 
 def rod_cdb(sa, lid, plen):
     return bytes([0x83, sa, 0, 0, 0, 0]) + struct.pack('>II', lid, plen) + b'\0\0'
-
-
-def naa_of(c, lun):
-    st, d, _ = c.command(bytes([0x12, 1, 0x83, 1, 0, 0]), 256, read=True, lun=lun)
-    assert st == GOOD, st
-    off = 4
-    while off + 4 <= len(d):
-        if d[off + 1] & 0x3f == 0x03 and d[off + 3] == 16:
-            return d[off + 4:off + 20]
-        off += 4 + d[off + 3]
-    raise AssertionError('no NAA designator on LUN %d' % lun)
 
 
 def source_token(c):
