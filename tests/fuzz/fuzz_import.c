@@ -5,13 +5,16 @@
  * (EX_REFUSED) or gives a document, and a document is a configuration
  * isertd loads (import_doc checks it with the loader before anything is
  * written; checked again here so that the property outlives a change there).
+ * What the readers print is safe for a terminal: every line is one
+ * "iserctl import: " line of printable UTF-8, whatever names the input
+ * holds.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/utf8.h"
 #include "fuzz.h"
 #include "import.h"
 #include "iserctl.h"
@@ -24,25 +27,54 @@ json_object *get(json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
+static char dir[] = "/tmp/fuzz-import-XXXXXX";
 static char path[64];
 
 static void remove_input(void)
 {
 	unlink(path);
-	*strrchr(path, '/') = 0;
-	rmdir(path);
+	rmdir(dir);
+}
+
+/* Every line of the readers' messages (in fd) starts with "iserctl import: " and is printable UTF-8. */
+static void check_messages(int fd)
+{
+	off_t len = lseek(fd, 0, SEEK_END);
+	FUZZ_CHECK(len >= 0, "messages: lseek");
+	char *text = malloc((size_t)len + 1);
+	FUZZ_CHECK(text && pread(fd, text, (size_t)len, 0) == len, "messages: reading %lld bytes", (long long)len);
+	text[len] = 0;
+	FUZZ_CHECK(strlen(text) == (size_t)len, "a NUL byte in the messages");
+	char shown[300]; /* a failing line as it can be printed here */
+	for (char *line = text; *line;) {
+		char *end = strchr(line, '\n');
+		if (end)
+			*end = 0;
+		utf8_printable(line, shown, sizeof(shown));
+		FUZZ_CHECK(end, "a message without its line end: %s", shown);
+		FUZZ_CHECK(!strncmp(line, "iserctl import: ", 16), "a line that is not a message: %s", shown);
+		for (const unsigned char *p = (const unsigned char *)line; p < (const unsigned char *)end;) {
+			size_t n = utf8_printable_len(p, (size_t)((const unsigned char *)end - p));
+			FUZZ_CHECK(n, "a message with a byte a terminal would take as a control (0x%02x): %s", *p, shown);
+			p += n;
+		}
+		line = end + 1;
+	}
+	free(text);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static int quiet = -1;
+	static int msgs = -1;
 	if (!path[0]) {
 		/* A folder of its own: a tgt input may include relative names. */
-		char dir[] = "/tmp/fuzz-import-XXXXXX";
 		FUZZ_CHECK(mkdtemp(dir), "mkdtemp");
 		snprintf(path, sizeof(path), "%s/input", dir);
 		atexit(remove_input);
-		quiet = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		/* Not in the folder: an input's include cannot read the messages while they are written. */
+		FILE *m = tmpfile();
+		FUZZ_CHECK(m, "tmpfile");
+		msgs = fileno(m);
 	}
 	if (!size)
 		return 0;
@@ -52,8 +84,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* The readers' messages go to stderr: kept off it, which the harness's own checks use. */
 	fflush(stderr);
+	FUZZ_CHECK(!ftruncate(msgs, 0) && !lseek(msgs, 0, SEEK_SET), "messages: emptying");
 	int saved = dup(2);
-	dup2(quiet, 2);
+	dup2(msgs, 2);
 	int rc;
 	unsigned dropped;
 	json_object *doc = import_doc(kind, path, &rc, &dropped);
@@ -62,6 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	close(saved);
 
 	FUZZ_CHECK(rc == 0 || rc == EX_REFUSED, "%s reader returned %d", kind, rc);
+	check_messages(msgs);
 	if (!rc) {
 		const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
 		struct config *c = NULL;

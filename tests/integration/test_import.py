@@ -413,6 +413,50 @@ def hostile(work):
     check('usage: import nfs: exit 2', rc == 2)
 
 
+def controls(text):
+    """The characters of text a terminal takes as controls, but the line ends: C0, DEL and C1."""
+    return sorted({c for c in text if c != '\n' and (ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0)})
+
+
+def terminal(work):
+    """Names and values from the file are shown escaped (\\xNN) in every message and on stdout: a saveconfig.json
+    is ASCII, but json-c decodes its \\u001b to ESC, and UTF-8 may hold C1 controls (U+009B is CSI)."""
+    esc, csi = '\x1b', '\x9b'
+    src = {'storage_objects': [{'name': 'r0', 'plugin': 'rd_mcp', 'size': 1 << 20, esc + '[31mso-key': 1,
+                                'attributes': {csi + '2Jattr': 5}}],
+           'targets': [{'wwn': T + 'esc', 'fabric': 'iscsi', esc + ']0;title\x07': 1,
+                        'tpgs': [{'tag': 1, 'parameters': {'TargetAlias': 'A' + csi + 'B', esc + 'P': 'x'},
+                                  'portals': [], 'luns': [], 'node_acls': [], 'x\ny': 1}]}],
+           'fabric_modules': [], esc + 'c': 1}
+    path = os.path.join(work, 'esc-keys.json')
+    json.dump(src, open(path, 'w'))
+    rc, out, err = imp('lio', path)
+    check('terminal: lio: exit 6', rc == 6, f'exit {rc} {err!r}')
+    check('terminal: lio: no control character in the messages', not controls(err), repr(err))
+    for shown in ('storage_objects[0].\\x1b[31mso-key: not carried: unknown key',
+                  'storage_objects[0].attributes.\\xc2\\x9b2Jattr: not carried',
+                  f'targets[0].\\x1b]0;title\\x07: not carried', 'targets[0].tpgs[0].x\\x0ay: not carried',
+                  'iserctl import: \\x1bc: not carried: unknown key'):
+        check(f'terminal: lio: shown escaped: {shown}', shown in err, repr(err))
+    check('terminal: lio: no control character on stdout', not controls(out), repr(out))
+    alias = next(t for t in json.loads(out)['targets'] if t['iqn'] == T + 'esc').get('alias')
+    check('terminal: lio: stdout is the same document (the alias as \\u009b)', alias == 'A' + csi + 'B', repr(alias))
+    rc, _, _ = imp('lio', path, '-o', os.path.join(work, 'esc.json'))
+    check('terminal: lio: -o writes the alias as it is', rc == 6 and
+          next(t for t in json.load(open(os.path.join(work, 'esc.json')))['targets'])['alias'] == 'A' + csi + 'B')
+    # tgt: an included file's name (a glob finds any) is shown escaped too.
+    inc = os.path.join(work, 'esc-' + esc + '[31m.conf')
+    open(inc, 'w').write('frob x\n')
+    conf = os.path.join(work, 'term-main.conf')
+    open(conf, 'w').write('include esc-*.conf\n' + csi + 'key value\n')
+    rc, out, err = imp('tgt', conf)
+    check('terminal: tgt: exit 6', rc == 6, f'exit {rc} {err!r}')
+    check('terminal: tgt: no control character in the messages', not controls(err), repr(err))
+    check('terminal: tgt: an included file named with ESC shown escaped', 'esc-\\x1b[31m.conf:1: not carried' in err,
+          repr(err))
+    check('terminal: tgt: a C1 key shown escaped', 'term-main.conf:2: not carried: \\xc2\\x9bkey' in err, repr(err))
+
+
 def main():
     for tool in ('iscsi-ls', 'iscsi-inq'):
         if not shutil.which(tool):
@@ -427,6 +471,7 @@ def main():
         tgt_own(work)
         apply(work)
         hostile(work)
+        terminal(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f'# {time.time() - t0:.1f} s')

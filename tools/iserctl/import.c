@@ -22,9 +22,16 @@
 
 static void vsay(const char *where, const char *kind, const char *fmt, va_list ap)
 {
-	fprintf(stderr, "iserctl import: %s: %s", where, kind);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	/* The whole line in its printable form (escape.h), as common/log.c writes every log line: names and paths from
+	 * the input (a JSON key json-c decoded from \u001b, an included file's name) cannot move the admin's terminal or
+	 * start a line, whichever argument carried them. */
+	char *msg = NULL, *line = NULL, *safe = NULL;
+	if (vasprintf(&msg, fmt, ap) >= 0 && asprintf(&line, "%s: %s%s", where, kind, msg) >= 0)
+		safe = esc_dup(line);
+	fprintf(stderr, "iserctl import: %s\n", safe ? safe : "(out of memory)");
+	free(safe);
+	free(line);
+	free(msg);
 }
 
 void imp_drop(struct import *im, const char *where, const char *fmt, ...)
