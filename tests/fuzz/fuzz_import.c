@@ -7,8 +7,10 @@
  * written; checked again here so that the property outlives a change there).
  * What the readers print is safe for a terminal: every line is one
  * "iserctl import: " line of printable UTF-8, whatever names the input
- * holds.
+ * holds.  A tgt input may include "secret", a file beside it whose text no
+ * message may show (an included file is named by file and line only).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,9 @@
 #include "iserctl.h"
 #include "target/config/config.h"
 
+/* In the included file "secret" only, never in a message unless the input itself holds it. */
+#define SECRET_MARK "hushhush"
+
 /* iserctl.c's member lookup, which the readers use (the harness links the readers, not iserctl.c). */
 json_object *get(json_object *o, const char *k)
 {
@@ -28,16 +33,18 @@ json_object *get(json_object *o, const char *k)
 }
 
 static char dir[] = "/tmp/fuzz-import-XXXXXX";
-static char path[64];
+static char path[64], secret[64];
 
 static void remove_input(void)
 {
 	unlink(path);
+	unlink(secret);
 	rmdir(dir);
 }
 
-/* Every line of the readers' messages (in fd) starts with "iserctl import: " and is printable UTF-8. */
-static void check_messages(int fd)
+/* Every line of the readers' messages (in fd) starts with "iserctl import: " and is printable UTF-8; none shows the
+ * text of the file "secret". */
+static void check_messages(int fd, const uint8_t *data, size_t size)
 {
 	off_t len = lseek(fd, 0, SEEK_END);
 	FUZZ_CHECK(len >= 0, "messages: lseek");
@@ -46,6 +53,7 @@ static void check_messages(int fd)
 	text[len] = 0;
 	FUZZ_CHECK(strlen(text) == (size_t)len, "a NUL byte in the messages");
 	char shown[300]; /* a failing line as it can be printed here */
+	bool may_show = memmem(data, size, SECRET_MARK, strlen(SECRET_MARK)); /* the input holds it itself */
 	for (char *line = text; *line;) {
 		char *end = strchr(line, '\n');
 		if (end)
@@ -58,6 +66,7 @@ static void check_messages(int fd)
 			FUZZ_CHECK(n, "a message with a byte a terminal would take as a control (0x%02x): %s", *p, shown);
 			p += n;
 		}
+		FUZZ_CHECK(may_show || !strstr(line, SECRET_MARK), "a message shows the text of an included file: %s", shown);
 		line = end + 1;
 	}
 	free(text);
@@ -70,7 +79,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* A folder of its own: a tgt input may include relative names. */
 		FUZZ_CHECK(mkdtemp(dir), "mkdtemp");
 		snprintf(path, sizeof(path), "%s/input", dir);
+		snprintf(secret, sizeof(secret), "%s/secret", dir);
 		atexit(remove_input);
+		/* Lines a targets.conf may hold, at top level or in a block, each marked (a usable CHAP user too). */
+		FILE *s = fopen(secret, "w");
+		FUZZ_CHECK(s && fputs("root:$6$" SECRET_MARK "$x:19700:0:99999:7:::\n"
+				      "default-driver " SECRET_MARK "-driver\n"
+				      "backing-store /" SECRET_MARK "/disk\n"
+				      "device-type " SECRET_MARK "-type\n"
+				      "incominguser " SECRET_MARK "-user " SECRET_MARK "-secret\n", s) >= 0 && !fclose(s),
+			   "writing %s", secret);
 		/* Not in the folder: an input's include cannot read the messages while they are written. */
 		FILE *m = tmpfile();
 		FUZZ_CHECK(m, "tmpfile");
@@ -95,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	close(saved);
 
 	FUZZ_CHECK(rc == 0 || rc == EX_REFUSED, "%s reader returned %d", kind, rc);
-	check_messages(msgs);
+	check_messages(msgs, data, size);
 	if (!rc) {
 		const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
 		struct config *c = NULL;

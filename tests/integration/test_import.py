@@ -457,6 +457,45 @@ def terminal(work):
     check('terminal: tgt: a C1 key shown escaped', 'term-main.conf:2: not carried: \\xc2\\x9bkey' in err, repr(err))
 
 
+def includes(work):
+    """tgt-admin's include reads any file, and iserctl import runs as root: the lines of an included file are
+    named by file and line, never shown, even in a message about another line; the main file's are."""
+    d = os.path.join(work, 'inc')
+    os.makedirs(d)
+    secret = 'NOT-A-REAL-HASH'
+    open(os.path.join(d, 'shadow'), 'w').write(f'root:$6${secret}$x:19700:0:99999:7:::\n'
+                                               f'default-driver {secret}-driver\n'
+                                               f'backing-store /{secret}/disk\n'
+                                               f'incominguser {secret}-user {secret}-pass\n')
+    cases = (('top.conf', f'include shadow\n<target {T}inc>\nbacking-store {d}/disk\n</target>\n',
+              ['shadow:1: not carried', 'shadow:4: not carried', 'top.conf:2: not carried: driver']),
+             ('target.conf', f'<target {T}inc>\ninclude shadow\ndevice-type tape\nincominguser main-user main-secret-12\n'
+              f'vendor_id ACME\n</target>\n',
+              ['shadow:1: not carried', 'target.conf:3: not carried: device-type tape', 'target.conf:4: not carried: '
+               'incominguser main-user', 'target.conf:5: not carried: vendor_id ACME']),
+             ('store.conf', f'<target {T}inc>\n<backing-store {d}/disk>\ninclude shadow\n</backing-store>\n</target>\n',
+              ['shadow:1: not carried', 'shadow:2: not carried']))
+    for name, text, want in cases:
+        conf = os.path.join(d, name)
+        open(conf, 'w').write(text)
+        rc, out, err = imp('tgt', conf)
+        check(f'include: {name}: exit 6', rc == 6, f'exit {rc} {err!r}')
+        check(f'include: {name}: no text of the included file in the messages', secret not in err, err)
+        for w in want:
+            check(f'include: {name}: reported: {w}', w in err, err)
+    open(os.path.join(d, 'bad'), 'w').write(f'<frob {secret}>\n')
+    conf = os.path.join(d, 'bad.conf')
+    open(conf, 'w').write('include bad\n')
+    rc, out, err = imp('tgt', conf)
+    check('include: a line of an included file that stops the import: exit 1, named, not shown',
+          rc == 1 and 'bad:1: ' in err and secret not in err, f'exit {rc} {err!r}')
+    open(os.path.join(d, 'binary'), 'wb').write(b'ab\n\x01' + secret.encode())
+    open(conf, 'w').write('include binary\n')
+    rc, out, err = imp('tgt', conf)
+    check('include: a control character in an included file: exit 1, its line named, the byte not shown',
+          rc == 1 and 'binary:2: ' in err and '0x01' not in err, f'exit {rc} {err!r}')
+
+
 def main():
     for tool in ('iscsi-ls', 'iscsi-inq'):
         if not shutil.which(tool):
@@ -472,6 +511,7 @@ def main():
         apply(work)
         hostile(work)
         terminal(work)
+        includes(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f'# {time.time() - t0:.1f} s')

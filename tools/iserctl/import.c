@@ -148,7 +148,7 @@ char *imp_backstore_name(struct import *im, const char *base)
 	return strdup(name);
 }
 
-bool imp_text(const char *file, const char *text, size_t len)
+bool imp_text(const char *file, const char *text, size_t len, bool included)
 {
 	unsigned line = 1;
 	for (size_t i = 0; i < len;) {
@@ -157,7 +157,9 @@ bool imp_text(const char *file, const char *text, size_t len)
 		if (!n || (c < 0x20 && !strchr("\t\r\n", c)) || c == 0x7f) {
 			char where[300];
 			snprintf(where, sizeof(where), "%s:%u", file, line);
-			if (n)
+			if (n && included)
+				imp_fail(where, "a control character (byte %zu): not a configuration file", i);
+			else if (n)
 				imp_fail(where, "a control character (0x%02x, byte %zu): not a configuration file", c, i);
 			else
 				imp_fail(where, "not UTF-8 text (byte %zu): isertd's configuration is UTF-8", i);

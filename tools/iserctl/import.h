@@ -38,8 +38,8 @@ char *imp_backstore_name(struct import *im, const char *base);
 json_object *imp_backstore(struct import *im, const char *name);
 
 /* Is text (len bytes) UTF-8 without control characters but tabs and line ends? If not, the message names
- * file, line and byte. */
-bool imp_text(const char *file, const char *text, size_t len);
+ * file, line and byte, and the byte's value unless the file was included (its text is not shown). */
+bool imp_text(const char *file, const char *text, size_t len, bool included);
 
 /* Is s a CHAP secret isertd takes (12-255 characters)? */
 bool imp_secret_ok(const char *s);

@@ -943,7 +943,7 @@ int import_lio(struct import *im, const char *text, size_t len)
 		imp_fail(im->file, "contains a NUL byte: not a saveconfig.json");
 		return EX_REFUSED;
 	}
-	if (!imp_text(im->file, text, len))
+	if (!imp_text(im->file, text, len, false))
 		return EX_REFUSED;
 	/* Depth bounded: a saveconfig.json is 6 levels deep; a deeper one is not one. */
 	json_tokener *tok = json_tokener_new_ex(32);
