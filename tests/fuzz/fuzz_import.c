@@ -8,7 +8,10 @@
  * What the readers print is safe for a terminal: every line is one
  * "iserctl import: " line of printable UTF-8, whatever names the input
  * holds.  A tgt input may include "secret", a file beside it whose text no
- * message may show (an included file is named by file and line only).
+ * message may show (an included file is named by file and line only).  The
+ * readers' member lookups are counted: work that grows faster than the
+ * input (each new backstore name checked against every earlier one) fails
+ * here, not as a slow run.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,9 +28,21 @@
 /* In the included file "secret" only, never in a message unless the input itself holds it. */
 #define SECRET_MARK "hushhush"
 
+/* Lookups allowed for an input of n bytes: a few per byte (about 0.1 are made); n names alike once took n^3 / 3. */
+#define LOOKUP_CAP(n) (4096 + 2 * (unsigned long)(n))
+
+static unsigned long lookups, lookup_cap;
+static int saved_stderr = -1; /* while the readers run, stderr is the messages file */
+
 /* iserctl.c's member lookup, which the readers use (the harness links the readers, not iserctl.c). */
 json_object *get(json_object *o, const char *k)
 {
+	if (++lookups > lookup_cap) {
+		fflush(stderr);
+		dup2(saved_stderr, 2);
+		FUZZ_CHECK(lookups <= lookup_cap, "more than %lu member lookups for this input: the readers' work grows "
+			   "faster than it", lookup_cap);
+	}
 	json_object *v = NULL;
 	return json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
@@ -103,14 +118,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The readers' messages go to stderr: kept off it, which the harness's own checks use. */
 	fflush(stderr);
 	FUZZ_CHECK(!ftruncate(msgs, 0) && !lseek(msgs, 0, SEEK_SET), "messages: emptying");
-	int saved = dup(2);
+	saved_stderr = dup(2);
 	dup2(msgs, 2);
 	int rc;
 	unsigned dropped;
+	lookups = 0;
+	lookup_cap = LOOKUP_CAP(size);
 	json_object *doc = import_doc(kind, path, &rc, &dropped);
 	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	lookup_cap = -1UL; /* the loader below is not the readers */
 
 	FUZZ_CHECK(rc == 0 || rc == EX_REFUSED, "%s reader returned %d", kind, rc);
 	check_messages(msgs, data, size);

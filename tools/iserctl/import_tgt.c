@@ -9,7 +9,8 @@
  * Access is never widened: what isertd cannot check (initiator addresses, a
  * CHAP secret it refuses) leaves the target admitting no initiator instead.
  * An included file is named, its text never shown (struct src): include
- * takes any file, and iserctl import runs as root.
+ * takes any file, and iserctl import runs as root.  Every item is found by
+ * a lookup, not a scan of those before it: work is linear in the input.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -27,6 +28,13 @@
 #define LINE_MAX_BYTES 4096   /* one line, continuation lines joined */
 #define INCLUDE_DEPTH  8      /* include within include ...: deeper is a loop */
 #define INCLUDE_FILES  256    /* files read in all */
+
+/* Keys a LUN takes (in its block, or for every LUN at target level). */
+static const char *const lun_keys[] = {
+	"lun", "scsi_sn", "write-cache", "readonly", "online", "device-type", "bs-type", "bsopts", "block-size",
+	"allow-in-use", NULL,
+};
+#define LUN_KEYS (sizeof(lun_keys) / sizeof(lun_keys[0]) - 1)
 
 /*
  * Where a line is, and whether its file was included.  tgt-admin's include
@@ -60,6 +68,8 @@ struct target {
 	struct kvs kv;
 	struct store *st;
 	size_t nst;
+	json_object *stores;    /* "b PATH" or "d PATH" (direct) -> index in st; NULL once st is sorted */
+	struct kv *lun_dflt[LUN_KEYS + 1]; /* the target-level value of each of lun_keys, or NULL (the last: none) */
 	struct src at;
 };
 
@@ -68,6 +78,9 @@ struct tgt {
 	struct kvs global;
 	struct target *t;
 	size_t nt;
+	json_object *iqns;      /* target name -> index in t */
+	json_object *paths;     /* "path PATH" or "rbd POOL/IMAGE" -> its backstore */
+	json_object *serials;   /* serials given to backstores */
 	struct target *cur;     /* inside <target> */
 	struct store *curst;    /* inside <backing-store>/<direct-store> */
 	size_t used, files;     /* bytes and files read */
@@ -111,9 +124,15 @@ static const char *text_of(const struct src *at, const char *s)
 	return b;
 }
 
+/* Room for element n of an array that grows by doubling (one more element at a time copies O(n^2) bytes). */
+static void *grow(void *p, size_t n, size_t size)
+{
+	return n & (n - 1) ? p : realloc(p, (n ? 2 * n : 1) * size);
+}
+
 static void add_kv(struct kvs *k, const char *key, const char *val, const struct src *at)
 {
-	k->v = realloc(k->v, (k->n + 1) * sizeof(*k->v));
+	k->v = grow(k->v, k->n, sizeof(*k->v));
 	struct kv *e = &k->v[k->n++];
 	e->key = strdup(key);
 	e->val = strdup(val);
@@ -182,23 +201,31 @@ static void include(struct tgt *g, const char *pat, const char *from, const stru
 static struct target *target_named(struct tgt *g, const char *iqn, const struct src *at)
 {
 	/* tgt-admin merges blocks of one name (-MergeDuplicateBlocks). */
-	for (size_t i = 0; i < g->nt; i++)
-		if (!strcmp(g->t[i].iqn, iqn))
-			return &g->t[i];
-	g->t = realloc(g->t, (g->nt + 1) * sizeof(*g->t));
+	json_object *i = get(g->iqns, iqn);
+	if (i)
+		return &g->t[json_object_get_int64(i)];
+	json_object_object_add(g->iqns, iqn, json_object_new_int64((int64_t)g->nt));
+	g->t = grow(g->t, g->nt, sizeof(*g->t));
 	struct target *t = &g->t[g->nt++];
 	memset(t, 0, sizeof(*t));
 	t->iqn = strdup(iqn);
+	t->stores = json_object_new_object();
 	t->at = *at;
 	return t;
 }
 
 static struct store *store_named(struct target *t, const char *path, bool direct, const struct src *at)
 {
-	for (size_t i = 0; i < t->nst; i++)
-		if (!strcmp(t->st[i].path, path) && t->st[i].direct == direct)
-			return &t->st[i];
-	t->st = realloc(t->st, (t->nst + 1) * sizeof(*t->st));
+	char *key;
+	if (asprintf(&key, "%c %s", direct ? 'd' : 'b', path) < 0)
+		return NULL;
+	json_object *i = get(t->stores, key);
+	if (!i)
+		json_object_object_add(t->stores, key, json_object_new_int64((int64_t)t->nst));
+	free(key);
+	if (i)
+		return &t->st[json_object_get_int64(i)];
+	t->st = grow(t->st, t->nst, sizeof(*t->st));
 	struct store *s = &t->st[t->nst++];
 	memset(s, 0, sizeof(*s));
 	s->path = strdup(path);
@@ -347,14 +374,10 @@ static int parse_file(struct tgt *g, const char *path, int depth)
 
 /* ---- the configuration ------------------------------------------------------ */
 
-/* Keys a LUN takes (in its block, or for every LUN at target level), with what becomes of them. */
+/* Keys a LUN may have that isertd has no setting for (lun_keys: those it reads). */
 static const char *const lun_dropped[] = {
 	"vendor_id", "product_id", "product_rev", "scsi_id", "removable", "sense_format", "mode_page", "params",
 	"lbppbe", "la_lba", "optimal_xfer_gran", "optimal_xfer_len", "path", "bsoflags", NULL,
-};
-static const char *const lun_keys[] = {
-	"lun", "scsi_sn", "write-cache", "readonly", "online", "device-type", "bs-type", "bsopts", "block-size",
-	"allow-in-use", NULL,
 };
 static const char *const target_params[] = {
 	"MaxRecvDataSegmentLength", "HeaderDigest", "DataDigest", "InitialR2T", "MaxOutstandingR2T", "ImmediateData",
@@ -373,11 +396,14 @@ static bool listed(const char *const *l, const char *k)
 	return false;
 }
 
-/* The LUN's value of key: its own, else the target's (tgt-admin's "global" LUN parameters). */
+/* The LUN's value of key (one of lun_keys): its own, else the target's (tgt-admin's "global" LUN parameters). */
 static struct kv *lun_opt(struct target *t, struct store *s, const char *key)
 {
 	struct kv *v = find(&s->kv, key);
-	return v ? v : find(&t->kv, key);
+	size_t i = 0;
+	while (!v && lun_keys[i] && strcmp(lun_keys[i], key))
+		i++;
+	return v ? v : t->lun_dflt[i];
 }
 
 static bool truthy(const char *v)
@@ -427,28 +453,29 @@ static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 		return NULL;
 	}
 	/* One backstore per path: isertd refuses two on one path, tgt lets targets share a device. */
-	for (size_t i = 0; i < json_object_array_length(im->backstores); i++) {
-		json_object *b = json_object_array_get_idx(im->backstores, i);
-		const char *p = json_object_get_string(get(b, "path"));
-		char rp[600];
-		snprintf(rp, sizeof(rp), "%s/%s", json_object_get_string(get(b, "pool")), json_object_get_string(get(b, "image")));
-		if ((!rbd && p && !strcmp(p, s->path)) || (rbd && get(b, "pool") && !strcmp(rp, s->path))) {
-			/* Settings of a later LUN on the same store that differ from the first's are not carried. */
-			struct kv *wc = lun_opt(t, s, "write-cache"), *sn = lun_opt(t, s, "scsi_sn");
-			bool wce = !wc || strcasecmp(wc->val, "off");
-			const char *have = json_object_get_string(get(b, "serial"));
-			if (wce != json_object_get_boolean(get(b, "write_cache")))
-				tell(g, DROP, wc ? &wc->at : &s->at, "write-cache of %s: the backstore is shared with an earlier "
-				     "LUN, whose setting (%s) it keeps", text_of(&s->at, s->path), wce ? "off" : "on");
-			if (sn && (!have || strcmp(have, sn->val)))
-				tell(g, DROP, &sn->at, "scsi_sn %s of %s: the backstore is shared with an earlier LUN, whose serial "
-				     "it keeps", text_of(&sn->at, sn->val), text_of(&s->at, s->path));
-			return json_object_get_string(get(b, "name"));
-		}
+	char *key;
+	if ((rbd ? asprintf(&key, "rbd %s/%s", rbd_pool, rbd_image) : asprintf(&key, "path %s", s->path)) < 0)
+		return NULL;
+	json_object *b = get(g->paths, key);
+	if (b) {
+		free(key);
+		/* Settings of a later LUN on the same store that differ from the first's are not carried. */
+		struct kv *wc = lun_opt(t, s, "write-cache"), *sn = lun_opt(t, s, "scsi_sn");
+		bool wce = !wc || strcasecmp(wc->val, "off");
+		const char *have = json_object_get_string(get(b, "serial"));
+		if (wce != json_object_get_boolean(get(b, "write_cache")))
+			tell(g, DROP, wc ? &wc->at : &s->at, "write-cache of %s: the backstore is shared with an earlier LUN, "
+			     "whose setting (%s) it keeps", text_of(&s->at, s->path), wce ? "off" : "on");
+		if (sn && (!have || strcmp(have, sn->val)))
+			tell(g, DROP, &sn->at, "scsi_sn %s of %s: the backstore is shared with an earlier LUN, whose serial it keeps",
+			     text_of(&sn->at, sn->val), text_of(&s->at, s->path));
+		return json_object_get_string(get(b, "name"));
 	}
 	const char *base = rbd ? rbd_image : strrchr(s->path, '/') + 1;
 	char *name = imp_backstore_name(im, base);
-	json_object *b = json_object_new_object();
+	b = json_object_new_object();
+	json_object_object_add(g->paths, key, json_object_get(b));
+	free(key);
 	json_object_object_add(b, "name", json_object_new_string(name));
 	free(name);
 	if (rbd) {
@@ -481,19 +508,16 @@ static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 		bool ok = *sn->val && strlen(sn->val) <= 64;
 		for (const char *c = sn->val; ok && *c; c++)
 			ok = *c > ' ' && *c < 127;
-		bool dup = false;
-		for (size_t i = 0; ok && i < json_object_array_length(im->backstores); i++) {
-			const char *o = json_object_get_string(get(json_object_array_get_idx(im->backstores, i), "serial"));
-			dup |= o && !strcmp(o, sn->val);
-		}
 		if (!ok)
 			tell(g, DROP, &sn->at, "scsi_sn %s: isertd's serial is 1-64 printable characters without spaces",
 			     text_of(&sn->at, sn->val));
-		else if (dup)
+		else if (get(g->serials, sn->val))
 			tell(g, DROP, &sn->at, "scsi_sn %s for %s: another LUN has it already (isertd's serials are unique)",
 			     text_of(&sn->at, sn->val), text_of(&s->at, s->path));
-		else
+		else {
 			json_object_object_add(b, "serial", json_object_new_string(sn->val));
+			json_object_object_add(g->serials, sn->val, json_object_new_boolean(true));
+		}
 	}
 	struct kv *bo = lun_opt(t, s, "bsopts");
 	if (bo && rbd) {
@@ -594,6 +618,11 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 	json_object *to = json_object_new_object(), *tpg = json_object_new_object(), *luns = json_object_new_array(),
 		    *acls = json_object_new_array(), *params = json_object_new_object();
 	json_object_object_add(to, "iqn", json_object_new_string(t->iqn));
+	/* The target-level LUN keys, looked up once: each LUN's lookup in every line of the target was O(n^2). */
+	for (size_t i = 0; i < t->kv.n; i++)
+		for (size_t k = 0; k < LUN_KEYS; k++)
+			if (!strcmp(t->kv.v[i].key, lun_keys[k]))
+				t->lun_dflt[k] = &t->kv.v[i];
 	struct kv *drv = find(&t->kv, "driver");
 	if (!drv)
 		drv = driver;
@@ -612,6 +641,8 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 	json_object_object_add(tpg, "portals", portals);
 
 	/* LUN numbers as tgt-admin gives them: explicit ones reserved, the rest the lowest free from 1. */
+	json_object_put(t->stores); /* its indexes are the order of the lines */
+	t->stores = NULL;
 	if (t->nst) /* qsort takes no NULL, even for nothing */
 		qsort(t->st, t->nst, sizeof(*t->st), cmp_store);
 	bool used[16384] = { false };
@@ -810,7 +841,8 @@ static void discovery_user(struct tgt *g, struct kv *k, bool outgoing)
 
 int import_tgt(struct import *im, const char *path)
 {
-	struct tgt g = { .im = im };
+	struct tgt g = { .im = im, .iqns = json_object_new_object(), .paths = json_object_new_object(),
+			 .serials = json_object_new_object() };
 	int rc = parse_file(&g, path, 0);
 	if (!rc && (g.cur || g.curst)) {
 		imp_fail(g.curst ? g.curst->at.where : g.cur->at.where, "block not closed at the end of the file");
@@ -852,8 +884,12 @@ int import_tgt(struct import *im, const char *path)
 		free(g.t[i].st);
 		free(g.t[i].iqn);
 		free_kvs(&g.t[i].kv);
+		json_object_put(g.t[i].stores);
 	}
 	free(g.t);
 	free_kvs(&g.global);
+	json_object_put(g.iqns);
+	json_object_put(g.paths);
+	json_object_put(g.serials);
 	return rc;
 }
