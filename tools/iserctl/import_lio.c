@@ -26,6 +26,7 @@ struct lio {
 	bool bad;               /* a type error was reported: stop */
 	json_object *map;       /* "/backstores/PLUGIN/NAME" -> our backstore name (string) */
 	json_object *sos;       /* the same keys -> the storage object (its alua_tpgs) */
+	json_object *gps;       /* the same keys -> {group name -> the storage object's first ALUA group of that name} */
 	json_object *used_gps;  /* "KEY GROUP" of the ALUA groups carried */
 	bool login_timeout_set;
 };
@@ -323,14 +324,22 @@ static const char *alua_state(int64_t s)
 /* The ALUA group named gp of the storage object key, or NULL. */
 static json_object *so_group(struct lio *l, const char *key, const char *gp)
 {
-	json_object *so = get(l->sos, key), *gs = get(so, "alua_tpgs");
-	for (size_t i = 0; gs && json_object_is_type(gs, json_type_array) && i < json_object_array_length(gs); i++) {
-		json_object *g = json_object_array_get_idx(gs, i);
-		json_object *n = get(g, "name");
-		if (n && json_object_is_type(n, json_type_string) && !strcmp(json_object_get_string(n), gp))
-			return g;
+	return get(get(l->gps, key), gp);
+}
+
+/* l->gps made of l->sos, once: a scan of a storage object's groups for each LUN naming one was O(n^2). */
+static void index_groups(struct lio *l)
+{
+	json_object_object_foreach(l->sos, key, so)
+	{
+		json_object *gs = get(so, "alua_tpgs"), *by_name = json_object_new_object();
+		for (size_t i = 0; gs && json_object_is_type(gs, json_type_array) && i < json_object_array_length(gs); i++) {
+			json_object *g = json_object_array_get_idx(gs, i), *n = get(g, "name");
+			if (n && json_object_is_type(n, json_type_string) && !get(by_name, json_object_get_string(n)))
+				json_object_object_add(by_name, json_object_get_string(n), json_object_get(g));
+		}
+		json_object_object_add(l->gps, key, by_name);
 	}
-	return NULL;
 }
 
 /* tpg_groups: per carried portal group, {tag, group name, a storage object key with it}. */
@@ -342,15 +351,13 @@ static void target_alua(struct lio *l, json_object *t, json_object *tpg_groups, 
 	if (!named)
 		return; /* isertd's default: one group, active/optimized, every portal group in it */
 	json_object *alua = json_object_new_object(), *groups = json_object_new_array();
+	json_object *by_name = json_object_new_object(); /* LIO's group name -> ours */
 	int64_t mode = -1, trans = 0;
 	char p[PATHLEN];
 	for (size_t i = 0; i < json_object_array_length(tpg_groups); i++) {
 		json_object *e = json_object_array_get_idx(tpg_groups, i);
 		const char *gp = json_object_get_string(get(e, "gp")), *key = json_object_get_string(get(e, "so"));
-		json_object *g = NULL;
-		for (size_t k = 0; k < json_object_array_length(groups); k++)
-			if (!strcmp(json_object_get_string(get(json_object_array_get_idx(groups, k), "lio_name")), gp))
-				g = json_object_array_get_idx(groups, k);
+		json_object *g = get(by_name, gp);
 		if (!g) {
 			json_object *lg = so_group(l, key, gp);
 			char used[2 * PATHLEN];
@@ -359,7 +366,7 @@ static void target_alua(struct lio *l, json_object *t, json_object *tpg_groups, 
 			at(p, "%s (ALUA group %s of %s)", tpath, imp_shown(gp), imp_shown(key));
 			int64_t id = num(l, lg, p, "tg_pt_gp_id", 0), st = num(l, lg, p, "alua_access_state", 0);
 			g = json_object_new_object();
-			json_object_object_add(g, "lio_name", json_object_new_string(gp));
+			json_object_object_add(by_name, gp, json_object_get(g));
 			json_object_object_add(g, "id", json_object_new_int64(id));
 			const char *s = alua_state(st);
 			if (!s) {
@@ -383,21 +390,26 @@ static void target_alua(struct lio *l, json_object *t, json_object *tpg_groups, 
 		}
 		json_object_array_add(get(g, "tpgs"), json_object_get(get(e, "tag")));
 	}
-	/* LIO's default_tg_pt_gp has id 0; isertd's ids are 1-65535: it takes the lowest free one. */
+	json_object_put(by_name);
+	/* LIO's default_tg_pt_gp has id 0; isertd's ids are 1-65535: it takes the lowest free one.  The ids taken are
+	 * a set, and the lowest free one only grows: a scan of every group for each id tried was O(n^3). */
+	json_object *ids = json_object_new_object();
+	char n[24];
+	for (size_t k = 0; k < json_object_array_length(groups); k++) {
+		snprintf(n, sizeof(n), "%" PRId64, json_object_get_int64(get(json_object_array_get_idx(groups, k), "id")));
+		json_object_object_add(ids, n, json_object_new_boolean(true));
+	}
+	int64_t id = 1;
 	for (size_t k = 0; k < json_object_array_length(groups); k++) {
 		json_object *g = json_object_array_get_idx(groups, k);
 		if (json_object_get_int64(get(g, "id")) > 0)
 			continue;
-		int64_t id = 1;
-		for (bool used = true; used; id += used) {
-			used = false;
-			for (size_t m = 0; m < json_object_array_length(groups); m++)
-				used |= json_object_get_int64(get(json_object_array_get_idx(groups, m), "id")) == id;
-		}
+		while (snprintf(n, sizeof(n), "%" PRId64, id), get(ids, n))
+			id++;
+		json_object_object_add(ids, n, json_object_new_boolean(true));
 		json_object_object_add(g, "id", json_object_new_int64(id));
 	}
-	for (size_t k = 0; k < json_object_array_length(groups); k++)
-		json_object_object_del(json_object_array_get_idx(groups, k), "lio_name");
+	json_object_put(ids);
 	if (mode == 0 || mode == 1 || mode < 0)
 		json_object_object_add(alua, "mode", json_object_new_string("implicit"));
 	else
@@ -541,8 +553,9 @@ static json_object *chap_of(struct lio *l, json_object *o, const char *path, con
 	return c;
 }
 
+/* carried: the portal group's LUN numbers carried. */
 static void node_acl(struct lio *l, json_object *a, const char *path, json_object *g, int64_t tpg_auth, bool prod_wp,
-		     json_object *luns)
+		     const bool *carried)
 {
 	char p[PATHLEN];
 	const char *wwn = str(l, a, path, "node_wwn", true);
@@ -592,10 +605,7 @@ static void node_acl(struct lio *l, json_object *a, const char *path, json_objec
 			l->bad = true;
 			break;
 		}
-		bool have = false;
-		for (size_t k = 0; k < json_object_array_length(luns); k++)
-			have |= json_object_get_int64(get(json_object_array_get_idx(luns, k), "lun")) == tl;
-		if (!have) {
+		if (tl > 16383 || !carried[tl]) {
 			imp_drop(l->im, mp, "its TPG LUN %" PRId64 " is not carried", tl);
 			continue;
 		}
@@ -725,6 +735,7 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 	json_object_object_add(g, "portals", portals);
 
 	json_object *luns = json_object_new_array(), *ls = member(l, tpgo, path, "luns", json_type_array, false);
+	bool carried[16384] = { false }; /* LUN numbers in luns, for the ACLs' mapped LUNs */
 	/* The portal group's ALUA group: the first LUN's that is not LIO's default group, else the default one. */
 	const char *gp0 = NULL, *so0 = NULL;
 	char key0[PATHLEN] = "";
@@ -776,6 +787,7 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 			json_object_object_add(x, "lun", json_object_new_int64(idx));
 			json_object_object_add(x, "backstore", json_object_get(ours));
 			json_object_array_add(luns, x);
+			carried[idx] = true;
 			if (strcmp(gp, gp0))
 				imp_drop(l->im, at(p, "%s.alua_tg_pt_gp_name", lp),
 					 "%s: isertd's ALUA groups hold portal groups, and this one is in %s: taken as %s",
@@ -804,7 +816,7 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 			l->bad = true;
 			break;
 		}
-		node_acl(l, a, ap, g, auth, prod_wp != 0, luns);
+		node_acl(l, a, ap, g, auth, prod_wp != 0, carried);
 	}
 	static const char *const known[] = { "tag", "enable", "attributes", "parameters", "portals", "luns", "node_acls",
 					     "chap_userid", "chap_password", "chap_mutual_userid", "chap_mutual_password", NULL };
@@ -973,11 +985,12 @@ int import_lio(struct import *im, const char *text, size_t len)
 		return EX_REFUSED;
 	}
 	struct lio l = { .im = im, .map = json_object_new_object(), .sos = json_object_new_object(),
-			 .used_gps = json_object_new_object() };
+			 .gps = json_object_new_object(), .used_gps = json_object_new_object() };
 	json_object *sos = member(&l, root, "", "storage_objects", json_type_array, false),
 		    *ts = member(&l, root, "", "targets", json_type_array, false),
 		    *fs = member(&l, root, "", "fabric_modules", json_type_array, false);
 	each_object(&l, sos, "storage_objects", storage_object);
+	index_groups(&l);
 	each_object(&l, ts, "targets", target);
 	each_object(&l, fs, "fabric_modules", fabric);
 	/* ALUA groups of storage objects that no carried LUN is in: not carried. */
@@ -1003,6 +1016,7 @@ int import_lio(struct import *im, const char *text, size_t len)
 	}
 	json_object_put(l.map);
 	json_object_put(l.sos);
+	json_object_put(l.gps);
 	json_object_put(l.used_gps);
 	json_object_put(root);
 	return l.bad ? EX_REFUSED : 0;
