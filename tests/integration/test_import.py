@@ -406,6 +406,15 @@ def hostile(work):
             check(f'hostile: tgt: {name!r} ({text!r}) ends', rc in (0, 6), (rc, err))
         except subprocess.TimeoutExpired:
             check(f'hostile: tgt: {name!r} ({text!r}) ends', False, 'iserctl import hung')
+    # More stores than LUN numbers: the one past 16383 once took LUN 16384, a write past the numbers' table.
+    many = tgt_file('many.conf', '<target iqn.2026-11.org.x:many>\n' +
+                    ''.join(f'backing-store /d/{i}\n' for i in range(16384)) + '</target>\n')
+    try:
+        rc, out, err = imp('tgt', many)
+        check('hostile: tgt: 16384 LUNs in a target: the last in tgt-admin\'s order not carried',
+              'many.conf:10001: not carried: /d/9999: no LUN number left (1-16383 are taken)' in err, err[-400:])
+    except subprocess.TimeoutExpired:
+        check('hostile: tgt: 16384 LUNs in a target: the last in tgt-admin\'s order not carried', False, 'over 60 s')
     rc, out, err = imp('tgt', tgt_file('esc.conf', '<target iqn.2026-11.org.x:a>\nvendor_id \x1b[31mred\n</target>\n'))
     check('hostile: tgt: an escape sequence is refused, naming the line, and not printed raw',
           rc == 1 and 'esc.conf:2: a control character (0x1b' in err and '\x1b' not in err, repr(err))

@@ -646,6 +646,7 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 	if (t->nst) /* qsort takes no NULL, even for nothing */
 		qsort(t->st, t->nst, sizeof(*t->st), cmp_store);
 	bool used[16384] = { false };
+	long free_n = 1; /* no LUN below it is free: numbers are only ever taken */
 	for (size_t i = 0; i < t->nst; i++) {
 		struct kv *l = find(&t->st[i].kv, "lun");
 		long n = l ? strtol(l->val, NULL, 10) : -1;
@@ -677,8 +678,13 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 				continue;
 			}
 		} else {
-			for (n = 1; n < 16384 && used[n]; n++)
-				;
+			while (free_n < 16384 && used[free_n])
+				free_n++;
+			if (free_n == 16384) {
+				tell(g, DROP, &s->at, "%s: no LUN number left (1-16383 are taken)", text_of(&s->at, s->path));
+				continue;
+			}
+			n = free_n;
 		}
 		used[n] = true;
 		for (size_t k = 0; k < s->kv.n; k++) {
