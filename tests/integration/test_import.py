@@ -382,6 +382,19 @@ def hostile(work):
           rc == 6 and len(err) < 5000 and any(len(b['name']) <= 64 and b['name'].startswith('rrr')
                                                for b in json.loads(out)['backstores']), f'exit {rc}')
     valid('longname', json.loads(out), work)
+    # Names alike in their first 250 characters: each LUN keeps its own storage object (a cut key once made them one).
+    long = 'n' * 250
+    bad = {'storage_objects': [{'name': long + 'one', 'plugin': 'rd_mcp', 'size': 1 << 20},
+                               {'name': long + 'two', 'plugin': 'rd_mcp', 'size': 2 << 20}],
+           'targets': [{'wwn': T + 'long', 'fabric': 'iscsi', 'tpgs': [{'tag': 1, 'portals': [], 'node_acls': [],
+                        'luns': [{'index': i, 'storage_object': '/backstores/rd_mcp/' + long + n}
+                                 for i, n in enumerate(('one', 'two'))]}]}]}
+    rc, out, err = imp('lio', lio_file('alike.json', json.dumps(bad)))
+    cfg = json.loads(out) if rc in (0, 6) else {}
+    sizes = {b['name']: b['size'] for b in cfg.get('backstores', [])}
+    got = {lu['lun']: sizes.get(lu['backstore']) for lu in cfg['targets'][0]['tpgs'][0]['luns']} if cfg else {}
+    check('hostile: two storage objects named alike for 250 characters: each LUN on its own', got == {0: 1 << 20, 1: 2 << 20},
+          f'exit {rc} {got} {err[-300:]}')
 
     def tgt_file(name, text):
         return lio_file(name, text)

@@ -27,7 +27,7 @@ struct lio {
 	json_object *map;       /* "/backstores/PLUGIN/NAME" -> our backstore name (string) */
 	json_object *sos;       /* the same keys -> the storage object (its alua_tpgs) */
 	json_object *gps;       /* the same keys -> {group name -> the storage object's first ALUA group of that name} */
-	json_object *used_gps;  /* "KEY GROUP" of the ALUA groups carried */
+	json_object *used_gps;  /* the same keys -> {name of an ALUA group carried -> true} */
 	bool login_timeout_set;
 };
 
@@ -215,21 +215,26 @@ static void storage_object(struct lio *l, json_object *so, size_t i)
 	const char *name = str(l, so, path, "name", true), *plugin = str(l, so, path, "plugin", true);
 	if (!name || !plugin)
 		return;
-	/* LUNs name their storage object by the plugin's directory; rd_mcp and iblock are older spellings. */
+	/* LUNs name their storage object by the plugin's directory; rd_mcp and iblock are older spellings.  The key is
+	 * whole: cut, two names alike in their first 240 characters were one, and a LUN got the other's backstore. */
 	const char *dir = !strcmp(plugin, "rd_mcp") ? "ramdisk" : !strcmp(plugin, "iblock") ? "block" : plugin;
-	char key[PATHLEN];
-	at(key, "/backstores/%s/%s", dir, name);
+	char *key;
+	if (asprintf(&key, "/backstores/%s/%s", dir, name) < 0) {
+		imp_fail(path, "out of memory");
+		l->bad = true;
+		return;
+	}
 	json_object_object_add(l->sos, key, json_object_get(so));
 	const char *type = !strcmp(dir, "fileio") ? "file" : !strcmp(dir, "block") ? "block" : !strcmp(dir, "ramdisk") ? "ram" : NULL;
 	if (!type) {
 		imp_drop(l->im, at(p, "%s (%s)", path, imp_shown(key)),
 			 "plugin %s has no isertd backstore (file, block and ram do); its LUNs are not carried either",
 			 imp_shown(plugin));
-		return;
+		goto out;
 	}
 	if (!strcmp(type, "ram") && flag(l, so, path, "nullio")) {
 		imp_drop(l->im, at(p, "%s.nullio", path), "a null device (no data kept) has no isertd backstore; its LUNs are not carried either");
-		return;
+		goto out;
 	}
 	json_object *attrs = member(l, so, path, "attributes", json_type_object, false);
 	const char *dev = NULL;
@@ -238,7 +243,7 @@ static void storage_object(struct lio *l, json_object *so, size_t i)
 		if (!dev || dev[0] != '/') {
 			imp_drop(l->im, at(p, "%s.dev", path), "no absolute path of the %s (%s): not carried, nor its LUNs",
 				 !strcmp(type, "file") ? "file" : "device", dev ? imp_shown(dev) : "absent");
-			return;
+			goto out;
 		}
 	}
 	char *ours = imp_backstore_name(l->im, name);
@@ -304,6 +309,8 @@ static void storage_object(struct lio *l, json_object *so, size_t i)
 		if (!in_list(known, k2))
 			imp_drop(l->im, at(p, "%s.%s", path, k2), "unknown key");
 	}
+out:
+	free(key);
 }
 
 /* ---- ALUA: LIO's groups belong to a storage object and its LUNs join one; isertd's belong to the target
@@ -359,10 +366,10 @@ static void target_alua(struct lio *l, json_object *t, json_object *tpg_groups, 
 		const char *gp = json_object_get_string(get(e, "gp")), *key = json_object_get_string(get(e, "so"));
 		json_object *g = get(by_name, gp);
 		if (!g) {
-			json_object *lg = so_group(l, key, gp);
-			char used[2 * PATHLEN];
-			snprintf(used, sizeof(used), "%s %s", key, gp);
-			json_object_object_add(l->used_gps, used, json_object_new_boolean(true));
+			json_object *lg = so_group(l, key, gp), *used = get(l->used_gps, key);
+			if (!used)
+				json_object_object_add(l->used_gps, key, used = json_object_new_object());
+			json_object_object_add(used, gp, json_object_new_boolean(true));
 			at(p, "%s (ALUA group %s of %s)", tpath, imp_shown(gp), imp_shown(key));
 			int64_t id = num(l, lg, p, "tg_pt_gp_id", 0), st = num(l, lg, p, "alua_access_state", 0);
 			g = json_object_new_object();
@@ -737,8 +744,8 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 	json_object *luns = json_object_new_array(), *ls = member(l, tpgo, path, "luns", json_type_array, false);
 	bool carried[16384] = { false }; /* LUN numbers in luns, for the ACLs' mapped LUNs */
 	/* The portal group's ALUA group: the first LUN's that is not LIO's default group, else the default one. */
-	const char *gp0 = NULL, *so0 = NULL;
-	char key0[PATHLEN] = "";
+	const char *gp0 = NULL;
+	char *key0 = NULL;
 	for (size_t pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; ls && i < json_object_array_length(ls) && !l->bad; i++) {
 			json_object *lo = json_object_array_get_idx(ls, i);
@@ -759,13 +766,17 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 				break;
 			}
 			/* rtslib writes /backstores/PLUGIN/NAME; rd_mcp and iblock are the older directories. */
-			char key[PATHLEN];
+			const char *dir = "", *rest = so;
 			if (!strncmp(so, "/backstores/rd_mcp/", 19))
-				at(key, "/backstores/ramdisk/%s", so + 19);
+				dir = "/backstores/ramdisk/", rest = so + 19;
 			else if (!strncmp(so, "/backstores/iblock/", 19))
-				at(key, "/backstores/block/%s", so + 19);
-			else
-				at(key, "%s", so);
+				dir = "/backstores/block/", rest = so + 19;
+			char *key;
+			if (asprintf(&key, "%s%s", dir, rest) < 0) {
+				imp_fail(lp, "out of memory");
+				l->bad = true;
+				break;
+			}
 			json_object *ours = get(l->map, key);
 			const char *gp = str(l, lo, lp, "alua_tg_pt_gp_name", false);
 			if (!gp || !*gp)
@@ -773,14 +784,17 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 			if (pass == 0) {
 				if (ours && (!gp0 || (!strcmp(gp0, "default_tg_pt_gp") && strcmp(gp, gp0)))) {
 					gp0 = gp;
-					snprintf(key0, sizeof(key0), "%s", key);
-					so0 = key0;
+					free(key0);
+					key0 = key;
+				} else {
+					free(key);
 				}
 				continue;
 			}
 			if (!ours) {
 				imp_drop(l->im, at(p, "%s.storage_object", lp), "%s is not carried%s", imp_shown(so),
 					 get(l->sos, key) ? "" : " (no such storage object)");
+				free(key);
 				continue;
 			}
 			json_object *x = json_object_new_object();
@@ -794,15 +808,17 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 					 imp_shown(gp), imp_shown(gp0), imp_shown(gp0));
 			else if (strcmp(gp, "default_tg_pt_gp") && !so_group(l, key, gp))
 				imp_drop(l->im, at(p, "%s.alua_tg_pt_gp_name", lp), "%s: no such group on %s", imp_shown(gp), imp_shown(key));
+			free(key);
 		}
 	}
 	if (gp0 && !l->bad) {
 		json_object *e = json_object_new_object();
 		json_object_object_add(e, "tag", json_object_new_int64(tag));
 		json_object_object_add(e, "gp", json_object_new_string(gp0));
-		json_object_object_add(e, "so", json_object_new_string(so0));
+		json_object_object_add(e, "so", json_object_new_string(key0));
 		json_object_array_add(tpg_groups, e);
 	}
+	free(key0);
 	json_object_object_add(g, "luns", luns);
 
 	json_object_object_add(g, "acls", json_object_new_array());
@@ -1002,10 +1018,10 @@ int import_lio(struct import *im, const char *text, size_t len)
 			const char *name = n && json_object_is_type(n, json_type_string) ? json_object_get_string(n) : "";
 			if (!strcmp(name, "default_tg_pt_gp"))
 				continue;
-			char used[2 * PATHLEN];
-			snprintf(used, sizeof(used), "%s %s", key, name);
-			if (!get(l.used_gps, used))
-				imp_drop(im, key, "ALUA group %s: no carried portal group's LUNs are in it", imp_shown(name));
+			char w[PATHLEN];
+			if (!get(get(l.used_gps, key), name))
+				imp_drop(im, at(w, "%s", key), "ALUA group %s: no carried portal group's LUNs are in it",
+					 imp_shown(name));
 		}
 	}
 	json_object_object_foreach(root, k, v)
