@@ -322,6 +322,13 @@ def apply(work):
     check('apply: the running configuration has both targets',
           sorted(t['iqn'] for t in json.loads(cur)['targets']) == [VM + 'chap', VM + 'open'])
     check('apply: :open serves', wait_port(PORT + 4) and inq(f'iscsi://127.0.0.1:{PORT + 4}/{VM}open/0', INIT1, 3) == 0)
+    # The plan shows values from the file: a new alias with CSI (U+009B) is printed escaped.
+    src['targets'][0]['tpgs'][0].setdefault('parameters', {})['TargetAlias'] = 'A\x9b2JB'
+    hostile_alias = os.path.join(work, 'alias.json')
+    json.dump(src, open(hostile_alias, 'w'))
+    rc, out, err = imp('lio', hostile_alias, '--dry-run', sock=sock)
+    check('apply: --dry-run of a C1 alias: the plan sets it, escaped', rc == 0 and 'alias = "A\\u009b2JB"' in out
+          and not controls(out + err), f'exit {rc} {out!r} {err!r}')
     rc, out, err = imp('lio', small, '--apply', sock=os.path.join(work, 'nosuch.sock'))
     check('apply: isertd not reachable: exit 3', rc == 3, f'exit {rc}')
     rc = stop_isertd(proc)
