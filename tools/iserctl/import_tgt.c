@@ -124,7 +124,7 @@ static const char *text_of(const struct src *at, const char *s)
 	return b;
 }
 
-/* Room for element n of an array that grows by doubling (one more element at a time copies O(n^2) bytes). */
+/* Room for element n of an array that grows by doubling (a realloc of one more element each time may copy them all). */
 static void *grow(void *p, size_t n, size_t size)
 {
 	return n & (n - 1) ? p : realloc(p, (n ? 2 * n : 1) * size);
