@@ -322,6 +322,13 @@ def apply(work):
     check('apply: the running configuration has both targets',
           sorted(t['iqn'] for t in json.loads(cur)['targets']) == [VM + 'chap', VM + 'open'])
     check('apply: :open serves', wait_port(PORT + 4) and inq(f'iscsi://127.0.0.1:{PORT + 4}/{VM}open/0', INIT1, 3) == 0)
+    # The plan shows values from the file: a new alias with CSI (U+009B) is printed escaped.
+    src['targets'][0]['tpgs'][0].setdefault('parameters', {})['TargetAlias'] = 'A\x9b2JB'
+    hostile_alias = os.path.join(work, 'alias.json')
+    json.dump(src, open(hostile_alias, 'w'))
+    rc, out, err = imp('lio', hostile_alias, '--dry-run', sock=sock)
+    check('apply: --dry-run of a C1 alias: the plan sets it, escaped', rc == 0 and 'alias = "A\\u009b2JB"' in out
+          and not controls(out + err), f'exit {rc} {out!r} {err!r}')
     rc, out, err = imp('lio', small, '--apply', sock=os.path.join(work, 'nosuch.sock'))
     check('apply: isertd not reachable: exit 3', rc == 3, f'exit {rc}')
     rc = stop_isertd(proc)
@@ -382,6 +389,19 @@ def hostile(work):
           rc == 6 and len(err) < 5000 and any(len(b['name']) <= 64 and b['name'].startswith('rrr')
                                                for b in json.loads(out)['backstores']), f'exit {rc}')
     valid('longname', json.loads(out), work)
+    # Names alike in their first 250 characters: each LUN keeps its own storage object (a cut key once made them one).
+    long = 'n' * 250
+    bad = {'storage_objects': [{'name': long + 'one', 'plugin': 'rd_mcp', 'size': 1 << 20},
+                               {'name': long + 'two', 'plugin': 'rd_mcp', 'size': 2 << 20}],
+           'targets': [{'wwn': T + 'long', 'fabric': 'iscsi', 'tpgs': [{'tag': 1, 'portals': [], 'node_acls': [],
+                        'luns': [{'index': i, 'storage_object': '/backstores/rd_mcp/' + long + n}
+                                 for i, n in enumerate(('one', 'two'))]}]}]}
+    rc, out, err = imp('lio', lio_file('alike.json', json.dumps(bad)))
+    cfg = json.loads(out) if rc in (0, 6) else {}
+    sizes = {b['name']: b['size'] for b in cfg.get('backstores', [])}
+    got = {lu['lun']: sizes.get(lu['backstore']) for lu in cfg['targets'][0]['tpgs'][0]['luns']} if cfg else {}
+    check('hostile: two storage objects named alike for 250 characters: each LUN on its own', got == {0: 1 << 20, 1: 2 << 20},
+          f'exit {rc} {got} {err[-300:]}')
 
     def tgt_file(name, text):
         return lio_file(name, text)
@@ -406,11 +426,103 @@ def hostile(work):
             check(f'hostile: tgt: {name!r} ({text!r}) ends', rc in (0, 6), (rc, err))
         except subprocess.TimeoutExpired:
             check(f'hostile: tgt: {name!r} ({text!r}) ends', False, 'iserctl import hung')
+    # More stores than LUN numbers: the one past 16383 once took LUN 16384, a write past the numbers' table.
+    many = tgt_file('many.conf', '<target iqn.2026-11.org.x:many>\n' +
+                    ''.join(f'backing-store /d/{i}\n' for i in range(16384)) + '</target>\n')
+    try:
+        rc, out, err = imp('tgt', many)
+        check('hostile: tgt: 16384 LUNs in a target: the last in tgt-admin\'s order not carried',
+              'many.conf:10001: not carried: /d/9999: no LUN number left (1-16383 are taken)' in err, err[-400:])
+    except subprocess.TimeoutExpired:
+        check('hostile: tgt: 16384 LUNs in a target: the last in tgt-admin\'s order not carried', False, 'over 60 s')
     rc, out, err = imp('tgt', tgt_file('esc.conf', '<target iqn.2026-11.org.x:a>\nvendor_id \x1b[31mred\n</target>\n'))
     check('hostile: tgt: an escape sequence is refused, naming the line, and not printed raw',
           rc == 1 and 'esc.conf:2: a control character (0x1b' in err and '\x1b' not in err, repr(err))
     rc, out, err = run(ISERCTL, 'import', 'nfs', 'x')
     check('usage: import nfs: exit 2', rc == 2)
+
+
+def controls(text):
+    """The characters of text a terminal takes as controls, but the line ends: C0, DEL and C1."""
+    return sorted({c for c in text if c != '\n' and (ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0)})
+
+
+def terminal(work):
+    """Names and values from the file are shown escaped (\\xNN) in every message and on stdout: a saveconfig.json
+    is ASCII, but json-c decodes its \\u001b to ESC, and UTF-8 may hold C1 controls (U+009B is CSI)."""
+    esc, csi = '\x1b', '\x9b'
+    src = {'storage_objects': [{'name': 'r0', 'plugin': 'rd_mcp', 'size': 1 << 20, esc + '[31mso-key': 1,
+                                'attributes': {csi + '2Jattr': 5}}],
+           'targets': [{'wwn': T + 'esc', 'fabric': 'iscsi', esc + ']0;title\x07': 1,
+                        'tpgs': [{'tag': 1, 'parameters': {'TargetAlias': 'A' + csi + 'B', esc + 'P': 'x'},
+                                  'portals': [], 'luns': [], 'node_acls': [], 'x\ny': 1}]}],
+           'fabric_modules': [], esc + 'c': 1}
+    path = os.path.join(work, 'esc-keys.json')
+    json.dump(src, open(path, 'w'))
+    rc, out, err = imp('lio', path)
+    check('terminal: lio: exit 6', rc == 6, f'exit {rc} {err!r}')
+    check('terminal: lio: no control character in the messages', not controls(err), repr(err))
+    for shown in ('storage_objects[0].\\x1b[31mso-key: not carried: unknown key',
+                  'storage_objects[0].attributes.\\xc2\\x9b2Jattr: not carried',
+                  f'targets[0].\\x1b]0;title\\x07: not carried', 'targets[0].tpgs[0].x\\x0ay: not carried',
+                  'iserctl import: \\x1bc: not carried: unknown key'):
+        check(f'terminal: lio: shown escaped: {shown}', shown in err, repr(err))
+    check('terminal: lio: no control character on stdout', not controls(out), repr(out))
+    alias = next(t for t in json.loads(out)['targets'] if t['iqn'] == T + 'esc').get('alias')
+    check('terminal: lio: stdout is the same document (the alias as \\u009b)', alias == 'A' + csi + 'B', repr(alias))
+    rc, _, _ = imp('lio', path, '-o', os.path.join(work, 'esc.json'))
+    check('terminal: lio: -o writes the alias as it is', rc == 6 and
+          next(t for t in json.load(open(os.path.join(work, 'esc.json')))['targets'])['alias'] == 'A' + csi + 'B')
+    # tgt: an included file's name (a glob finds any) is shown escaped too.
+    inc = os.path.join(work, 'esc-' + esc + '[31m.conf')
+    open(inc, 'w').write('frob x\n')
+    conf = os.path.join(work, 'term-main.conf')
+    open(conf, 'w').write('include esc-*.conf\n' + csi + 'key value\n')
+    rc, out, err = imp('tgt', conf)
+    check('terminal: tgt: exit 6', rc == 6, f'exit {rc} {err!r}')
+    check('terminal: tgt: no control character in the messages', not controls(err), repr(err))
+    check('terminal: tgt: an included file named with ESC shown escaped', 'esc-\\x1b[31m.conf:1: not carried' in err,
+          repr(err))
+    check('terminal: tgt: a C1 key shown escaped', 'term-main.conf:2: not carried: \\xc2\\x9bkey' in err, repr(err))
+
+
+def includes(work):
+    """tgt-admin's include reads any file, and iserctl import runs as root: the lines of an included file are
+    named by file and line, never shown, even in a message about another line; the main file's are."""
+    d = os.path.join(work, 'inc')
+    os.makedirs(d)
+    secret = 'NOT-A-REAL-HASH'
+    open(os.path.join(d, 'shadow'), 'w').write(f'root:$6${secret}$x:19700:0:99999:7:::\n'
+                                               f'default-driver {secret}-driver\n'
+                                               f'backing-store /{secret}/disk\n'
+                                               f'incominguser {secret}-user {secret}-pass\n')
+    cases = (('top.conf', f'include shadow\n<target {T}inc>\nbacking-store {d}/disk\n</target>\n',
+              ['shadow:1: not carried', 'shadow:4: not carried', 'top.conf:2: not carried: driver']),
+             ('target.conf', f'<target {T}inc>\ninclude shadow\ndevice-type tape\nincominguser main-user main-secret-12\n'
+              f'vendor_id ACME\n</target>\n',
+              ['shadow:1: not carried', 'target.conf:3: not carried: device-type tape', 'target.conf:4: not carried: '
+               'incominguser main-user', 'target.conf:5: not carried: vendor_id ACME']),
+             ('store.conf', f'<target {T}inc>\n<backing-store {d}/disk>\ninclude shadow\n</backing-store>\n</target>\n',
+              ['shadow:1: not carried', 'shadow:2: not carried']))
+    for name, text, want in cases:
+        conf = os.path.join(d, name)
+        open(conf, 'w').write(text)
+        rc, out, err = imp('tgt', conf)
+        check(f'include: {name}: exit 6', rc == 6, f'exit {rc} {err!r}')
+        check(f'include: {name}: no text of the included file in the messages', secret not in err, err)
+        for w in want:
+            check(f'include: {name}: reported: {w}', w in err, err)
+    open(os.path.join(d, 'bad'), 'w').write(f'<frob {secret}>\n')
+    conf = os.path.join(d, 'bad.conf')
+    open(conf, 'w').write('include bad\n')
+    rc, out, err = imp('tgt', conf)
+    check('include: a line of an included file that stops the import: exit 1, named, not shown',
+          rc == 1 and 'bad:1: ' in err and secret not in err, f'exit {rc} {err!r}')
+    open(os.path.join(d, 'binary'), 'wb').write(b'ab\n\x01' + secret.encode())
+    open(conf, 'w').write('include binary\n')
+    rc, out, err = imp('tgt', conf)
+    check('include: a control character in an included file: exit 1, its line named, the byte not shown',
+          rc == 1 and 'binary:2: ' in err and '0x01' not in err, f'exit {rc} {err!r}')
 
 
 def main():
@@ -427,6 +539,8 @@ def main():
         tgt_own(work)
         apply(work)
         hostile(work)
+        terminal(work)
+        includes(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f'# {time.time() - t0:.1f} s')

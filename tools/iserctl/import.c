@@ -22,9 +22,16 @@
 
 static void vsay(const char *where, const char *kind, const char *fmt, va_list ap)
 {
-	fprintf(stderr, "iserctl import: %s: %s", where, kind);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	/* The whole line in its printable form (escape.h), as common/log.c writes every log line: names and paths from
+	 * the input (a JSON key json-c decoded from \u001b, an included file's name) cannot move the admin's terminal or
+	 * start a line, whichever argument carried them. */
+	char *msg = NULL, *line = NULL, *safe = NULL;
+	if (vasprintf(&msg, fmt, ap) >= 0 && asprintf(&line, "%s: %s%s", where, kind, msg) >= 0)
+		safe = esc_dup(line);
+	fprintf(stderr, "iserctl import: %s\n", safe ? safe : "(out of memory)");
+	free(safe);
+	free(line);
+	free(msg);
 }
 
 void imp_drop(struct import *im, const char *where, const char *fmt, ...)
@@ -113,16 +120,6 @@ char *imp_read(const char *path, size_t *len, size_t *used)
 	return buf;
 }
 
-json_object *imp_backstore(struct import *im, const char *name)
-{
-	for (size_t i = 0; i < json_object_array_length(im->backstores); i++) {
-		json_object *b = json_object_array_get_idx(im->backstores, i);
-		if (!strcmp(json_object_get_string(get(b, "name")), name))
-			return b;
-	}
-	return NULL;
-}
-
 char *imp_backstore_name(struct import *im, const char *base)
 {
 	char name[65];
@@ -135,13 +132,22 @@ char *imp_backstore_name(struct import *im, const char *base)
 	if (!n)
 		name[n++] = 'b';
 	name[n] = 0;
-	/* A suffix keeps names unique: LIO's names are per plugin, tgt has none (a file's base name is used). */
-	for (unsigned k = 2; imp_backstore(im, name); k++)
-		snprintf(name + n, sizeof(name) - n, "-%u", k);
+	/* A suffix keeps names unique: LIO's names are per plugin, tgt has none (a file's base name is used).  Each
+	 * name taken keeps the next suffix to try after it, so n names alike cost O(n) lookups in all (a scan of every
+	 * backstore per suffix tried cost O(n^3): 1000 storage objects named alike took 4 s). */
+	json_object *next = get(im->names, name);
+	if (next) {
+		int k = json_object_get_int(next);
+		do
+			snprintf(name + n, sizeof(name) - n, "-%d", k++);
+		while (get(im->names, name));
+		json_object_set_int(next, k);
+	}
+	json_object_object_add(im->names, name, json_object_new_int(2));
 	return strdup(name);
 }
 
-bool imp_text(const char *file, const char *text, size_t len)
+bool imp_text(const char *file, const char *text, size_t len, bool included)
 {
 	unsigned line = 1;
 	for (size_t i = 0; i < len;) {
@@ -150,7 +156,9 @@ bool imp_text(const char *file, const char *text, size_t len)
 		if (!n || (c < 0x20 && !strchr("\t\r\n", c)) || c == 0x7f) {
 			char where[300];
 			snprintf(where, sizeof(where), "%s:%u", file, line);
-			if (n)
+			if (n && included)
+				imp_fail(where, "a control character (byte %zu): not a configuration file", i);
+			else if (n)
 				imp_fail(where, "a control character (0x%02x, byte %zu): not a configuration file", c, i);
 			else
 				imp_fail(where, "not UTF-8 text (byte %zu): isertd's configuration is UTF-8", i);
@@ -175,6 +183,7 @@ json_object *import_doc(const char *kind, const char *file, int *rc, unsigned *d
 	im.targets = json_object_new_array();
 	im.discovery = json_object_new_object();
 	im.global = json_object_new_object();
+	im.names = json_object_new_object();
 	if (!strcmp(kind, "lio")) {
 		size_t len, used = 0;
 		char *text = imp_read(file, &len, &used);
@@ -195,6 +204,7 @@ json_object *import_doc(const char *kind, const char *file, int *rc, unsigned *d
 	else
 		json_object_put(im.global);
 	*dropped = im.dropped;
+	json_object_put(im.names);
 	/* Never written or applied unless isertd takes it: the loader itself says so (a value that passed the
 	 * reader's checks, a control character escaped in LIO's JSON). */
 	struct config *c = NULL;

@@ -17,6 +17,7 @@ struct import {
 	const char *file;       /* as given, for messages */
 	json_object *backstores, *targets, *discovery, *global;
 	unsigned dropped;       /* items not carried, each reported */
+	json_object *names;     /* backstore names taken -> the next suffix to try after one (imp_backstore_name) */
 };
 
 /* An item not carried (counted: the exit status says so): "iserctl import: WHERE: WHY". */
@@ -32,14 +33,13 @@ const char *imp_shown(const char *s);
 /* A file read whole, at most IMPORT_MAX_BYTES - *used bytes (*used grows by its size); NUL-terminated, malloc'd. */
 char *imp_read(const char *path, size_t *len, size_t *used);
 
-/* The backstore name made of base (only A-Z a-z 0-9 _ - ., at most 64, unique among im's backstores). malloc'd. */
+/* The backstore name made of base (only A-Z a-z 0-9 _ - ., at most 64, unique among im's backstores), taken at
+ * once: the caller adds the backstore. malloc'd. */
 char *imp_backstore_name(struct import *im, const char *base);
-/* The backstore of that name in im, or NULL. */
-json_object *imp_backstore(struct import *im, const char *name);
 
 /* Is text (len bytes) UTF-8 without control characters but tabs and line ends? If not, the message names
- * file, line and byte. */
-bool imp_text(const char *file, const char *text, size_t len);
+ * file, line and byte, and the byte's value unless the file was included (its text is not shown). */
+bool imp_text(const char *file, const char *text, size_t len, bool included);
 
 /* Is s a CHAP secret isertd takes (12-255 characters)? */
 bool imp_secret_ok(const char *s);

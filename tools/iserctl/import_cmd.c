@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "import.h"
 #include "iserctl.h"
 
@@ -17,8 +18,15 @@
 static int write_out(const char *out, const char *text)
 {
 	if (!out) {
-		fputs(text, stdout);
-		fputc('\n', stdout);
+		/* Likely a terminal: json-c writes DEL and C1 controls (U+009B is CSI) as they are; esc_json writes them as
+		 * \u00NN, the same document. */
+		char *safe = esc_json(text);
+		if (!safe) {
+			fprintf(stderr, "iserctl import: out of memory\n");
+			return EX_REFUSED;
+		}
+		puts(safe);
+		free(safe);
 		return fflush(stdout) ? EX_REFUSED : 0;
 	}
 	char tmp[4096];

@@ -26,7 +26,8 @@ struct lio {
 	bool bad;               /* a type error was reported: stop */
 	json_object *map;       /* "/backstores/PLUGIN/NAME" -> our backstore name (string) */
 	json_object *sos;       /* the same keys -> the storage object (its alua_tpgs) */
-	json_object *used_gps;  /* "KEY GROUP" of the ALUA groups carried */
+	json_object *gps;       /* the same keys -> {group name -> the storage object's first ALUA group of that name} */
+	json_object *used_gps;  /* the same keys -> {name of an ALUA group carried -> true} */
 	bool login_timeout_set;
 };
 
@@ -214,21 +215,26 @@ static void storage_object(struct lio *l, json_object *so, size_t i)
 	const char *name = str(l, so, path, "name", true), *plugin = str(l, so, path, "plugin", true);
 	if (!name || !plugin)
 		return;
-	/* LUNs name their storage object by the plugin's directory; rd_mcp and iblock are older spellings. */
+	/* LUNs name their storage object by the plugin's directory; rd_mcp and iblock are older spellings.  The key is
+	 * whole: cut, two names alike in their first 240 characters were one, and a LUN got the other's backstore. */
 	const char *dir = !strcmp(plugin, "rd_mcp") ? "ramdisk" : !strcmp(plugin, "iblock") ? "block" : plugin;
-	char key[PATHLEN];
-	at(key, "/backstores/%s/%s", dir, name);
+	char *key;
+	if (asprintf(&key, "/backstores/%s/%s", dir, name) < 0) {
+		imp_fail(path, "out of memory");
+		l->bad = true;
+		return;
+	}
 	json_object_object_add(l->sos, key, json_object_get(so));
 	const char *type = !strcmp(dir, "fileio") ? "file" : !strcmp(dir, "block") ? "block" : !strcmp(dir, "ramdisk") ? "ram" : NULL;
 	if (!type) {
 		imp_drop(l->im, at(p, "%s (%s)", path, imp_shown(key)),
 			 "plugin %s has no isertd backstore (file, block and ram do); its LUNs are not carried either",
 			 imp_shown(plugin));
-		return;
+		goto out;
 	}
 	if (!strcmp(type, "ram") && flag(l, so, path, "nullio")) {
 		imp_drop(l->im, at(p, "%s.nullio", path), "a null device (no data kept) has no isertd backstore; its LUNs are not carried either");
-		return;
+		goto out;
 	}
 	json_object *attrs = member(l, so, path, "attributes", json_type_object, false);
 	const char *dev = NULL;
@@ -237,7 +243,7 @@ static void storage_object(struct lio *l, json_object *so, size_t i)
 		if (!dev || dev[0] != '/') {
 			imp_drop(l->im, at(p, "%s.dev", path), "no absolute path of the %s (%s): not carried, nor its LUNs",
 				 !strcmp(type, "file") ? "file" : "device", dev ? imp_shown(dev) : "absent");
-			return;
+			goto out;
 		}
 	}
 	char *ours = imp_backstore_name(l->im, name);
@@ -303,6 +309,8 @@ static void storage_object(struct lio *l, json_object *so, size_t i)
 		if (!in_list(known, k2))
 			imp_drop(l->im, at(p, "%s.%s", path, k2), "unknown key");
 	}
+out:
+	free(key);
 }
 
 /* ---- ALUA: LIO's groups belong to a storage object and its LUNs join one; isertd's belong to the target
@@ -323,14 +331,22 @@ static const char *alua_state(int64_t s)
 /* The ALUA group named gp of the storage object key, or NULL. */
 static json_object *so_group(struct lio *l, const char *key, const char *gp)
 {
-	json_object *so = get(l->sos, key), *gs = get(so, "alua_tpgs");
-	for (size_t i = 0; gs && json_object_is_type(gs, json_type_array) && i < json_object_array_length(gs); i++) {
-		json_object *g = json_object_array_get_idx(gs, i);
-		json_object *n = get(g, "name");
-		if (n && json_object_is_type(n, json_type_string) && !strcmp(json_object_get_string(n), gp))
-			return g;
+	return get(get(l->gps, key), gp);
+}
+
+/* l->gps made of l->sos, once: a scan of a storage object's groups for each LUN naming one was O(n^2). */
+static void index_groups(struct lio *l)
+{
+	json_object_object_foreach(l->sos, key, so)
+	{
+		json_object *gs = get(so, "alua_tpgs"), *by_name = json_object_new_object();
+		for (size_t i = 0; gs && json_object_is_type(gs, json_type_array) && i < json_object_array_length(gs); i++) {
+			json_object *g = json_object_array_get_idx(gs, i), *n = get(g, "name");
+			if (n && json_object_is_type(n, json_type_string) && !get(by_name, json_object_get_string(n)))
+				json_object_object_add(by_name, json_object_get_string(n), json_object_get(g));
+		}
+		json_object_object_add(l->gps, key, by_name);
 	}
-	return NULL;
 }
 
 /* tpg_groups: per carried portal group, {tag, group name, a storage object key with it}. */
@@ -342,24 +358,22 @@ static void target_alua(struct lio *l, json_object *t, json_object *tpg_groups, 
 	if (!named)
 		return; /* isertd's default: one group, active/optimized, every portal group in it */
 	json_object *alua = json_object_new_object(), *groups = json_object_new_array();
+	json_object *by_name = json_object_new_object(); /* LIO's group name -> ours */
 	int64_t mode = -1, trans = 0;
 	char p[PATHLEN];
 	for (size_t i = 0; i < json_object_array_length(tpg_groups); i++) {
 		json_object *e = json_object_array_get_idx(tpg_groups, i);
 		const char *gp = json_object_get_string(get(e, "gp")), *key = json_object_get_string(get(e, "so"));
-		json_object *g = NULL;
-		for (size_t k = 0; k < json_object_array_length(groups); k++)
-			if (!strcmp(json_object_get_string(get(json_object_array_get_idx(groups, k), "lio_name")), gp))
-				g = json_object_array_get_idx(groups, k);
+		json_object *g = get(by_name, gp);
 		if (!g) {
-			json_object *lg = so_group(l, key, gp);
-			char used[2 * PATHLEN];
-			snprintf(used, sizeof(used), "%s %s", key, gp);
-			json_object_object_add(l->used_gps, used, json_object_new_boolean(true));
+			json_object *lg = so_group(l, key, gp), *used = get(l->used_gps, key);
+			if (!used)
+				json_object_object_add(l->used_gps, key, used = json_object_new_object());
+			json_object_object_add(used, gp, json_object_new_boolean(true));
 			at(p, "%s (ALUA group %s of %s)", tpath, imp_shown(gp), imp_shown(key));
 			int64_t id = num(l, lg, p, "tg_pt_gp_id", 0), st = num(l, lg, p, "alua_access_state", 0);
 			g = json_object_new_object();
-			json_object_object_add(g, "lio_name", json_object_new_string(gp));
+			json_object_object_add(by_name, gp, json_object_get(g));
 			json_object_object_add(g, "id", json_object_new_int64(id));
 			const char *s = alua_state(st);
 			if (!s) {
@@ -383,21 +397,26 @@ static void target_alua(struct lio *l, json_object *t, json_object *tpg_groups, 
 		}
 		json_object_array_add(get(g, "tpgs"), json_object_get(get(e, "tag")));
 	}
-	/* LIO's default_tg_pt_gp has id 0; isertd's ids are 1-65535: it takes the lowest free one. */
+	json_object_put(by_name);
+	/* LIO's default_tg_pt_gp has id 0; isertd's ids are 1-65535: it takes the lowest free one.  The ids taken are
+	 * a set, and the lowest free one only grows: a scan of every group for each id tried was O(n^3). */
+	json_object *ids = json_object_new_object();
+	char n[24];
+	for (size_t k = 0; k < json_object_array_length(groups); k++) {
+		snprintf(n, sizeof(n), "%" PRId64, json_object_get_int64(get(json_object_array_get_idx(groups, k), "id")));
+		json_object_object_add(ids, n, json_object_new_boolean(true));
+	}
+	int64_t id = 1;
 	for (size_t k = 0; k < json_object_array_length(groups); k++) {
 		json_object *g = json_object_array_get_idx(groups, k);
 		if (json_object_get_int64(get(g, "id")) > 0)
 			continue;
-		int64_t id = 1;
-		for (bool used = true; used; id += used) {
-			used = false;
-			for (size_t m = 0; m < json_object_array_length(groups); m++)
-				used |= json_object_get_int64(get(json_object_array_get_idx(groups, m), "id")) == id;
-		}
+		while (snprintf(n, sizeof(n), "%" PRId64, id), get(ids, n))
+			id++;
+		json_object_object_add(ids, n, json_object_new_boolean(true));
 		json_object_object_add(g, "id", json_object_new_int64(id));
 	}
-	for (size_t k = 0; k < json_object_array_length(groups); k++)
-		json_object_object_del(json_object_array_get_idx(groups, k), "lio_name");
+	json_object_put(ids);
 	if (mode == 0 || mode == 1 || mode < 0)
 		json_object_object_add(alua, "mode", json_object_new_string("implicit"));
 	else
@@ -541,8 +560,9 @@ static json_object *chap_of(struct lio *l, json_object *o, const char *path, con
 	return c;
 }
 
+/* carried: the portal group's LUN numbers carried. */
 static void node_acl(struct lio *l, json_object *a, const char *path, json_object *g, int64_t tpg_auth, bool prod_wp,
-		     json_object *luns)
+		     const bool *carried)
 {
 	char p[PATHLEN];
 	const char *wwn = str(l, a, path, "node_wwn", true);
@@ -592,10 +612,7 @@ static void node_acl(struct lio *l, json_object *a, const char *path, json_objec
 			l->bad = true;
 			break;
 		}
-		bool have = false;
-		for (size_t k = 0; k < json_object_array_length(luns); k++)
-			have |= json_object_get_int64(get(json_object_array_get_idx(luns, k), "lun")) == tl;
-		if (!have) {
+		if (tl > 16383 || !carried[tl]) {
 			imp_drop(l->im, mp, "its TPG LUN %" PRId64 " is not carried", tl);
 			continue;
 		}
@@ -725,9 +742,10 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 	json_object_object_add(g, "portals", portals);
 
 	json_object *luns = json_object_new_array(), *ls = member(l, tpgo, path, "luns", json_type_array, false);
+	bool carried[16384] = { false }; /* LUN numbers in luns, for the ACLs' mapped LUNs */
 	/* The portal group's ALUA group: the first LUN's that is not LIO's default group, else the default one. */
-	const char *gp0 = NULL, *so0 = NULL;
-	char key0[PATHLEN] = "";
+	const char *gp0 = NULL;
+	char *key0 = NULL;
 	for (size_t pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; ls && i < json_object_array_length(ls) && !l->bad; i++) {
 			json_object *lo = json_object_array_get_idx(ls, i);
@@ -748,13 +766,17 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 				break;
 			}
 			/* rtslib writes /backstores/PLUGIN/NAME; rd_mcp and iblock are the older directories. */
-			char key[PATHLEN];
+			const char *dir = "", *rest = so;
 			if (!strncmp(so, "/backstores/rd_mcp/", 19))
-				at(key, "/backstores/ramdisk/%s", so + 19);
+				dir = "/backstores/ramdisk/", rest = so + 19;
 			else if (!strncmp(so, "/backstores/iblock/", 19))
-				at(key, "/backstores/block/%s", so + 19);
-			else
-				at(key, "%s", so);
+				dir = "/backstores/block/", rest = so + 19;
+			char *key;
+			if (asprintf(&key, "%s%s", dir, rest) < 0) {
+				imp_fail(lp, "out of memory");
+				l->bad = true;
+				break;
+			}
 			json_object *ours = get(l->map, key);
 			const char *gp = str(l, lo, lp, "alua_tg_pt_gp_name", false);
 			if (!gp || !*gp)
@@ -762,35 +784,41 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 			if (pass == 0) {
 				if (ours && (!gp0 || (!strcmp(gp0, "default_tg_pt_gp") && strcmp(gp, gp0)))) {
 					gp0 = gp;
-					snprintf(key0, sizeof(key0), "%s", key);
-					so0 = key0;
+					free(key0);
+					key0 = key;
+				} else {
+					free(key);
 				}
 				continue;
 			}
 			if (!ours) {
 				imp_drop(l->im, at(p, "%s.storage_object", lp), "%s is not carried%s", imp_shown(so),
 					 get(l->sos, key) ? "" : " (no such storage object)");
+				free(key);
 				continue;
 			}
 			json_object *x = json_object_new_object();
 			json_object_object_add(x, "lun", json_object_new_int64(idx));
 			json_object_object_add(x, "backstore", json_object_get(ours));
 			json_object_array_add(luns, x);
+			carried[idx] = true;
 			if (strcmp(gp, gp0))
 				imp_drop(l->im, at(p, "%s.alua_tg_pt_gp_name", lp),
 					 "%s: isertd's ALUA groups hold portal groups, and this one is in %s: taken as %s",
 					 imp_shown(gp), imp_shown(gp0), imp_shown(gp0));
 			else if (strcmp(gp, "default_tg_pt_gp") && !so_group(l, key, gp))
 				imp_drop(l->im, at(p, "%s.alua_tg_pt_gp_name", lp), "%s: no such group on %s", imp_shown(gp), imp_shown(key));
+			free(key);
 		}
 	}
 	if (gp0 && !l->bad) {
 		json_object *e = json_object_new_object();
 		json_object_object_add(e, "tag", json_object_new_int64(tag));
 		json_object_object_add(e, "gp", json_object_new_string(gp0));
-		json_object_object_add(e, "so", json_object_new_string(so0));
+		json_object_object_add(e, "so", json_object_new_string(key0));
 		json_object_array_add(tpg_groups, e);
 	}
+	free(key0);
 	json_object_object_add(g, "luns", luns);
 
 	json_object_object_add(g, "acls", json_object_new_array());
@@ -804,7 +832,7 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 			l->bad = true;
 			break;
 		}
-		node_acl(l, a, ap, g, auth, prod_wp != 0, luns);
+		node_acl(l, a, ap, g, auth, prod_wp != 0, carried);
 	}
 	static const char *const known[] = { "tag", "enable", "attributes", "parameters", "portals", "luns", "node_acls",
 					     "chap_userid", "chap_password", "chap_mutual_userid", "chap_mutual_password", NULL };
@@ -943,7 +971,7 @@ int import_lio(struct import *im, const char *text, size_t len)
 		imp_fail(im->file, "contains a NUL byte: not a saveconfig.json");
 		return EX_REFUSED;
 	}
-	if (!imp_text(im->file, text, len))
+	if (!imp_text(im->file, text, len, false))
 		return EX_REFUSED;
 	/* Depth bounded: a saveconfig.json is 6 levels deep; a deeper one is not one. */
 	json_tokener *tok = json_tokener_new_ex(32);
@@ -973,11 +1001,12 @@ int import_lio(struct import *im, const char *text, size_t len)
 		return EX_REFUSED;
 	}
 	struct lio l = { .im = im, .map = json_object_new_object(), .sos = json_object_new_object(),
-			 .used_gps = json_object_new_object() };
+			 .gps = json_object_new_object(), .used_gps = json_object_new_object() };
 	json_object *sos = member(&l, root, "", "storage_objects", json_type_array, false),
 		    *ts = member(&l, root, "", "targets", json_type_array, false),
 		    *fs = member(&l, root, "", "fabric_modules", json_type_array, false);
 	each_object(&l, sos, "storage_objects", storage_object);
+	index_groups(&l);
 	each_object(&l, ts, "targets", target);
 	each_object(&l, fs, "fabric_modules", fabric);
 	/* ALUA groups of storage objects that no carried LUN is in: not carried. */
@@ -989,10 +1018,10 @@ int import_lio(struct import *im, const char *text, size_t len)
 			const char *name = n && json_object_is_type(n, json_type_string) ? json_object_get_string(n) : "";
 			if (!strcmp(name, "default_tg_pt_gp"))
 				continue;
-			char used[2 * PATHLEN];
-			snprintf(used, sizeof(used), "%s %s", key, name);
-			if (!get(l.used_gps, used))
-				imp_drop(im, key, "ALUA group %s: no carried portal group's LUNs are in it", imp_shown(name));
+			char w[PATHLEN];
+			if (!get(get(l.used_gps, key), name))
+				imp_drop(im, at(w, "%s", key), "ALUA group %s: no carried portal group's LUNs are in it",
+					 imp_shown(name));
 		}
 	}
 	json_object_object_foreach(root, k, v)
@@ -1003,6 +1032,7 @@ int import_lio(struct import *im, const char *text, size_t len)
 	}
 	json_object_put(l.map);
 	json_object_put(l.sos);
+	json_object_put(l.gps);
 	json_object_put(l.used_gps);
 	json_object_put(root);
 	return l.bad ? EX_REFUSED : 0;

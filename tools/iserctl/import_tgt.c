@@ -8,10 +8,14 @@
  * no initiator-address and no initiator-name: every initiator admitted.
  * Access is never widened: what isertd cannot check (initiator addresses, a
  * CHAP secret it refuses) leaves the target admitting no initiator instead.
+ * An included file is named, its text never shown (struct src): include
+ * takes any file, and iserctl import runs as root.  Every item is found by
+ * a lookup, not a scan of those before it: work is linear in the input.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <glob.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +29,29 @@
 #define INCLUDE_DEPTH  8      /* include within include ...: deeper is a loop */
 #define INCLUDE_FILES  256    /* files read in all */
 
+/* Keys a LUN takes (in its block, or for every LUN at target level). */
+static const char *const lun_keys[] = {
+	"lun", "scsi_sn", "write-cache", "readonly", "online", "device-type", "bs-type", "bsopts", "block-size",
+	"allow-in-use", NULL,
+};
+#define LUN_KEYS (sizeof(lun_keys) / sizeof(lun_keys[0]) - 1)
+
+/*
+ * Where a line is, and whether its file was included.  tgt-admin's include
+ * takes any file, and iserctl import runs as root: `include /etc/shadow`
+ * once printed its lines as items not carried.  So an included file's line
+ * is named by file and line only, in a message about it (tell) or about
+ * another line (text_of); the main file's lines are the admin's own and
+ * are shown.
+ */
+struct src {
+	char where[160];        /* FILE:LINE */
+	bool included;
+};
+
 struct kv {
 	char *key, *val;
-	char where[160];        /* FILE:LINE */
+	struct src at;
 };
 struct kvs {
 	struct kv *v;
@@ -37,14 +61,16 @@ struct store {
 	char *path;
 	bool direct;
 	struct kvs kv;
-	char where[160];
+	struct src at;
 };
 struct target {
 	char *iqn;
 	struct kvs kv;
 	struct store *st;
 	size_t nst;
-	char where[160];
+	json_object *stores;    /* "b PATH" or "d PATH" (direct) -> index in st; NULL once st is sorted */
+	struct kv *lun_dflt[LUN_KEYS + 1]; /* the target-level value of each of lun_keys, or NULL (the last: none) */
+	struct src at;
 };
 
 struct tgt {
@@ -52,19 +78,65 @@ struct tgt {
 	struct kvs global;
 	struct target *t;
 	size_t nt;
+	json_object *iqns;      /* target name -> index in t */
+	json_object *paths;     /* "path PATH" or "rbd POOL/IMAGE" -> its backstore */
+	json_object *serials;   /* serials given to backstores */
 	struct target *cur;     /* inside <target> */
 	struct store *curst;    /* inside <backing-store>/<direct-store> */
 	size_t used, files;     /* bytes and files read */
 	bool bad;
 };
 
-static void add_kv(struct kvs *k, const char *key, const char *val, const char *where)
+enum tell_how { DROP, NOTE, FAIL };
+
+/* A message about the line at: imp_drop, imp_note or imp_fail; of a line of an included file, its place alone. */
+static void tell(struct tgt *g, enum tell_how how, const struct src *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void tell(struct tgt *g, enum tell_how how, const struct src *at, const char *fmt, ...)
 {
-	k->v = realloc(k->v, (k->n + 1) * sizeof(*k->v));
+	char *msg = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (!at->included && vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	const char *m = !at->included ? msg ? msg : "(out of memory)"
+			: how == FAIL ? "a line of an included file that tgt-admin would not read (not shown)"
+				      : "a line of an included file (not shown)";
+	if (how == DROP)
+		imp_drop(g->im, at->where, "%s", m);
+	else if (how == NOTE)
+		imp_note(g->im, at->where, "%s", m);
+	else
+		imp_fail(at->where, "%s", m);
+	free(msg);
+}
+
+/* Text read at `at`, as a message may show it: an included file's as its place. */
+static const char *text_of(const struct src *at, const char *s)
+{
+	static char ring[4][sizeof(at->where) + 2];
+	static unsigned next;
+	if (!at->included)
+		return imp_shown(s);
+	char *b = ring[next++ % 4];
+	snprintf(b, sizeof(ring[0]), "(%s)", at->where);
+	return b;
+}
+
+/* Room for element n of an array that grows by doubling (a realloc of one more element each time may copy them all). */
+static void *grow(void *p, size_t n, size_t size)
+{
+	return n & (n - 1) ? p : realloc(p, (n ? 2 * n : 1) * size);
+}
+
+static void add_kv(struct kvs *k, const char *key, const char *val, const struct src *at)
+{
+	k->v = grow(k->v, k->n, sizeof(*k->v));
 	struct kv *e = &k->v[k->n++];
 	e->key = strdup(key);
 	e->val = strdup(val);
-	snprintf(e->where, sizeof(e->where), "%s", where);
+	e->at = *at;
 }
 
 static void free_kvs(struct kvs *k)
@@ -103,7 +175,7 @@ static char *trim(char *s)
 static int parse_file(struct tgt *g, const char *path, int depth);
 
 /* include PATTERN: a glob, or a folder (every file in it), relative names from the including file's folder. */
-static void include(struct tgt *g, const char *pat, const char *from, const char *where, int depth)
+static void include(struct tgt *g, const char *pat, const char *from, const struct src *at, int depth)
 {
 	char full[4096];
 	const char *slash = strrchr(from, '/');
@@ -117,7 +189,7 @@ static void include(struct tgt *g, const char *pat, const char *from, const char
 	glob_t gl;
 	int r = glob(full, 0, NULL, &gl);
 	if (r == GLOB_NOMATCH && !strpbrk(pat, "*?[")) {
-		imp_drop(g->im, where, "include %s: no such file: nothing included", imp_shown(pat));
+		tell(g, DROP, at, "include %s: no such file: nothing included", text_of(at, pat));
 	} else if (r == 0) {
 		for (size_t i = 0; i < gl.gl_pathc && !g->bad; i++)
 			if (!stat(gl.gl_pathv[i], &st) && S_ISREG(st.st_mode))
@@ -126,35 +198,43 @@ static void include(struct tgt *g, const char *pat, const char *from, const char
 	globfree(&gl);
 }
 
-static struct target *target_named(struct tgt *g, const char *iqn, const char *where)
+static struct target *target_named(struct tgt *g, const char *iqn, const struct src *at)
 {
 	/* tgt-admin merges blocks of one name (-MergeDuplicateBlocks). */
-	for (size_t i = 0; i < g->nt; i++)
-		if (!strcmp(g->t[i].iqn, iqn))
-			return &g->t[i];
-	g->t = realloc(g->t, (g->nt + 1) * sizeof(*g->t));
+	json_object *i = get(g->iqns, iqn);
+	if (i)
+		return &g->t[json_object_get_int64(i)];
+	json_object_object_add(g->iqns, iqn, json_object_new_int64((int64_t)g->nt));
+	g->t = grow(g->t, g->nt, sizeof(*g->t));
 	struct target *t = &g->t[g->nt++];
 	memset(t, 0, sizeof(*t));
 	t->iqn = strdup(iqn);
-	snprintf(t->where, sizeof(t->where), "%s", where);
+	t->stores = json_object_new_object();
+	t->at = *at;
 	return t;
 }
 
-static struct store *store_named(struct target *t, const char *path, bool direct, const char *where)
+static struct store *store_named(struct target *t, const char *path, bool direct, const struct src *at)
 {
-	for (size_t i = 0; i < t->nst; i++)
-		if (!strcmp(t->st[i].path, path) && t->st[i].direct == direct)
-			return &t->st[i];
-	t->st = realloc(t->st, (t->nst + 1) * sizeof(*t->st));
+	char *key;
+	if (asprintf(&key, "%c %s", direct ? 'd' : 'b', path) < 0)
+		return NULL;
+	json_object *i = get(t->stores, key);
+	if (!i)
+		json_object_object_add(t->stores, key, json_object_new_int64((int64_t)t->nst));
+	free(key);
+	if (i)
+		return &t->st[json_object_get_int64(i)];
+	t->st = grow(t->st, t->nst, sizeof(*t->st));
 	struct store *s = &t->st[t->nst++];
 	memset(s, 0, sizeof(*s));
 	s->path = strdup(path);
 	s->direct = direct;
-	snprintf(s->where, sizeof(s->where), "%s", where);
+	s->at = *at;
 	return s;
 }
 
-static void line(struct tgt *g, char *s, const char *file, const char *where, int depth)
+static void line(struct tgt *g, char *s, const char *file, const struct src *at, int depth)
 {
 	/* A # starts a comment unless escaped (Config::General). */
 	for (char *c = s; *c; c++) {
@@ -173,17 +253,17 @@ static void line(struct tgt *g, char *s, const char *file, const char *where, in
 		size_t n = strlen(s);
 		if (!strncasecmp(s, "<<include", 9) && n > 11 && s[n - 1] == '>' && s[n - 2] == '>') {
 			s[n - 2] = 0;
-			include(g, trim(s + 9), file, where, depth);
+			include(g, trim(s + 9), file, at, depth);
 			return;
 		}
-		imp_fail(where, "%s: here-documents are not read", imp_shown(s));
+		tell(g, FAIL, at, "%s: here-documents are not read", text_of(at, s));
 		g->bad = true;
 		return;
 	}
 	if (s[0] == '<') {
 		size_t n = strlen(s);
 		if (s[n - 1] != '>') {
-			imp_fail(where, "%s: a block line must end with >", imp_shown(s));
+			tell(g, FAIL, at, "%s: a block line must end with >", text_of(at, s));
 			g->bad = true;
 			return;
 		}
@@ -195,7 +275,7 @@ static void line(struct tgt *g, char *s, const char *file, const char *where, in
 			} else if (g->cur && !g->curst && !strcasecmp(name, "target")) {
 				g->cur = NULL;
 			} else {
-				imp_fail(where, "</%s> closes no open block", imp_shown(name));
+				tell(g, FAIL, at, "</%s> closes no open block", text_of(at, name));
 				g->bad = true;
 			}
 			return;
@@ -207,12 +287,12 @@ static void line(struct tgt *g, char *s, const char *file, const char *where, in
 			*arg++ = 0;
 		arg = trim(arg);
 		if (!strcasecmp(name, "target") && !g->cur && *arg) {
-			g->cur = target_named(g, arg, where);
+			g->cur = target_named(g, arg, at);
 		} else if (g->cur && !g->curst && *arg &&
 			   (!strcasecmp(name, "backing-store") || !strcasecmp(name, "direct-store"))) {
-			g->curst = store_named(g->cur, arg, !strcasecmp(name, "direct-store"), where);
+			g->curst = store_named(g->cur, arg, !strcasecmp(name, "direct-store"), at);
 		} else {
-			imp_fail(where, "<%s%s%s>: %s", imp_shown(name), *arg ? " " : "", *arg ? imp_shown(arg) : "",
+			tell(g, FAIL, at, "<%s%s%s>: %s", text_of(at, name), *arg ? " " : "", *arg ? text_of(at, arg) : "",
 				 !*arg ? "a block needs a name" : g->cur ? "not a block tgt-admin reads inside <target>" : "tgt-admin reads only <target> blocks here");
 			g->bad = true;
 		}
@@ -228,10 +308,10 @@ static void line(struct tgt *g, char *s, const char *file, const char *where, in
 	if (*v == '=')
 		v = trim(v + 1);
 	if (!strcasecmp(s, "include")) {
-		include(g, v, file, where, depth);
+		include(g, v, file, at, depth);
 		return;
 	}
-	add_kv(g->curst ? &g->curst->kv : g->cur ? &g->cur->kv : &g->global, s, v, where);
+	add_kv(g->curst ? &g->curst->kv : g->cur ? &g->cur->kv : &g->global, s, v, at);
 }
 
 static int parse_file(struct tgt *g, const char *path, int depth)
@@ -249,14 +329,15 @@ static int parse_file(struct tgt *g, const char *path, int depth)
 		g->bad = true;
 		return EX_REFUSED;
 	}
-	if (memchr(text, 0, len) || !imp_text(path, text, len)) {
+	if (memchr(text, 0, len) || !imp_text(path, text, len, depth > 0)) {
 		if (memchr(text, 0, len))
 			imp_fail(path, "contains a NUL byte: not a targets.conf");
 		g->bad = true;
 		free(text);
 		return EX_REFUSED;
 	}
-	char buf[LINE_MAX_BYTES + 1], where[160];
+	char buf[LINE_MAX_BYTES + 1];
+	struct src at = { .included = depth > 0 };
 	size_t have = 0;
 	unsigned lineno = 0, first = 0;
 	for (char *p = text; *p && !g->bad;) {
@@ -269,8 +350,8 @@ static int parse_file(struct tgt *g, const char *path, int depth)
 		if (n && p[n - 1] == '\r')
 			n--;
 		if (have + n > LINE_MAX_BYTES) {
-			snprintf(where, sizeof(where), "%s:%u", path, lineno);
-			imp_fail(where, "line longer than %d bytes: refused", LINE_MAX_BYTES);
+			snprintf(at.where, sizeof(at.where), "%s:%u", path, lineno);
+			imp_fail(at.where, "line longer than %d bytes: refused", LINE_MAX_BYTES);
 			g->bad = true;
 			break;
 		}
@@ -283,8 +364,8 @@ static int parse_file(struct tgt *g, const char *path, int depth)
 			buf[--have] = 0;
 			continue;
 		}
-		snprintf(where, sizeof(where), "%s:%u", path, first);
-		line(g, buf, path, where, depth);
+		snprintf(at.where, sizeof(at.where), "%s:%u", path, first);
+		line(g, buf, path, &at, depth);
 		have = 0;
 	}
 	free(text);
@@ -293,14 +374,10 @@ static int parse_file(struct tgt *g, const char *path, int depth)
 
 /* ---- the configuration ------------------------------------------------------ */
 
-/* Keys a LUN takes (in its block, or for every LUN at target level), with what becomes of them. */
+/* Keys a LUN may have that isertd has no setting for (lun_keys: those it reads). */
 static const char *const lun_dropped[] = {
 	"vendor_id", "product_id", "product_rev", "scsi_id", "removable", "sense_format", "mode_page", "params",
 	"lbppbe", "la_lba", "optimal_xfer_gran", "optimal_xfer_len", "path", "bsoflags", NULL,
-};
-static const char *const lun_keys[] = {
-	"lun", "scsi_sn", "write-cache", "readonly", "online", "device-type", "bs-type", "bsopts", "block-size",
-	"allow-in-use", NULL,
 };
 static const char *const target_params[] = {
 	"MaxRecvDataSegmentLength", "HeaderDigest", "DataDigest", "InitialR2T", "MaxOutstandingR2T", "ImmediateData",
@@ -319,11 +396,14 @@ static bool listed(const char *const *l, const char *k)
 	return false;
 }
 
-/* The LUN's value of key: its own, else the target's (tgt-admin's "global" LUN parameters). */
+/* The LUN's value of key (one of lun_keys): its own, else the target's (tgt-admin's "global" LUN parameters). */
 static struct kv *lun_opt(struct target *t, struct store *s, const char *key)
 {
 	struct kv *v = find(&s->kv, key);
-	return v ? v : find(&t->kv, key);
+	size_t i = 0;
+	while (!v && lun_keys[i] && strcmp(lun_keys[i], key))
+		i++;
+	return v ? v : t->lun_dflt[i];
 }
 
 static bool truthy(const char *v)
@@ -346,14 +426,14 @@ static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 	struct kv *bst = lun_opt(t, s, "bs-type"), *dt = lun_opt(t, s, "device-type");
 	const char *bs = bst ? bst->val : "rdwr";
 	if (dt && strcmp(dt->val, "disk")) {
-		imp_drop(im, dt->where, "device-type %s: isertd serves disks only; LUN %s not carried", imp_shown(dt->val),
-			 imp_shown(s->path));
+		tell(g, DROP, &dt->at, "device-type %s: isertd serves disks only; LUN %s not carried", text_of(&dt->at, dt->val),
+		     text_of(&s->at, s->path));
 		return NULL;
 	}
 	bool rbd = !strcmp(bs, "rbd");
 	if (strcmp(bs, "rdwr") && strcmp(bs, "aio") && !rbd) {
-		imp_drop(im, bst->where, "bs-type %s has no isertd backstore (rdwr, aio and rbd do); LUN %s not carried",
-			 imp_shown(bs), imp_shown(s->path));
+		tell(g, DROP, &bst->at, "bs-type %s has no isertd backstore (rdwr, aio and rbd do); LUN %s not carried",
+		     text_of(&bst->at, bs), text_of(&s->at, s->path));
 		return NULL;
 	}
 	char rbd_pool[256] = "rbd", rbd_image[256];
@@ -361,40 +441,41 @@ static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 		/* tgt's rbd path: [pool/]image[@snapshot]. */
 		const char *slash = strchr(s->path, '/');
 		if (strchr(s->path, '@') || strlen(s->path) >= sizeof(rbd_image) || (slash && strchr(slash + 1, '/'))) {
-			imp_drop(im, s->where, "rbd %s: a snapshot or a name isertd does not take; LUN not carried",
-				 imp_shown(s->path));
+			tell(g, DROP, &s->at, "rbd %s: a snapshot or a name isertd does not take; LUN not carried",
+			     text_of(&s->at, s->path));
 			return NULL;
 		}
 		if (slash)
 			snprintf(rbd_pool, sizeof(rbd_pool), "%.*s", (int)(slash - s->path), s->path);
 		snprintf(rbd_image, sizeof(rbd_image), "%s", slash ? slash + 1 : s->path);
 	} else if (s->path[0] != '/') {
-		imp_drop(im, s->where, "%s: not an absolute path; LUN not carried", imp_shown(s->path));
+		tell(g, DROP, &s->at, "%s: not an absolute path; LUN not carried", text_of(&s->at, s->path));
 		return NULL;
 	}
 	/* One backstore per path: isertd refuses two on one path, tgt lets targets share a device. */
-	for (size_t i = 0; i < json_object_array_length(im->backstores); i++) {
-		json_object *b = json_object_array_get_idx(im->backstores, i);
-		const char *p = json_object_get_string(get(b, "path"));
-		char rp[600];
-		snprintf(rp, sizeof(rp), "%s/%s", json_object_get_string(get(b, "pool")), json_object_get_string(get(b, "image")));
-		if ((!rbd && p && !strcmp(p, s->path)) || (rbd && get(b, "pool") && !strcmp(rp, s->path))) {
-			/* Settings of a later LUN on the same store that differ from the first's are not carried. */
-			struct kv *wc = lun_opt(t, s, "write-cache"), *sn = lun_opt(t, s, "scsi_sn");
-			bool wce = !wc || strcasecmp(wc->val, "off");
-			const char *have = json_object_get_string(get(b, "serial"));
-			if (wce != json_object_get_boolean(get(b, "write_cache")))
-				imp_drop(im, wc ? wc->where : s->where, "write-cache of %s: the backstore is shared with an earlier "
-					 "LUN, whose setting (%s) it keeps", imp_shown(s->path), wce ? "off" : "on");
-			if (sn && (!have || strcmp(have, sn->val)))
-				imp_drop(im, sn->where, "scsi_sn %s of %s: the backstore is shared with an earlier LUN, whose serial "
-					 "it keeps", imp_shown(sn->val), imp_shown(s->path));
-			return json_object_get_string(get(b, "name"));
-		}
+	char *key;
+	if ((rbd ? asprintf(&key, "rbd %s/%s", rbd_pool, rbd_image) : asprintf(&key, "path %s", s->path)) < 0)
+		return NULL;
+	json_object *b = get(g->paths, key);
+	if (b) {
+		free(key);
+		/* Settings of a later LUN on the same store that differ from the first's are not carried. */
+		struct kv *wc = lun_opt(t, s, "write-cache"), *sn = lun_opt(t, s, "scsi_sn");
+		bool wce = !wc || strcasecmp(wc->val, "off");
+		const char *have = json_object_get_string(get(b, "serial"));
+		if (wce != json_object_get_boolean(get(b, "write_cache")))
+			tell(g, DROP, wc ? &wc->at : &s->at, "write-cache of %s: the backstore is shared with an earlier LUN, "
+			     "whose setting (%s) it keeps", text_of(&s->at, s->path), wce ? "off" : "on");
+		if (sn && (!have || strcmp(have, sn->val)))
+			tell(g, DROP, &sn->at, "scsi_sn %s of %s: the backstore is shared with an earlier LUN, whose serial it keeps",
+			     text_of(&sn->at, sn->val), text_of(&s->at, s->path));
+		return json_object_get_string(get(b, "name"));
 	}
 	const char *base = rbd ? rbd_image : strrchr(s->path, '/') + 1;
 	char *name = imp_backstore_name(im, base);
-	json_object *b = json_object_new_object();
+	b = json_object_new_object();
+	json_object_object_add(g->paths, key, json_object_get(b));
+	free(key);
 	json_object_object_add(b, "name", json_object_new_string(name));
 	free(name);
 	if (rbd) {
@@ -406,7 +487,8 @@ static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 		struct stat st;
 		bool blk = !stat(s->path, &st) ? S_ISBLK(st.st_mode) : !strncmp(s->path, "/dev/", 5);
 		if (stat(s->path, &st))
-			imp_note(im, s->where, "%s does not exist here: taken as a %s", imp_shown(s->path), blk ? "block device" : "file");
+			tell(g, NOTE, &s->at, "%s does not exist here: taken as a %s", text_of(&s->at, s->path),
+			     blk ? "block device" : "file");
 		json_object_object_add(b, "type", json_object_new_string(blk ? "block" : "file"));
 		json_object_object_add(b, "path", json_object_new_string(s->path));
 	}
@@ -419,26 +501,23 @@ static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 		if (n == 512 || n == 1024 || n == 2048 || n == 4096)
 			json_object_object_add(b, "block_size", json_object_new_int64(n));
 		else
-			imp_drop(im, bsz->where, "block-size %s: isertd takes 512, 1024, 2048 or 4096", imp_shown(bsz->val));
+			tell(g, DROP, &bsz->at, "block-size %s: isertd takes 512, 1024, 2048 or 4096", text_of(&bsz->at, bsz->val));
 	}
 	struct kv *sn = lun_opt(t, s, "scsi_sn");
 	if (sn) {
 		bool ok = *sn->val && strlen(sn->val) <= 64;
 		for (const char *c = sn->val; ok && *c; c++)
 			ok = *c > ' ' && *c < 127;
-		bool dup = false;
-		for (size_t i = 0; ok && i < json_object_array_length(im->backstores); i++) {
-			const char *o = json_object_get_string(get(json_object_array_get_idx(im->backstores, i), "serial"));
-			dup |= o && !strcmp(o, sn->val);
-		}
 		if (!ok)
-			imp_drop(im, sn->where, "scsi_sn %s: isertd's serial is 1-64 printable characters without spaces",
-				 imp_shown(sn->val));
-		else if (dup)
-			imp_drop(im, sn->where, "scsi_sn %s for %s: another LUN has it already (isertd's serials are unique)",
-				 imp_shown(sn->val), imp_shown(s->path));
-		else
+			tell(g, DROP, &sn->at, "scsi_sn %s: isertd's serial is 1-64 printable characters without spaces",
+			     text_of(&sn->at, sn->val));
+		else if (get(g->serials, sn->val))
+			tell(g, DROP, &sn->at, "scsi_sn %s for %s: another LUN has it already (isertd's serials are unique)",
+			     text_of(&sn->at, sn->val), text_of(&s->at, s->path));
+		else {
 			json_object_object_add(b, "serial", json_object_new_string(sn->val));
+			json_object_object_add(g->serials, sn->val, json_object_new_boolean(true));
+		}
 	}
 	struct kv *bo = lun_opt(t, s, "bsopts");
 	if (bo && rbd) {
@@ -450,11 +529,11 @@ static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 			else if (!strncmp(o, "id=", 3))
 				json_object_object_add(b, "client_id", json_object_new_string(o + 3));
 			else
-				imp_drop(im, bo->where, "bsopts %s: not an rbd option isertd takes", imp_shown(o));
+				tell(g, DROP, &bo->at, "bsopts %s: not an rbd option isertd takes", text_of(&bo->at, o));
 		}
 		free(opts);
 	} else if (bo) {
-		imp_drop(im, bo->where, "bsopts %s: no setting", imp_shown(bo->val));
+		tell(g, DROP, &bo->at, "bsopts %s: no setting", text_of(&bo->at, bo->val));
 	}
 	json_object_array_add(im->backstores, b);
 	return json_object_get_string(get(b, "name"));
@@ -464,6 +543,7 @@ static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 static json_object *chap(struct tgt *g, struct target *t, bool *locked)
 {
 	json_object *c = NULL;
+	struct kv *user = NULL; /* c's line */
 	bool any = false;
 	const char *pw = NULL;
 	for (size_t i = 0; i < t->kv.n; i++) {
@@ -474,18 +554,19 @@ static json_object *chap(struct tgt *g, struct target *t, bool *locked)
 		/* "USER SECRET": the secret is never shown. */
 		char *sp = strchr(k->val, ' ');
 		if (!sp) {
-			imp_drop(g->im, k->where, "incominguser: expected USER SECRET");
+			tell(g, DROP, &k->at, "incominguser: expected USER SECRET");
 			continue;
 		}
 		*sp = 0;
 		char *secret = trim(sp + 1);
 		if (c) {
-			imp_drop(g->im, k->where, "incominguser %s: isertd takes one CHAP user per initiator (the first, %s)",
-				 imp_shown(k->val), imp_shown(json_object_get_string(get(c, "userid"))));
+			tell(g, DROP, &k->at, "incominguser %s: isertd takes one CHAP user per initiator (the first, %s)",
+			     text_of(&k->at, k->val), text_of(&user->at, json_object_get_string(get(c, "userid"))));
 		} else if (!imp_secret_ok(secret) || strlen(k->val) > 255) {
-			imp_drop(g->im, k->where, "incominguser %s: the secret is not 12-255 characters (isertd's rule, docs/config.md)",
-				 imp_shown(k->val));
+			tell(g, DROP, &k->at, "incominguser %s: the secret is not 12-255 characters (isertd's rule, docs/config.md)",
+			     text_of(&k->at, k->val));
 		} else {
+			user = k;
 			c = json_object_new_object();
 			json_object_object_add(c, "userid", json_object_new_string(k->val));
 			json_object_object_add(c, "password", json_object_new_string(secret));
@@ -506,14 +587,14 @@ static json_object *chap(struct tgt *g, struct target *t, bool *locked)
 		while (*secret == ' ')
 			secret++;
 		if (!first)
-			imp_drop(g->im, k->where, "outgoinguser %s: only one is used (tgt-admin too)", imp_shown(k->val));
+			tell(g, DROP, &k->at, "outgoinguser %s: only one is used (tgt-admin too)", text_of(&k->at, k->val));
 		else if (!sp)
-			imp_drop(g->im, k->where, "outgoinguser: expected USER SECRET");
+			tell(g, DROP, &k->at, "outgoinguser: expected USER SECRET");
 		else if (!c)
-			imp_drop(g->im, k->where, "outgoinguser %s: mutual CHAP needs a usable incominguser", imp_shown(k->val));
+			tell(g, DROP, &k->at, "outgoinguser %s: mutual CHAP needs a usable incominguser", text_of(&k->at, k->val));
 		else if (!imp_secret_ok(secret) || !strcmp(secret, pw) || strlen(k->val) > 255)
-			imp_drop(g->im, k->where, "outgoinguser %s: the secret is not 12-255 characters or equals the initiator's",
-				 imp_shown(k->val));
+			tell(g, DROP, &k->at, "outgoinguser %s: the secret is not 12-255 characters or equals the initiator's",
+			     text_of(&k->at, k->val));
 		else {
 			json_object_object_add(c, "mutual_userid", json_object_new_string(k->val));
 			json_object_object_add(c, "mutual_password", json_object_new_string(secret));
@@ -525,21 +606,30 @@ static json_object *chap(struct tgt *g, struct target *t, bool *locked)
 	return c;
 }
 
-static void target(struct tgt *g, struct target *t, const char *driver)
+/* Target t; driver: the default-driver line, or NULL (iscsi). */
+static void target(struct tgt *g, struct target *t, struct kv *driver)
 {
 	struct import *im = g->im;
 	if (!iscsi_name_valid(t->iqn)) {
-		imp_drop(im, t->where, "%s: not a valid iSCSI name (docs/config.md): the target is not carried",
-			 imp_shown(t->iqn));
+		tell(g, DROP, &t->at, "%s: not a valid iSCSI name (docs/config.md): the target is not carried",
+		     text_of(&t->at, t->iqn));
 		return;
 	}
 	json_object *to = json_object_new_object(), *tpg = json_object_new_object(), *luns = json_object_new_array(),
 		    *acls = json_object_new_array(), *params = json_object_new_object();
 	json_object_object_add(to, "iqn", json_object_new_string(t->iqn));
+	/* The target-level LUN keys, looked up once: each LUN's lookup in every line of the target was O(n^2). */
+	for (size_t i = 0; i < t->kv.n; i++)
+		for (size_t k = 0; k < LUN_KEYS; k++)
+			if (!strcmp(t->kv.v[i].key, lun_keys[k]))
+				t->lun_dflt[k] = &t->kv.v[i];
 	struct kv *drv = find(&t->kv, "driver");
-	const char *d = drv ? drv->val : driver;
+	if (!drv)
+		drv = driver;
+	const char *d = drv ? drv->val : "iscsi";
 	if (strcmp(d, "iscsi") && strcmp(d, "iser"))
-		imp_drop(im, drv ? drv->where : t->where, "driver %s: isertd serves iscsi and iser; taken as iscsi", imp_shown(d));
+		tell(g, DROP, drv == driver ? &t->at : &drv->at, "driver %s: isertd serves iscsi and iser; taken as iscsi",
+		     text_of(&drv->at, d));
 	json_object *portal = json_object_new_object();
 	json_object_object_add(portal, "ip", json_object_new_string("0.0.0.0"));
 	json_object_object_add(portal, "port", json_object_new_int(3260));
@@ -551,9 +641,12 @@ static void target(struct tgt *g, struct target *t, const char *driver)
 	json_object_object_add(tpg, "portals", portals);
 
 	/* LUN numbers as tgt-admin gives them: explicit ones reserved, the rest the lowest free from 1. */
+	json_object_put(t->stores); /* its indexes are the order of the lines */
+	t->stores = NULL;
 	if (t->nst) /* qsort takes no NULL, even for nothing */
 		qsort(t->st, t->nst, sizeof(*t->st), cmp_store);
 	bool used[16384] = { false };
+	long free_n = 1; /* no LUN below it is free: numbers are only ever taken */
 	for (size_t i = 0; i < t->nst; i++) {
 		struct kv *l = find(&t->st[i].kv, "lun");
 		long n = l ? strtol(l->val, NULL, 10) : -1;
@@ -575,37 +668,43 @@ static void target(struct tgt *g, struct target *t, const char *driver)
 			char *end;
 			n = strtol(l->val, &end, 10);
 			if (*end || n < 1 || n > 16383) {
-				imp_drop(im, l->where, "lun %s: isertd's LUNs are 0-16383 and tgt's LUN 0 is its controller; %s not carried",
-					 imp_shown(l->val), imp_shown(s->path));
+				tell(g, DROP, &l->at, "lun %s: isertd's LUNs are 0-16383 and tgt's LUN 0 is its controller; %s not "
+				     "carried", text_of(&l->at, l->val), text_of(&s->at, s->path));
 				continue;
 			}
 			if (l == tlun && used[n]) {
-				imp_drop(im, l->where, "lun %ld: taken by another LUN already; %s not carried", n, imp_shown(s->path));
+				tell(g, DROP, &l->at, "lun %ld: taken by another LUN already; %s not carried", n,
+				     text_of(&s->at, s->path));
 				continue;
 			}
 		} else {
-			for (n = 1; n < 16384 && used[n]; n++)
-				;
+			while (free_n < 16384 && used[free_n])
+				free_n++;
+			if (free_n == 16384) {
+				tell(g, DROP, &s->at, "%s: no LUN number left (1-16383 are taken)", text_of(&s->at, s->path));
+				continue;
+			}
+			n = free_n;
 		}
 		used[n] = true;
 		for (size_t k = 0; k < s->kv.n; k++) {
 			struct kv *e = &s->kv.v[k];
 			if (listed(lun_dropped, e->key))
-				imp_drop(im, e->where, "%s %s: no isertd setting (docs/config.md)", e->key, imp_shown(e->val));
+				tell(g, DROP, &e->at, "%s %s: no isertd setting (docs/config.md)", text_of(&e->at, e->key),
+				     text_of(&e->at, e->val));
 			else if (!listed(lun_keys, e->key))
-				imp_drop(im, e->where, "%s: not a key tgt-admin reads in a %s block", imp_shown(e->key),
-					 s->direct ? "direct-store" : "backing-store");
+				tell(g, DROP, &e->at, "%s: not a key tgt-admin reads in a %s block", text_of(&e->at, e->key),
+				     s->direct ? "direct-store" : "backing-store");
 		}
 		const char *name = backstore(g, t, s);
 		if (!name)
 			continue;
 		if (s->direct)
-			imp_drop(im, s->where, "direct-store %s: served as a block device; the INQUIRY vendor, product and "
-					       "revision tgt-admin copies from it (sg_inq) are isertd's own",
-				 imp_shown(s->path));
+			tell(g, DROP, &s->at, "direct-store %s: served as a block device; the INQUIRY vendor, product and "
+			     "revision tgt-admin copies from it (sg_inq) are isertd's own", text_of(&s->at, s->path));
 		struct kv *on = lun_opt(t, s, "online");
 		if (on && !truthy(on->val))
-			imp_drop(im, on->where, "online %s: isertd's LUNs are always online", imp_shown(on->val));
+			tell(g, DROP, &on->at, "online %s: isertd's LUNs are always online", text_of(&on->at, on->val));
 		json_object *x = json_object_new_object();
 		json_object_object_add(x, "lun", json_object_new_int64(n));
 		json_object_object_add(x, "backstore", json_object_new_string(name));
@@ -623,11 +722,11 @@ static void target(struct tgt *g, struct target *t, const char *driver)
 		struct kv *k = &t->kv.v[i];
 		if (!strcmp(k->key, "initiator-address")) {
 			by_addr = true;
-			imp_drop(im, k->where, "initiator-address %s: isertd admits initiators by name (ACLs), not by address",
-				 imp_shown(k->val));
+			tell(g, DROP, &k->at, "initiator-address %s: isertd admits initiators by name (ACLs), not by address",
+			     text_of(&k->at, k->val));
 		} else if (!strcmp(k->key, "initiator-name") && !locked && !iscsi_name_valid(k->val)) {
 			named = true;
-			imp_drop(im, k->where, "initiator-name %s: not a valid iSCSI name: not carried", imp_shown(k->val));
+			tell(g, DROP, &k->at, "initiator-name %s: not a valid iSCSI name: not carried", text_of(&k->at, k->val));
 		} else if (!strcmp(k->key, "initiator-name") && !locked) {
 			named = true;
 			json_object *a = json_object_new_object(), *ml = json_object_new_array();
@@ -648,47 +747,49 @@ static void target(struct tgt *g, struct target *t, const char *driver)
 			long long n = strtoll(k->val, &end, 10);
 			if (!strcmp(k->key, "InitialR2T") || !strcmp(k->key, "ImmediateData")) {
 				if (strcasecmp(k->val, "yes") && strcasecmp(k->val, "no"))
-					imp_drop(im, k->where, "%s %s: expected Yes or No", k->key, imp_shown(k->val));
+					tell(g, DROP, &k->at, "%s %s: expected Yes or No", text_of(&k->at, k->key),
+					     text_of(&k->at, k->val));
 				else
 					json_object_object_add(params, k->key, json_object_new_boolean(!strcasecmp(k->val, "yes")));
 			} else if (strstr(k->key, "Digest")) {
 				if (strcmp(k->val, "None") && strcmp(k->val, "CRC32C,None") && strcmp(k->val, "None,CRC32C"))
-					imp_drop(im, k->where, "%s %s: isertd offers None, CRC32C,None or None,CRC32C", k->key, imp_shown(k->val));
+					tell(g, DROP, &k->at, "%s %s: isertd offers None, CRC32C,None or None,CRC32C",
+					     text_of(&k->at, k->key), text_of(&k->at, k->val));
 				else
 					json_object_object_add(params, k->key, json_object_new_string(k->val));
 			} else if (!*k->val || *end || n < 0) {
-				imp_drop(im, k->where, "%s %s: not a number", k->key, imp_shown(k->val));
+				tell(g, DROP, &k->at, "%s %s: not a number", text_of(&k->at, k->key), text_of(&k->at, k->val));
 			} else {
 				json_object_object_add(params, k->key, json_object_new_int64(n));
 			}
 		} else if (listed(target_params_dropped, k->key)) {
-			imp_drop(im, k->where, "%s %s: no isertd setting", k->key, imp_shown(k->val));
+			tell(g, DROP, &k->at, "%s %s: no isertd setting", text_of(&k->at, k->key), text_of(&k->at, k->val));
 		} else if (!strcmp(k->key, "backing-store") || !strcmp(k->key, "direct-store")) {
 			/* read below (stores) */
 		} else if (!strcmp(k->key, "controller_tid") || !strcmp(k->key, "driver") || !strcmp(k->key, "incominguser") ||
 			   !strcmp(k->key, "outgoinguser") || !strcmp(k->key, "initiator-name") || listed(lun_keys, k->key)) {
 			/* tgt's own numbering, or read above */
 		} else if (listed(lun_dropped, k->key)) {
-			imp_drop(im, k->where, "%s %s: no isertd setting (docs/config.md)", k->key, imp_shown(k->val));
+			tell(g, DROP, &k->at, "%s %s: no isertd setting (docs/config.md)", text_of(&k->at, k->key),
+			     text_of(&k->at, k->val));
 		} else {
-			imp_drop(im, k->where, "%s: not a key tgt-admin reads in a <target> block", imp_shown(k->key));
+			tell(g, DROP, &k->at, "%s: not a key tgt-admin reads in a <target> block", text_of(&k->at, k->key));
 		}
 	}
 	if (locked) {
-		imp_drop(im, t->where, "%s: no usable incominguser: the target is imported admitting no initiator",
-			 imp_shown(t->iqn));
+		tell(g, DROP, &t->at, "%s: no usable incominguser: the target is imported admitting no initiator",
+		     text_of(&t->at, t->iqn));
 	} else if (!json_object_array_length(acls) && !by_addr && !named) {
 		/* tgt-admin binds ALL when the target names no initiator. */
 		json_object_object_add(tpg, "demo_mode", json_object_new_boolean(true));
 		if (c)
 			json_object_object_add(tpg, "demo_chap", json_object_get(c));
 	} else if (named && !json_object_array_length(acls)) {
-		imp_drop(im, t->where, "%s: none of its initiator names was carried: imported admitting no initiator",
-			 imp_shown(t->iqn));
+		tell(g, DROP, &t->at, "%s: none of its initiator names was carried: imported admitting no initiator",
+		     text_of(&t->at, t->iqn));
 	} else if (by_addr && !json_object_array_length(acls)) {
-		imp_drop(im, t->where, "%s: admitted initiators by address only: imported admitting no initiator "
-				       "(add ACLs: iserctl create /iscsi/IQN/tpg1/acls/INITIATOR)",
-			 imp_shown(t->iqn));
+		tell(g, DROP, &t->at, "%s: admitted initiators by address only: imported admitting no initiator "
+		     "(add ACLs: iserctl create /iscsi/IQN/tpg1/acls/INITIATOR)", text_of(&t->at, t->iqn));
 	}
 	json_object_put(c);
 	json_object_object_add(tpg, "acls", acls);
@@ -709,7 +810,7 @@ static void simple_stores(struct target *t)
 		struct kv *k = &t->kv.v[i];
 		bool direct = !strcmp(k->key, "direct-store");
 		if (direct || !strcmp(k->key, "backing-store"))
-			store_named(t, trim(k->val), direct, k->where);
+			store_named(t, trim(k->val), direct, &k->at);
 	}
 }
 
@@ -717,7 +818,7 @@ static void discovery_user(struct tgt *g, struct kv *k, bool outgoing)
 {
 	char *sp = strchr(k->val, ' ');
 	if (!sp) {
-		imp_drop(g->im, k->where, "%s: expected USER SECRET", k->key);
+		tell(g, DROP, &k->at, "%s: expected USER SECRET", k->key);
 		return;
 	}
 	*sp = 0;
@@ -725,15 +826,15 @@ static void discovery_user(struct tgt *g, struct kv *k, bool outgoing)
 	json_object *c = get(g->im->discovery, "chap");
 	if (!imp_secret_ok(secret) || strlen(k->val) > 255 ||
 	    (outgoing && c && !strcmp(secret, json_object_get_string(get(c, "password"))))) {
-		imp_drop(g->im, k->where, "%s %s: the secret is not 12-255 characters%s", k->key, imp_shown(k->val),
-			 outgoing ? " or equals the initiator's" : "");
+		tell(g, DROP, &k->at, "%s %s: the secret is not 12-255 characters%s", k->key, text_of(&k->at, k->val),
+		     outgoing ? " or equals the initiator's" : "");
 	} else if (outgoing && !c) {
-		imp_drop(g->im, k->where, "%s %s: mutual CHAP needs a usable incomingdiscoveryuser", k->key, imp_shown(k->val));
+		tell(g, DROP, &k->at, "%s %s: mutual CHAP needs a usable incomingdiscoveryuser", k->key, text_of(&k->at, k->val));
 	} else if (outgoing) {
 		json_object_object_add(c, "mutual_userid", json_object_new_string(k->val));
 		json_object_object_add(c, "mutual_password", json_object_new_string(secret));
 	} else if (c) {
-		imp_drop(g->im, k->where, "%s %s: one discovery CHAP user (the first)", k->key, imp_shown(k->val));
+		tell(g, DROP, &k->at, "%s %s: one discovery CHAP user (the first)", k->key, text_of(&k->at, k->val));
 	} else {
 		c = json_object_new_object();
 		json_object_object_add(c, "userid", json_object_new_string(k->val));
@@ -746,25 +847,26 @@ static void discovery_user(struct tgt *g, struct kv *k, bool outgoing)
 
 int import_tgt(struct import *im, const char *path)
 {
-	struct tgt g = { .im = im };
+	struct tgt g = { .im = im, .iqns = json_object_new_object(), .paths = json_object_new_object(),
+			 .serials = json_object_new_object() };
 	int rc = parse_file(&g, path, 0);
 	if (!rc && (g.cur || g.curst)) {
-		imp_fail(g.curst ? g.curst->where : g.cur->where, "block not closed at the end of the file");
+		imp_fail(g.curst ? g.curst->at.where : g.cur->at.where, "block not closed at the end of the file");
 		rc = EX_REFUSED;
 	}
-	const char *driver = "iscsi";
+	struct kv *driver = NULL;
 	bool locked_discovery = false;
 	for (size_t i = 0; !rc && i < g.global.n; i++) {
 		struct kv *k = &g.global.v[i];
 		if (!strcmp(k->key, "default-driver"))
-			driver = k->val;
+			driver = k;
 		else if (!strcmp(k->key, "incomingdiscoveryuser"))
 			discovery_user(&g, k, false), locked_discovery |= !get(im->discovery, "chap");
 		else if (!strcmp(k->key, "ignore-errors") || !strcmp(k->key, "control-port"))
 			; /* how tgt-admin runs tgtadm: nothing an initiator sees */
 		else if (strcmp(k->key, "outgoingdiscoveryuser"))
-			imp_drop(im, k->where, "%s: %s", imp_shown(k->key),
-				 !strncmp(k->key, "iSNS", 4) ? "iSNS is not supported" : "not a global key tgt-admin reads");
+			tell(&g, DROP, &k->at, "%s: %s", text_of(&k->at, k->key),
+			     !strncmp(k->key, "iSNS", 4) ? "iSNS is not supported" : "not a global key tgt-admin reads");
 	}
 	for (size_t i = 0; !rc && i < g.global.n; i++)
 		if (!strcmp(g.global.v[i].key, "outgoingdiscoveryuser"))
@@ -788,8 +890,12 @@ int import_tgt(struct import *im, const char *path)
 		free(g.t[i].st);
 		free(g.t[i].iqn);
 		free_kvs(&g.t[i].kv);
+		json_object_put(g.t[i].stores);
 	}
 	free(g.t);
 	free_kvs(&g.global);
+	json_object_put(g.iqns);
+	json_object_put(g.paths);
+	json_object_put(g.serials);
 	return rc;
 }
