@@ -508,6 +508,16 @@ def bounds(work):
             'stores.conf:4098: /d/4096: the 4097th backstore: isertd takes at most 4096: refused')
     bounded('1025 targets', conf('targets.conf', [x for i in range(1025) for x in (f'<target {T}t{i}>', '</target>')]),
             f'targets.conf:2049: {T}t1024: the 1025th target: isertd takes at most 1024: refused')
+    # Every count within isertd's bounds, and the compact text the loader was given too (16.54 MB), but not the file
+    # -o writes (17.05 MB, pretty-printed, as isertd saves its own): once written, and isertd could not read it.
+    out = os.path.join(work, 'rbd.json')
+    rc, err, _ = measured('import', 'tgt', conf('rbd.conf', [f'<target {T}rbd>', 'bs-type rbd',
+                                                            f'bsopts conf=/{"c" * 3890};id=admin'] +
+                                                 [f'backing-store img{i:04}' for i in range(4096)] + ['</target>']),
+                          '-o', out)
+    check('bounds: 4096 rbd backstores of 3.9 KB each: refused, as the file isertd would not read, and not written',
+          rc == 1 and 'rbd.conf: the configuration made of it is 17046828 bytes as written, and isertd reads at most '
+          '16 MiB: refused' in err and not os.path.exists(out), f'exit {rc} {err[-400:]!r}')
 
 
 def controls(text):
