@@ -16,9 +16,11 @@ loops, long lines) are refused with exit 1 and a message naming the field.
 usage: test_import.py ISERTD ISERCTL FIXTURES [PORT]   (ports PORT..PORT+9)"""
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -427,8 +429,9 @@ def hostile(work):
         except subprocess.TimeoutExpired:
             check(f'hostile: tgt: {name!r} ({text!r}) ends', False, 'iserctl import hung')
     # More stores than LUN numbers: the one past 16383 once took LUN 16384, a write past the numbers' table.
+    # Tapes (none a backstore: isertd takes at most 4096, see bounds()), each still taking its number.
     many = tgt_file('many.conf', '<target iqn.2026-11.org.x:many>\n' +
-                    ''.join(f'backing-store /d/{i}\n' for i in range(16384)) + '</target>\n')
+                    ''.join(f'backing-store /d/{i}\n' for i in range(16384)) + 'device-type tape\n</target>\n')
     try:
         rc, out, err = imp('tgt', many)
         check('hostile: tgt: 16384 LUNs in a target: the last in tgt-admin\'s order not carried',
@@ -440,6 +443,81 @@ def hostile(work):
           rc == 1 and 'esc.conf:2: a control character (0x1b' in err and '\x1b' not in err, repr(err))
     rc, out, err = run(ISERCTL, 'import', 'nfs', 'x')
     check('usage: import nfs: exit 2', rc == 2)
+
+
+def measured(*args, mem=1 << 30):
+    """iserctl ARGS held to mem bytes (the plain build: of address space; ASan reserves terabytes of it, so there
+    its own RSS watch aborts instead): (exit status, stderr, the child's own peak RSS in bytes, from wait4)."""
+    env = dict(os.environ)
+    asan = b'libasan' in open(ISERCTL, 'rb').read()
+    if asan:
+        env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + f':hard_rss_limit_mb={mem >> 20}'
+
+    def limit():
+        if not asan:
+            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([ISERCTL, *args], stdout=out, stderr=err, env=env, preexec_fn=limit)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return p.returncode, err.read().decode(errors='replace'), ru.ru_maxrss << 10
+
+
+def bounds(work):
+    """What an import builds stays within what isertd's loader takes (target/config/config_int.h), and the import
+    stops at the line that passes a bound, before building past it: tgt's rules multiply (each initiator-name
+    maps every LUN of its target), so a small targets.conf once grew iserctl by gigabytes."""
+    def conf(name, lines):
+        path = os.path.join(work, name)
+        open(path, 'w').write(''.join(x + '\n' for x in lines))
+        return path
+
+    def bounded(name, path, want, peak=200 << 20):
+        rc, err, rss = measured('import', 'tgt', path)
+        check(f'bounds: {name}: exit 1, "{want}"', rc == 1 and want in err, f'exit {rc} {err[-400:]!r}')
+        check(f'bounds: {name}: peak RSS {rss >> 20} MiB, under {peak >> 20} MiB', rss < peak)
+
+    # 4096 stores (as many backstores as isertd takes) and 4096 initiator-names (as many ACLs): 16.7 million mapped
+    # LUNs in a 280 KB file.  The ACLs pass 16 MiB as written (-o, isertd's own save), the most isertd reads, at the
+    # k-th name: json.dumps(indent=2) writes what json-c's pretty form does.
+    def acls_text(name, n):
+        return len(json.dumps({'targets': [{'iqn': '', 'tpgs': [{'tag': 1, 'acls': [
+            {'initiator': name, 'mapped_luns': [{'mapped_lun': i, 'tpg_lun': i} for i in range(1, 4097)]}] * n}]}]},
+            indent=2))
+    acl = acls_text('', 2) - acls_text('', 1) - len(',\n') - 12  # one ACL, without the next one's indent
+    names = [f'{T}i{i}' for i in range(1, 4097)]
+    k = next(i for i in range(1, 4097) if sum(acl + len(x) for x in names[:i]) > 16 << 20)
+    path = conf('wide.conf', [f'<target {T}wide>'] + [f'backing-store /wide/d{i:04}' for i in range(4096)] +
+                [f'initiator-name {x}' for x in names] + ['</target>'])
+    bounded('4096 LUNs x 4096 initiator-names', path,
+            f'wide.conf:{4097 + k}: initiator-name {T}i{k}: with its ACL (mapping the 4096 LUNs of {T}wide, as each '
+            'initiator-name does) the ACLs pass 16 MiB as written, the most isertd reads: refused')
+    # Each bound of the loader, passed by one: refused at the line that passes it, not by the loader afterwards.
+    names = [f'initiator-name {T}i{i}' for i in range(1, 4098)]
+    rc, err, _ = measured('import', 'tgt', conf('acls-4096.conf', [f'<target {T}acl>', 'backing-store /d/0'] +
+                                                 names[:4096] + ['</target>']))
+    check('bounds: 4096 initiator-names of a target: carried', rc == 0, f'exit {rc} {err[-400:]!r}')
+    bounded('4097 initiator-names of a target',
+            conf('acls.conf', [f'<target {T}acl>', 'backing-store /d/0'] + names + ['</target>']),
+            f'acls.conf:4099: initiator-name {T}i4097: the 4097th initiator of {T}acl: isertd takes at most 4096 ACLs '
+            'in a portal group: refused')
+    bounded('4097 backstores', conf('stores.conf', [f'<target {T}st>'] + [f'backing-store /d/{i:04}'
+                                                                            for i in range(4097)] + ['</target>']),
+            'stores.conf:4098: /d/4096: the 4097th backstore: isertd takes at most 4096: refused')
+    bounded('1025 targets', conf('targets.conf', [x for i in range(1025) for x in (f'<target {T}t{i}>', '</target>')]),
+            f'targets.conf:2049: {T}t1024: the 1025th target: isertd takes at most 1024: refused')
+    # Every count within isertd's bounds, and the compact text the loader was given too (16.54 MB), but not the file
+    # -o writes (17.05 MB, pretty-printed, as isertd saves its own): once written, and isertd could not read it.
+    out = os.path.join(work, 'rbd.json')
+    rc, err, _ = measured('import', 'tgt', conf('rbd.conf', [f'<target {T}rbd>', 'bs-type rbd',
+                                                            f'bsopts conf=/{"c" * 3890};id=admin'] +
+                                                 [f'backing-store img{i:04}' for i in range(4096)] + ['</target>']),
+                          '-o', out)
+    check('bounds: 4096 rbd backstores of 3.9 KB each: refused, as the file isertd would not read, and not written',
+          rc == 1 and 'rbd.conf: the configuration made of it is 17046828 bytes as written, and isertd reads at most '
+          '16 MiB: refused' in err and not os.path.exists(out), f'exit {rc} {err[-400:]!r}')
 
 
 def controls(text):
@@ -539,6 +617,7 @@ def main():
         tgt_own(work)
         apply(work)
         hostile(work)
+        bounds(work)
         terminal(work)
         includes(work)
     finally:

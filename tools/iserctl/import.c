@@ -205,6 +205,14 @@ json_object *import_doc(const char *kind, const char *file, int *rc, unsigned *d
 		json_object_put(im.global);
 	*dropped = im.dropped;
 	json_object_put(im.names);
+	/* isertd reads no configuration file over 16 MiB, and saves its own as this is written (with a line end): a
+	 * larger document would be written by -o, or saved after --apply, and never read back. */
+	size_t n = *rc ? 0 : strlen(json_object_to_json_string_ext(doc, IMPORT_JSON_FLAGS)) + 1;
+	if (n > IMPORT_MAX_DOC) {
+		imp_fail(file, "the configuration made of it is %zu bytes as written, and isertd reads at most %u MiB: refused",
+			 n, IMPORT_MAX_DOC >> 20);
+		*rc = EX_REFUSED;
+	}
 	/* Never written or applied unless isertd takes it: the loader itself says so (a value that passed the
 	 * reader's checks, a control character escaped in LIO's JSON). */
 	struct config *c = NULL;

@@ -13,6 +13,16 @@
 /* An input (a file, or all of tgt's included files together) larger than this is refused. */
 #define IMPORT_MAX_BYTES (16u << 20)
 
+/* isertd's loader refuses a document past one of these (target/config/config_int.h, CFG_MAX_*): a reader stops at
+ * the item that passes one, before building more of a document that could not be used. */
+#define IMPORT_MAX_TARGETS    1024
+#define IMPORT_MAX_BACKSTORES 4096
+#define IMPORT_MAX_ACLS       4096          /* of a portal group */
+#define IMPORT_MAX_DOC        (16u << 20)   /* bytes of the document as written (CFG_MAX_FILE: isertd reads no more) */
+
+/* The document as it is written (-o, stdout), and as isertd saves its own (target/config/save.c). */
+#define IMPORT_JSON_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+
 struct import {
 	const char *file;       /* as given, for messages */
 	json_object *backstores, *targets, *discovery, *global;

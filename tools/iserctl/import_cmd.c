@@ -84,8 +84,7 @@ int cmd_import(int argc, char **argv)
 	unsigned dropped;
 	json_object *doc = import_doc(kind, file, &rc, &dropped);
 	if (!rc && (out || !(apply || dry)))
-		rc = write_out(out, json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-										 JSON_C_TO_STRING_NOSLASHESCAPE));
+		rc = write_out(out, json_object_to_json_string_ext(doc, IMPORT_JSON_FLAGS));
 	if (!rc && (apply || dry))
 		rc = apply_doc(doc, dry);
 	json_object_put(doc);

@@ -11,6 +11,10 @@
  * An included file is named, its text never shown (struct src): include
  * takes any file, and iserctl import runs as root.  Every item is found by
  * a lookup, not a scan of those before it: work is linear in the input.
+ * What it builds is bounded by isertd's loader (import.h): each
+ * initiator-name is an ACL mapping every LUN of its target, with its CHAP
+ * user, so the ACLs (names x LUNs mapped LUNs) are counted in bytes of the
+ * document as written before each is added.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -84,6 +88,7 @@ struct tgt {
 	struct target *cur;     /* inside <target> */
 	struct store *curst;    /* inside <backing-store>/<direct-store> */
 	size_t used, files;     /* bytes and files read */
+	size_t acl_bytes;       /* the ACLs' bytes in the document as written: at most IMPORT_MAX_DOC */
 	bool bad;
 };
 
@@ -419,7 +424,8 @@ static int cmp_store(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-/* The backstore for store s of target t (one per path, shared by the targets that list it), or NULL. */
+/* The backstore for store s of target t (one per path, shared by the targets that list it), or NULL (g->bad: the
+ * import is refused). */
 static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 {
 	struct import *im = g->im;
@@ -470,6 +476,13 @@ static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 			tell(g, DROP, &sn->at, "scsi_sn %s of %s: the backstore is shared with an earlier LUN, whose serial it keeps",
 			     text_of(&sn->at, sn->val), text_of(&s->at, s->path));
 		return json_object_get_string(get(b, "name"));
+	}
+	if (json_object_array_length(im->backstores) == IMPORT_MAX_BACKSTORES) {
+		free(key);
+		imp_fail(s->at.where, "%s: the %uth backstore: isertd takes at most %u: refused", text_of(&s->at, s->path),
+			 IMPORT_MAX_BACKSTORES + 1, IMPORT_MAX_BACKSTORES);
+		g->bad = true;
+		return NULL;
 	}
 	const char *base = rbd ? rbd_image : strrchr(s->path, '/') + 1;
 	char *name = imp_backstore_name(im, base);
@@ -539,6 +552,28 @@ static const char *backstore(struct tgt *g, struct target *t, struct store *s)
 	return json_object_get_string(get(b, "name"));
 }
 
+/* An ACL of initiator with the target's CHAP user c (or none) and mapped LUNs ml, both shared by its ACLs. */
+static json_object *acl_of(const char *initiator, json_object *c, json_object *ml)
+{
+	json_object *a = json_object_new_object();
+	json_object_object_add(a, "initiator", json_object_new_string(initiator));
+	if (c)
+		json_object_object_add(a, "chap", json_object_get(c));
+	json_object_object_add(a, "mapped_luns", json_object_get(ml));
+	return a;
+}
+
+/* Bytes o takes in the document as written (IMPORT_JSON_FLAGS) where it is depth levels deep: its own text, each line
+ * after the first indented 2 spaces a level more.  o keeps that text until it is freed. */
+static size_t written_bytes(json_object *o, size_t depth)
+{
+	const char *s = json_object_to_json_string_ext(o, IMPORT_JSON_FLAGS);
+	size_t n = strlen(s);
+	for (const char *p = s; (p = strchr(p, '\n')); p++)
+		n += 2 * depth;
+	return n;
+}
+
 /* incominguser/outgoinguser of t as a chap object; *locked when credentials were given but none is usable. */
 static json_object *chap(struct tgt *g, struct target *t, bool *locked)
 {
@@ -606,7 +641,7 @@ static json_object *chap(struct tgt *g, struct target *t, bool *locked)
 	return c;
 }
 
-/* Target t; driver: the default-driver line, or NULL (iscsi). */
+/* Target t; driver: the default-driver line, or NULL (iscsi).  g->bad: the import is refused. */
 static void target(struct tgt *g, struct target *t, struct kv *driver)
 {
 	struct import *im = g->im;
@@ -615,9 +650,18 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 		     text_of(&t->at, t->iqn));
 		return;
 	}
+	if (json_object_array_length(im->targets) == IMPORT_MAX_TARGETS) {
+		imp_fail(t->at.where, "%s: the %uth target: isertd takes at most %u: refused", text_of(&t->at, t->iqn),
+			 IMPORT_MAX_TARGETS + 1, IMPORT_MAX_TARGETS);
+		g->bad = true;
+		return;
+	}
 	json_object *to = json_object_new_object(), *tpg = json_object_new_object(), *luns = json_object_new_array(),
-		    *acls = json_object_new_array(), *params = json_object_new_object();
+		    *acls = json_object_new_array(), *params = json_object_new_object(), *tpgs = json_object_new_array();
+	json_object *c = NULL, *ml = NULL; /* the CHAP user and the mapped LUNs, each shared by the target's ACLs */
 	json_object_object_add(to, "iqn", json_object_new_string(t->iqn));
+	json_object_object_add(to, "tpgs", tpgs);
+	json_object_array_add(tpgs, tpg);
 	/* The target-level LUN keys, looked up once: each LUN's lookup in every line of the target was O(n^2). */
 	for (size_t i = 0; i < t->kv.n; i++)
 		for (size_t k = 0; k < LUN_KEYS; k++)
@@ -639,6 +683,7 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 	json_object_array_add(portals, portal);
 	json_object_object_add(tpg, "tag", json_object_new_int(1));
 	json_object_object_add(tpg, "portals", portals);
+	json_object_object_add(tpg, "luns", luns);
 
 	/* LUN numbers as tgt-admin gives them: explicit ones reserved, the rest the lowest free from 1. */
 	json_object_put(t->stores); /* its indexes are the order of the lines */
@@ -697,6 +742,8 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 				     s->direct ? "direct-store" : "backing-store");
 		}
 		const char *name = backstore(g, t, s);
+		if (!name && g->bad)
+			goto refused;
 		if (!name)
 			continue;
 		if (s->direct)
@@ -713,11 +760,11 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 			json_object_object_add(x, "read_only", json_object_new_boolean(true));
 		json_object_array_add(luns, x);
 	}
-	json_object_object_add(tpg, "luns", luns);
 
 	/* Access: names become ACLs; addresses isertd cannot check. */
 	bool by_addr = false, named = false, locked;
-	json_object *c = chap(g, t, &locked);
+	size_t bytes = 0; /* of an ACL of the target as written, but its initiator's name */
+	c = chap(g, t, &locked);
 	for (size_t i = 0; i < t->kv.n; i++) {
 		struct kv *k = &t->kv.v[i];
 		if (!strcmp(k->key, "initiator-address")) {
@@ -729,19 +776,38 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 			tell(g, DROP, &k->at, "initiator-name %s: not a valid iSCSI name: not carried", text_of(&k->at, k->val));
 		} else if (!strcmp(k->key, "initiator-name") && !locked) {
 			named = true;
-			json_object *a = json_object_new_object(), *ml = json_object_new_array();
-			json_object_object_add(a, "initiator", json_object_new_string(k->val));
-			if (c)
-				json_object_object_add(a, "chap", json_object_get(c));
-			for (size_t m = 0; m < json_object_array_length(luns); m++) {
-				json_object *x = json_object_new_object();
-				int64_t n = json_object_get_int64(get(json_object_array_get_idx(luns, m), "lun"));
-				json_object_object_add(x, "mapped_lun", json_object_new_int64(n));
-				json_object_object_add(x, "tpg_lun", json_object_new_int64(n));
-				json_object_array_add(ml, x);
+			if (json_object_array_length(acls) == IMPORT_MAX_ACLS) {
+				imp_fail(k->at.where, "initiator-name %s: the %uth initiator of %s: isertd takes at most %u ACLs "
+					 "in a portal group: refused", text_of(&k->at, k->val), IMPORT_MAX_ACLS + 1,
+					 text_of(&t->at, t->iqn), IMPORT_MAX_ACLS);
+				goto refused;
 			}
-			json_object_object_add(a, "mapped_luns", ml);
-			json_object_array_add(acls, a);
+			if (!ml) {
+				/* Every ACL maps every LUN at its own number: one array, shared; each ACL's text is counted as
+				 * it is added (names x LUNs mapped LUNs once grew iserctl by gigabytes from a small file). */
+				ml = json_object_new_array();
+				for (size_t m = 0; m < json_object_array_length(luns); m++) {
+					json_object *x = json_object_new_object();
+					int64_t n = json_object_get_int64(get(json_object_array_get_idx(luns, m), "lun"));
+					json_object_object_add(x, "mapped_lun", json_object_new_int64(n));
+					json_object_object_add(x, "tpg_lun", json_object_new_int64(n));
+					json_object_array_add(ml, x);
+				}
+				/* ACLs are 6 levels deep (targets[].tpgs[].acls[]); an initiator's name takes its length more,
+				 * as an iSCSI name holds nothing JSON escapes. */
+				json_object *a = acl_of("", c, ml);
+				bytes = written_bytes(a, 6);
+				json_object_put(a);
+			}
+			if (bytes + strlen(k->val) > IMPORT_MAX_DOC - g->acl_bytes) {
+				imp_fail(k->at.where, "initiator-name %s: with its ACL (mapping the %zu LUNs of %s, as each "
+					 "initiator-name does) the ACLs pass %u MiB as written, the most isertd reads: refused",
+					 text_of(&k->at, k->val), json_object_array_length(luns), text_of(&t->at, t->iqn),
+					 IMPORT_MAX_DOC >> 20);
+				goto refused;
+			}
+			g->acl_bytes += bytes + strlen(k->val);
+			json_object_array_add(acls, acl_of(k->val, c, ml));
 		} else if (listed(target_params, k->key)) {
 			char *end;
 			long long n = strtoll(k->val, &end, 10);
@@ -792,15 +858,21 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 		     "(add ACLs: iserctl create /iscsi/IQN/tpg1/acls/INITIATOR)", text_of(&t->at, t->iqn));
 	}
 	json_object_put(c);
+	json_object_put(ml);
 	json_object_object_add(tpg, "acls", acls);
 	if (json_object_object_length(params))
 		json_object_object_add(tpg, "params", params);
 	else
 		json_object_put(params);
-	json_object *tpgs = json_object_new_array();
-	json_object_array_add(tpgs, tpg);
-	json_object_object_add(to, "tpgs", tpgs);
 	json_object_array_add(im->targets, to);
+	return;
+refused:
+	g->bad = true;
+	json_object_put(c);
+	json_object_put(ml);
+	json_object_put(acls);
+	json_object_put(params);
+	json_object_put(to);
 }
 
 /* A simple `backing-store PATH` line is a store without a block of its own. */
@@ -881,6 +953,7 @@ int import_tgt(struct import *im, const char *path)
 	for (size_t i = 0; !rc && i < g.nt; i++) {
 		simple_stores(&g.t[i]);
 		target(&g, &g.t[i], driver);
+		rc = g.bad ? EX_REFUSED : 0;
 	}
 	for (size_t i = 0; i < g.nt; i++) {
 		for (size_t k = 0; k < g.t[i].nst; k++) {
