@@ -9,33 +9,57 @@ tools/deps.sh
 # is made while the builds and the first suites run; the VM suite's own call
 # waits for it and finds it ready (or tries again, and says why it cannot).
 tests/vm/prepare.sh "${ISERT_VM_CACHE:-tests/vm/cache}" >/dev/null 2>&1 &
-prep=$!
-trap 'wait $prep 2>/dev/null || :' EXIT
+prep=$! asan=
+trap 'wait $prep 2>/dev/null || :; [ -z "$asan" ] || kill $asan 2>/dev/null || :' EXIT
 ok=0 fail=0
-for b in build:"" build-asan:"-Db_sanitize=address,undefined -Db_lundef=false"; do
-	dir=${b%%:*} opts=${b#*:}
-	# The VM suite boots a guest (tests/vm/): once, in the normal build; so do the
-	# longest rbd tests (rbd-long: the conformance run and bench smoke on an RBD LUN),
-	# the package test, which builds its own binaries, the bench smoke (it checks
-	# the bench's output; the integration suite loads isertd under the sanitizers)
-	# and the docs checks (--help against the man pages).
-	suites=(); [ "$dir" = build ] ||
-		suites=(--no-suite vm --no-suite rbd-long --no-suite package --no-suite bench --no-suite docs)
-	[ -d "$dir" ] || meson setup "$dir" $opts
-	echo "== building $dir"
-	ninja -C "$dir"
-	echo "== testing $dir"
+
+# run_tests DIR LOGBASE MESON-TEST-ARGS...: one meson test run (its log
+# DIR/meson-logs/LOGBASE.txt), its counts added; stops at a failure.
+# Two at a time where a test allows it (is_parallel: the unit and fuzz tests
+# but the reactor's, the docs checks, two rbd ones); every test that listens
+# on a fixed port, boots a guest or times something runs alone.
+run_tests() {
+	local dir=$1 base=$2 log rc=0
+	shift 2
 	log=$(mktemp)
-	rc=0
-	# Two at a time where a test allows it (is_parallel: the unit and fuzz tests
-	# but the reactor's, the docs checks, two rbd ones); every test that listens
-	# on a fixed port, boots a guest or times something runs alone.
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		meson test -C "$dir" "${suites[@]}" --print-errorlogs --num-processes 2 2>&1 | tee "$log" || rc=1
-	ok=$((ok + $(awk '/^Ok:/{print $2}' "$log"))) 
+		meson test -C "$dir" --logbase "$base" "$@" --print-errorlogs --num-processes 2 2>&1 | tee "$log" || rc=1
+	ok=$((ok + $(awk '/^Ok:/{print $2}' "$log")))
 	fail=$((fail + $(awk '/^(Fail|Unexpected Pass|Timeout):/{s+=$NF} END{print s+0}' "$log")))
 	rm -f "$log"
 	[ "$rc" -eq 0 ] || { echo "$ok passed, $fail failed"; exit 1; }
-done
+}
+
+[ -d build ] || meson setup build
+echo "== building build"
+ninja -C build
+# The sanitizer build compiles, at the lowest priority, while the normal
+# build's tests but the VM suite run: they leave the cores about two-thirds
+# idle (sockets, sleeps).  It is done before the VM suite starts, whose TCG
+# guests need both cores (a compile beside them slowed the guests far more
+# than it saved: 3deefe4).
+echo "== compiling build-asan in the background (build/asan-compile.log)"
+{ [ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
+  nice -n 19 ninja -C build-asan; } > build/asan-compile.log 2>&1 &
+asan=$!
+echo "== testing build (all but the VM suite)"
+run_tests build testlog --no-suite vm
+echo "== waiting for build-asan's compile"
+if ! wait $asan; then
+	asan=
+	tail -40 build/asan-compile.log
+	echo "building build-asan failed ($ok passed, $fail failed so far)"
+	exit 1
+fi
+asan=
+echo "== testing build: the VM suite"
+run_tests build testlog-vm --suite vm
+# The VM suite boots a guest (tests/vm/): once, in the normal build; so do the
+# longest rbd tests (rbd-long: the conformance run, the flood and the bench smoke on an RBD LUN),
+# the package test, which builds its own binaries, the bench smoke (it checks
+# the bench's output; the integration suite loads isertd under the sanitizers)
+# and the docs checks (--help against the man pages).
+echo "== testing build-asan"
+run_tests build-asan testlog --no-suite vm --no-suite rbd-long --no-suite package --no-suite bench --no-suite docs
 echo "$ok passed, $fail failed"
 [ "$fail" -eq 0 ]
