@@ -5,7 +5,9 @@
 # session closed by the admin: open-iscsi reconnects to its record's portal,
 # is redirected, and the same session (its disk, its data) goes on at the
 # second.  A new login at the first lands at the second; with the redirect
-# taken away (redirect=null) a login stays at the first.  redirect_iser
+# taken away (redirect=null) a login stays at the first.  Behind CHAP, a
+# wrong secret is refused at the first portal and the right one redirected
+# once CHAP passed, open-iscsi logging in afresh there.  redirect_iser
 # (t-isertd-iser.sh, rxe) does the same over iSER: ib_iser follows the
 # redirection from one iSER portal to another.
 redirect_setup() {   # redirect_setup IQN PORTAL_A PORTAL_B ISER: a RAM LUN behind both portals
@@ -56,6 +58,22 @@ redirect_section() {
 	ok "redirect: a new login at $a, 1 LUN" login_wait $t $a 1
 	ok "redirect: it lands at $b" say_portal $t $b
 	ok "redirect: logout" logout_gone $t $a
+	# Behind CHAP the redirection comes only once CHAP passed (docs/config.md): a wrong
+	# secret is refused at the first portal, the right one is sent on and open-iscsi
+	# logs in afresh there, CHAP again.
+	ok "redirect: CHAP on the ACL" iserctl set /iscsi/$t/tpg1/acls/$ISCSI_INITIATOR \
+		chap.userid=$CHAP_USER chap.password=$CHAP_PASS
+	n0=$(redirected_at $a)
+	iscsi_chap $t $a $CHAP_USER wrong-secret-123
+	ok "redirect: CHAP with a wrong secret at $a: refused, not redirected" \
+		eval "! iscsi_login $t $a >/dev/null 2>&1 && [ \"\$(redirected_at $a)\" = $n0 ]"
+	iscsi_chap $t $a $CHAP_USER $CHAP_PASS
+	ok "redirect: CHAP with the secret at $a, 1 LUN" login_wait $t $a 1
+	ok "redirect: it lands at $b, redirected once CHAP passed" \
+		eval "say_portal $t $b && [ \"\$(redirected_at $a)\" -gt $n0 ]"
+	ok "redirect: logout" logout_gone $t $a
+	iscsiadm -m node -T $t -p $a -o update -n node.session.auth.authmethod -v None >/dev/null
+	iserctl set /iscsi/$t/tpg1/acls/$ISCSI_INITIATOR chap=null >/dev/null
 	ok "redirect: iserctl set redirect=null" iserctl set /iscsi/$t/tpg1 redirect=null
 	ok "redirect: a login at $a, 1 LUN" login_wait $t $a 1
 	ok "redirect: it stays at $a" say_portal $t $a
