@@ -63,7 +63,8 @@ def soak():
                                 'luns': [{'lun': 0, 'backstore': 'ram'}]}]}]}, f)
     logname = os.path.join(work, 'isertd.log')
     log = open(logname, 'wb')
-    proc = subprocess.Popen([ISERTD, '--config', cfg], stdout=log, stderr=log)
+    proc = subprocess.Popen([ISERTD, '--config', cfg, '--admin-socket', 'none',
+                             '--state-dir', os.path.join(work, 'state')], stdout=log, stderr=log)
     t0 = time.time()
     while b'listening on' not in open(logname, 'rb').read() and time.time() - t0 < 5:
         time.sleep(0.05)
