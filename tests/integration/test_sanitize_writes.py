@@ -40,7 +40,7 @@ from checks import check, finish, workdir  # noqa: E402
 from scsi_util import GOOD, expect, naa_of, read_big, sense_of, write_big  # noqa: E402
 
 ISERTD = sys.argv[1]
-PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3605
+PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3650
 T = 'iqn.2026-11.org.isert:sanitize-writes'
 INI_A, INI_B = 'iqn.2026-11.org.isert:sw-a', 'iqn.2026-11.org.isert:sw-b'
 SIZE = 64 << 20
