@@ -28,6 +28,7 @@ bytes must not reach another LU.
 usage: test_sanitize_writes.py ISERTD [PORT]"""
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -288,6 +289,9 @@ def main():
             proc.kill()
         log.close()
         subprocess.run(['losetup', '-d', loopdev])
+        # Its two 64 MiB images are in tmpfs, memory until removed (KEEP=1 keeps them to look at).
+        if not os.environ.get('KEEP'):
+            shutil.rmtree(work, ignore_errors=True)
     finish()
 
 

@@ -12,6 +12,7 @@ import os
 import re
 import resource
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -155,6 +156,8 @@ def soak():
     check(f'no log line repeats more than the rate limit allows ({limit} in {time.time() - t0:.0f} s)',
           worst[1] <= limit, f'{worst[1]} x "{worst[0]}"')
     print(f'     {len(lines)} log lines in all; most repeated ({worst[1]}x): {worst[0]}')
+    if not checks.failed:   # else its log stays in the work folder
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == '__main__':
