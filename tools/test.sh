@@ -16,8 +16,10 @@ ok=0 fail=0
 # run_tests DIR LOGBASE MESON-TEST-ARGS...: one meson test run (its log
 # DIR/meson-logs/LOGBASE.txt), its counts added; stops at a failure.
 # Two at a time where a test allows it (is_parallel: the unit and fuzz tests
-# but the reactor's, the docs checks, two rbd ones); every test that listens
-# on a fixed port, boots a guest or times something runs alone.
+# but the reactor's, the docs checks, two rbd ones, the integration tests but
+# hostile, sanitize, chaos and iserbench-loopback: tests/integration/meson.build
+# says when a test may run beside another); a test that boots a guest, or
+# whose checks need the machine to itself, runs alone.
 run_tests() {
 	local dir=$1 base=$2 log rc=0
 	shift 2

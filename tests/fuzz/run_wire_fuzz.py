@@ -6,6 +6,7 @@ error at exit makes the status non-zero).
 
 usage: run_wire_fuzz.py ISERTD PORT [wire_fuzz.py options...]"""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,8 +20,11 @@ import iscsi_client as ic  # noqa: E402
 def main():
     isertd, port, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
     log = tempfile.NamedTemporaryFile(prefix='isertd-wirefuzz-', suffix='.log', delete=False)
-    proc = subprocess.Popen([isertd, '--config', os.path.join(here, 'wire.json'), '--portal', f'127.0.0.1:{port}'],
-                            stdout=log, stderr=log)
+    # No admin socket, and a state folder of its own (this test runs beside others): a mutated CDB can be a
+    # PERSISTENT RESERVE OUT with APTPL, whose state file belongs here, not in the host's /var/lib/isert.
+    state = tempfile.mkdtemp(prefix='isertd-wirefuzz-state-')
+    proc = subprocess.Popen([isertd, '--config', os.path.join(here, 'wire.json'), '--portal', f'127.0.0.1:{port}',
+                             '--admin-socket', 'none', '--state-dir', state], stdout=log, stderr=log)
     ok = False
     try:
         for _ in range(100):
@@ -51,6 +55,7 @@ def main():
             print('--- isertd log (tail) ---')
             print(open(log.name, errors='replace').read()[-6000:])
         os.unlink(log.name)
+        shutil.rmtree(state, ignore_errors=True)
     return 0 if ok else 1
 
 

@@ -96,11 +96,14 @@ def stop_isertd(proc, timeout=15):
 
 
 def start_isertd(isertd, work, cfgfile, *args):
-    """isertd -c CFGFILE --admin-socket WORK/admin.sock ARGS..., its output in WORK/isertd.log; once the socket
-    is there (at most 5 s): (the process, the socket's path)."""
+    """isertd -c CFGFILE --admin-socket WORK/admin.sock --state-dir WORK/state ARGS..., its output in
+    WORK/isertd.log; once the socket is there (at most 5 s): (the process, the socket's path).  Socket and
+    state folder are this test's own: the defaults (/run/isertd.sock, /var/lib/isert) are shared with every
+    other isertd on the host, a test running beside this one included."""
     sock = os.path.join(work, 'admin.sock')
     with open(os.path.join(work, 'isertd.log'), 'w') as log:
-        proc = subprocess.Popen([isertd, '-c', cfgfile, '--admin-socket', sock, *args], stdout=log,
+        proc = subprocess.Popen([isertd, '-c', cfgfile, '--admin-socket', sock,
+                                 '--state-dir', os.path.join(work, 'state'), *args], stdout=log,
                                 stderr=subprocess.STDOUT)
     for _ in range(100):
         if os.path.exists(sock):

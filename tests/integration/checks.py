@@ -2,6 +2,7 @@
 import os
 import sys
 import tempfile
+import time
 
 passed = failed = 0
 
@@ -32,3 +33,18 @@ def workdir(prefix):
     tmpfs has no device to flush."""
     shm = '/dev/shm'
     return tempfile.mkdtemp(prefix=prefix, dir=shm if os.access(shm, os.W_OK) else None)
+
+
+def wait_for(cond, seconds=10, step=0.05):
+    """cond()'s first true value within seconds, else its last value.
+
+    For what the target does in its own time (a closed connection noticed,
+    a unit attention queued, a session logged in): a fixed sleep before the
+    check is a bet on the machine's speed, which a test running beside
+    another (meson's is_parallel) or under the sanitizers can lose."""
+    end = time.monotonic() + seconds
+    while True:
+        v = cond()
+        if v or time.monotonic() >= end:
+            return v
+        time.sleep(step)

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
 from admin_rpc import Rpc, stop_isertd  # noqa: E402
-from checks import check  # noqa: E402
+from checks import check, wait_for  # noqa: E402
 
 ISERTD, ISERCTL = sys.argv[1], sys.argv[2]
 PORT = int(sys.argv[3]) if len(sys.argv) > 3 else 3470
@@ -142,7 +142,8 @@ def main():
         json.dump(config(work), f)
     os.chmod(cfgfile, 0o600)
     log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', '2'], stdout=log,
+    state = os.path.join(work, 'state')
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', state, '-r', '2'], stdout=log,
                             stderr=subprocess.STDOUT)
     perf = None
     try:
@@ -164,7 +165,8 @@ def main():
         before = running()
         check('config.get: generation 1 and the file loaded', before['generation'] == 1 and
               [b['name'] for b in before['config']['backstores']] == ['f0', 'r0', 'r1'])
-        printed = subprocess.run([ISERTD, '-c', cfgfile, '--print-config'], capture_output=True, text=True)
+        printed = subprocess.run([ISERTD, '-c', cfgfile, '--state-dir', state, '--print-config'], capture_output=True,
+                                 text=True)
         check('config.get is the same JSON as --print-config', json.loads(printed.stdout) == before['config'])
 
         # Refusals, each leaving the running configuration as it was.
@@ -235,12 +237,11 @@ def main():
         ver.start()
         other = ic.Conn(PORT)
         check('a session to the second target logs in', other.login('iqn.2026-11.org.test:other', T2) == 0)
-        time.sleep(1)
+        three = {'iqn.2026-11.org.test:perf', 'iqn.2026-11.org.test:verifier', 'iqn.2026-11.org.test:other'}
+        wait_for(lambda: three <= {s['initiator'] for s in rpc.call('sessions')['result']['sessions']})
         sess = rpc.call('sessions')['result']['sessions']
         by_ini = {s['initiator']: s for s in sess}
-        check('sessions lists the three initiators',
-              {'iqn.2026-11.org.test:perf', 'iqn.2026-11.org.test:verifier', 'iqn.2026-11.org.test:other'}
-              <= set(by_ini), json.dumps(sorted(by_ini)))
+        check('sessions lists the three initiators', three <= set(by_ini), json.dumps(sorted(by_ini)))
         v = by_ini.get('iqn.2026-11.org.test:verifier', {})
         check('a session shows transport, addresses and negotiated parameters',
               v.get('transport') == 'tcp' and v.get('target') == T1 and v.get('peer', '').startswith('127.0.0.1:')
@@ -268,7 +269,7 @@ def main():
         cap0 = None
         r = rpc.call('backstore.resize', {'name': 'f0', 'size': '128M', 'generation': 1})
         check('backstore.resize f0 to 128M', r.get('result', {}).get('size') == 128 * MB, json.dumps(r))
-        time.sleep(0.5)
+        wait_for(lambda: (0x2A, 0x09) in ver.uas)
         ver.stop.set()
         ver.join(10)
         check('the verifier saw CAPACITY DATA HAS CHANGED (2A/09)', (0x2A, 0x09) in ver.uas, repr(ver.uas))
@@ -324,8 +325,8 @@ def main():
         ver.uas.clear()
         rc, out, err = iserctl(sock, 'set', '/backstores/f0', 'write_cache=true')
         check('iserctl set write_cache=true on a LUN in use', rc == 0, out + err)
-        time.sleep(0.3)
-        check('the verifier saw MODE PARAMETERS CHANGED (2A/01)', (0x2A, 0x01) in ver.uas, repr(ver.uas))
+        check('the verifier saw MODE PARAMETERS CHANGED (2A/01)', wait_for(lambda: (0x2A, 0x01) in ver.uas),
+              repr(ver.uas))
         r = rpc.call('backstore.set', {'name': 'f0', 'thin': True})
         check('backstore.set thin on a LUN in use: refused, saying why',
               r.get('error', {}).get('code') == -32000 and 'remove its LUNs first' in r['error']['message'],
@@ -355,15 +356,14 @@ def main():
               plan == [('create', f'/iscsi/{T1}/tpg1/luns/lun2')], json.dumps(r))
         check('lun.add: the sessions of T1 are told', r.get('result', {}).get('sessions_with_new_luns', 0) >= 2,
               json.dumps(r))
-        time.sleep(0.3)
         probe = ic.Conn(PORT)
         probe.login('iqn.2026-11.org.test:probe', T1)
         st_, data, _ = probe.command(bytes([0xA0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0]), 4096, read=True)
         luns = sorted(int.from_bytes(data[8 + 8 * i:10 + 8 * i], 'big') & 0x3FFF
                       for i in range(int.from_bytes(data[:4], 'big') // 8))
         check('REPORT LUNS from a new session lists LUNs 0, 1, 2', st_ == 0 and luns == [0, 1, 2], repr(luns))
-        check('the verifier (logged in before) saw REPORTED LUNS DATA HAS CHANGED (3F/0E)', (0x3F, 0x0E) in ver.uas,
-              repr(ver.uas))
+        check('the verifier (logged in before) saw REPORTED LUNS DATA HAS CHANGED (3F/0E)',
+              wait_for(lambda: (0x3F, 0x0E) in ver.uas), repr(ver.uas))
         # Writes to the new LUN, then it goes while a command may be in flight: it finishes or fails cleanly.
         blk = os.urandom(4096)
         s2, _, _ = probe.command(bytes([0x2A, 0, 0, 0, 0, 0, 0, 0, 8, 0]), 4096, write_data=blk, lun=2)
@@ -457,8 +457,8 @@ def main():
         with open(cfgfile, 'w') as f:
             json.dump(doc, f)
         proc.send_signal(1)
-        time.sleep(1)
-        check('SIGHUP with a changed login_timeout takes it', running()['config']['global']['login_timeout'] == 33)
+        check('SIGHUP with a changed login_timeout takes it',
+              wait_for(lambda: running()['config']['global']['login_timeout'] == 33))
 
         # save, with rotating backups
         for _ in range(4):

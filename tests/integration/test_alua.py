@@ -150,8 +150,8 @@ def main():
         json.dump(config(), f)
     os.chmod(cfgfile, 0o600)
     log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', '2'], stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
+                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
     rpc = Rpc(sock)
 
     def iserctl(*args):

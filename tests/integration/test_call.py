@@ -17,7 +17,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402
 from admin_rpc import Rpc, end_isertd, start_isertd  # noqa: E402
-from checks import check  # noqa: E402
+from checks import check, wait_for  # noqa: E402
 
 ISERTD, ISERCTL = sys.argv[1], sys.argv[2]
 T = 'iqn.2026-11.org.isert:call'
@@ -38,8 +38,9 @@ def complete(sock, *words):
     return [w for w in p.stdout.split('\n') if w]
 
 
-def typed_in_tmux(sock, work, keys):
-    """The command line an interactive bash shows after keys (tmux send-keys words) are typed."""
+def typed_in_tmux(sock, work, keys, want):
+    """The command line an interactive bash shows after keys (tmux send-keys words) are typed: once it ends
+    with want, or as it is after 10 s."""
     tm = ['tmux', '-L', f'isert-call-{os.getpid()}']
     env = f'env -i PATH={shlex.quote(os.path.dirname(ISERCTL))}:/usr/bin:/bin TERM=xterm HOME={work} PS1=@ '
     subprocess.run(tm + ['new-session', '-d', '-s', 'c', '-x', '200', '-y', '10',
@@ -51,8 +52,13 @@ def typed_in_tmux(sock, work, keys):
         for k in keys:
             subprocess.run(tm + ['send-keys', '-t', 'c'] + k.split(' '), timeout=10)
             time.sleep(0.5)  # each Tab runs iserctl call rpc.methods
-        screen = subprocess.run(tm + ['capture-pane', '-p', '-t', 'c'], capture_output=True, text=True).stdout
-        return [ln for ln in screen.split('\n') if ln.startswith('@')][-1:] or ['']
+
+        def line():
+            screen = subprocess.run(tm + ['capture-pane', '-p', '-t', 'c'], capture_output=True, text=True).stdout
+            return ([ln for ln in screen.split('\n') if ln.startswith('@')][-1:] or [''])[0]
+        # bash takes the keys in order, each completion in its own time (a loaded machine, the sanitizers).
+        wait_for(lambda: line().endswith(want))
+        return line()
     finally:
         subprocess.run(tm + ['kill-server'], capture_output=True, timeout=10)
 
@@ -95,9 +101,10 @@ def main():
         if not shutil.which('tmux'):
             check('tmux is installed (tools/deps.sh) for the interactive completion', False)
         else:
-            line = typed_in_tmux(sock, work, ['read_o Tab', 't Tab', 'b Tab', 'X'])[0]
+            want = 'call lun.add read_only=true backstore=X'
+            line = typed_in_tmux(sock, work, ['read_o Tab', 't Tab', 'b Tab', 'X'], want)
             check('interactive bash: read_o<Tab>t<Tab>b<Tab>X gives read_only=true backstore=X (no space after =)',
-                  line.endswith('call lun.add read_only=true backstore=X'), repr(line))
+                  line.endswith(want), repr(line))
 
         # KEY=VALUE typed by the table.
         before = running()

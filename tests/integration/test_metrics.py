@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
 from admin_rpc import shown, stop_isertd  # noqa: E402
-from checks import check  # noqa: E402
+from checks import check, wait_for  # noqa: E402
 
 ISERTD = sys.argv[1]
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3490
@@ -53,8 +53,8 @@ def start(work, name, cfg, *extra):
     with open(path, 'w') as f:
         json.dump(cfg, f)
     log = open(os.path.join(work, name + '.log'), 'w+')
-    return subprocess.Popen([ISERTD, '-c', path, '--admin-socket', 'none', '-r', '2', *extra],
-                            stdout=log, stderr=subprocess.STDOUT), log
+    return subprocess.Popen([ISERTD, '-c', path, '--admin-socket', 'none', '--state-dir', os.path.join(work, 'state'),
+                             '-r', '2', *extra], stdout=log, stderr=subprocess.STDOUT), log
 
 
 def stop(proc, log):
@@ -308,7 +308,8 @@ def main():
             perf = subprocess.Popen(['iscsi-perf', '-i', 'iqn.2026-11.org.test:perf', '-x', '0',
                                      f'iscsi://127.0.0.1:{PORT}/{T}/1'], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
-            time.sleep(1.5)
+            # Once iscsi-perf reads (its login is its own business), two scrapes a second apart.
+            wait_for(lambda: total(scrape()[0], 'isert_lun_commands_total', lun=1, kind='read') > 0)
             a, _ = scrape()
             time.sleep(1)
             b, _ = scrape()
@@ -317,7 +318,8 @@ def main():
             check('isert_lun_commands_total grows under load between two scrapes', 0 < ra < rb, f'{ra} -> {rb}')
             perf.send_signal(2)
             perf.wait(10)
-            time.sleep(0.5)
+            # Its last commands end, and its connection, as the target sees it go.
+            wait_for(lambda: total(scrape()[0], 'isert_lun_commands_in_flight') == 0)
             s, _ = scrape()
             for kind in ('read', 'write'):  # only iscsi-perf used LUN 1
                 n = total(s, 'isert_lun_commands_total', kind=kind, lun=1)

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
 from admin_rpc import Rpc, shown, stop_isertd  # noqa: E402
-from checks import check  # noqa: E402
+from checks import check, wait_for  # noqa: E402
 
 ISERTD, ISERCTL = sys.argv[1:3]
 PORT = int(sys.argv[3]) if len(sys.argv) > 3 else 3550
@@ -128,8 +128,8 @@ def main():
     with open(cfgfile, 'w') as f:
         json.dump(cfg, f)
     log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', str(REACTORS)], stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
+                             '-r', str(REACTORS)], stdout=log, stderr=subprocess.STDOUT)
     rpc = Rpc(sock)
     conns, sent = [], 0
     try:
@@ -219,7 +219,9 @@ def main():
         # The first sessions leave; as many new initiators take their places (their rows folded into rest).
         for c in conns[:8]:
             c.close()
-        time.sleep(0.5)
+        # Their rows fold only once the target has seen their sessions end.
+        wait_for(lambda: sum(r['connections'] for r in rpc.call('stats', {'sections': ['reactors']})['result']
+                             ['reactors']) == len(conns) - 8)
         for k in range(8):
             c = ic.Conn(PORT, timeout=30)
             assert c.login(name(10000 + k), T) == 0

@@ -28,7 +28,7 @@ import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
 import dashboard  # noqa: E402
 from admin_rpc import stop_isertd  # noqa: E402
-from checks import check  # noqa: E402
+from checks import check, wait_for  # noqa: E402
 
 ISERTD = sys.argv[1]
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3555
@@ -86,16 +86,6 @@ def reader(raw, stop, errors):
         errors.append(f'{raw!r}: {e!r}')
 
 
-def wait_for(cond, secs):
-    end = time.monotonic() + secs
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.25)
-    return cond()
-
-
 def main():
     if not os.access(PROMETHEUS, os.X_OK):
         check(f'{PROMETHEUS} is installed (Debian package prometheus; tools/deps.sh)', False)
@@ -114,8 +104,8 @@ def main():
                 f"scrape_configs:\n  - job_name: isertd\n    static_configs:\n      - targets: ['127.0.0.1:{MPORT}']\n")
     ilog = open(os.path.join(work, 'isertd.log'), 'w')
     plog = open(os.path.join(work, 'prometheus.log'), 'w')
-    isertd = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', 'none', '-r', '2'], stdout=ilog,
-                              stderr=subprocess.STDOUT)
+    isertd = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', 'none', '--state-dir', os.path.join(work, 'state'),
+                               '-r', '2'], stdout=ilog, stderr=subprocess.STDOUT)
     prom = subprocess.Popen([PROMETHEUS, f'--config.file={promcfg}', f'--storage.tsdb.path={work}/tsdb',
                              f'--web.listen-address=127.0.0.1:{PPORT}'], stdout=plog, stderr=subprocess.STDOUT)
     stop, errors, threads = threading.Event(), [], []

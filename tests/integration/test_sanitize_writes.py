@@ -28,6 +28,7 @@ bytes must not reach another LU.
 usage: test_sanitize_writes.py ISERTD [PORT]"""
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -40,7 +41,7 @@ from checks import check, finish, workdir  # noqa: E402
 from scsi_util import GOOD, expect, naa_of, read_big, sense_of, write_big  # noqa: E402
 
 ISERTD = sys.argv[1]
-PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3605
+PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3650
 T = 'iqn.2026-11.org.isert:sanitize-writes'
 INI_A, INI_B = 'iqn.2026-11.org.isert:sw-a', 'iqn.2026-11.org.isert:sw-b'
 SIZE = 64 << 20
@@ -288,6 +289,9 @@ def main():
             proc.kill()
         log.close()
         subprocess.run(['losetup', '-d', loopdev])
+        # Its two 64 MiB images are in tmpfs, memory until removed (KEEP=1 keeps them to look at).
+        if not os.environ.get('KEEP'):
+            shutil.rmtree(work, ignore_errors=True)
     finish()
 
 

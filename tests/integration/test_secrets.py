@@ -218,8 +218,8 @@ def main():
     logpath = os.path.join(work, 'isertd.log')
     log = open(logpath, 'w')
     env = dict(os.environ, CREDENTIALS_DIRECTORY=creds)
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', '2'], stdout=log,
-                            stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
+                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         for _ in range(100):
             if os.path.exists(sock):

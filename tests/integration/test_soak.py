@@ -12,6 +12,7 @@ import os
 import re
 import resource
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -63,7 +64,8 @@ def soak():
                                 'luns': [{'lun': 0, 'backstore': 'ram'}]}]}]}, f)
     logname = os.path.join(work, 'isertd.log')
     log = open(logname, 'wb')
-    proc = subprocess.Popen([ISERTD, '--config', cfg], stdout=log, stderr=log)
+    proc = subprocess.Popen([ISERTD, '--config', cfg, '--admin-socket', 'none',
+                             '--state-dir', os.path.join(work, 'state')], stdout=log, stderr=log)
     t0 = time.time()
     while b'listening on' not in open(logname, 'rb').read() and time.time() - t0 < 5:
         time.sleep(0.05)
@@ -154,6 +156,8 @@ def soak():
     check(f'no log line repeats more than the rate limit allows ({limit} in {time.time() - t0:.0f} s)',
           worst[1] <= limit, f'{worst[1]} x "{worst[0]}"')
     print(f'     {len(lines)} log lines in all; most repeated ({worst[1]}x): {worst[0]}')
+    if not checks.failed:   # else its log stays in the work folder
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == '__main__':

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
 from admin_rpc import Rpc, stop_isertd  # noqa: E402
-from checks import check  # noqa: E402
+from checks import check, wait_for  # noqa: E402
 
 ISERTD = sys.argv[1]
 PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3480
@@ -136,8 +136,8 @@ def caps(port):
     with open(cfgfile, 'w') as f:
         json.dump(cfg, f)
     log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', '1'], stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
+                             '-r', '1'], stdout=log, stderr=subprocess.STDOUT)
     ini_a, ini_b, ini_c = ('iqn.2026-11.org.isert:cap-' + x for x in 'abc')
     try:
         for _ in range(200):
@@ -179,7 +179,8 @@ def caps(port):
 
         for c in conns:
             c.close()
-        time.sleep(0.5)
+        # A's rows fold only once the target has seen its sessions end.
+        wait_for(lambda: not rpc.call('sessions')['result']['sessions'])
         c = ic.Conn(port)
         check('fold: a new initiator logs in', c.login(ini_c, T1) == 0)
         c.command(b'\0' * 6, lun=7)
@@ -217,8 +218,8 @@ def main():
         json.dump(config(work), f)
     os.chmod(cfgfile, 0o600)
     log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', '2'], stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
+                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
     rpc = Rpc(sock)
     try:
         for _ in range(100):
@@ -362,7 +363,8 @@ def main():
             got = k.login(who, tgt, chap=chap)
             check('login of %s to %s: status %#06x' % (who, tgt, expect), got == expect, hex(got))
             k.close()
-        time.sleep(0.2)
+        # The four ended connections count as closed once the target has seen them go.
+        wait_for(lambda: rpc.call('stats', {'sections': ['portals']})['result']['portals'][0]['connections'] == 1)
         s = rpc.call('stats', {'sections': ['portals']})['result']
         check('only the portals section when asked', set(s) == {'monotonic_ns', 'latency_bounds_us', 'portals'},
               list(s))

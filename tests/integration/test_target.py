@@ -5,10 +5,10 @@ target keeps serving other sessions after each bad one.
 
 usage: test_target.py ISERTD [PORT]"""
 import os
+import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -112,9 +112,12 @@ def lu_reset_with_data_owed():
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    log = tempfile.NamedTemporaryFile(prefix='isertd-', suffix='.log', delete=False)
+    work = checks.workdir('isert-target-')
+    log = open(os.path.join(work, 'isertd.log'), 'w')
+    # No admin socket, a state folder of its own: not the host's defaults, which other isertds share.
     proc = subprocess.Popen([ISERTD, '--config', os.path.join(here, 'integration.json'),
-                             '--portal', f'127.0.0.1:{PORT}'], stdout=log, stderr=log)
+                             '--portal', f'127.0.0.1:{PORT}', '--admin-socket', 'none',
+                             '--state-dir', os.path.join(work, 'state')], stdout=log, stderr=log)
     try:
         for _ in range(100):
             try:
@@ -136,7 +139,7 @@ def main():
         if checks.failed:
             print('--- isertd log ---')
             print(open(log.name).read()[-4000:])
-        os.unlink(log.name)
+        shutil.rmtree(work, ignore_errors=True)
     checks.finish()
 
 

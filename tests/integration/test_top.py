@@ -16,13 +16,12 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402
 import iscsi_client as ic  # noqa: E402
-from admin_rpc import stop_isertd  # noqa: E402
-from checks import check  # noqa: E402
+from admin_rpc import Rpc, stop_isertd  # noqa: E402
+from checks import check, wait_for  # noqa: E402
 
 ISERTD, ISERCTL, ISERBENCH = sys.argv[1:4]
 PORT = int(sys.argv[4]) if len(sys.argv) > 4 else 3485
@@ -103,16 +102,6 @@ def lun_rows(frame_text, name):
     return rows
 
 
-def wait_for(cond, seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    return cond()
-
-
 class Tmux:
     """A private tmux server (its own socket) holding one pane of a fixed size."""
 
@@ -165,8 +154,8 @@ def main():
                                                     'luns': [{'lun': 0, 'backstore': 'r0'},
                                                              {'lun': 1, 'backstore': 'r1'}]}]}]}, f)
     log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '-r', '2'], stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
+                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
     perf = None
     try:
         wait_for(lambda: os.path.exists(sock), 5)
@@ -176,7 +165,9 @@ def main():
         # Load: iscsi-perf reads LUN 0 (its default is reads) until stopped.
         perf = subprocess.Popen(['iscsi-perf', '-i', PERF, '-x', '0', f'iscsi://127.0.0.1:{PORT}/{T}/0'],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        time.sleep(1.5)
+        rpc = Rpc(sock)
+        wait_for(lambda: any(x['lun'] == 0 and x['initiator'] == PERF and x['commands']['read'] > 0
+                             for x in rpc.call('stats', {'sections': ['luns']})['result']['luns']))
 
         rc, out, err = iserctl(sock, 'stats', '--json')
         try:
@@ -222,7 +213,8 @@ def main():
         perf.send_signal(2)
         perf.wait(10)
         perf = None
-        time.sleep(0.5)
+        # Idle once the target has seen its session end: no command of it left to count after the reset.
+        wait_for(lambda: not rpc.call('sessions')['result']['sessions'])
         rc, out, err = iserctl(sock, 'stats', 'reset')
         check('stats reset: exit 0', rc == 0 and 'reset' in out, f'{rc} {err}')
         st = json.loads(iserctl(sock, 'stats', '--json')[1])

@@ -9,6 +9,7 @@ cannot have two; values out of range are refused naming the key.
 `rdma res show cm_id`.)
 
 usage: test_tos.py ISERTD [PORT]   (ports PORT..PORT+3; root: a packet socket)"""
+import ctypes
 import json
 import os
 import socket
@@ -30,12 +31,40 @@ T = 'iqn.2026-11.org.isert:tos'
 INI = 'iqn.2026-11.org.test:tos'
 
 
-class Sniffer:
-    """The ToS of TCP packets on lo, by source port (IPv4 and IPv6)."""
+def ports_filter(lo, hi):
+    """A classic BPF program (SO_ATTACH_FILTER) that keeps the TCP packets of an Ethernet frame (lo's) whose
+    source port is lo..hi, IPv4 or IPv6 (no extension headers), and drops the rest in the kernel."""
+    ins = [(0x28, 0, 0, 12),             # A = ethertype
+           (0x15, 0, 5, 0x0800),         # IPv4? else to the IPv6 test
+           (0x30, 0, 0, 23),             # A = IPv4 protocol
+           (0x15, 0, 10, 6),             # TCP? else drop
+           (0xb1, 0, 0, 14),             # X = IPv4 header length
+           (0x48, 0, 0, 14),             # A = TCP source port (at X + 14)
+           (0x05, 0, 0, 4),              # to the port test
+           (0x15, 0, 6, 0x86dd),         # IPv6? else drop
+           (0x30, 0, 0, 20),             # A = next header
+           (0x15, 0, 4, 6),              # TCP? else drop
+           (0x28, 0, 0, 54),             # A = TCP source port
+           (0x35, 0, 2, lo),             # port >= lo? else drop
+           (0x25, 1, 0, hi),             # port > hi: drop
+           (0x06, 0, 0, 0x40000),        # keep the packet
+           (0x06, 0, 0, 0)]              # drop it
+    return b''.join(struct.pack('HBBI', *i) for i in ins)
 
-    def __init__(self):
+
+class Sniffer:
+    """The ToS of TCP packets on lo from ports lo..hi, by source port (IPv4 and IPv6)."""
+
+    def __init__(self, lo, hi):
         self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-        # Every packet on lo comes here, other tests' too: room for a burst while this thread reads.
+        # Every packet on lo comes to a packet socket, another test's too (a test beside this one may send
+        # GB/s there): what this test does not look at is dropped in the kernel, or a burst of it would
+        # fill the buffer and the packets looked for would be lost.
+        prog = ctypes.create_string_buffer(ports_filter(lo, hi))
+        fprog = struct.pack('HL', len(prog.raw) // 8, ctypes.addressof(prog))
+        self.s.setsockopt(socket.SOL_SOCKET, 26, fprog)   # SO_ATTACH_FILTER
+        self.prog = prog   # the kernel copied it; kept with the socket anyway
+        # Room for a burst while this thread reads.
         try:   # past net.core.rmem_max: SO_RCVBUFFORCE (33) needs CAP_NET_ADMIN, which a packet socket has
             self.s.setsockopt(socket.SOL_SOCKET, getattr(socket, 'SO_RCVBUFFORCE', 33), 16 << 20)
         except OSError:
@@ -137,7 +166,7 @@ def main():
         json.dump(config(104), f)
     proc, sock = start_isertd(ISERTD, work, cfgfile)
     rpc = Rpc(sock)
-    sn = Sniffer()
+    sn = Sniffer(PORT, PORT + 4)
     try:
         a, a_port = session(PORT)
         b, _ = session(PORT + 1)

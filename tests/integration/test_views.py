@@ -29,11 +29,13 @@ from the store, whose bytes a WRITE may change after the digest is made).
 isertd exits 0.
 
 usage: test_views.py ISERTD [PORT]"""
+import fcntl
 import json
 import os
 import socket
 import struct
 import sys
+import termios
 import threading
 import time
 
@@ -71,6 +73,22 @@ def watomic_cdb(lba, data):
     return bytes([0x9c, 0]) + struct.pack('>Q', lba) + b'\0\0' + struct.pack('>H', len(data) // 512) + b'\0\0'
 
 
+def filled(c, seconds=10):
+    """Once the target has filled c's socket and holds the rest: what c has received and not read (SIOCINQ)
+    stands still for 0.25 s.  A fixed sleep would bet on how soon the target gets to the READs (a test
+    beside this one, the sanitizers)."""
+    def queued():
+        return struct.unpack('i', fcntl.ioctl(c.s.fileno(), termios.FIONREAD, b'\0' * 4))[0]
+    end, last, since = time.monotonic() + seconds, -1, time.monotonic()
+    while time.monotonic() < end:
+        n = queued()
+        if n != last:
+            last, since = n, time.monotonic()
+        elif n and time.monotonic() - since >= 0.25:
+            return
+        time.sleep(0.05)
+
+
 def stall(c, lun):
     """NREADS READs of the LU's first MiB from c, none of their answers read: c's views of it stay out."""
     itts = []
@@ -79,7 +97,7 @@ def stall(c, lun):
         cdb = bytes([0x88, 0]) + struct.pack('>QI', 0, MIB // 512) + b'\0\0'
         c.send(c.scsi_bhs(cdb, MIB, read=True, lun=lun, itt=itt))
         itts.append(itt)
-    time.sleep(0.5)   # the target fills c's socket and holds the rest
+    filled(c)
     return itts
 
 
@@ -230,7 +248,7 @@ def digest_reads():
         r.send(r.scsi_bhs(bytes([0x88, 0]) + struct.pack('>QI', 0, MIB // 512) + b'\0\0', MIB, read=True,
                           itt=itt, lun=4))
         itts.append(itt)
-    time.sleep(0.5)   # the target fills the socket and holds the rest of the answers
+    filled(r)
     for k in range(1, 4):
         rw16(w, True, 4, 0, MIB // 512, bytes([k]) * MIB)
     errors, done = [], 0
@@ -279,7 +297,7 @@ def main():
             cdb = bytes([0x88, 0]) + struct.pack('>QI', 0, MIB // 512) + b'\0\0'
             a.send(a.scsi_bhs(cdb, MIB, read=True, itt=itt))
             itts.append(itt)
-        time.sleep(0.5)   # the target fills A's socket and holds the rest
+        filled(a)
 
         # B: WRITE ATOMIC (16) of the first 256 KiB, in a thread: its status must wait for A.
         new = b'\x5a' * (256 << 10)

@@ -80,7 +80,8 @@ def main():
     with open(cfgfile, 'w') as f:
         json.dump(config(work), f)
     log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', 'none', '--state-dir', os.path.join(work, 'state'),
+                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
     try:
         for _ in range(100):
             try:
@@ -203,12 +204,16 @@ def main():
             itt = c.next_itt()
             cdb = bytes([0x83, 0]) + b'\0' * 8 + struct.pack('>I', len(big)) + b'\0\0'
             # No Nagle: the TMF goes out at once, not after the target's delayed ACK
-            # (40 ms, longer than the copy on a fast host)
+            # (40 ms, longer than the copy on a fast host).  Corked, the command and
+            # its abort leave in one segment: the abort is there while the copy runs
+            # however late this process is scheduled (a test beside it, the sanitizers).
             c.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            c.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
             c.send(c.scsi_bhs(cdb, len(big), write=True, data_len=len(big), itt=itt), big)
             tmf = bytes([ic.OP_TMF | 0x40, 0x80 | 1, 0, 0, 0, 0, 0, 0]) + b'\0' * 8
             tmf += struct.pack('>IIIII', c.next_itt(), itt, c.cmdsn, c.statsn + 1, c.cmdsn - 1) + b'\0' * 12
             c.send(tmf)
+            c.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
             got_tmf = got_rsp = False
             for _ in range(4):
                 op, bhs, _ = c.recv()
