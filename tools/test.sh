@@ -36,8 +36,8 @@ run_tests() {
 echo "== building build"
 ninja -C build
 # The sanitizer build compiles, at the lowest priority, while the normal
-# build's tests but the VM suite run: they leave the cores about two-thirds
-# idle (sockets, sleeps).  It is done before the VM suite starts, whose TCG
+# build's tests but the VM suite run: they leave the cores about half idle
+# (sockets, sleeps).  It is done before the VM suite starts, whose TCG
 # guests need both cores (a compile beside them slowed the guests far more
 # than it saved: 3deefe4).
 echo "== compiling build-asan in the background (build/asan-compile.log)"
