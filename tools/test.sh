@@ -2,15 +2,24 @@
 # Install, build and run the whole test suite: a normal build, then an
 # ASan+UBSan build that runs the same suites (unit, integration, conformance);
 # the vm, rbd-long, package, bench and docs suites run in the normal build only.
+# --quick: the day-to-day loop, the normal build only: unit, fuzz (the corpus
+# replayed), initiator and integration; no guest, Ceph, package or sanitizer
+# build (a few minutes where the whole run takes about half an hour).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=
+case "${1:-}" in
+--quick) quick=1 ;;
+"") ;;
+*) echo "usage: tools/test.sh [--quick]" >&2; exit 2 ;;
+esac
 tools/deps.sh
 # The test guest (tests/vm/prepare.sh: Debian's kernel fetched, siw.ko built)
 # is made while the builds and the first suites run; the VM suite's own call
 # waits for it and finds it ready (or tries again, and says why it cannot).
-tests/vm/prepare.sh "${ISERT_VM_CACHE:-tests/vm/cache}" >/dev/null 2>&1 &
-prep=$! asan=
-trap 'wait $prep 2>/dev/null || :; [ -z "$asan" ] || kill $asan 2>/dev/null || :' EXIT
+prep= asan=
+[ -n "$quick" ] || { tests/vm/prepare.sh "${ISERT_VM_CACHE:-tests/vm/cache}" >/dev/null 2>&1 & prep=$!; }
+trap '[ -z "$prep" ] || wait $prep 2>/dev/null || :; [ -z "$asan" ] || kill $asan 2>/dev/null || :' EXIT
 ok=0 fail=0
 
 # run_tests DIR LOGBASE MESON-TEST-ARGS...: one meson test run (its log
@@ -35,6 +44,12 @@ run_tests() {
 [ -d build ] || meson setup build
 echo "== building build"
 ninja -C build
+if [ -n "$quick" ]; then
+	echo "== testing build: unit, fuzz, initiator, integration (--quick)"
+	run_tests build testlog-quick --suite unit --suite fuzz --suite initiator --suite integration
+	echo "$ok passed, $fail failed (quick: the whole run is tools/test.sh)"
+	exit 0
+fi
 # The sanitizer build compiles, at the lowest priority, while the normal
 # build's tests but the VM suite run: they leave the cores about half idle
 # (sockets, sleeps).  It is done before the VM suite starts, whose TCG
