@@ -26,8 +26,8 @@
 
 #include "common/utf8.h"
 #include "common/util.h"
-#include "target/iscsi/stats.h"
 #include "target/control/metrics.h"
+#include "target/control/stats.h"
 
 /* ------------------------------------------------------------------------ */
 /* Text */

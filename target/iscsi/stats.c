@@ -1,7 +1,9 @@
 /*
  * Statistics: the data-path hooks (on the reactor that owns the task), the
- * per-reactor table of LUN x initiator entries, and the reader that asks
- * every reactor for a copy and sums the copies (docs/stats.md).
+ * per-reactor table of LUN x initiator entries, and each reactor's copy of
+ * what it holds for a reader (docs/stats.md).  Summing the copies, and
+ * what the exporters make of them, is the control plane's
+ * (target/control/stats_snap.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +19,6 @@
 #include "common/reactor.h"
 #include "common/scsi_proto.h"
 #include "target/backstore/backstore.h"
-#include "target/control/control.h"
 #include "target/iscsi/iscsi.h"
 #include "target/iscsi/stats.h"
 
@@ -44,19 +45,11 @@ static unsigned share(unsigned total, unsigned nreactors)
 	return n ? n : 1;
 }
 
-/* Every field of these counter structs is a uint64_t: one loop sums any of them. */
+/* Every field of these counter structs is a uint64_t: stats_add_counters sums any of them. */
 _Static_assert(sizeof(struct xp_stats) % sizeof(uint64_t) == 0, "xp_stats: uint64_t fields only");
 _Static_assert(sizeof(struct stats_conn) % sizeof(uint64_t) == 0, "stats_conn: uint64_t fields only");
 _Static_assert(sizeof(struct stats_portal) % sizeof(uint64_t) == 0, "stats_portal: uint64_t fields only");
 _Static_assert(sizeof(struct stats_lun_counters) % sizeof(uint64_t) == 0, "counters: uint64_t fields only");
-
-static void add_counters(void *to, const void *from, size_t size)
-{
-	uint64_t *d = to;
-	const uint64_t *v = from;
-	for (size_t i = 0; i < size / sizeof(uint64_t); i++)
-		d[i] += v[i];
-}
 
 static void idle_add(struct stats_lun *e)
 {
@@ -184,7 +177,7 @@ static void fold(struct stats_lun *e)
 	struct stats_lun *r = rest_row(t, e->tpg, e->lun, e->backstore);
 	if (!r)
 		r = &t->overflow;
-	add_counters(&r->c, &e->c, sizeof(e->c));
+	stats_add_counters(&r->c, &e->c, sizeof(e->c));
 }
 
 /*
@@ -378,8 +371,8 @@ void stats_conn_closed(struct iscsi_conn *c)
 	if (!ps)
 		return;
 	ps->connections_closed++;
-	add_counters(&ps->closed, &c->xp->stats, sizeof(c->xp->stats));
-	add_counters(&ps->closed_conn, &c->st, sizeof(c->st));
+	stats_add_counters(&ps->closed, &c->xp->stats, sizeof(c->xp->stats));
+	stats_add_counters(&ps->closed_conn, &c->st, sizeof(c->st));
 }
 
 void stats_free(void)
@@ -400,7 +393,7 @@ void stats_free(void)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Reading: every reactor copies what it holds into one request. */
+/* Reading: every reactor copies what it holds into one request (stats_copy). */
 
 /* What one reactor holds now (the reactors section). */
 struct reactor_copy {
@@ -415,7 +408,7 @@ struct portal_copy {
 	struct stats_portal sum;       /* ended connections and logins, plus the live ones' counters */
 };
 
-struct collect {
+struct stats_copy {
 	pthread_mutex_t mu;
 	struct stats_filter f;
 	char target[224], initiator[224];
@@ -431,9 +424,9 @@ struct collect {
 	int err;                       /* out of memory on a reactor */
 };
 
-static void collect_free(void *arg)
+void stats_copy_free(void *arg)
 {
-	struct collect *k = arg;
+	struct stats_copy *k = arg;
 	free(k->rows);
 	free(k->conns);
 	free(k->portals);
@@ -457,7 +450,7 @@ static bool grow(void **a, size_t *cap, size_t need, size_t size)
 	return true;
 }
 
-static bool lun_wanted(const struct collect *k, const struct stats_lun *e)
+static bool lun_wanted(const struct stats_copy *k, const struct stats_lun *e)
 {
 	const struct stats_filter *f = &k->f;
 	if (e->kind == STATS_OVERFLOW && !e->users && !e->c.commands[STATS_READ] && !e->c.commands[STATS_WRITE] &&
@@ -483,7 +476,7 @@ static void row_of(struct stats_row *r, const struct stats_lun *e)
 }
 
 struct conn_walk {
-	struct collect *k;
+	struct stats_copy *k;
 	struct stats_conn_row *c;
 	size_t n, cap;
 	struct portal_copy *p;         /* this reactor's share, nportals long */
@@ -493,12 +486,12 @@ struct conn_walk {
 static void conn_visit(struct iscsi_conn *c, void *arg)
 {
 	struct conn_walk *w = arg;
-	struct collect *k = w->k;
+	struct stats_copy *k = w->k;
 	for (size_t i = 0; i < k->nportals; i++)
 		if (w->p[i].p == c->portal) {
 			w->p[i].live++;
-			add_counters(&w->p[i].sum.closed, &c->xp->stats, sizeof(c->xp->stats));
-			add_counters(&w->p[i].sum.closed_conn, &c->st, sizeof(c->st));
+			stats_add_counters(&w->p[i].sum.closed, &c->xp->stats, sizeof(c->xp->stats));
+			stats_add_counters(&w->p[i].sum.closed_conn, &c->st, sizeof(c->st));
 		}
 	if (k->reset) {
 		memset(&c->xp->stats, 0, sizeof(c->xp->stats));
@@ -533,9 +526,9 @@ static void conn_visit(struct iscsi_conn *c, void *arg)
 }
 
 /* On each reactor: copy (or, for stats.reset, zero) what it holds. */
-static void collect_on_reactor(void *arg)
+void stats_copy_on_reactor(void *arg)
 {
-	struct collect *k = arg;
+	struct stats_copy *k = arg;
 	int idx = reactor_index(reactor_self());
 	struct conn_walk w = { .k = k };
 	w.p = calloc(k->nportals ? k->nportals : 1, sizeof(*w.p));
@@ -560,7 +553,7 @@ static void collect_on_reactor(void *arg)
 		struct portal_copy *d = &k->portals[i], *s = &w.p[i];
 		d->live += s->live;
 		live += s->live;
-		add_counters(&d->sum, &s->sum, sizeof(s->sum));
+		stats_add_counters(&d->sum, &s->sum, sizeof(s->sum));
 	}
 	if (k->f.reactors && idx >= 0) {
 		size_t old = k->capreactor;
@@ -605,13 +598,14 @@ static void collect_on_reactor(void *arg)
 }
 
 /* A request with every portal made so far (they live as long as the process). */
-static struct collect *collect_new(const struct stats_filter *f)
+struct stats_copy *stats_copy_new(const struct stats_filter *f, bool reset)
 {
-	struct collect *k = calloc(1, sizeof(*k));
+	struct stats_copy *k = calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;
 	pthread_mutex_init(&k->mu, NULL);
 	k->f = *f;
+	k->reset = reset;
 	/* The filter's strings are the caller's: copies, since a late reactor may still read them. */
 	if (f->target)
 		k->f.target = strncpy(k->target, f->target, sizeof(k->target) - 1);
@@ -626,7 +620,7 @@ static struct collect *collect_new(const struct stats_filter *f)
 		k->caprow = (size_t)n * (share(STATS_MAX_NAMED, n) + share(STATS_MAX_REST, n) + 1);
 		k->rows = malloc(k->caprow * sizeof(*k->rows));
 		if (!k->rows) {
-			collect_free(k);
+			stats_copy_free(k);
 			return NULL;
 		}
 	}
@@ -635,7 +629,7 @@ static struct collect *collect_new(const struct stats_filter *f)
 		n++;
 	k->portals = calloc(n ? n : 1, sizeof(*k->portals));
 	if (!k->portals) {
-		collect_free(k);
+		stats_copy_free(k);
 		return NULL;
 	}
 	for (struct iscsi_portal *p = __atomic_load_n(&iscsi_g.portals, __ATOMIC_ACQUIRE); p && k->nportals < n;
@@ -645,142 +639,16 @@ static struct collect *collect_new(const struct stats_filter *f)
 	return k;
 }
 
-/* ------------------------------------------------------------------------ */
-/* The snapshot */
-
-int stats_row_cmp(const struct stats_row *a, const struct stats_row *b)
+int stats_copy_take(struct stats_copy *k, struct stats_snap *s)
 {
-	int r = strcmp(a->target, b->target);
-	if (!r)
-		r = (a->tpg > b->tpg) - (a->tpg < b->tpg);
-	if (!r)
-		r = (a->lun > b->lun) - (a->lun < b->lun);
-	if (!r)
-		r = strcmp(a->backstore, b->backstore);
-	if (!r)
-		r = strcmp(a->initiator, b->initiator);
-	return r;
-}
-
-static int row_ptr_cmp(const void *a, const void *b)
-{
-	return stats_row_cmp(*(struct stats_row *const *)a, *(struct stats_row *const *)b);
-}
-
-/* One sysfs counter file: false when absent or unreadable (left out, never a zero). */
-static bool read_counter(const char *path, uint64_t *v)
-{
-	FILE *fp = fopen(path, "r");
-	if (!fp)
-		return false;
-	bool ok = fscanf(fp, "%" SCNu64, v) == 1;
-	fclose(fp);
-	return ok;
-}
-
-static void add_u(json_object *o, const char *k, uint64_t v)
-{
-	json_object_object_add(o, k, json_object_new_uint64(v));
-}
-
-static json_object *counter_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return NULL;
-	json_object *o = json_object_new_object();
-	struct dirent *de;
-	char f[512];
-	uint64_t v;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.' && (size_t)snprintf(f, sizeof(f), "%s/%s", path, de->d_name) < sizeof(f) &&
-		    read_counter(f, &v))
-			add_u(o, de->d_name, v);
-	closedir(d);
-	return o;
-}
-
-#define SYS_IB "/sys/class/infiniband"
-
-/* The kernel's counters of every RDMA device port. */
-static json_object *rdma_devices_json(void)
-{
-	json_object *a = json_object_new_array();
-	DIR *d = opendir(SYS_IB);
-	if (!d)
-		return a;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		char path[512];
-		if (de->d_name[0] == '.' || (size_t)snprintf(path, sizeof(path), SYS_IB "/%s/ports", de->d_name) >= sizeof(path))
-			continue;
-		DIR *pd = opendir(path);
-		if (!pd)
-			continue;
-		struct dirent *pe;
-		while ((pe = readdir(pd))) {
-			char sub[600];
-			if (pe->d_name[0] == '.')
-				continue;
-			json_object *o = json_object_new_object(), *c;
-			json_object_object_add(o, "device", json_object_new_string(de->d_name));
-			add_u(o, "port", strtoull(pe->d_name, NULL, 10));
-			if ((size_t)snprintf(sub, sizeof(sub), "%s/%s/counters", path, pe->d_name) < sizeof(sub) &&
-			    (c = counter_dir(sub)))
-				json_object_object_add(o, "counters", c);
-			if ((size_t)snprintf(sub, sizeof(sub), "%s/%s/hw_counters", path, pe->d_name) < sizeof(sub) &&
-			    (c = counter_dir(sub)))
-				json_object_object_add(o, "hw_counters", c);
-			json_object_array_add(a, o);
-		}
-		closedir(pd);
-	}
-	closedir(d);
-	return a;
-}
-
-void stats_snap_free(struct stats_snap *s)
-{
-	if (!s)
-		return;
-	free(s->rows);
-	free(s->sorted);
-	free(s->conns);
-	free(s->portals);
-	json_object_put(s->rdma_devices);
-	free(s->reactors);
-	free(s);
-}
-
-/* The copies of k, summed and sorted, into s (k's arrays move over). */
-static int snap_build(struct stats_snap *s, struct collect *k)
-{
-	s->monotonic_ns = reactor_now_ns();
+	if (k->err)
+		return k->err;
 	s->rows = k->rows;
 	s->nrows = k->nrows;
 	k->rows = NULL;
 	s->conns = k->conns;
 	s->nconns = k->nconns;
 	k->conns = NULL;
-	if (s->nrows) {
-		s->sorted = malloc(s->nrows * sizeof(*s->sorted));
-		if (!s->sorted)
-			return -ENOMEM;
-		for (size_t i = 0; i < s->nrows; i++)
-			s->sorted[i] = &s->rows[i];
-		qsort(s->sorted, s->nrows, sizeof(*s->sorted), row_ptr_cmp);
-		/* The same key from several reactors (sessions of one initiator, rest and overflow rows): one row. */
-		for (size_t i = 0; i < s->nrows;) {
-			struct stats_row *r = s->sorted[i];
-			size_t j = i + 1;
-			for (; j < s->nrows && !stats_row_cmp(r, s->sorted[j]); j++) {
-				add_counters(&r->c, &s->sorted[j]->c, sizeof(r->c));
-				r->in_flight += s->sorted[j]->in_flight;
-			}
-			s->sorted[s->nsorted++] = r;
-			i = j;
-		}
-	}
 	if (k->f.portals) {
 		s->portals = calloc(k->nportals ? k->nportals : 1, sizeof(*s->portals));
 		if (!s->portals)
@@ -795,8 +663,6 @@ static int snap_build(struct stats_snap *s, struct collect *k)
 			o->c = pc->sum;
 		}
 	}
-	if (k->f.rdma_devices && !(s->rdma_devices = rdma_devices_json()))
-		return -ENOMEM;
 	if (k->f.reactors && k->nreactors) {
 		s->reactors = calloc(k->nreactors, sizeof(*s->reactors));
 		if (!s->reactors)
@@ -812,313 +678,4 @@ static int snap_build(struct stats_snap *s, struct collect *k)
 		}
 	}
 	return 0;
-}
-
-int stats_snapshot(const struct stats_filter *f, struct stats_snap **out, char *err, size_t errlen)
-{
-	*out = NULL;
-#if !ISERT_STATS
-	snprintf(err, errlen, "isertd was built without statistics (meson -Dstats=false)");
-	return -ENOTSUP;
-#endif
-	struct collect *k = collect_new(f);
-	struct stats_snap *s = calloc(1, sizeof(*s));
-	if (!k || !s) {
-		if (k)
-			collect_free(k);
-		free(s);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	int rc = admin_on_reactors(collect_on_reactor, k, collect_free, err, errlen);
-	if (rc) {
-		free(s);
-		return rc;
-	}
-	rc = k->err ? k->err : snap_build(s, k);
-	collect_free(k);
-	if (rc) {
-		stats_snap_free(s);
-		snprintf(err, errlen, "out of memory");
-		return rc;
-	}
-	*out = s;
-	return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* JSON (the stats method) */
-
-static const char *const sense_names[16] = {
-	"no_sense", "recovered_error", "not_ready", "medium_error", "hardware_error", "illegal_request",
-	"unit_attention", "data_protect", "blank_check", "vendor_specific", "copy_aborted", "aborted_command",
-	"reserved_0c", "volume_overflow", "miscompare", "completed",
-};
-static const char *const refusal_names[REFUSED_KINDS] = { "acl", "chap", "unknown_target", "resources",
-							  "initiator_error" };
-static const char *const lat_names[LAT_KINDS] = { "read", "write", "read_backstore", "write_backstore" };
-static const char *const kind_names[] = { [STATS_NAMED] = "initiator", [STATS_REST] = "rest",
-					  [STATS_OVERFLOW] = "overflow" };
-
-static json_object *hist_json(const struct stats_hist *h)
-{
-	json_object *o = json_object_new_object(), *b = json_object_new_array_ext(STATS_BUCKETS);
-	uint64_t n = 0;
-	for (int i = 0; i < STATS_BUCKETS; i++) {
-		n += h->n[i];
-		json_object_array_add(b, json_object_new_uint64(h->n[i]));
-	}
-	add_u(o, "count", n);
-	add_u(o, "sum_ns", h->sum_ns);
-	json_object_object_add(o, "buckets", b);
-	return o;
-}
-
-static json_object *lun_json(const struct stats_row *e)
-{
-	const struct stats_lun_counters *c = &e->c;
-	json_object *o = json_object_new_object(), *x;
-	json_object_object_add(o, "target", json_object_new_string(e->target));
-	add_u(o, "tpg", e->tpg);
-	add_u(o, "lun", e->lun);
-	json_object_object_add(o, "initiator", admin_json_shown(e->initiator));
-	json_object_object_add(o, "backstore", json_object_new_string(e->backstore));
-	json_object_object_add(o, "row", json_object_new_string(kind_names[e->kind]));
-	add_u(o, "in_flight", e->in_flight);
-	json_object_object_add(o, "commands", x = json_object_new_object());
-	add_u(x, "read", c->commands[STATS_READ]);
-	add_u(x, "write", c->commands[STATS_WRITE]);
-	add_u(x, "other", c->commands[STATS_OTHER]);
-	add_u(o, "bytes_read", c->bytes_read);
-	add_u(o, "bytes_written", c->bytes_written);
-	json_object_object_add(o, "check_conditions", x = json_object_new_object());
-	for (int i = 0; i < 16; i++)
-		if (c->check_conditions[i])
-			add_u(x, sense_names[i], c->check_conditions[i]);
-	add_u(o, "unit_attentions", c->check_conditions[6]);
-	json_object_object_add(o, "status", x = json_object_new_object());
-	add_u(x, "busy", c->busy);
-	add_u(x, "reservation_conflict", c->reservation_conflict);
-	add_u(x, "task_set_full", c->task_set_full);
-	add_u(o, "task_management", c->tmf);
-	json_object_object_add(o, "latency", x = json_object_new_object());
-	for (int i = 0; i < LAT_KINDS; i++)
-		json_object_object_add(x, lat_names[i], hist_json(&c->lat[i]));
-	return o;
-}
-
-static void xp_json(json_object *o, const struct xp_stats *s, const struct stats_conn *st, bool rdma)
-{
-	add_u(o, "pdus_in", s->pdus_in);
-	add_u(o, "pdus_out", s->pdus_out);
-	add_u(o, "bytes_in", s->bytes_in);
-	add_u(o, "bytes_out", s->bytes_out);
-	add_u(o, "digest_errors", s->digest_errors);
-	add_u(o, "r2ts", st->r2ts);
-	add_u(o, "nop_timeouts", st->nop_timeouts);
-	if (!rdma)
-		return;
-	json_object *r = json_object_new_object();
-	add_u(r, "reads", s->rdma_reads);
-	add_u(r, "read_bytes", s->rdma_read_bytes);
-	add_u(r, "writes", s->rdma_writes);
-	add_u(r, "write_bytes", s->rdma_write_bytes);
-	add_u(r, "sends", s->sends);
-	add_u(r, "recvs", s->recvs);
-	add_u(r, "inline_sends", s->inline_sends);
-	add_u(r, "send_posts", s->send_posts);
-	add_u(r, "cq_polls", s->cq_polls);
-	add_u(r, "cq_empty_polls", s->cq_empty_polls);
-	add_u(r, "completions", s->completions);
-	json_object_object_add(o, "rdma", r);
-}
-
-static json_object *conn_json(const struct stats_conn_row *c)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "target", json_object_new_string(c->target));
-	add_u(o, "tpg", c->tpg);
-	json_object_object_add(o, "initiator", admin_json_shown(c->initiator));
-	add_u(o, "tsih", c->tsih);
-	add_u(o, "cid", c->cid);
-	json_object_object_add(o, "portal", json_object_new_string(c->portal));
-	json_object_object_add(o, "transport", json_object_new_string(c->transport));
-	json_object_object_add(o, "peer", json_object_new_string(c->peer));
-	add_u(o, "reactor", (uint64_t)c->reactor);
-	xp_json(o, &c->xp, &c->st, c->rdma);
-	return o;
-}
-
-static json_object *portal_json(const struct stats_portal_row *p)
-{
-	const struct stats_portal *s = &p->c;
-	json_object *o = json_object_new_object(), *l, *r;
-	json_object_object_add(o, "portal", json_object_new_string(p->portal));
-	json_object_object_add(o, "transport", json_object_new_string(p->iser ? "iser" : "tcp"));
-	json_object_object_add(o, "listening", json_object_new_boolean(p->listening));
-	add_u(o, "connections", p->connections);
-	add_u(o, "connections_refused", s->connections_refused);
-	add_u(o, "connections_closed", s->connections_closed);
-	json_object_object_add(o, "logins", l = json_object_new_object());
-	add_u(l, "accepted", s->logins_accepted);
-	add_u(l, "redirected", s->logins_redirected);
-	json_object_object_add(l, "refused", r = json_object_new_object());
-	for (int i = 0; i < REFUSED_KINDS; i++)
-		add_u(r, refusal_names[i], s->logins_refused[i]);
-	xp_json(o, &s->closed, &s->closed_conn, p->iser);
-	return o;
-}
-
-/*
- * The cursor of a page: the key of its last row, as
- * "1.HEX(target).tpg.lun.HEX(backstore).HEX(initiator)".  Hex, because a
- * key holds whatever bytes an initiator named itself with, and the cursor
- * must come back through any JSON client unchanged.
- */
-static void hex_put(char **p, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (; *s; s++) {
-		*(*p)++ = hex[(uint8_t)*s >> 4];
-		*(*p)++ = hex[(uint8_t)*s & 15];
-	}
-}
-
-static char *cursor_of(const struct stats_row *r)
-{
-	size_t n = 2 * (strlen(r->target) + strlen(r->backstore) + strlen(r->initiator)) + 64;
-	char *c = malloc(n), *p = c;
-	if (!c)
-		return NULL;
-	p += sprintf(p, "1.");
-	hex_put(&p, r->target);
-	p += sprintf(p, ".%u.%" PRIu64 ".", r->tpg, r->lun);
-	hex_put(&p, r->backstore);
-	*p++ = '.';
-	hex_put(&p, r->initiator);
-	*p = 0;
-	return c;
-}
-
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Hex up to the next '.' (or the end) into out (at most outlen - 1 bytes, no NUL); the text after it, or NULL. */
-static const char *hex_get(const char *s, char *out, size_t outlen)
-{
-	size_t n = 0;
-	for (; *s && *s != '.'; s += 2) {
-		int hi = hexval(s[0]), lo = hi < 0 ? -1 : hexval(s[1]);
-		if (lo < 0 || (hi | lo) == 0 || n + 1 >= outlen)
-			return NULL;
-		out[n++] = (char)(hi << 4 | lo);
-	}
-	out[n] = 0;
-	return s;
-}
-
-/* The key in a cursor: 0, or -EINVAL. */
-static int cursor_parse(const char *c, struct stats_row *key, char *target, size_t tlen)
-{
-	unsigned tpg;
-	uint64_t lun;
-	int used = 0;
-	memset(key, 0, sizeof(*key));
-	if (strncmp(c, "1.", 2) || !(c = hex_get(c + 2, target, tlen)) || *c != '.' ||
-	    sscanf(c, ".%5u.%20" SCNu64 ".%n", &tpg, &lun, &used) != 2 || !used || tpg > 65535 ||
-	    !(c = hex_get(c + used, key->backstore, sizeof(key->backstore))) || *c != '.' ||
-	    !(c = hex_get(c + 1, key->initiator, sizeof(key->initiator))) || *c)
-		return -EINVAL;
-	key->target = target;
-	key->tpg = (uint16_t)tpg;
-	key->lun = lun;
-	return 0;
-}
-
-int stats_collect(json_object *out, const struct stats_filter *f, const char *cursor, unsigned limit, char *err,
-		  size_t errlen)
-{
-	struct stats_row key;
-	char target[224];
-	if (cursor && cursor_parse(cursor, &key, target, sizeof(target))) {
-		snprintf(err, errlen, "cursor: not one this method made (pass back the \"cursor\" of an answer)");
-		return -EINVAL;
-	}
-	if (limit < 1 || limit > STATS_PAGE_MAX)
-		limit = STATS_PAGE_MAX;
-	struct stats_snap *s;
-	int rc = stats_snapshot(f, &s, err, errlen);
-	if (rc)
-		return rc;
-	add_u(out, "monotonic_ns", s->monotonic_ns);
-	json_object *a = json_object_new_array();
-	for (int i = 0; i < STATS_BUCKETS - 1; i++)
-		json_object_array_add(a, json_object_new_uint64(1ull << i));
-	json_object_object_add(out, "latency_bounds_us", a);
-	if (f->luns) {
-		/* The first row after the cursor's key: a binary search over the sorted rows. */
-		size_t lo = 0, hi = s->nsorted;
-		while (cursor && lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (stats_row_cmp(s->sorted[mid], &key) <= 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		size_t end = s->nsorted - lo > limit ? lo + limit : s->nsorted;
-		a = json_object_new_array_ext((int)(end - lo));
-		for (size_t i = lo; i < end; i++)
-			json_object_array_add(a, lun_json(s->sorted[i]));
-		json_object_object_add(out, "luns", a);
-		json_object_object_add(out, "more", json_object_new_boolean(end < s->nsorted));
-		if (end < s->nsorted) {
-			char *c = cursor_of(s->sorted[end - 1]);
-			json_object_object_add(out, "cursor", c ? json_object_new_string(c) : NULL);
-			free(c);
-		}
-	}
-	if (f->connections) {
-		a = json_object_new_array();
-		for (size_t i = 0; i < s->nconns; i++)
-			json_object_array_add(a, conn_json(&s->conns[i]));
-		json_object_object_add(out, "connections", a);
-	}
-	if (f->portals) {
-		a = json_object_new_array();
-		for (size_t i = 0; i < s->nportals; i++)
-			json_object_array_add(a, portal_json(&s->portals[i]));
-		json_object_object_add(out, "portals", a);
-	}
-	if (f->rdma_devices)
-		json_object_object_add(out, "rdma_devices", json_object_get(s->rdma_devices));
-	if (f->reactors) {
-		a = json_object_new_array();
-		for (size_t i = 0; i < s->nreactors; i++) {
-			const struct stats_reactor_row *r = &s->reactors[i];
-			json_object *o = json_object_new_object();
-			add_u(o, "reactor", r->reactor);
-			add_u(o, "connections", r->connections);
-			add_u(o, "buffer_pool_bytes", r->pool_bytes);
-			add_u(o, "buffers_in_use", r->pool_in_use);
-			json_object_array_add(a, o);
-		}
-		json_object_object_add(out, "reactors", a);
-	}
-	stats_snap_free(s);
-	return 0;
-}
-
-int stats_reset(char *err, size_t errlen)
-{
-	struct stats_filter f = { .lun = -1 };
-	struct collect *k = collect_new(&f);
-	if (!k)
-		return -ENOMEM;
-	k->reset = true;
-	int rc = admin_on_reactors(collect_on_reactor, k, collect_free, err, errlen);
-	if (!rc)
-		collect_free(k);
-	return rc;
 }

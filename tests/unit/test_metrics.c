@@ -13,8 +13,8 @@
 #include "common/utf8.h"
 #include "common/util.h"
 #include "target/config/config.h"
-#include "target/iscsi/stats.h"
 #include "target/control/metrics.h"
+#include "target/control/stats.h"
 
 #define TGT "iqn.2024-01.org.x:d"
 /* An initiator name with every character the format escapes, and a control byte. */
