@@ -269,6 +269,43 @@ int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, ui
 /* The same, taking ownership of malloc'd data; optionally close once it is sent. */
 int conn_send_owned(struct iscsi_conn *c, const void *bhs, void *data, uint32_t len, bool close_after);
 
+/*
+ * view.c: what the control plane may know of a connection and do to it
+ * (the only way in from outside this layer), on the connection's reactor,
+ * inside conn_foreach.
+ */
+struct iscsi_conn_view {
+	bool full, closing;             /* in full feature phase; closing */
+	bool session;                   /* it has a session: the fields from gone on are 0 without one */
+	uint16_t cid;
+	const char *transport;          /* a transport's static name */
+	bool rdma, shared_rx;
+	const char *portal, *local, *peer; /* c's: valid until its reactor returns */
+	int reactor;
+	unsigned tasks;
+	const struct neg_params *params;
+	const char *initiator;          /* "" without a session */
+	bool gone, discovery;
+	uint16_t tsih;
+	uint8_t isid[6];
+	const struct rt_tpg *tpg;       /* NULL for discovery */
+	size_t nluns;                   /* its LUN map: conn_view_lun */
+	uint32_t queue_depth, active, exp_cmdsn, max_cmdsn;
+	size_t buf_bytes;
+};
+void conn_view(const struct iscsi_conn *c, struct iscsi_conn_view *v);
+/* Entry i (< nluns) of the LUN map of c's session. */
+void conn_view_lun(const struct iscsi_conn *c, size_t i, uint64_t *lun, const struct scsi_lu **lu, bool *read_only);
+/*
+ * After a change: c's session (full feature, not discovery) takes its LUN
+ * map again, with REPORTED LUNS DATA HAS CHANGED where it changed.  1: it
+ * changed; 0: no change, or nothing to take; -EACCES: no longer admitted,
+ * c closes; another -errno: the old map stays.
+ */
+int conn_refresh_map(struct iscsi_conn *c);
+/* How many of c's tasks (in any state) and of its session's LUN map entries point at one of lus. */
+int conn_lu_users(const struct iscsi_conn *c, struct scsi_lu *const *lus, size_t n);
+
 /* login.c */
 void login_rx(struct iscsi_conn *c, struct xp_rx *rx);
 void login_free(struct iscsi_conn *c);
