@@ -109,11 +109,13 @@ static struct fanout *fanout_new(void (*each)(struct iscsi_conn *, void *))
 /* Run f on every reactor and wait for all of them; 0, or -ETIMEDOUT with err filled. */
 static int fanout_run(struct fanout *f, char *err, size_t errlen)
 {
+	struct reactor **reactors;
+	unsigned nreactors = iscsi_reactors(&reactors);
 	pthread_mutex_lock(&f->mu);
-	for (unsigned i = 0; i < iscsi_g.nreactors; i++) {
+	for (unsigned i = 0; i < nreactors; i++) {
 		f->pending++;
 		f->refs++;
-		if (reactor_send(iscsi_g.reactors[i], fanout_on_reactor, f)) {
+		if (reactor_send(reactors[i], fanout_on_reactor, f)) {
 			f->pending--;
 			f->refs--;
 		}

@@ -70,6 +70,10 @@ int iscsi_setup(struct config *cfg, struct reactor **reactors, unsigned nreactor
 int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, struct iscsi_portal **out, char *err,
 			size_t errlen);
 void iscsi_portal_unlisten(struct iscsi_portal *ip);
+/* Is the portal of p's address and transport listening already? */
+bool iscsi_portal_listening(const struct cfg_portal *p);
+/* Every listening portal that cfg no longer has stops listening (the connections it took stay). */
+void iscsi_portal_unlisten_gone(const struct config *cfg);
 /* Is p among cfg's portals? */
 bool iscsi_portal_in(const struct config *cfg, const struct iscsi_portal *p);
 /* After a change: listening portals whose ToS changed take the new one (TCP at once, iSER
@@ -79,6 +83,10 @@ void iscsi_portal_retos(const struct config *cfg);
 int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
 /* Stop listening (the first step of a shutdown). */
 void iscsi_stop(void);
+/* Has the shutdown begun (SIGTERM)? */
+bool iscsi_stopping(void);
+/* The reactors iscsi_setup was given: how many, and the array in *out. */
+unsigned iscsi_reactors(struct reactor ***out);
 /* Flush every writable backstore, synchronously, once the reactors stopped; returns the failures. */
 int iscsi_flush(void);
 /* The running target and the portals freed. */
