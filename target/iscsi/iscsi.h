@@ -85,6 +85,8 @@ int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactor
 void iscsi_stop(void);
 /* Has the shutdown begun (SIGTERM)? */
 bool iscsi_stopping(void);
+/* The drain took too long: each reactor closes what it has left at its next drain tick. */
+void iscsi_force_close(void);
 /* The reactors iscsi_setup was given: how many, and the array in *out. */
 unsigned iscsi_reactors(struct reactor ***out);
 /* Flush every writable backstore, synchronously, once the reactors stopped; returns the failures. */

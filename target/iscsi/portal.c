@@ -5,6 +5,7 @@
  * target's (target/runtime/).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,11 @@ int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactor
 bool iscsi_stopping(void)
 {
 	return iscsi_g.stopping;
+}
+
+void iscsi_force_close(void)
+{
+	atomic_store(&iscsi_g.force_close, true);
 }
 
 unsigned iscsi_reactors(struct reactor ***out)
