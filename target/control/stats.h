@@ -38,4 +38,9 @@ int stats_collect(struct json_object *out, const struct stats_filter *f, const c
 /* Zero every counter (gauges stay); 0 or -errno with err filled. */
 int stats_reset(char *err, size_t errlen);
 
+/* The names both exporters give (stats_json.c): sense keys, login refusals, command kinds. */
+extern const char *const stats_sense_names[16];
+extern const char *const stats_refusal_names[REFUSED_KINDS];
+extern const char *const stats_kind_names[STATS_KINDS];
+
 #endif

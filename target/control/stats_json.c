@@ -20,16 +20,17 @@ static void add_u(json_object *o, const char *k, uint64_t v)
 
 /* JSON (the stats method) */
 
-static const char *const sense_names[16] = {
+const char *const stats_sense_names[16] = {
 	"no_sense", "recovered_error", "not_ready", "medium_error", "hardware_error", "illegal_request",
 	"unit_attention", "data_protect", "blank_check", "vendor_specific", "copy_aborted", "aborted_command",
 	"reserved_0c", "volume_overflow", "miscompare", "completed",
 };
-static const char *const refusal_names[REFUSED_KINDS] = { "acl", "chap", "unknown_target", "resources",
-							  "initiator_error" };
+const char *const stats_refusal_names[REFUSED_KINDS] = { "acl", "chap", "unknown_target", "resources",
+							 "initiator_error" };
+const char *const stats_kind_names[STATS_KINDS] = { "read", "write", "other" };
 static const char *const lat_names[LAT_KINDS] = { "read", "write", "read_backstore", "write_backstore" };
-static const char *const kind_names[] = { [STATS_NAMED] = "initiator", [STATS_REST] = "rest",
-					  [STATS_OVERFLOW] = "overflow" };
+static const char *const row_names[] = { [STATS_NAMED] = "initiator", [STATS_REST] = "rest",
+					 [STATS_OVERFLOW] = "overflow" };
 
 static json_object *hist_json(const struct stats_hist *h)
 {
@@ -47,25 +48,24 @@ static json_object *hist_json(const struct stats_hist *h)
 
 static json_object *lun_json(const struct stats_row *e)
 {
-	const struct stats_lun_counters *c = &e->c;
+	const struct stats_counts *c = &e->c.n;
 	json_object *o = json_object_new_object(), *x;
 	json_object_object_add(o, "target", json_object_new_string(e->target));
 	add_u(o, "tpg", e->tpg);
 	add_u(o, "lun", e->lun);
 	json_object_object_add(o, "initiator", admin_json_shown(e->initiator));
 	json_object_object_add(o, "backstore", json_object_new_string(e->backstore));
-	json_object_object_add(o, "row", json_object_new_string(kind_names[e->kind]));
+	json_object_object_add(o, "row", json_object_new_string(row_names[e->kind]));
 	add_u(o, "in_flight", e->in_flight);
 	json_object_object_add(o, "commands", x = json_object_new_object());
-	add_u(x, "read", c->commands[STATS_READ]);
-	add_u(x, "write", c->commands[STATS_WRITE]);
-	add_u(x, "other", c->commands[STATS_OTHER]);
+	for (int i = 0; i < STATS_KINDS; i++)
+		add_u(x, stats_kind_names[i], c->commands[i]);
 	add_u(o, "bytes_read", c->bytes_read);
 	add_u(o, "bytes_written", c->bytes_written);
 	json_object_object_add(o, "check_conditions", x = json_object_new_object());
 	for (int i = 0; i < 16; i++)
 		if (c->check_conditions[i])
-			add_u(x, sense_names[i], c->check_conditions[i]);
+			add_u(x, stats_sense_names[i], c->check_conditions[i]);
 	add_u(o, "unit_attentions", c->check_conditions[6]);
 	json_object_object_add(o, "status", x = json_object_new_object());
 	add_u(x, "busy", c->busy);
@@ -74,7 +74,7 @@ static json_object *lun_json(const struct stats_row *e)
 	add_u(o, "task_management", c->tmf);
 	json_object_object_add(o, "latency", x = json_object_new_object());
 	for (int i = 0; i < LAT_KINDS; i++)
-		json_object_object_add(x, lat_names[i], hist_json(&c->lat[i]));
+		json_object_object_add(x, lat_names[i], hist_json(&e->c.lat[i]));
 	return o;
 }
 
@@ -135,7 +135,7 @@ static json_object *portal_json(const struct stats_portal_row *p)
 	add_u(l, "redirected", s->logins_redirected);
 	json_object_object_add(l, "refused", r = json_object_new_object());
 	for (int i = 0; i < REFUSED_KINDS; i++)
-		add_u(r, refusal_names[i], s->logins_refused[i]);
+		add_u(r, stats_refusal_names[i], s->logins_refused[i]);
 	xp_json(o, &s->closed, &s->closed_conn, p->iser);
 	return o;
 }

@@ -259,7 +259,7 @@ void stats_cmd_status(struct iscsi_task *t)
 	struct stats_lun *e = t->st;
 	if (!e)
 		return;
-	struct stats_lun_counters *k = &e->c;
+	struct stats_counts *k = &e->c.n;
 	const struct scsi_cmd *cmd = &t->cmd;
 	enum stats_kind kind = cmd_kind(cmd->cdb[0]);
 	k->commands[kind]++;
@@ -281,13 +281,13 @@ void stats_cmd_status(struct iscsi_task *t)
 	if (kind == STATS_READ) {
 		if (cmd->buf)
 			k->bytes_read += cmd->din_len;
-		hist_add(&k->lat[LAT_READ], lat);
-		hist_add(&k->lat[LAT_READ_BACKSTORE], cmd->bs_ns);
+		hist_add(&e->c.lat[LAT_READ], lat);
+		hist_add(&e->c.lat[LAT_READ_BACKSTORE], cmd->bs_ns);
 	} else {
 		if (cmd->status == SCSI_GOOD)
 			k->bytes_written += cmd->dout_len;
-		hist_add(&k->lat[LAT_WRITE], lat);
-		hist_add(&k->lat[LAT_WRITE_BACKSTORE], cmd->bs_ns);
+		hist_add(&e->c.lat[LAT_WRITE], lat);
+		hist_add(&e->c.lat[LAT_WRITE_BACKSTORE], cmd->bs_ns);
 	}
 }
 
@@ -305,7 +305,7 @@ void stats_tmf(struct iscsi_session *s, uint64_t lun)
 	if (!l->st)
 		l->st = lun_entry(s, l);
 	if (l->st)
-		l->st->c.tmf++;
+		l->st->c.n.tmf++;
 }
 #endif
 
@@ -453,8 +453,8 @@ static bool grow(void **a, size_t *cap, size_t need, size_t size)
 static bool lun_wanted(const struct stats_copy *k, const struct stats_lun *e)
 {
 	const struct stats_filter *f = &k->f;
-	if (e->kind == STATS_OVERFLOW && !e->users && !e->c.commands[STATS_READ] && !e->c.commands[STATS_WRITE] &&
-	    !e->c.commands[STATS_OTHER])
+	const uint64_t *n = e->c.n.commands;
+	if (e->kind == STATS_OVERFLOW && !e->users && !n[STATS_READ] && !n[STATS_WRITE] && !n[STATS_OTHER])
 		return false; /* the overflow row, never used */
 	if (f->target && (!e->tpg || strcmp(e->tpg->iqn, f->target)))
 		return false;

@@ -38,13 +38,18 @@ enum stats_lat { LAT_READ, LAT_WRITE, LAT_READ_BACKSTORE, LAT_WRITE_BACKSTORE, L
 
 /* The counter structs below hold uint64_t fields only: stats_add_counters sums them as arrays. */
 
-/* What a LUN x initiator pair did (reset by stats.reset). */
-struct stats_lun_counters {
+/* What a LUN x initiator pair did, but for its latencies: what each row of /metrics carries as well. */
+struct stats_counts {
 	uint64_t commands[STATS_KINDS];
 	uint64_t bytes_read, bytes_written;
 	uint64_t check_conditions[16];  /* by sense key */
 	uint64_t busy, reservation_conflict, task_set_full;
 	uint64_t tmf;                   /* task management requests naming this LUN */
+};
+
+/* What a LUN x initiator pair did (reset by stats.reset). */
+struct stats_lun_counters {
+	struct stats_counts n;
 	struct stats_hist lat[LAT_KINDS];
 };
 
