@@ -119,13 +119,13 @@ struct stats_portal {
 void stats_cmd_arrived(struct iscsi_task *t, struct iscsi_session *s, struct iscsi_lun *l);
 void stats_cmd_status(struct iscsi_task *t);  /* its status is handed to the transport */
 void stats_cmd_freed(struct iscsi_task *t);
-void stats_tmf(struct iscsi_session *s, uint64_t lun);
+void stats_tmf(struct iscsi_session *s, struct iscsi_lun *l); /* l: the LUN it names, NULL if none */
 #define STATS_INC(x) ((x)++)
 #else
 static inline void stats_cmd_arrived(struct iscsi_task *t, struct iscsi_session *s, struct iscsi_lun *l) {}
 static inline void stats_cmd_status(struct iscsi_task *t) {}
 static inline void stats_cmd_freed(struct iscsi_task *t) {}
-static inline void stats_tmf(struct iscsi_session *s, uint64_t lun) {}
+static inline void stats_tmf(struct iscsi_session *s, struct iscsi_lun *l) {}
 #define STATS_INC(x) ((void)0)
 #endif
 
@@ -141,6 +141,10 @@ void stats_conn_closed(struct iscsi_conn *c);
 int stats_portal_init(struct iscsi_portal *p, unsigned nreactors);
 /* At exit, on no reactor: every reactor's tables. */
 void stats_free(void);
+/* On a reactor, for stats_copy.c: fn(row) for each row it keeps, its overflow row last. */
+void stats_rows_foreach(void (*fn)(struct stats_lun *e, void *arg), void *arg);
+/* The rows all reactors may keep at most: each one's shares of both caps and its overflow row. */
+size_t stats_rows_max(void);
 
 /* What `stats` reports; NULL/-1 fields match everything. */
 struct stats_filter {
