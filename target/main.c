@@ -168,7 +168,7 @@ static void check_fd_budget(unsigned max_connections)
 {
 	unsigned reserve;
 	unsigned long long limit;
-	unsigned cap = admit_fd_budget(&reserve, &limit);
+	unsigned cap = admit_fd_budget(admin_fd_reserve(rt_config()), &reserve, &limit);
 	if (cap < max_connections)
 		log_warn("open file limit %llu leaves room for %u connections (%u descriptors kept for isertd's own "
 			 "files, the admin socket and metrics), below max_connections (%u): connections past %u are "

@@ -481,7 +481,7 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 	rt_switch(&p->next, &st);
 	r = rt_config();
 	admit_set_limits(r);
-	admit_fd_budget(NULL, NULL); /* stores and portals may have come or gone */
+	admit_fd_budget(admin_fd_reserve(rt_config()), NULL, NULL); /* stores and portals may have come or gone */
 
 	/* What follows from it. */
 	iscsi_portal_unlisten_gone(r);
@@ -513,7 +513,7 @@ int apply_execute(struct apply_plan *p, struct apply_result *res, char *err, siz
 			snprintf(err, errlen, "out of memory");
 			return rc;
 		}
-		admit_fd_budget(NULL, NULL);
+		admit_fd_budget(admin_fd_reserve(rt_config()), NULL, NULL);
 		return 0;
 	case ADD_LUN:
 		if ((rc = rt_add_lun(p->ti, p->gi, &p->lun))) {

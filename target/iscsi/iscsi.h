@@ -243,13 +243,14 @@ void admit_set_limits(const struct config *c);
  * Connections past what the open file limit leaves room for are refused at
  * accept, like those past max_connections: a connection left in the listen
  * backlog would take the next descriptor freed, ahead of a later login.  The
- * reserve is what is open but connections when counted, the admin socket's
- * and the metrics endpoint's connections and ADMIT_FD_FILES files opened
- * while isertd runs (a save, a state file).  Counted at start and after each
- * change; returns the cap (UINT_MAX: none), with the reserve and the limit.
+ * reserve is what is open but connections when counted, others (the admin
+ * socket's and the metrics endpoint's connections: control.h's
+ * admin_fd_reserve) and ADMIT_FD_FILES files opened while isertd runs (a
+ * save, a state file).  Counted at start and after each change; returns the
+ * cap (UINT_MAX: none), with the reserve and the limit.
  */
 #define ADMIT_FD_FILES 4
-unsigned admit_fd_budget(unsigned *reserve, unsigned long long *limit);
+unsigned admit_fd_budget(unsigned others, unsigned *reserve, unsigned long long *limit);
 
 /* conn.c */
 void conn_accept(void *arg, struct xp_conn *xp);
