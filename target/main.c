@@ -11,7 +11,6 @@
 #include <json-c/json.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +92,7 @@ static void force_close(void)
 	if (forced_ns)
 		return;
 	forced_ns = reactor_now_ns();
-	atomic_store(&iscsi_g.force_close, true);
+	iscsi_force_close();
 	xp_stop_waiting();
 }
 
@@ -130,11 +129,11 @@ static void on_signal(void *arg, uint32_t events)
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
 	if (si.ssi_signo == SIGHUP) {
-		if (!iscsi_g.stopping)
+		if (!iscsi_stopping())
 			rpc_reload(); /* on the admin thread: an apply waits for the reactors, this is one */
 		return;
 	}
-	if (iscsi_g.stopping) {
+	if (iscsi_stopping()) {
 		log_info("signal %d again: closing every connection now", (int)si.ssi_signo);
 		force_close();
 		return;
@@ -169,7 +168,7 @@ static void check_fd_budget(unsigned max_connections)
 {
 	unsigned reserve;
 	unsigned long long limit;
-	unsigned cap = admit_fd_budget(&reserve, &limit);
+	unsigned cap = admit_fd_budget(admin_fd_reserve(rt_config()), &reserve, &limit);
 	if (cap < max_connections)
 		log_warn("open file limit %llu leaves room for %u connections (%u descriptors kept for isertd's own "
 			 "files, the admin socket and metrics), below max_connections (%u): connections past %u are "

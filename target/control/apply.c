@@ -347,7 +347,7 @@ static void drop_stores(struct rt_store **st, size_t n)
 		lus[i] = st[i]->lu;
 	char err[160] = "";
 	int users = lus ? -1 : -ENOMEM;
-	for (uint64_t t0 = ms_now(); nleft && lus && ms_now() - t0 < DRAIN_TIMEOUT_MS && !iscsi_g.stopping;) {
+	for (uint64_t t0 = ms_now(); nleft && lus && ms_now() - t0 < DRAIN_TIMEOUT_MS && !iscsi_stopping();) {
 		users = admin_lu_users(lus, nleft, err, sizeof(err));
 		if (users <= 0)
 			break; /* none left, or the reactors could not be asked: then they stay open */
@@ -422,10 +422,8 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 		for (size_t j = 0; !rc && j < n->targets[i].ntpgs; j++)
 			for (size_t k = 0; !rc && k < n->targets[i].tpgs[j].nportals; k++) {
 				const struct cfg_portal *cp = &n->targets[i].tpgs[j].portals[k];
-				struct iscsi_portal *ip = iscsi_g.portals;
-				while (ip && !(ip->port == cp->port && ip->iser == cp->iser && !strcmp(ip->host, cp->host)))
-					ip = ip->next;
-				if (ip && ip->l)
+				struct iscsi_portal *ip;
+				if (iscsi_portal_listening(cp))
 					continue;
 				rc = iscsi_portal_listen(n, cp, &ip, err, errlen);
 				if (rc && cp->iser) {
@@ -483,12 +481,10 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 	rt_switch(&p->next, &st);
 	r = rt_config();
 	admit_set_limits(r);
-	admit_fd_budget(NULL, NULL); /* stores and portals may have come or gone */
+	admit_fd_budget(admin_fd_reserve(rt_config()), NULL, NULL); /* stores and portals may have come or gone */
 
 	/* What follows from it. */
-	for (struct iscsi_portal *ip = iscsi_g.portals; ip; ip = ip->next)
-		if (ip->l && !iscsi_portal_in(r, ip))
-			iscsi_portal_unlisten(ip);
+	iscsi_portal_unlisten_gone(r);
 	iscsi_portal_retos(r);
 	char ferr[160] = "";
 	if (admin_refresh_sessions(&res->sessions_closed, &res->maps_changed, ferr, sizeof(ferr)))
@@ -517,7 +513,7 @@ int apply_execute(struct apply_plan *p, struct apply_result *res, char *err, siz
 			snprintf(err, errlen, "out of memory");
 			return rc;
 		}
-		admit_fd_budget(NULL, NULL);
+		admit_fd_budget(admin_fd_reserve(rt_config()), NULL, NULL);
 		return 0;
 	case ADD_LUN:
 		if ((rc = rt_add_lun(p->ti, p->gi, &p->lun))) {

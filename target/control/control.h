@@ -10,7 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct config;
+#include "target/config/config.h"
+#include "target/control/metrics.h"
+#include "target/control/rpc.h"
+
 struct json_object;
 struct scsi_lu;
 
@@ -56,5 +59,11 @@ void apply_plan_free(struct apply_plan *p);
 bool apply_restart_key(const char *key);
 /* At exit: the stores whose last users never went (kept rather than freed under them). */
 void apply_free(void);
+
+/* The descriptors the admin socket's and the metrics endpoint's connections may take (admit_fd_budget's others). */
+static inline unsigned admin_fd_reserve(const struct config *c)
+{
+	return RPC_MAX_CLIENTS + (c->metrics ? METRICS_MAX_CONNECTIONS : 0);
+}
 
 #endif

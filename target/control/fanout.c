@@ -109,11 +109,13 @@ static struct fanout *fanout_new(void (*each)(struct iscsi_conn *, void *))
 /* Run f on every reactor and wait for all of them; 0, or -ETIMEDOUT with err filled. */
 static int fanout_run(struct fanout *f, char *err, size_t errlen)
 {
+	struct reactor **reactors;
+	unsigned nreactors = iscsi_reactors(&reactors);
 	pthread_mutex_lock(&f->mu);
-	for (unsigned i = 0; i < iscsi_g.nreactors; i++) {
+	for (unsigned i = 0; i < nreactors; i++) {
 		f->pending++;
 		f->refs++;
-		if (reactor_send(iscsi_g.reactors[i], fanout_on_reactor, f)) {
+		if (reactor_send(reactors[i], fanout_on_reactor, f)) {
 			f->pending--;
 			f->refs--;
 		}
@@ -152,17 +154,17 @@ int admin_on_reactors(void (*fn)(void *ctx), void *ctx, void (*ctx_free)(void *c
 	return rc;
 }
 
-static bool session_matches(const struct fanout *f, const struct iscsi_session *s)
+static bool session_matches(const struct fanout *f, const struct iscsi_conn_view *v)
 {
-	if (!s || s->gone)
+	if (!v->session || v->gone)
 		return false;
-	if (f->tsih && s->tsih != f->tsih)
+	if (f->tsih && v->tsih != f->tsih)
 		return false;
-	if (f->initiator[0] && strcmp(s->initiator, f->initiator))
+	if (f->initiator[0] && strcmp(v->initiator, f->initiator))
 		return false;
-	if (f->target[0] && (!s->tpg || strcmp(s->tpg->iqn, f->target)))
+	if (f->target[0] && (!v->tpg || strcmp(v->tpg->iqn, f->target)))
 		return false;
-	if (f->tag >= 0 && (!s->tpg || s->tpg->tag != f->tag))
+	if (f->tag >= 0 && (!v->tpg || v->tpg->tag != f->tag))
 		return false;
 	return true;
 }
@@ -200,46 +202,50 @@ static json_object *params_json(const struct neg_params *p, bool iser)
 static void describe_session(struct iscsi_conn *c, void *arg)
 {
 	struct fanout *f = arg;
-	struct iscsi_session *s = c->sess;
-	if (c->state != CONN_FULL || !session_matches(f, s))
+	struct iscsi_conn_view v;
+	conn_view(c, &v);
+	if (!v.full || !session_matches(f, &v))
 		return;
 	json_object *o = json_object_new_object();
 	char isid[16];
-	snprintf(isid, sizeof(isid), "%02x%02x%02x%02x%02x%02x", s->isid[0], s->isid[1], s->isid[2], s->isid[3],
-		 s->isid[4], s->isid[5]);
-	add_u(o, "tsih", s->tsih);
+	snprintf(isid, sizeof(isid), "%02x%02x%02x%02x%02x%02x", v.isid[0], v.isid[1], v.isid[2], v.isid[3],
+		 v.isid[4], v.isid[5]);
+	add_u(o, "tsih", v.tsih);
 	json_object_object_add(o, "isid", json_object_new_string(isid));
-	json_object_object_add(o, "initiator", admin_json_shown(s->initiator));
-	json_object_object_add(o, "type", json_object_new_string(s->discovery ? "discovery" : "normal"));
-	if (s->tpg) {
-		json_object_object_add(o, "target", json_object_new_string(s->tpg->iqn));
-		add_u(o, "tpg", s->tpg->tag);
+	json_object_object_add(o, "initiator", admin_json_shown(v.initiator));
+	json_object_object_add(o, "type", json_object_new_string(v.discovery ? "discovery" : "normal"));
+	if (v.tpg) {
+		json_object_object_add(o, "target", json_object_new_string(v.tpg->iqn));
+		add_u(o, "tpg", v.tpg->tag);
 	}
-	bool iser = c->xp->ops->rdma;
-	json_object_object_add(o, "transport", json_object_new_string(c->xp->ops->name));
-	json_object_object_add(o, "portal", json_object_new_string(c->portal ? c->portal->name : ""));
-	json_object_object_add(o, "local", json_object_new_string(c->xp->local));
-	json_object_object_add(o, "peer", json_object_new_string(c->xp->peer));
-	add_u(o, "cid", c->cid);
-	add_u(o, "reactor", (uint64_t)reactor_index(c->r));
+	json_object_object_add(o, "transport", json_object_new_string(v.transport));
+	json_object_object_add(o, "portal", json_object_new_string(v.portal));
+	json_object_object_add(o, "local", json_object_new_string(v.local));
+	json_object_object_add(o, "peer", json_object_new_string(v.peer));
+	add_u(o, "cid", v.cid);
+	add_u(o, "reactor", (uint64_t)v.reactor);
 	json_object *luns = json_object_new_array();
-	for (size_t i = 0; i < s->nluns; i++) {
+	for (size_t i = 0; i < v.nluns; i++) {
+		uint64_t lun;
+		const struct scsi_lu *lu;
+		bool ro;
+		conn_view_lun(c, i, &lun, &lu, &ro);
 		json_object *l = json_object_new_object();
-		add_u(l, "lun", s->luns[i].lun);
-		json_object_object_add(l, "backstore", json_object_new_string(backstore_name(scsi_lu_backstore(s->luns[i].lu))));
-		json_object_object_add(l, "read_only", json_object_new_boolean(s->luns[i].read_only));
+		add_u(l, "lun", lun);
+		json_object_object_add(l, "backstore", json_object_new_string(backstore_name(scsi_lu_backstore(lu))));
+		json_object_object_add(l, "read_only", json_object_new_boolean(ro));
 		json_object_array_add(luns, l);
 	}
 	json_object_object_add(o, "luns", luns);
-	add_u(o, "queue_depth", s->queue_depth);
-	add_u(o, "commands_active", s->active);
-	add_u(o, "tasks", c->ntasks);
-	add_u(o, "exp_cmdsn", s->exp_cmdsn);
-	add_u(o, "max_cmdsn", s->max_cmdsn);
-	if (iser)
-		json_object_object_add(o, "shared_receives", json_object_new_boolean(c->xp->shared_rx));
-	add_u(o, "buffer_bytes", s->buf_bytes);
-	json_object_object_add(o, "params", params_json(&c->params, iser));
+	add_u(o, "queue_depth", v.queue_depth);
+	add_u(o, "commands_active", v.active);
+	add_u(o, "tasks", v.tasks);
+	add_u(o, "exp_cmdsn", v.exp_cmdsn);
+	add_u(o, "max_cmdsn", v.max_cmdsn);
+	if (v.rdma)
+		json_object_object_add(o, "shared_receives", json_object_new_boolean(v.shared_rx));
+	add_u(o, "buffer_bytes", v.buf_bytes);
+	json_object_object_add(o, "params", params_json(v.params, v.rdma));
 	pthread_mutex_lock(&f->mu);
 	json_object_array_add(f->out, o);
 	f->count++;
@@ -271,11 +277,13 @@ int admin_sessions(json_object *out, uint16_t tsih, const char *initiator, const
 static void close_session(struct iscsi_conn *c, void *arg)
 {
 	struct fanout *f = arg;
-	if (c->state == CONN_CLOSING || !session_matches(f, c->sess))
+	struct iscsi_conn_view v;
+	conn_view(c, &v);
+	if (v.closing || !session_matches(f, &v))
 		return;
 	char who[160];
-	log_info("%s: session TSIH %u of '%s' closed: %s", c->xp->peer, c->sess->tsih,
-		 log_escape(c->sess->initiator, who, sizeof(who)), f->why);
+	log_info("%s: session TSIH %u of '%s' closed: %s", v.peer, v.tsih, log_escape(v.initiator, who, sizeof(who)),
+		 f->why);
 	conn_close(c);
 	pthread_mutex_lock(&f->mu);
 	f->count++;
@@ -302,66 +310,17 @@ int admin_close_sessions(uint16_t tsih, const char *target, int tag, const char 
 /* ------------------------------------------------------------------------ */
 /* After a configuration change: every session takes its LUN map again. */
 
-static bool same_map(const struct iscsi_session *s, const struct iscsi_lun *luns, size_t n)
-{
-	if (s->nluns != n)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (s->luns[i].lun != luns[i].lun || s->luns[i].lu != luns[i].lu ||
-		    s->luns[i].read_only != luns[i].read_only)
-			return false;
-	return true;
-}
-
-static bool map_has_lu(const struct iscsi_lun *luns, size_t n, const struct scsi_lu *lu)
-{
-	for (size_t i = 0; i < n; i++)
-		if (luns[i].lu == lu)
-			return true;
-	return false;
-}
-
 static void refresh_session(struct iscsi_conn *c, void *arg)
 {
 	struct fanout *f = arg;
-	struct iscsi_session *s = c->sess;
-	if (c->state != CONN_FULL || !s || s->discovery || s->gone)
+	int rc = conn_refresh_map(c);
+	if (rc != -EACCES && rc != 1)
 		return;
-	struct iscsi_lun *luns;
-	uint64_t *ids;
-	size_t n;
-	pthread_rwlock_rdlock(&rt_lock);
-	int rc = session_lun_map(s, &luns, &ids, &n);
-	pthread_rwlock_unlock(&rt_lock);
-	char who[160];
-	log_escape(s->initiator, who, sizeof(who));
-	if (rc == -EACCES) {
-		log_info("%s: session TSIH %u of '%s' closed: the changed configuration no longer admits it", c->xp->peer,
-			 s->tsih, who);
-		conn_close(c);
-		pthread_mutex_lock(&f->mu);
-		f->count++;
-		pthread_mutex_unlock(&f->mu);
-		return;
-	}
-	if (rc)
-		return; /* out of memory: the old map stays, and so does the LU it names (apply.c waits for it) */
-	if (same_map(s, luns, n)) {
-		free(luns);
-		free(ids);
-		return;
-	}
-	/* LUs it can no longer reach: as if its nexus ended there (reservations, unit attentions go). */
-	for (size_t i = 0; i < s->nluns; i++)
-		if (!map_has_lu(luns, n, s->luns[i].lu))
-			session_nexus_lost(c, s->luns[i].lu);
-	session_set_lun_map(s, luns, ids, n);
-	for (size_t i = 0; i < n; i++)
-		scsi_lu_luns_changed(luns[i].lu, &s->nexus);
-	log_info("%s: session TSIH %u of '%s': LUN map changed (%zu LUN%s)", c->xp->peer, s->tsih, who, n,
-		 n == 1 ? "" : "s");
 	pthread_mutex_lock(&f->mu);
-	f->changed++;
+	if (rc == 1)
+		f->changed++;
+	else
+		f->count++;
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -383,13 +342,7 @@ int admin_refresh_sessions(int *closed, int *changed, char *err, size_t errlen)
 static void count_tasks(struct iscsi_conn *c, void *arg)
 {
 	struct fanout *f = arg;
-	int n = 0;
-	for (const struct iscsi_task *t = c->tasks; t; t = t->lnext)
-		for (size_t i = 0; i < f->nlus; i++)
-			n += scsi_cmd_uses_lu(&t->cmd, f->lus[i]);
-	for (size_t i = 0; c->sess && i < c->sess->nluns; i++)
-		for (size_t j = 0; j < f->nlus; j++)
-			n += c->sess->luns[i].lu == f->lus[j]; /* a map not refreshed (out of memory) */
+	int n = conn_lu_users(c, f->lus, f->nlus);
 	pthread_mutex_lock(&f->mu);
 	f->count += n;
 	pthread_mutex_unlock(&f->mu);

@@ -6,7 +6,7 @@
 #include "target/control/control.h"
 #include "target/control/rpc.h"
 #include "target/control/rpc_int.h"
-#include "target/iscsi/stats.h"
+#include "target/control/stats.h"
 
 static int m_sessions(struct rpc_call *c)
 {

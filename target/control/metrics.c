@@ -20,8 +20,8 @@
 
 #include "common/log.h"
 #include "target/config/config.h"
-#include "target/iscsi/stats.h"
 #include "target/control/metrics.h"
+#include "target/control/stats.h"
 
 #define METRICS_PER_IP_LIMIT 4  /* so one address that holds its connections open leaves 12 to the others */
 #define METRICS_TIMEOUT_S 10

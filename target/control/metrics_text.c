@@ -26,8 +26,8 @@
 
 #include "common/utf8.h"
 #include "common/util.h"
-#include "target/iscsi/stats.h"
 #include "target/control/metrics.h"
+#include "target/control/stats.h"
 
 /* ------------------------------------------------------------------------ */
 /* Text */
@@ -139,8 +139,7 @@ struct mrow {
 	const char *target, *initiator, *backstore;
 	uint16_t tpg;
 	uint64_t lun, in_flight;
-	uint64_t commands[STATS_KINDS], bytes_read, bytes_written, cc[16], busy, reservation_conflict,
-		task_set_full, tmf;
+	struct stats_counts n;
 };
 
 /* A LUN (target, TPG, LUN, backstore): the histograms of its rows, summed. */
@@ -208,14 +207,7 @@ struct metrics_gen *metrics_gen_new(struct stats_snap *s)
 		m->tpg = r->tpg;
 		m->lun = r->lun;
 		m->in_flight = r->in_flight;
-		memcpy(m->commands, c->commands, sizeof(m->commands));
-		memcpy(m->cc, c->check_conditions, sizeof(m->cc));
-		m->bytes_read = c->bytes_read;
-		m->bytes_written = c->bytes_written;
-		m->busy = c->busy;
-		m->reservation_conflict = c->reservation_conflict;
-		m->task_set_full = c->task_set_full;
-		m->tmf = c->tmf;
+		m->n = c->n;
 		/* Rows of one LUN are together (stats_row_cmp): a new LUN starts where the key changes. */
 		if (!i || !same_lun(s->sorted[i - 1], r))
 			l = g->nluns < nl ? &g->luns[g->nluns++] : NULL;
@@ -225,11 +217,8 @@ struct metrics_gen *metrics_gen_new(struct stats_snap *s)
 			l->tpg = m->tpg;
 			l->lun = m->lun;
 		}
-		for (int k = 0; l && k < LAT_KINDS; k++) {
-			for (int b = 0; b < STATS_BUCKETS; b++)
-				l->lat[k].n[b] += c->lat[k].n[b];
-			l->lat[k].sum_ns += c->lat[k].sum_ns;
-		}
+		if (l)
+			stats_add_counters(l->lat, c->lat, sizeof(l->lat));
 	}
 	/* The small sections move over; the rows' full copies go. */
 	g->portals = s->portals;
@@ -279,15 +268,6 @@ static void row_sample(struct metrics_buf *b, const char *name, const struct mro
 	putf(b, "} %" PRIu64 "\n", v);
 }
 
-static const char *const kind_names[STATS_KINDS] = { "read", "write", "other" };
-static const char *const sense_names[16] = {
-	"no_sense", "recovered_error", "not_ready", "medium_error", "hardware_error", "illegal_request",
-	"unit_attention", "data_protect", "blank_check", "vendor_specific", "copy_aborted", "aborted_command",
-	"reserved_0c", "volume_overflow", "miscompare", "completed",
-};
-static const char *const refusal_names[REFUSED_KINDS] = { "acl", "chap", "unknown_target", "resources",
-							  "initiator_error" };
-
 struct family;
 typedef size_t (*count_fn)(const struct metrics_gen *g);
 typedef void (*one_fn)(struct metrics_gen *g, size_t i, const struct family *f);
@@ -324,23 +304,24 @@ static void row_simple(struct metrics_gen *g, size_t i, const struct family *f)
 static void row_commands(struct metrics_gen *g, size_t i, const struct family *f)
 {
 	for (int k = 0; k < STATS_KINDS; k++)
-		row_sample(&g->out, f->name, &g->rows[i], "kind", kind_names[k], g->rows[i].commands[k]);
+		row_sample(&g->out, f->name, &g->rows[i], "kind", stats_kind_names[k], g->rows[i].n.commands[k]);
 }
 
 /* Only the sense keys seen: 16 series a row for what is nearly always 0 or 1 of them would be waste. */
 static void row_sense(struct metrics_gen *g, size_t i, const struct family *f)
 {
 	for (int k = 0; k < 16; k++)
-		if (g->rows[i].cc[k])
-			row_sample(&g->out, f->name, &g->rows[i], "sense_key", sense_names[k], g->rows[i].cc[k]);
+		if (g->rows[i].n.check_conditions[k])
+			row_sample(&g->out, f->name, &g->rows[i], "sense_key", stats_sense_names[k],
+				   g->rows[i].n.check_conditions[k]);
 }
 
 static void row_status(struct metrics_gen *g, size_t i, const struct family *f)
 {
 	const struct mrow *r = &g->rows[i];
-	row_sample(&g->out, f->name, r, "status", "busy", r->busy);
-	row_sample(&g->out, f->name, r, "status", "reservation_conflict", r->reservation_conflict);
-	row_sample(&g->out, f->name, r, "status", "task_set_full", r->task_set_full);
+	row_sample(&g->out, f->name, r, "status", "busy", r->n.busy);
+	row_sample(&g->out, f->name, r, "status", "reservation_conflict", r->n.reservation_conflict);
+	row_sample(&g->out, f->name, r, "status", "task_set_full", r->n.task_set_full);
 }
 
 /* One LUN's histogram series: name+suffix{target,tpg,lun,backstore,kind[,le]}. */
@@ -443,7 +424,7 @@ static void portal_logins(struct metrics_gen *g, size_t i, const struct family *
 		putf(&g->out, ",result=\"redirected\"} %" PRIu64 "\n", p->c.logins_redirected);
 		for (int r = 0; r < REFUSED_KINDS; r++) {
 			portal_head(&g->out, f->name, p);
-			putf(&g->out, ",result=\"%s\"} %" PRIu64 "\n", refusal_names[r], p->c.logins_refused[r]);
+			putf(&g->out, ",result=\"%s\"} %" PRIu64 "\n", stats_refusal_names[r], p->c.logins_refused[r]);
 		}
 	}
 }
@@ -510,15 +491,15 @@ static const struct family families[] = {
 	{ "isert_lun_commands_total", "counter",
 	  "SCSI commands that got a status, by kind (medium reads, medium writes, other).", n_rows, row_commands, 0 },
 	{ "isert_lun_read_bytes_total", "counter", "Data-In bytes of medium reads.", n_rows, row_simple,
-	  ROW(bytes_read) },
+	  ROW(n.bytes_read) },
 	{ "isert_lun_written_bytes_total", "counter", "Data-Out bytes of medium writes that ended GOOD.", n_rows,
-	  row_simple, ROW(bytes_written) },
+	  row_simple, ROW(n.bytes_written) },
 	{ "isert_lun_check_conditions_total", "counter", "CHECK CONDITION statuses by sense key.", n_rows, row_sense,
 	  0 },
 	{ "isert_lun_status_total", "counter", "BUSY, RESERVATION CONFLICT and TASK SET FULL statuses.", n_rows,
 	  row_status, 0 },
 	{ "isert_lun_task_management_total", "counter", "Task management requests naming the LUN.", n_rows,
-	  row_simple, ROW(tmf) },
+	  row_simple, ROW(n.tmf) },
 	{ "isert_lun_commands_in_flight", "gauge", "Commands arrived and not yet finished.", n_rows, row_simple,
 	  ROW(in_flight) },
 	{ "isert_lun_latency_seconds", "histogram",

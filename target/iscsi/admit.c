@@ -15,8 +15,6 @@
 
 #include "common/log.h"
 #include "target/iscsi/iscsi.h"
-#include "target/control/metrics.h"
-#include "target/control/rpc.h"
 
 #define HOST_BUCKETS 256
 
@@ -137,7 +135,7 @@ static unsigned open_fds(void)
 	return n > 3 ? n - 3 : 0; /* ".", ".." and the directory's own descriptor */
 }
 
-unsigned admit_fd_budget(unsigned *reserve, unsigned long long *limit)
+unsigned admit_fd_budget(unsigned others, unsigned *reserve, unsigned long long *limit)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl))
@@ -145,8 +143,7 @@ unsigned admit_fd_budget(unsigned *reserve, unsigned long long *limit)
 	unsigned open = open_fds();
 	pthread_mutex_lock(&admit_lock);
 	/* What is open but connections, and what the admin socket and the metrics endpoint may still open. */
-	unsigned r = (open > nconns ? open - nconns : 0) + RPC_MAX_CLIENTS +
-		     (rt_config()->metrics ? METRICS_MAX_CONNECTIONS : 0) + ADMIT_FD_FILES;
+	unsigned r = (open > nconns ? open - nconns : 0) + others + ADMIT_FD_FILES;
 	fd_limit = rl.rlim_cur;
 	if (rl.rlim_cur == RLIM_INFINITY)
 		fd_cap = UINT_MAX;

@@ -70,6 +70,10 @@ int iscsi_setup(struct config *cfg, struct reactor **reactors, unsigned nreactor
 int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, struct iscsi_portal **out, char *err,
 			size_t errlen);
 void iscsi_portal_unlisten(struct iscsi_portal *ip);
+/* Is the portal of p's address and transport listening already? */
+bool iscsi_portal_listening(const struct cfg_portal *p);
+/* Every listening portal that cfg no longer has stops listening (the connections it took stay). */
+void iscsi_portal_unlisten_gone(const struct config *cfg);
 /* Is p among cfg's portals? */
 bool iscsi_portal_in(const struct config *cfg, const struct iscsi_portal *p);
 /* After a change: listening portals whose ToS changed take the new one (TCP at once, iSER
@@ -79,6 +83,12 @@ void iscsi_portal_retos(const struct config *cfg);
 int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactors, char *err, size_t errlen);
 /* Stop listening (the first step of a shutdown). */
 void iscsi_stop(void);
+/* Has the shutdown begun (SIGTERM)? */
+bool iscsi_stopping(void);
+/* The drain took too long: each reactor closes what it has left at its next drain tick. */
+void iscsi_force_close(void);
+/* The reactors iscsi_setup was given: how many, and the array in *out. */
+unsigned iscsi_reactors(struct reactor ***out);
 /* Flush every writable backstore, synchronously, once the reactors stopped; returns the failures. */
 int iscsi_flush(void);
 /* The running target and the portals freed. */
@@ -233,13 +243,14 @@ void admit_set_limits(const struct config *c);
  * Connections past what the open file limit leaves room for are refused at
  * accept, like those past max_connections: a connection left in the listen
  * backlog would take the next descriptor freed, ahead of a later login.  The
- * reserve is what is open but connections when counted, the admin socket's
- * and the metrics endpoint's connections and ADMIT_FD_FILES files opened
- * while isertd runs (a save, a state file).  Counted at start and after each
- * change; returns the cap (UINT_MAX: none), with the reserve and the limit.
+ * reserve is what is open but connections when counted, others (the admin
+ * socket's and the metrics endpoint's connections: control.h's
+ * admin_fd_reserve) and ADMIT_FD_FILES files opened while isertd runs (a
+ * save, a state file).  Counted at start and after each change; returns the
+ * cap (UINT_MAX: none), with the reserve and the limit.
  */
 #define ADMIT_FD_FILES 4
-unsigned admit_fd_budget(unsigned *reserve, unsigned long long *limit);
+unsigned admit_fd_budget(unsigned others, unsigned *reserve, unsigned long long *limit);
 
 /* conn.c */
 void conn_accept(void *arg, struct xp_conn *xp);
@@ -268,6 +279,43 @@ void conn_foreach(void (*fn)(struct iscsi_conn *c, void *arg), void *arg);
 int conn_send_simple(struct iscsi_conn *c, const void *bhs, const void *data, uint32_t len);
 /* The same, taking ownership of malloc'd data; optionally close once it is sent. */
 int conn_send_owned(struct iscsi_conn *c, const void *bhs, void *data, uint32_t len, bool close_after);
+
+/*
+ * view.c: what the control plane may know of a connection and do to it
+ * (the only way in from outside this layer), on the connection's reactor,
+ * inside conn_foreach.
+ */
+struct iscsi_conn_view {
+	bool full, closing;             /* in full feature phase; closing */
+	bool session;                   /* it has a session: the fields from gone on are 0 without one */
+	uint16_t cid;
+	const char *transport;          /* a transport's static name */
+	bool rdma, shared_rx;
+	const char *portal, *local, *peer; /* c's: valid until its reactor returns */
+	int reactor;
+	unsigned tasks;
+	const struct neg_params *params;
+	const char *initiator;          /* "" without a session */
+	bool gone, discovery;
+	uint16_t tsih;
+	uint8_t isid[6];
+	const struct rt_tpg *tpg;       /* NULL for discovery */
+	size_t nluns;                   /* its LUN map: conn_view_lun */
+	uint32_t queue_depth, active, exp_cmdsn, max_cmdsn;
+	size_t buf_bytes;
+};
+void conn_view(const struct iscsi_conn *c, struct iscsi_conn_view *v);
+/* Entry i (< nluns) of the LUN map of c's session. */
+void conn_view_lun(const struct iscsi_conn *c, size_t i, uint64_t *lun, const struct scsi_lu **lu, bool *read_only);
+/*
+ * After a change: c's session (full feature, not discovery) takes its LUN
+ * map again, with REPORTED LUNS DATA HAS CHANGED where it changed.  1: it
+ * changed; 0: no change, or nothing to take; -EACCES: no longer admitted,
+ * c closes; another -errno: the old map stays.
+ */
+int conn_refresh_map(struct iscsi_conn *c);
+/* How many of c's tasks (in any state) and of its session's LUN map entries point at one of lus. */
+int conn_lu_users(const struct iscsi_conn *c, struct scsi_lu *const *lus, size_t n);
 
 /* login.c */
 void login_rx(struct iscsi_conn *c, struct xp_rx *rx);

@@ -5,6 +5,7 @@
  * target's (target/runtime/).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,12 +82,25 @@ void iscsi_portal_retos(const struct config *cfg)
 	}
 }
 
-int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, struct iscsi_portal **out, char *err,
-			size_t errlen)
+/* The portal object made for p's address and transport, or NULL. */
+static struct iscsi_portal *portal_find(const struct cfg_portal *p)
 {
 	struct iscsi_portal *ip = iscsi_g.portals;
 	while (ip && !(ip->port == p->port && ip->iser == p->iser && !strcmp(ip->host, p->host)))
 		ip = ip->next;
+	return ip;
+}
+
+bool iscsi_portal_listening(const struct cfg_portal *p)
+{
+	const struct iscsi_portal *ip = portal_find(p);
+	return ip && ip->l;
+}
+
+int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, struct iscsi_portal **out, char *err,
+			size_t errlen)
+{
+	struct iscsi_portal *ip = portal_find(p);
 	if (!ip) {
 		if (strlen(p->host) >= sizeof(ip->host)) {
 			snprintf(err, errlen, "portal %s: address too long", p->host);
@@ -148,6 +162,13 @@ void iscsi_portal_unlisten(struct iscsi_portal *ip)
 	log_info("%s: no longer listening (connections it took stay)", ip->name);
 }
 
+void iscsi_portal_unlisten_gone(const struct config *cfg)
+{
+	for (struct iscsi_portal *ip = iscsi_g.portals; ip; ip = ip->next)
+		if (ip->l && !iscsi_portal_in(cfg, ip))
+			iscsi_portal_unlisten(ip);
+}
+
 /* Listen on every portal of cfg not listening yet: TCP first (on iWARP a TCP and an RDMA
  * listener cannot share an address and port).  An iSER portal that cannot listen is logged
  * and left out (a host without RDMA still serves TCP); a TCP one is an error. */
@@ -201,6 +222,22 @@ int iscsi_start(struct config *cfg, struct reactor **reactors, unsigned nreactor
 {
 	int rc = iscsi_setup(cfg, reactors, nreactors, err, errlen);
 	return rc ? rc : iscsi_listen(err, errlen);
+}
+
+bool iscsi_stopping(void)
+{
+	return iscsi_g.stopping;
+}
+
+void iscsi_force_close(void)
+{
+	atomic_store(&iscsi_g.force_close, true);
+}
+
+unsigned iscsi_reactors(struct reactor ***out)
+{
+	*out = iscsi_g.reactors;
+	return iscsi_g.nreactors;
 }
 
 void iscsi_stop(void)

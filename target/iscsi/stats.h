@@ -1,8 +1,9 @@
 /*
  * Statistics (docs/stats.md).  Every counter is written by one reactor only
  * and read on that reactor: the admin thread (or the metrics thread) sends
- * every reactor a message, each copies what it holds, and the reader sums
- * the copies.  Nothing on the I/O path takes a lock or an atomic.
+ * every reactor a message, each copies what it holds (stats_copy_*), and
+ * the reader sums the copies (target/control/stats.h).  Nothing on the I/O
+ * path takes a lock or an atomic.
  *
  * Built with -Dstats=false, the hot-path hooks compile to nothing (the cost
  * comparison in tools/bench-stats.sh) and `stats` answers an error.
@@ -35,15 +36,20 @@ struct stats_hist {
 enum stats_kind { STATS_READ, STATS_WRITE, STATS_OTHER, STATS_KINDS };
 enum stats_lat { LAT_READ, LAT_WRITE, LAT_READ_BACKSTORE, LAT_WRITE_BACKSTORE, LAT_KINDS };
 
-/* The counter structs below hold uint64_t fields only: stats.c sums them as arrays. */
+/* The counter structs below hold uint64_t fields only: stats_add_counters sums them as arrays. */
 
-/* What a LUN x initiator pair did (reset by stats.reset). */
-struct stats_lun_counters {
+/* What a LUN x initiator pair did, but for its latencies: what each row of /metrics carries as well. */
+struct stats_counts {
 	uint64_t commands[STATS_KINDS];
 	uint64_t bytes_read, bytes_written;
 	uint64_t check_conditions[16];  /* by sense key */
 	uint64_t busy, reservation_conflict, task_set_full;
 	uint64_t tmf;                   /* task management requests naming this LUN */
+};
+
+/* What a LUN x initiator pair did (reset by stats.reset). */
+struct stats_lun_counters {
+	struct stats_counts n;
 	struct stats_hist lat[LAT_KINDS];
 };
 
@@ -113,13 +119,13 @@ struct stats_portal {
 void stats_cmd_arrived(struct iscsi_task *t, struct iscsi_session *s, struct iscsi_lun *l);
 void stats_cmd_status(struct iscsi_task *t);  /* its status is handed to the transport */
 void stats_cmd_freed(struct iscsi_task *t);
-void stats_tmf(struct iscsi_session *s, uint64_t lun);
+void stats_tmf(struct iscsi_session *s, struct iscsi_lun *l); /* l: the LUN it names, NULL if none */
 #define STATS_INC(x) ((x)++)
 #else
 static inline void stats_cmd_arrived(struct iscsi_task *t, struct iscsi_session *s, struct iscsi_lun *l) {}
 static inline void stats_cmd_status(struct iscsi_task *t) {}
 static inline void stats_cmd_freed(struct iscsi_task *t) {}
-static inline void stats_tmf(struct iscsi_session *s, uint64_t lun) {}
+static inline void stats_tmf(struct iscsi_session *s, struct iscsi_lun *l) {}
 #define STATS_INC(x) ((void)0)
 #endif
 
@@ -135,6 +141,10 @@ void stats_conn_closed(struct iscsi_conn *c);
 int stats_portal_init(struct iscsi_portal *p, unsigned nreactors);
 /* At exit, on no reactor: every reactor's tables. */
 void stats_free(void);
+/* On a reactor, for stats_copy.c: fn(row) for each row it keeps, its overflow row last. */
+void stats_rows_foreach(void (*fn)(struct stats_lun *e, void *arg), void *arg);
+/* The rows all reactors may keep at most: each one's shares of both caps and its overflow row. */
+size_t stats_rows_max(void);
 
 /* What `stats` reports; NULL/-1 fields match everything. */
 struct stats_filter {
@@ -201,30 +211,27 @@ struct stats_snap {
 	size_t nreactors;
 };
 
-/* Row order: target, TPG, LUN, backstore, initiator; so the rows of one LUN are together. */
-int stats_row_cmp(const struct stats_row *a, const struct stats_row *b);
+static inline void stats_add_counters(void *to, const void *from, size_t size)
+{
+	uint64_t *d = to;
+	const uint64_t *v = from;
+	for (size_t i = 0; i < size / sizeof(uint64_t); i++)
+		d[i] += v[i];
+}
 
 /*
- * From any thread but a reactor: the statistics f asks for, summed over the
- * reactors.  0 with *out (stats_snap_free it), or -errno with err filled (a
- * reactor that did not answer within 5 s, out of memory, statistics
- * compiled out).  At most STATS_MAX_NAMED + STATS_MAX_REST + 2 x reactors
- * rows (before the reactors' copies of one key are summed).
+ * One read of what the reactors hold: made from the reading thread (the
+ * portals made so far, room for every row f may match), run on every
+ * reactor (each copies its rows, its connections and its share of the
+ * portals' counters; with reset, zeroes them instead), then taken: the
+ * rows and connections as copied, in no order, the portals and reactors
+ * as their rows, into s.  stats_copy_take returns 0, or -errno (out of
+ * memory on a reactor or here).  stats_copy_free once no reactor holds it.
  */
-int stats_snapshot(const struct stats_filter *f, struct stats_snap **out, char *err, size_t errlen);
-void stats_snap_free(struct stats_snap *s);
-
-/*
- * The `stats` method's answer (docs/stats.md): the sections f asks for, the
- * luns section one page long.  A page starts after cursor (NULL: at the
- * first row) and holds at most limit rows (1..STATS_PAGE_MAX); when rows
- * are left, "more" is true and "cursor" says where the next page starts.
- * 0, or -errno with err filled (-EINVAL: a cursor this did not make).
- */
-#define STATS_PAGE_MAX 512
-int stats_collect(struct json_object *out, const struct stats_filter *f, const char *cursor, unsigned limit,
-		  char *err, size_t errlen);
-/* Zero every counter (gauges stay); 0 or -errno with err filled. */
-int stats_reset(char *err, size_t errlen);
+struct stats_copy;
+struct stats_copy *stats_copy_new(const struct stats_filter *f, bool reset);
+void stats_copy_on_reactor(void *k);
+int stats_copy_take(struct stats_copy *k, struct stats_snap *s);
+void stats_copy_free(void *k);
 
 #endif

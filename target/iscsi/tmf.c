@@ -217,7 +217,7 @@ void tmf_rx(struct iscsi_conn *c, struct xp_rx *rx)
 	uint64_t lun = pdu_lun_decode(pdu_lun(req));
 	const struct iscsi_lun *l = session_lun(s, lun);
 	if (fn >= PDU_TMF_ABORT_TASK && fn <= PDU_TMF_LU_RESET) /* the functions that name a LUN */
-		stats_tmf(s, lun);
+		stats_tmf(s, (struct iscsi_lun *)l);
 	struct pdu_tmf_rsp rsp = { 0 };
 	rsp.opcode = PDU_OP_TMF_RSP;
 	rsp.flags = PDU_FLAG_FINAL;

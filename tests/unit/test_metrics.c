@@ -13,8 +13,8 @@
 #include "common/utf8.h"
 #include "common/util.h"
 #include "target/config/config.h"
-#include "target/iscsi/stats.h"
 #include "target/control/metrics.h"
+#include "target/control/stats.h"
 
 #define TGT "iqn.2024-01.org.x:d"
 /* An initiator name with every character the format escapes, and a control byte. */
@@ -69,12 +69,12 @@ static struct stats_snap *known(void)
 	struct stats_snap *s = snap_new(1);
 	struct stats_row *r = add_row(s, TGT, 1, 3, INI, "ram0");
 	r->in_flight = 2;
-	r->c.commands[STATS_READ] = 6;
-	r->c.commands[STATS_OTHER] = 12;
-	r->c.bytes_read = 24576;
-	r->c.check_conditions[6] = 1;
-	r->c.reservation_conflict = 4;
-	r->c.tmf = 5;
+	r->c.n.commands[STATS_READ] = 6;
+	r->c.n.commands[STATS_OTHER] = 12;
+	r->c.n.bytes_read = 24576;
+	r->c.n.check_conditions[6] = 1;
+	r->c.n.reservation_conflict = 4;
+	r->c.n.tmf = 5;
 	r->c.lat[LAT_READ].n[0] = 1;
 	r->c.lat[LAT_READ].n[2] = 2;
 	r->c.lat[LAT_READ].n[STATS_BUCKETS - 1] = 3;
@@ -330,7 +330,7 @@ static void test_hostile_labels(void)
 	};
 	struct stats_snap *s = snap_new(ARRAY_SIZE(names));
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-		add_row(s, TGT, 1, 0, names[i], "ram0")->c.commands[STATS_READ] = i + 1;
+		add_row(s, TGT, 1, 0, names[i], "ram0")->c.n.commands[STATS_READ] = i + 1;
 	sort_rows(s);
 	char *t = render(s);
 	CU_ASSERT_TRUE(valid_text((const unsigned char *)t));
@@ -358,7 +358,7 @@ static void test_rows_of_a_lun(void)
 	b->c.lat[LAT_WRITE].n[3] = 5;
 	b->c.lat[LAT_WRITE].sum_ns = 25000;
 	c->c.lat[LAT_WRITE].n[0] = 1;
-	o->c.commands[STATS_OTHER] = 9;
+	o->c.n.commands[STATS_OTHER] = 9;
 	sort_rows(s);
 	char *t = render(s);
 	LINE(t, "isert_lun_latency_seconds_count{target=\"" TGT "\",tpg=\"1\",lun=\"0\",backstore=\"r0\",kind=\"write\"} 7");
@@ -376,7 +376,7 @@ static void test_hist_cap(void)
 	const size_t n = METRICS_HIST_LUNS + 40;
 	struct stats_snap *s = snap_new(n);
 	for (size_t i = 0; i < n; i++)
-		add_row(s, TGT, 1, i, "iqn.x:a", "r0")->c.commands[STATS_WRITE] = 1;
+		add_row(s, TGT, 1, i, "iqn.x:a", "r0")->c.n.commands[STATS_WRITE] = 1;
 	sort_rows(s);
 	char *t = render(s);
 	CU_ASSERT_EQUAL(count_lines(t, "isert_lun_commands_total{"), (int)(3 * n));
