@@ -8,8 +8,8 @@
 
 #include "common/bufpool.h"
 #include "target/scsi/alua.h"
-#include "target/scsi/rod.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/copy/rod.h"
 #include "target/scsi/scsi_int.h"
 
 #define F0 0xff

@@ -12,10 +12,10 @@
 #include "common/scsi_proto.h"
 #include "common/util.h"
 #include "target/backstore/backstore.h"
-#include "target/scsi/din.h"
-#include "target/scsi/pr.h"
+#include "target/scsi/lu/din.h"
+#include "target/scsi/lu/sense.h"
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi.h"
-#include "target/scsi/sense.h"
 
 #define SCSI_UA_MAX 8
 /* Stripes of an LU's count of writes in flight (struct scsi_lu, writers). */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "target/scsi/pr_state.h"
+#include "target/scsi/pr/pr_state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

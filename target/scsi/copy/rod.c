@@ -36,9 +36,9 @@
 
 #include "common/bufpool.h"
 #include "common/chap.h"
-#include "target/scsi/copy.h"
-#include "target/scsi/rod.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/copy/copy.h"
+#include "target/scsi/copy/rod.h"
 
 #define ASC_OPERATION_IN_PROGRESS      0x0016
 #define ASC_COPY_TARGET_NOT_REACHABLE  0x0d02

@@ -2,7 +2,7 @@
  * The bounded Data-In writer and the helper that sizes a command's buffer
  * for what a builder produces (see din.h).
  */
-#include "target/scsi/din.h"
+#include "target/scsi/lu/din.h"
 
 #include <errno.h>
 #include <string.h>

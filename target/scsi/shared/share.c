@@ -18,9 +18,9 @@
 
 #include "common/bufpool.h"
 #include "common/log.h"
-#include "target/scsi/pr_state.h"
+#include "target/scsi/pr/pr_state.h"
 #include "target/scsi/scsi_int.h"
-#include "target/scsi/shared.h"
+#include "target/scsi/shared/shared.h"
 
 enum { OP_PR_OUT, OP_RESERVE, OP_RELEASE, OP_RESET };
 

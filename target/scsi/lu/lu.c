@@ -10,8 +10,8 @@
 
 #include "common/bufpool.h"
 #include "common/reactor.h"
-#include "target/scsi/rod.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/copy/rod.h"
 #include "target/scsi/scsi_int.h"
 
 /* Unit tests run without reactors: they point this at a pool of their own. */

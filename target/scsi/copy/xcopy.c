@@ -18,11 +18,11 @@
 #include <string.h>
 
 #include "common/bufpool.h"
-#include "target/scsi/copy.h"
-#include "target/scsi/rod.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/copy/copy.h"
+#include "target/scsi/copy/rod.h"
+#include "target/scsi/copy/xcopy.h"
 #include "target/scsi/scsi_int.h"
-#include "target/scsi/xcopy.h"
 
 /* Additional sense codes of copy operations (SPC-4 D.2), used only here. */
 #define ASC_NO_ADDITIONAL_SENSE          0x0000

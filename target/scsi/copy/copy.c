@@ -9,9 +9,9 @@
 
 #include "common/bufpool.h"
 #include "common/reactor.h"
-#include "target/scsi/copy.h"
-#include "target/scsi/rod.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/copy/copy.h"
+#include "target/scsi/copy/rod.h"
 #include "target/scsi/scsi_int.h"
 
 bool copy_lu_unready(struct scsi_lu *lu)

@@ -33,8 +33,8 @@
 #include "common/bufpool.h"
 #include "common/log.h"
 #include "common/reactor.h"
-#include "target/scsi/pr_state.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/pr/pr_state.h"
 #include "target/scsi/scsi_int.h"
 
 /* An IMMED=0 SANITIZE looks at its stop flag (abort, lost connection) this often. */
