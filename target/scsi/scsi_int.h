@@ -232,7 +232,6 @@ void spc_inquiry(struct scsi_cmd *cmd);
 void spc_report_luns(struct scsi_cmd *cmd);
 void spc_tur(struct scsi_cmd *cmd);
 void spc_request_sense(struct scsi_cmd *cmd);
-void spc_rsoc(struct scsi_cmd *cmd);
 void spc_start_stop(struct scsi_cmd *cmd);
 void spc_prevent_allow(struct scsi_cmd *cmd);
 bool spc_prep_pr_out(struct scsi_cmd *cmd);
