@@ -67,10 +67,10 @@ struct lu_nexus {
 
 /*
  * How an LU's reservations change (the design's seam 8: one interface, two
- * implementations).  Local (lu.c): pr.c under the LU's mutex, the state of
- * this process.  Shared (share.c): the state of every target serving the
- * store, changed by compare-and-set and told to all of them before the
- * command is answered.  PR IN, the conflict checks and the unit attentions
+ * implementations).  Local (pr/local.c): pr.c under the LU's mutex, the
+ * state of this process.  Shared (shared/share.c): the state of every
+ * target serving the store, changed by compare-and-set and told to all of
+ * them before the command is answered.  PR IN, the conflict checks and the unit attentions
  * read the LU's own copy (lu->pr) either way.
  */
 struct lu_state_ops {

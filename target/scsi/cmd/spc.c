@@ -211,7 +211,7 @@ void spc_pr_in(struct scsi_cmd *cmd)
 	scsi_cmd_complete(cmd);
 }
 
-/* Changes go through the LU's state operations: here, or shared with the other targets (share.c). */
+/* Changes go through the LU's state operations: here (pr/local.c), or shared with the other targets (shared/share.c). */
 void spc_pr_out(struct scsi_cmd *cmd)
 {
 	cmd->lu->state->pr_out(cmd);
@@ -226,46 +226,3 @@ void spc_release(struct scsi_cmd *cmd)
 {
 	cmd->lu->state->release(cmd);
 }
-
-static void local_pr_out(struct scsi_cmd *cmd)
-{
-	int64_t resid = cmd->resid;
-
-	pthread_mutex_lock(&cmd->lu->mu);
-	pr_out(cmd->lu->pr, cmd);
-	pthread_mutex_unlock(&cmd->lu->mu);
-	if (cmd->status == SCSI_GOOD)
-		cmd->resid = resid;
-	scsi_cmd_complete(cmd);
-}
-
-static void local_reserve(struct scsi_cmd *cmd)
-{
-	pthread_mutex_lock(&cmd->lu->mu);
-	pr_reserve(cmd->lu->pr, cmd);
-	pthread_mutex_unlock(&cmd->lu->mu);
-	scsi_cmd_complete(cmd);
-}
-
-static void local_release(struct scsi_cmd *cmd)
-{
-	pthread_mutex_lock(&cmd->lu->mu);
-	pr_release(cmd->lu->pr, cmd);
-	pthread_mutex_unlock(&cmd->lu->mu);
-	scsi_cmd_complete(cmd);
-}
-
-static void local_reset(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only, uint16_t ua,
-			struct scsi_wait *w)
-{
-	(void)ua; /* the caller gives it to every nexus there is: here */
-	(void)w;  /* nothing left to do elsewhere */
-	pr_reset(lu->pr, nexus, nexus_loss_only);
-}
-
-const struct lu_state_ops lu_state_local = {
-	.pr_out = local_pr_out,
-	.reserve = local_reserve,
-	.release = local_release,
-	.reset = local_reset,
-};

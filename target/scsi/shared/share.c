@@ -139,7 +139,7 @@ static const struct shared_kind pr_kind = {
 };
 
 /* ------------------------------------------------------------------------ */
-/* The LU's state operations, shared (spc.c has the local ones). */
+/* The LU's state operations, shared (pr/local.c has the local ones). */
 
 static void shared_pr_out(struct scsi_cmd *cmd)
 {
