@@ -424,7 +424,7 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 	 * SANITIZE that comes later waits for it before it overwrites.
 	 */
 	if (cmd->lu && (op->flags & OPF_WRITE) && op->opcode != SCSI_OP_SANITIZE) {
-		uint8_t st = sanitize_write_begin(cmd->lu, cmd->reactor);
+		uint8_t st = lu_write_begin(cmd->lu, cmd->reactor);
 		if (st != SAN_STATE_NONE) {
 			sanitize_refuse(cmd, st);
 			scsi_cmd_complete(cmd);

@@ -20,6 +20,8 @@
 #define SCSI_UA_MAX 8
 /* Stripes of an LU's count of writes in flight (struct scsi_lu, writers). */
 #define SAN_WRITER_STRIPES 8
+/* lu->sanitize: what the LU's sanitize state makes of commands (read without the LU's mutex). */
+enum { SAN_STATE_NONE, SAN_STATE_RUNNING, SAN_STATE_FAILED };
 
 /* Limits advertised in VPD B0 and enforced on the CDB. */
 #define SCSI_MAX_XFER_BYTES   (16u << 20)
@@ -122,7 +124,7 @@ struct scsi_lu {
 	struct lu_sanitize *san;
 	/*
 	 * Commands and copy chunks writing the medium now (sanitize.c,
-	 * sanitize_write_begin): a SANITIZE starts overwriting only once none
+	 * lu_write_begin): a SANITIZE starts overwriting only once none
 	 * is left.  One count per stripe of reactors, a cache line apart, so
 	 * reactors writing the same LU do not bounce one line; only the sum
 	 * means anything (a write may end on another stripe than it began).
@@ -202,6 +204,16 @@ void lu_ua_add(struct lu_nexus *n, uint16_t asc);
 /* Under lu->mu: was cmd's nexus aborted since prepare? */
 bool lu_cmd_aborted(struct scsi_lu *lu, const struct scsi_cmd *cmd);
 uint64_t lu_nblocks(const struct scsi_lu *lu);
+/*
+ * A write to lu's medium begins (a command's exec, a copy's chunk; r its
+ * reactor or NULL): SAN_STATE_NONE, and it is counted until
+ * lu_write_end(), or the state that refuses it (nothing counted).
+ * A SANITIZE overwrites only once every write counted before it has ended
+ * (lu_writers() is 0).
+ */
+uint8_t lu_write_begin(struct scsi_lu *lu, const struct reactor *r);
+void lu_write_end(struct scsi_lu *lu, const struct reactor *r);
+uint32_t lu_writers(struct scsi_lu *lu);
 /* The NAA 6 designator VPD 83h reports (locally administered OUI, 100 bits from the serial). */
 void lu_naa(const struct scsi_lu *lu, uint8_t id[16]);
 /* A parameter list of plen bytes (bounded by the caller) comes as Data-Out into cmd->buf. */

@@ -222,45 +222,6 @@ bool sanitize_check(struct scsi_cmd *cmd, const struct scsi_op *op)
 	return false;
 }
 
-/* ---- the writes a SANITIZE waits for ---- */
-
-static uint32_t *writer_count(struct scsi_lu *lu, const struct reactor *r)
-{
-	int i = r ? reactor_index(r) : 0;
-	return &lu->writers[(unsigned)(i < 0 ? 0 : i) % SAN_WRITER_STRIPES].n;
-}
-
-uint8_t sanitize_write_begin(struct scsi_lu *lu, const struct reactor *r)
-{
-	uint32_t *n = writer_count(lu, r);
-	/*
-	 * The count goes up before the state is read, and sanitize_exec sets
-	 * the state before the worker reads the counts, all sequentially
-	 * consistent: either this write sees the SANITIZE and stays out, or the
-	 * SANITIZE sees this write and waits for it.  No lock on the I/O path.
-	 */
-	__atomic_fetch_add(n, 1, __ATOMIC_SEQ_CST);
-	uint8_t st = __atomic_load_n(&lu->sanitize, __ATOMIC_SEQ_CST);
-	if (st != SAN_STATE_NONE)
-		__atomic_fetch_sub(n, 1, __ATOMIC_RELEASE);
-	return st;
-}
-
-void sanitize_write_end(struct scsi_lu *lu, const struct reactor *r)
-{
-	/* Release: what the write stored (a RAM LU's bytes) is seen by the worker that reads the count. */
-	__atomic_fetch_sub(writer_count(lu, r), 1, __ATOMIC_RELEASE);
-}
-
-static uint32_t writers_in_flight(struct scsi_lu *lu)
-{
-	uint32_t sum = 0;
-
-	for (unsigned i = 0; i < SAN_WRITER_STRIPES; i++)
-		sum += __atomic_load_n(&lu->writers[i].n, __ATOMIC_SEQ_CST);
-	return sum;   /* wraps back: a write may end on another stripe than it began on */
-}
-
 bool sanitize_sense(struct scsi_lu *lu, uint8_t *key, uint16_t *asc, uint8_t sks[3])
 {
 	uint8_t st = __atomic_load_n(&lu->sanitize, __ATOMIC_ACQUIRE);
@@ -450,7 +411,7 @@ static int drain_writes(struct scsi_lu *lu, struct lu_sanitize *s)
 	uint64_t t0 = reactor_now_ns(), warn_s = SAN_DRAIN_WARN_S;
 	uint32_t n;
 
-	while ((n = writers_in_flight(lu)) != 0) {
+	while ((n = lu_writers(lu)) != 0) {
 		if (cancelled(s))
 			return -ECANCELED;
 		uint64_t waited_s = (reactor_now_ns() - t0) / 1000000000u;
@@ -662,7 +623,7 @@ void sanitize_exec(struct scsi_cmd *cmd)
 		w->cmd = cmd;
 		s->waiter = w;
 	}
-	/* Sequentially consistent: the other half of sanitize_write_begin's handshake. */
+	/* Sequentially consistent: the other half of lu_write_begin's handshake (lu/lu.c). */
 	__atomic_store_n(&lu->sanitize, SAN_STATE_RUNNING, __ATOMIC_SEQ_CST);
 	if (sanitize_inline) {
 		pthread_mutex_unlock(&lu->mu);

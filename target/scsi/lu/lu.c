@@ -28,9 +28,48 @@ void scsi_cmd_complete(struct scsi_cmd *cmd)
 {
 	if (cmd->san_writing) {
 		cmd->san_writing = false;
-		sanitize_write_end(cmd->lu, cmd->reactor);
+		lu_write_end(cmd->lu, cmd->reactor);
 	}
 	cmd->done(cmd);
+}
+
+/* The writes a SANITIZE waits for (cmd/sanitize.c), counted where every command ends. */
+
+static uint32_t *writer_count(struct scsi_lu *lu, const struct reactor *r)
+{
+	int i = r ? reactor_index(r) : 0;
+	return &lu->writers[(unsigned)(i < 0 ? 0 : i) % SAN_WRITER_STRIPES].n;
+}
+
+uint8_t lu_write_begin(struct scsi_lu *lu, const struct reactor *r)
+{
+	uint32_t *n = writer_count(lu, r);
+	/*
+	 * The count goes up before the state is read, and sanitize_exec sets
+	 * the state before the worker reads the counts, all sequentially
+	 * consistent: either this write sees the SANITIZE and stays out, or the
+	 * SANITIZE sees this write and waits for it.  No lock on the I/O path.
+	 */
+	__atomic_fetch_add(n, 1, __ATOMIC_SEQ_CST);
+	uint8_t st = __atomic_load_n(&lu->sanitize, __ATOMIC_SEQ_CST);
+	if (st != SAN_STATE_NONE)
+		__atomic_fetch_sub(n, 1, __ATOMIC_RELEASE);
+	return st;
+}
+
+void lu_write_end(struct scsi_lu *lu, const struct reactor *r)
+{
+	/* Release: what the write stored (a RAM LU's bytes) is seen by the worker that reads the count. */
+	__atomic_fetch_sub(writer_count(lu, r), 1, __ATOMIC_RELEASE);
+}
+
+uint32_t lu_writers(struct scsi_lu *lu)
+{
+	uint32_t sum = 0;
+
+	for (unsigned i = 0; i < SAN_WRITER_STRIPES; i++)
+		sum += __atomic_load_n(&lu->writers[i].n, __ATOMIC_SEQ_CST);
+	return sum;   /* wraps back: a write may end on another stripe than it began on */
 }
 
 uint64_t lu_nblocks(const struct scsi_lu *lu)
