@@ -183,7 +183,7 @@ const struct scsi_op *scsi_op_at(size_t i);
 /* The command exists for this LU and nexus (thin-only, atomic-only, explicit ALUA only). */
 bool scsi_op_supported(const struct scsi_cmd *cmd, const struct scsi_op *op);
 
-/* lu.c */
+/* lu/lu.c */
 struct buf *scsi_buf_get(struct scsi_cmd *cmd, size_t len);
 void scsi_cmd_complete(struct scsi_cmd *cmd);
 /* Under lu->mu: the nexus entry, created on first use (NULL without a nexus or memory). */
@@ -225,20 +225,20 @@ bool lu_mapping_ro(const struct scsi_cmd *cmd);
 static inline bool lu_flag(const bool *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static inline void lu_flag_set(bool *p, bool v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
-/* sense.c: build sense bytes into out (>= SCSI_SENSE_LEN); sks: 3 bytes or NULL. Returns length. */
+/* lu/sense.c: build sense bytes into out (>= SCSI_SENSE_LEN); sks: 3 bytes or NULL. Returns length. */
 uint32_t sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t asc,
 		     bool info_valid, uint64_t info, const uint8_t *sks);
 bool sense_desc_format(const struct scsi_cmd *cmd);
 
 /*
- * share.c: keep lu's reservations in its store's shared state (lu->state
- * becomes lu_state_shared); 0, or -errno (logged; reservations are then
- * refused on it).  naa: the LU's NAA designator in hex.
+ * shared/share.c: keep lu's reservations in its store's shared state
+ * (lu->state becomes lu_state_shared); 0, or -errno (logged; reservations
+ * are then refused on it).  naa: the LU's NAA designator in hex.
  */
 int share_attach(struct scsi_lu *lu, const char *name, const char *naa);
 void share_detach(struct scsi_lu *lu);
 
-/* spc.c */
+/* cmd/spc.c */
 bool spc_prep_din(struct scsi_cmd *cmd);
 void spc_inquiry(struct scsi_cmd *cmd);
 void spc_report_luns(struct scsi_cmd *cmd);
@@ -252,7 +252,7 @@ void spc_pr_out(struct scsi_cmd *cmd);
 void spc_reserve(struct scsi_cmd *cmd);
 void spc_release(struct scsi_cmd *cmd);
 
-/* vpd.c: INQUIRY's Data-In for VPD page; false (nothing done) when the page is unknown. */
+/* cmd/vpd.c: INQUIRY's Data-In for VPD page; false (nothing done) when the page is unknown. */
 bool vpd_page(struct scsi_cmd *cmd, uint8_t page, uint32_t alloc);
 
 /* alua.c */
@@ -265,12 +265,12 @@ void alua_report_tpgs(struct scsi_cmd *cmd);
 bool alua_prep_stpg(struct scsi_cmd *cmd);
 void alua_set_tpgs(struct scsi_cmd *cmd);
 
-/* mode.c */
+/* cmd/mode.c */
 void mode_sense(struct scsi_cmd *cmd);
 bool mode_select_prep(struct scsi_cmd *cmd);
 void mode_select(struct scsi_cmd *cmd);
 
-/* sbc.c */
+/* cmd/sbc.c */
 bool sbc_prep_rw(struct scsi_cmd *cmd);
 void sbc_read(struct scsi_cmd *cmd);
 void sbc_write(struct scsi_cmd *cmd);
@@ -297,7 +297,7 @@ void sbc_read_capacity16(struct scsi_cmd *cmd);
 void sbc_get_lba_status(struct scsi_cmd *cmd);
 bool sbc_prep_get_lba_status(struct scsi_cmd *cmd);
 
-/* xcopy.c */
+/* copy/xcopy.c */
 bool xcopy_prep(struct scsi_cmd *cmd);
 void xcopy_exec(struct scsi_cmd *cmd);
 void xcopy_receive_results(struct scsi_cmd *cmd);

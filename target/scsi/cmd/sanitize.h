@@ -71,7 +71,7 @@ void sanitize_fill_block(const struct san_overwrite *o, unsigned pass, uint8_t *
  */
 extern bool sanitize_inline;
 
-/* The opcode table's entries and hooks (dispatch.c, spc.c, vpd.c, lu.c). */
+/* The opcode table's entries and hooks (dispatch.c, spc.c, vpd.c, ../lu_life.c). */
 bool sanitize_prep(struct scsi_cmd *cmd);
 void sanitize_exec(struct scsi_cmd *cmd);
 /* Can this LU do the service action (OPF_SANITIZE entries)? */
