@@ -10,6 +10,7 @@
 #include "target/scsi/alua.h"
 #include "target/scsi/cmd/sanitize.h"
 #include "target/scsi/copy/rod.h"
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi_int.h"
 
 #define F0 0xff

@@ -13,6 +13,7 @@
 
 #include "target/scsi/cmd/sanitize.h"
 #include "target/scsi/copy/rod.h"
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi_int.h"
 
 static void copy_id(char *dst, size_t cap, const char *src, const char *def)

@@ -14,7 +14,6 @@
 #include "target/backstore/backstore.h"
 #include "target/scsi/lu/din.h"
 #include "target/scsi/lu/sense.h"
-#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi.h"
 
 #define SCSI_UA_MAX 8
@@ -91,6 +90,7 @@ struct lu_state_ops {
 void scsi_wait_hold(struct scsi_wait *w);
 void scsi_wait_end(struct scsi_wait *w);
 extern const struct lu_state_ops lu_state_local, lu_state_shared;
+struct scsi_pr;
 struct shared;
 
 struct scsi_lu {

@@ -7,6 +7,7 @@
 
 #include "common/bufpool.h"
 #include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi_int.h"
 
 /* Data-In only commands: nothing to collect; residual is set when the data is built. */

@@ -11,6 +11,7 @@
 #include "common/reactor.h"
 #include "target/scsi/copy/copy.h"
 #include "target/scsi/copy/rod.h"
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi_int.h"
 
 bool copy_lu_unready(struct scsi_lu *lu)

@@ -3,6 +3,7 @@
  * (scsi_int.h's lu_state_ops; shared/share.c has the other kind): pr.c
  * under the LU's mutex, answered at once.
  */
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi_int.h"
 
 static void local_pr_out(struct scsi_cmd *cmd)

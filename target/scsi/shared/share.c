@@ -18,6 +18,7 @@
 
 #include "common/bufpool.h"
 #include "common/log.h"
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/pr/pr_state.h"
 #include "target/scsi/scsi_int.h"
 #include "target/scsi/shared/shared.h"
