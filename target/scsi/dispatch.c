@@ -427,7 +427,7 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 	if (cmd->lu && (op->flags & OPF_WRITE) && op->opcode != SCSI_OP_SANITIZE) {
 		uint8_t st = lu_write_begin(cmd->lu, cmd->reactor);
 		if (st != SAN_STATE_NONE) {
-			sanitize_refuse(cmd, st);
+			lu_sanitize_refuse(cmd, st);
 			scsi_cmd_complete(cmd);
 			return;
 		}

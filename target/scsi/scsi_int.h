@@ -21,6 +21,9 @@
 #define SAN_WRITER_STRIPES 8
 /* lu->sanitize: what the LU's sanitize state makes of commands (read without the LU's mutex). */
 enum { SAN_STATE_NONE, SAN_STATE_RUNNING, SAN_STATE_FAILED };
+/* Additional sense codes of sanitize operations (SPC-4 D.2). */
+#define ASC_SANITIZE_IN_PROGRESS 0x041b
+#define ASC_SANITIZE_FAILED      0x3103
 
 /* Limits advertised in VPD B0 and enforced on the CDB. */
 #define SCSI_MAX_XFER_BYTES   (16u << 20)
@@ -122,6 +125,7 @@ struct scsi_lu {
 	/* SANITIZE (sanitize.c): SAN_STATE_* (written under mu, read atomically by prepare) and its operation. */
 	uint8_t sanitize;
 	struct lu_sanitize *san;
+	uint16_t san_progress;       /* the running operation's PROGRESS INDICATION, of 65536 (atomic) */
 	/*
 	 * Commands and copy chunks writing the medium now (sanitize.c,
 	 * lu_write_begin): a SANITIZE starts overwriting only once none
@@ -214,6 +218,8 @@ uint64_t lu_nblocks(const struct scsi_lu *lu);
 uint8_t lu_write_begin(struct scsi_lu *lu, const struct reactor *r);
 void lu_write_end(struct scsi_lu *lu, const struct reactor *r);
 uint32_t lu_writers(struct scsi_lu *lu);
+/* The sense of a command that the LU's sanitize state (RUNNING or FAILED) refuses. */
+void lu_sanitize_refuse(struct scsi_cmd *cmd, uint8_t state);
 /* The NAA 6 designator VPD 83h reports (locally administered OUI, 100 bits from the serial). */
 void lu_naa(const struct scsi_lu *lu, uint8_t id[16]);
 /* A parameter list of plen bytes (bounded by the caller) comes as Data-Out into cmd->buf. */

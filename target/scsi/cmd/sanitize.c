@@ -58,7 +58,6 @@ struct lu_sanitize {
 	bool cancel;                   /* (atomic) the LU goes: stop at the next chunk */
 	bool ause;                     /* (mu) AUSE of the operation that runs or failed */
 	uint8_t sa;                    /* (mu) its service action */
-	uint16_t progress;             /* (atomic) PROGRESS INDICATION, of 65536 */
 	struct san_wait *waiter;       /* (mu) the IMMED=0 command waiting, or NULL */
 	struct san_overwrite ow;       /* the OVERWRITE parameters of the running operation */
 	char *marker;                  /* the "sanitize needed" file, or NULL */
@@ -179,31 +178,6 @@ uint8_t sanitize_vpd_b1(const struct scsi_lu *lu)
 	return b;
 }
 
-static uint16_t progress_of(struct scsi_lu *lu)
-{
-	struct lu_sanitize *s = __atomic_load_n(&lu->san, __ATOMIC_ACQUIRE);
-	return s ? __atomic_load_n(&s->progress, __ATOMIC_RELAXED) : 0;
-}
-
-static void sense_progress(struct scsi_cmd *cmd, uint16_t progress)
-{
-	uint8_t sks[3] = { 0x80 };
-
-	put_be16(sks + 1, progress);
-	cmd->status = SCSI_CHECK_CONDITION;
-	cmd->din_len = 0;
-	cmd->sense_len = sense_build(cmd->sense, sense_desc_format(cmd), SK_NOT_READY, ASC_SANITIZE_IN_PROGRESS,
-				     false, 0, sks);
-}
-
-void sanitize_refuse(struct scsi_cmd *cmd, uint8_t state)
-{
-	if (state == SAN_STATE_RUNNING)
-		sense_progress(cmd, progress_of(cmd->lu));
-	else
-		sense_set(cmd, SK_MEDIUM_ERROR, ASC_SANITIZE_FAILED);
-}
-
 bool sanitize_check(struct scsi_cmd *cmd, const struct scsi_op *op)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -218,7 +192,7 @@ bool sanitize_check(struct scsi_cmd *cmd, const struct scsi_op *op)
 	/* Failure mode: the medium is not to be trusted until a SANITIZE ends it. */
 	if (st == SAN_STATE_FAILED && (op->opcode == SCSI_OP_SANITIZE || !(op->flags & OPF_MEDIUM)))
 		return true;
-	sanitize_refuse(cmd, st);
+	lu_sanitize_refuse(cmd, st);
 	return false;
 }
 
@@ -230,7 +204,7 @@ bool sanitize_sense(struct scsi_lu *lu, uint8_t *key, uint16_t *asc, uint8_t sks
 		*key = SK_NOT_READY;
 		*asc = ASC_SANITIZE_IN_PROGRESS;
 		sks[0] = 0x80;
-		put_be16(sks + 1, progress_of(lu));
+		put_be16(sks + 1, __atomic_load_n(&lu->san_progress, __ATOMIC_RELAXED));
 		return true;
 	}
 	if (st == SAN_STATE_FAILED) {
@@ -320,10 +294,10 @@ static bool cancelled(struct lu_sanitize *s)
 	return __atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE);
 }
 
-static void set_progress(struct lu_sanitize *s, uint64_t done, uint64_t total)
+static void set_progress(struct scsi_lu *lu, uint64_t done, uint64_t total)
 {
 	uint64_t p = total ? done * 65536 / total : 0;
-	__atomic_store_n(&s->progress, (uint16_t)(p > 65535 ? 65535 : p), __ATOMIC_RELAXED);
+	__atomic_store_n(&lu->san_progress, (uint16_t)(p > 65535 ? 65535 : p), __ATOMIC_RELAXED);
 }
 
 static void sync_done(struct bs_io *io, int res)
@@ -372,7 +346,7 @@ static int run_overwrite(struct san_job *j)
 			uint64_t n = MIN((uint64_t)SAN_CHUNK_BYTES, size - off);
 			rc = bs_sync(bs, BS_WRITE, off, n, buf);
 			done += n;
-			set_progress(j->s, done, total);
+			set_progress(j->lu, done, total);
 		}
 	}
 	if (!rc)
@@ -395,7 +369,7 @@ static int run_erase(struct san_job *j, unsigned method)
 		if (n == 0)
 			return -EIO;
 		off += (uint64_t)n;
-		set_progress(j->s, off, size);
+		set_progress(j->lu, off, size);
 	}
 	return bs_sync(bs, BS_FLUSH, 0, 0, NULL);
 }
@@ -452,7 +426,7 @@ static void *worker(void *arg)
 		log_info("LU %s: SANITIZE completed", lu->serial);
 
 	pthread_mutex_lock(&lu->mu);
-	__atomic_store_n(&s->progress, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&lu->san_progress, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&lu->sanitize, rc ? SAN_STATE_FAILED : SAN_STATE_NONE, __ATOMIC_RELEASE);
 	struct san_wait *w = s->waiter;
 	s->waiter = NULL;
@@ -580,7 +554,7 @@ void sanitize_exec(struct scsi_cmd *cmd)
 	if (st == SAN_STATE_RUNNING) {
 		/* Another SANITIZE started since prepare looked. */
 		pthread_mutex_unlock(&lu->mu);
-		sense_progress(cmd, progress_of(lu));
+		lu_sanitize_refuse(cmd, st);
 		goto out;
 	}
 	if (c.sa == SAN_EXIT_FAILURE) {
@@ -614,7 +588,7 @@ void sanitize_exec(struct scsi_cmd *cmd)
 	s->sa = c.sa;
 	s->ause = c.ause;
 	s->cancel = false;
-	__atomic_store_n(&s->progress, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&lu->san_progress, 0, __ATOMIC_RELAXED);
 	j->lu = lu;
 	j->s = s;
 	j->sa = c.sa;

@@ -21,10 +21,6 @@ struct scsi_op;
 /* Service actions (SBC-4 table 98). */
 enum { SAN_OVERWRITE = 0x01, SAN_BLOCK_ERASE = 0x02, SAN_CRYPTO_ERASE = 0x03, SAN_EXIT_FAILURE = 0x1f };
 
-/* Additional sense codes of sanitize operations (SPC-4 D.2). */
-#define ASC_SANITIZE_IN_PROGRESS 0x041b
-#define ASC_SANITIZE_FAILED      0x3103
-
 /* The most an INITIALIZATION PATTERN can be: one logical block (4096 is the largest block size served). */
 #define SAN_PATTERN_MAX 4096u
 /* The worker's buffer: overwrite passes are written from it, chunk by chunk (bounded, not the LU's size). */
@@ -78,8 +74,6 @@ void sanitize_exec(struct scsi_cmd *cmd);
 bool sanitize_sa_supported(const struct scsi_lu *lu, uint16_t sa);
 /* prepare and exec: false (sense set) when the LU's sanitize state refuses op. */
 bool sanitize_check(struct scsi_cmd *cmd, const struct scsi_op *op);
-/* The sense of a command that state (RUNNING or FAILED) refuses. */
-void sanitize_refuse(struct scsi_cmd *cmd, uint8_t state);
 /* REQUEST SENSE: the sanitize state's sense, with the progress indication in sks; false if none. */
 bool sanitize_sense(struct scsi_lu *lu, uint8_t *key, uint16_t *asc, uint8_t sks[3]);
 /* VPD B1 byte 7: WABEREQ and WACEREQ (01b where the LU does that erase: reads after it succeed). */

@@ -71,6 +71,21 @@ uint32_t lu_writers(struct scsi_lu *lu)
 	return sum;   /* wraps back: a write may end on another stripe than it began on */
 }
 
+void lu_sanitize_refuse(struct scsi_cmd *cmd, uint8_t state)
+{
+	if (state == SAN_STATE_RUNNING) {
+		uint8_t sks[3] = { 0x80 };
+
+		put_be16(sks + 1, __atomic_load_n(&cmd->lu->san_progress, __ATOMIC_RELAXED));
+		cmd->status = SCSI_CHECK_CONDITION;
+		cmd->din_len = 0;
+		cmd->sense_len = sense_build(cmd->sense, sense_desc_format(cmd), SK_NOT_READY,
+					     ASC_SANITIZE_IN_PROGRESS, false, 0, sks);
+	} else {
+		sense_set(cmd, SK_MEDIUM_ERROR, ASC_SANITIZE_FAILED);
+	}
+}
+
 uint64_t lu_nblocks(const struct scsi_lu *lu)
 {
 	return backstore_size(lu->bs) >> lu->block_shift;
