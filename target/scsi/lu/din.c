@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/bufpool.h"
-#include "target/scsi/scsi_int.h"
+#include "target/scsi/lu/lu.h"
 
 static void din_advance(struct din *d, size_t n)
 {

@@ -11,7 +11,7 @@
 
 #include "common/bufpool.h"
 #include "common/reactor.h"
-#include "target/scsi/scsi_int.h"
+#include "target/scsi/lu/lu.h"
 
 /* Unit tests run without reactors: they point this at a pool of their own. */
 struct bufpool *scsi_test_pool;

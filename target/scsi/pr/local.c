@@ -1,10 +1,10 @@
 /*
  * The LU's reservation changes where they are this process's alone
- * (scsi_int.h's lu_state_ops; shared/share.c has the other kind): pr.c
+ * (lu/lu.h's lu_state_ops; shared/share.c has the other kind): pr.c
  * under the LU's mutex, answered at once.
  */
+#include "target/scsi/lu/lu.h"
 #include "target/scsi/pr/pr.h"
-#include "target/scsi/scsi_int.h"
 
 static void local_pr_out(struct scsi_cmd *cmd)
 {
