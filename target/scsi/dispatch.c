@@ -8,8 +8,9 @@
 
 #include "common/bufpool.h"
 #include "target/scsi/alua.h"
-#include "target/scsi/rod.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/copy/rod.h"
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi_int.h"
 
 #define F0 0xff
@@ -22,6 +23,9 @@
 /* What runs in each ALUA state that is not active (SPC-4 5.16.2.4.4-6). */
 #define ALUA_ALL     (OPF_STANDBY_OK | OPF_UNAVAILABLE_OK | OPF_TRANSITIONING_OK)
 #define ALUA_STANDBY OPF_STANDBY_OK
+
+/* REPORT SUPPORTED OPERATION CODES: built from the table below (the table names it). */
+static void rsoc(struct scsi_cmd *cmd);
 
 static const struct scsi_op ops[] = {
 	OP(SCSI_OP_TEST_UNIT_READY, 0, 6, OPF_MEDIUM, NULL, spc_tur, 0, 0, 0, 0, 0),
@@ -96,7 +100,7 @@ static const struct scsi_op ops[] = {
 	   0, F0, 0, 0, 0, LBA4, 0, 0),
 	OP(SCSI_OP_MAINTENANCE_IN, SCSI_MI_REPORT_TPGS, 12, OPF_SA | ALUA_ALL, spc_prep_din, alua_report_tpgs,
 	   0xe0 | SCSI_MI_REPORT_TPGS, 0, 0, 0, 0, LBA4, 0, 0),
-	OP(SCSI_OP_MAINTENANCE_IN, SCSI_MI_REPORT_SUPPORTED_OPCODES, 12, OPF_SA, spc_prep_din, spc_rsoc,
+	OP(SCSI_OP_MAINTENANCE_IN, SCSI_MI_REPORT_SUPPORTED_OPCODES, 12, OPF_SA, spc_prep_din, rsoc,
 	   SCSI_MI_REPORT_SUPPORTED_OPCODES, 0x87, F0, F0, F0, LBA4, 0, 0),
 	OP(SCSI_OP_MAINTENANCE_OUT, SCSI_MO_SET_TPGS, 12,
 	   OPF_SA | OPF_SHARED | OPF_EXPLICIT_ALUA | OPF_STANDBY_OK | OPF_UNAVAILABLE_OK,
@@ -162,6 +166,94 @@ const struct scsi_op *scsi_op_find(uint8_t opcode, uint16_t sa, bool *sa_bad)
 			return op;
 	*sa_bad = true;
 	return NULL;
+}
+
+/* REPORT SUPPORTED OPERATION CODES (SPC-4 6.35). */
+static void rsoc_timeouts(struct din *d)
+{
+	din_be16(d, 0x0a);
+	din_zero(d, 2);
+	din_be32(d, 30);   /* nominal, seconds */
+	din_be32(d, 60);   /* recommended */
+}
+
+static void rsoc_all(struct scsi_cmd *cmd, struct din *d, const void *arg)
+{
+	bool rctd = cmd->cdb[2] & 0x80;
+
+	din_be32(d, 0);    /* command data length, below */
+	for (size_t i = 0; i < scsi_op_count(); i++) {
+		const struct scsi_op *op = scsi_op_at(i);
+		if (!scsi_op_supported(cmd, op))
+			continue;
+		din_u8(d, op->opcode);
+		din_u8(d, 0);
+		din_be16(d, op->sa);
+		din_u8(d, 0);
+		din_u8(d, (rctd ? 0x02 : 0) | ((op->flags & OPF_SA) ? 0x01 : 0));
+		din_be16(d, op->cdb_len);
+		if (rctd)
+			rsoc_timeouts(d);
+	}
+	din_set_be32(d, 0, din_pos(d) - 4);
+}
+
+/* One command's descriptor; arg: its entry, NULL when not supported. */
+static void rsoc_one(struct scsi_cmd *cmd, struct din *d, const void *arg)
+{
+	const struct scsi_op *op = arg;
+	bool rctd = cmd->cdb[2] & 0x80;
+
+	din_u8(d, 0);
+	if (!op) {
+		din_u8(d, 0x01);   /* not supported */
+		din_zero(d, 2);
+		return;
+	}
+	din_u8(d, 0x03 | (rctd ? 0x80 : 0));
+	din_be16(d, op->cdb_len);
+	din_put(d, op->usage, MIN((size_t)op->cdb_len, sizeof(op->usage)));
+	if (rctd)
+		rsoc_timeouts(d);
+}
+
+/* The opcode (and service action) asked for, NULL when unsupported; false: sense set. */
+static bool rsoc_find(struct scsi_cmd *cmd, uint8_t opt, const struct scsi_op **out)
+{
+	uint8_t opcode = cmd->cdb[3];
+	uint16_t sa = get_be16(cmd->cdb + 4);
+	const struct scsi_op *op;
+	bool sa_bad, has_sa;
+
+	/* Does the opcode have service actions at all? */
+	op = scsi_op_find(opcode, sa, &sa_bad);
+	has_sa = (op && (op->flags & OPF_SA)) || sa_bad;
+	if ((opt == 1 && has_sa) || (opt == 2 && !has_sa && op)) {
+		sense_invalid_cdb(cmd, 2, 2);
+		return false;
+	}
+	if (op && !scsi_op_supported(cmd, op))
+		op = NULL;
+	if (opt == 2 && !has_sa)
+		op = NULL;
+	*out = op;
+	return true;
+}
+
+static void rsoc(struct scsi_cmd *cmd)
+{
+	uint8_t opt = cmd->cdb[2] & 0x07;
+	uint32_t alloc = get_be32(cmd->cdb + 6);
+
+	const struct scsi_op *op;
+
+	if (opt == 0)
+		din_build(cmd, alloc, rsoc_all, NULL);
+	else if (opt > 3)
+		sense_invalid_cdb(cmd, 2, 2);
+	else if (rsoc_find(cmd, opt, &op))
+		din_build(cmd, alloc, rsoc_one, op);
+	scsi_cmd_complete(cmd);
 }
 
 static void cmd_reset(struct scsi_cmd *cmd)
@@ -333,9 +425,9 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 	 * SANITIZE that comes later waits for it before it overwrites.
 	 */
 	if (cmd->lu && (op->flags & OPF_WRITE) && op->opcode != SCSI_OP_SANITIZE) {
-		uint8_t st = sanitize_write_begin(cmd->lu, cmd->reactor);
+		uint8_t st = lu_write_begin(cmd->lu, cmd->reactor);
 		if (st != SAN_STATE_NONE) {
-			sanitize_refuse(cmd, st);
+			lu_sanitize_refuse(cmd, st);
 			scsi_cmd_complete(cmd);
 			return;
 		}

@@ -1,25 +1,16 @@
 /*
- * Private to target/scsi: the LU object, the opcode table entry and the
- * helpers the emulation files share.
+ * Private to target/scsi: the opcode table entry, the limits the commands
+ * share, and what dispatch.c and lu_life.c call in the rooms below them.
+ * The LU itself is lu/lu.h, which every room stands on.
  */
 #ifndef SCSI_INT_H
 #define SCSI_INT_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/scsi_proto.h"
-#include "common/util.h"
-#include "target/backstore/backstore.h"
-#include "target/scsi/din.h"
-#include "target/scsi/pr.h"
+#include "target/scsi/lu/lu.h"
 #include "target/scsi/scsi.h"
-#include "target/scsi/sense.h"
-
-#define SCSI_UA_MAX 8
-/* Stripes of an LU's count of writes in flight (struct scsi_lu, writers). */
-#define SAN_WRITER_STRIPES 8
 
 /* Limits advertised in VPD B0 and enforced on the CDB. */
 #define SCSI_MAX_XFER_BYTES   (16u << 20)
@@ -29,106 +20,12 @@
 /* WRITE SAME: what WRITE SAME(10) can name, so (10) and (16) agree; bounds one command's work. */
 #define SCSI_MAX_WS_BLOCKS    0xffffu
 
-/* EXTENDED COPY (LID1) list identifiers of one nexus at one copy manager (xcopy.c). */
-#define XCOPY_IDS_MAX 8
-enum { XCOPY_ID_FREE, XCOPY_ID_RUNNING, XCOPY_ID_HELD };
-struct xcopy_id {
-	uint8_t state;
-	bool named;              /* LIST ID USAGE other than 11b */
-	uint8_t list_id;
-	uint8_t cm_status;       /* COPY MANAGER STATUS once held */
-	uint16_t segs;           /* segments processed */
-	uint32_t bytes;          /* bytes written */
-	uint32_t seq;            /* age: the oldest held result gives way first */
-};
-
-/*
- * Per I_T nexus state of one LU (the I_T_L entry): pending unit attentions,
- * PREVENT, copies.  Written under the LU's mutex; abort_gen, n_ua and
- * alua_gen are also read without it (check_shared's common case), so they
- * are written with atomic stores.
- */
-struct lu_nexus {
-	uint64_t id;
-	char initiator_name[224];
-	char initiator_port[256];
-	uint16_t abort_gen;          /* bumped by PREEMPT AND ABORT of this nexus */
-	uint16_t ua[SCSI_UA_MAX];
-	uint32_t n_ua;
-	bool prevent;
-	bool alua_seen;              /* alua_gen set (alua.c) */
-	uint32_t alua_gen;           /* ALUA state changes this nexus was told of */
-	struct xcopy_id xcopy_ids[XCOPY_IDS_MAX];
-	struct lu_nexus *next;
-};
-
 /* The longest PERSISTENT RESERVE OUT parameter list taken (prepare refuses more): the longest a shared change carries. */
 #define SCSI_PR_OUT_MAX 4096
 
-/*
- * How an LU's reservations change (the design's seam 8: one interface, two
- * implementations).  Local (lu.c): pr.c under the LU's mutex, the state of
- * this process.  Shared (share.c): the state of every target serving the
- * store, changed by compare-and-set and told to all of them before the
- * command is answered.  PR IN, the conflict checks and the unit attentions
- * read the LU's own copy (lu->pr) either way.
- */
-struct lu_state_ops {
-	void (*pr_out)(struct scsi_cmd *cmd);  /* each ends with scsi_cmd_complete(), maybe later */
-	void (*reserve)(struct scsi_cmd *cmd);
-	void (*release)(struct scsi_cmd *cmd);
-	/*
-	 * Under lu->mu: LU or target reset (the SPC-2 reservation goes, and ua,
-	 * the unit attention it gave every nexus here, goes to every nexus
-	 * there is), or nexus loss (its own SPC-2 reservation goes; ua 0).
-	 */
-	void (*reset)(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only, uint16_t ua,
-		      struct scsi_wait *w);
-};
 /* The job that w waits for started (w's reactor), or ended (any thread); w may be NULL. */
 void scsi_wait_hold(struct scsi_wait *w);
 void scsi_wait_end(struct scsi_wait *w);
-extern const struct lu_state_ops lu_state_local, lu_state_shared;
-struct shared;
-
-struct scsi_lu {
-	pthread_mutex_t mu;          /* guards everything below marked (mu) */
-	struct backstore *bs;
-	struct scsi_pr *pr;          /* (mu) */
-	const struct lu_state_ops *state;
-	struct shared *share;        /* the store's shared object its reservations are kept in (share.c), or NULL */
-	char *share_desc;            /* this gateway's entry on share's list of sharers, as last written */
-	char vendor[9], product[17], revision[5], serial[65];
-	uint64_t naa_hi, naa_lo;     /* NAA 6 designator derived from the serial */
-	uint32_t block_size;
-	uint8_t block_shift;
-	bool thin;
-
-	/* Mode page state (mu for writers; readers on the I/O path use atomics). */
-	bool wce, d_sense, swp;
-
-	bool stopped, ejected;       /* (mu) START STOP UNIT */
-	struct lu_nexus *nexuses;    /* (mu) */
-	/* ROD tokens made on this LU (rod.c): how many are alive (every write reads it, atomically), and which. */
-	uint32_t rod_tokens;
-	struct rod_token *rod_list;
-	uint32_t pr_aborts;          /* PREEMPT AND ABORTs so far (written under mu, read atomically) */
-
-	/* COMPARE AND WRITE, ORWRITE, WRITE ATOMIC in flight, in arrival order (sbc.c, serial_run). (mu) */
-	struct scsi_cmd *ser_head, *ser_tail;
-
-	/* SANITIZE (sanitize.c): SAN_STATE_* (written under mu, read atomically by prepare) and its operation. */
-	uint8_t sanitize;
-	struct lu_sanitize *san;
-	/*
-	 * Commands and copy chunks writing the medium now (sanitize.c,
-	 * sanitize_write_begin): a SANITIZE starts overwriting only once none
-	 * is left.  One count per stripe of reactors, a cache line apart, so
-	 * reactors writing the same LU do not bounce one line; only the sum
-	 * means anything (a write may end on another stripe than it began).
-	 */
-	struct { uint32_t n; uint8_t pad[60]; } writers[SAN_WRITER_STRIPES];
-};
 
 /* Command flags in the opcode table. */
 enum {
@@ -181,58 +78,21 @@ const struct scsi_op *scsi_op_at(size_t i);
 /* The command exists for this LU and nexus (thin-only, atomic-only, explicit ALUA only). */
 bool scsi_op_supported(const struct scsi_cmd *cmd, const struct scsi_op *op);
 
-/* lu.c */
-struct buf *scsi_buf_get(struct scsi_cmd *cmd, size_t len);
-void scsi_cmd_complete(struct scsi_cmd *cmd);
-/* Under lu->mu: the nexus entry, created on first use (NULL without a nexus or memory). */
-struct lu_nexus *lu_nexus_get(struct scsi_lu *lu, const struct scsi_nexus *nx);
-/* Under lu->mu: queue asc on every nexus except skip (may be NULL). */
-void lu_ua_all(struct scsi_lu *lu, const struct scsi_nexus *skip, uint16_t asc);
-/* Under lu->mu: another gateway's reset: asc to every nexus here, and (abort) their commands not started end. */
-void lu_everyone(struct scsi_lu *lu, uint16_t asc, bool abort);
-bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc);
-/* Under lu->mu: queue asc on nexus n. */
-void lu_ua_add(struct lu_nexus *n, uint16_t asc);
-/*
- * cmd->flags bits 16-31 hold the nexus's abort_gen as seen by prepare, so
- * exec can tell a command that PREEMPT AND ABORT overtook while its
- * Data-Out arrived.  The emulation files use the low 16 bits.
- */
-#define CMD_GEN_SHIFT 16
-/* Under lu->mu: was cmd's nexus aborted since prepare? */
-bool lu_cmd_aborted(struct scsi_lu *lu, const struct scsi_cmd *cmd);
-uint64_t lu_nblocks(const struct scsi_lu *lu);
-/* The NAA 6 designator VPD 83h reports (locally administered OUI, 100 bits from the serial). */
-void lu_naa(const struct scsi_lu *lu, uint8_t id[16]);
-/* A parameter list of plen bytes (bounded by the caller) comes as Data-Out into cmd->buf. */
-bool scsi_prep_param_list(struct scsi_cmd *cmd, uint32_t plen);
-/* The medium may not be written: read-only mapping or backstore, or SWP. */
-bool lu_write_protected(const struct scsi_cmd *cmd);
-/* This nexus sees the LU through a read-only mapping (or the backstore is read-only). */
-bool lu_mapping_ro(const struct scsi_cmd *cmd);
-static inline bool lu_flag(const bool *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-static inline void lu_flag_set(bool *p, bool v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-
-/* sense.c: build sense bytes into out (>= SCSI_SENSE_LEN); sks: 3 bytes or NULL. Returns length. */
-uint32_t sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t asc,
-		     bool info_valid, uint64_t info, const uint8_t *sks);
-bool sense_desc_format(const struct scsi_cmd *cmd);
 
 /*
- * share.c: keep lu's reservations in its store's shared state (lu->state
- * becomes lu_state_shared); 0, or -errno (logged; reservations are then
- * refused on it).  naa: the LU's NAA designator in hex.
+ * shared/share.c: keep lu's reservations in its store's shared state
+ * (lu->state becomes lu_state_shared); 0, or -errno (logged; reservations
+ * are then refused on it).  naa: the LU's NAA designator in hex.
  */
 int share_attach(struct scsi_lu *lu, const char *name, const char *naa);
 void share_detach(struct scsi_lu *lu);
 
-/* spc.c */
+/* cmd/spc.c */
 bool spc_prep_din(struct scsi_cmd *cmd);
 void spc_inquiry(struct scsi_cmd *cmd);
 void spc_report_luns(struct scsi_cmd *cmd);
 void spc_tur(struct scsi_cmd *cmd);
 void spc_request_sense(struct scsi_cmd *cmd);
-void spc_rsoc(struct scsi_cmd *cmd);
 void spc_start_stop(struct scsi_cmd *cmd);
 void spc_prevent_allow(struct scsi_cmd *cmd);
 bool spc_prep_pr_out(struct scsi_cmd *cmd);
@@ -241,7 +101,7 @@ void spc_pr_out(struct scsi_cmd *cmd);
 void spc_reserve(struct scsi_cmd *cmd);
 void spc_release(struct scsi_cmd *cmd);
 
-/* vpd.c: INQUIRY's Data-In for VPD page; false (nothing done) when the page is unknown. */
+/* cmd/vpd.c: INQUIRY's Data-In for VPD page; false (nothing done) when the page is unknown. */
 bool vpd_page(struct scsi_cmd *cmd, uint8_t page, uint32_t alloc);
 
 /* alua.c */
@@ -254,12 +114,12 @@ void alua_report_tpgs(struct scsi_cmd *cmd);
 bool alua_prep_stpg(struct scsi_cmd *cmd);
 void alua_set_tpgs(struct scsi_cmd *cmd);
 
-/* mode.c */
+/* cmd/mode.c */
 void mode_sense(struct scsi_cmd *cmd);
 bool mode_select_prep(struct scsi_cmd *cmd);
 void mode_select(struct scsi_cmd *cmd);
 
-/* sbc.c */
+/* cmd/sbc.c */
 bool sbc_prep_rw(struct scsi_cmd *cmd);
 void sbc_read(struct scsi_cmd *cmd);
 void sbc_write(struct scsi_cmd *cmd);
@@ -286,7 +146,7 @@ void sbc_read_capacity16(struct scsi_cmd *cmd);
 void sbc_get_lba_status(struct scsi_cmd *cmd);
 bool sbc_prep_get_lba_status(struct scsi_cmd *cmd);
 
-/* xcopy.c */
+/* copy/xcopy.c */
 bool xcopy_prep(struct scsi_cmd *cmd);
 void xcopy_exec(struct scsi_cmd *cmd);
 void xcopy_receive_results(struct scsi_cmd *cmd);

@@ -1,5 +1,5 @@
 /*
- * APTPL state files (target/scsi/pr_state.c), read back at every start of
+ * APTPL state files (target/scsi/pr/pr_state.c), read back at every start of
  * isertd.  Any input either parses, or fails with a message and nothing
  * allocated; a state that parses keeps its bounds, formats to text that
  * parses again and formats to the same text.
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "target/scsi/pr_state.h"
+#include "target/scsi/pr/pr_state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

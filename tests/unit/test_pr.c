@@ -9,10 +9,10 @@
 
 #include "common/bufpool.h"
 #include "common/util.h"
-#include "target/scsi/pr.h"
-#include "target/scsi/pr_state.h"
+#include "target/scsi/pr/pr.h"
+#include "target/scsi/pr/pr_state.h"
 #include "target/scsi/scsi.h"
-#include "target/scsi/sense.h"
+#include "target/scsi/lu/sense.h"
 
 enum { WE = 1, EA = 3, WE_RO = 5, EA_RO = 6, WE_AR = 7, EA_AR = 8 };
 enum { REG, RES, REL, CLR, PRE, PRE_ABORT, REG_IGN, REG_MOVE };

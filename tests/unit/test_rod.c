@@ -22,8 +22,8 @@
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/backstore/backstore_impl.h"
-#include "target/scsi/copy.h"
-#include "target/scsi/rod.h"
+#include "target/scsi/copy/copy.h"
+#include "target/scsi/copy/rod.h"
 #include "target/scsi/scsi_int.h"
 #include "sense_check.h"
 

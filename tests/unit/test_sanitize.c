@@ -22,7 +22,7 @@
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/backstore/backstore_impl.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
 #include "target/scsi/scsi_int.h"
 #include "sense_check.h"
 

@@ -19,9 +19,9 @@
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/backstore/backstore_impl.h"
-#include "target/scsi/copy.h"
+#include "target/scsi/copy/copy.h"
 #include "target/scsi/scsi_int.h"
-#include "target/scsi/xcopy.h"
+#include "target/scsi/copy/xcopy.h"
 #include "sense_check.h"
 
 extern struct bufpool *scsi_test_pool;

@@ -15,7 +15,7 @@
  *   registrants-only / all-registrants reservation) succeed without effect.
  * - SIP_C and ATP_C are supported.
  */
-#include "target/scsi/pr.h"
+#include "target/scsi/pr/pr.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,10 +30,10 @@
 #include "common/log.h"
 #include "common/scsi_proto.h"
 #include "common/util.h"
-#include "target/scsi/din.h"
-#include "target/scsi/pr_state.h"
+#include "target/scsi/lu/din.h"
+#include "target/scsi/lu/sense.h"
+#include "target/scsi/pr/pr_state.h"
 #include "target/scsi/scsi.h"
-#include "target/scsi/sense.h"
 
 #define PR_MAX_REGS PR_STATE_MAX_REGS
 #define PR_ASC_INVALID_RELEASE 0x2604 /* INVALID RELEASE OF PERSISTENT RESERVATION */

@@ -36,9 +36,8 @@
 
 #include "common/bufpool.h"
 #include "common/chap.h"
-#include "target/scsi/copy.h"
-#include "target/scsi/rod.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/copy/copy.h"
+#include "target/scsi/copy/rod.h"
 
 #define ASC_OPERATION_IN_PROGRESS      0x0016
 #define ASC_COPY_TARGET_NOT_REACHABLE  0x0d02
@@ -823,7 +822,7 @@ static void wend(struct copy_job *c)
 		sense_set(cmd, SK_COPY_ABORTED, ASC_TOKEN(__atomic_load_n(&j->tok->state, __ATOMIC_ACQUIRE)));
 	} else if (c->unready == cmd->lu) {
 		/* This LU is being sanitized: what any command to it gets (SBC-4 4.11). */
-		sanitize_refuse(cmd, c->unready_state);
+		lu_sanitize_refuse(cmd, c->unready_state);
 	} else if (c->unready) {
 		sense_set(cmd, SK_COPY_ABORTED, ASC_COPY_TARGET_NOT_REACHABLE);   /* the token's LU */
 	} else if (c->failed) {

@@ -2,13 +2,13 @@
  * The bounded Data-In writer and the helper that sizes a command's buffer
  * for what a builder produces (see din.h).
  */
-#include "target/scsi/din.h"
+#include "target/scsi/lu/din.h"
 
 #include <errno.h>
 #include <string.h>
 
 #include "common/bufpool.h"
-#include "target/scsi/scsi_int.h"
+#include "target/scsi/lu/lu.h"
 
 static void din_advance(struct din *d, size_t n)
 {

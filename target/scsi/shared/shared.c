@@ -17,7 +17,7 @@
 #include "common/reactor.h"
 #include "common/util.h"
 #include "target/scsi/scsi_int.h"
-#include "target/scsi/shared.h"
+#include "target/scsi/shared/shared.h"
 
 #define SHARED_RETRIES    64      /* another target wrote first this often in a row: BUSY */
 #define SHARED_BEAT_TICK_MS 200   /* how often the heartbeat thread looks for an object due */

@@ -21,13 +21,6 @@ struct scsi_op;
 /* Service actions (SBC-4 table 98). */
 enum { SAN_OVERWRITE = 0x01, SAN_BLOCK_ERASE = 0x02, SAN_CRYPTO_ERASE = 0x03, SAN_EXIT_FAILURE = 0x1f };
 
-/* lu->sanitize: what the LU's sanitize state makes of commands (read without the LU's mutex). */
-enum { SAN_STATE_NONE, SAN_STATE_RUNNING, SAN_STATE_FAILED };
-
-/* Additional sense codes of sanitize operations (SPC-4 D.2). */
-#define ASC_SANITIZE_IN_PROGRESS 0x041b
-#define ASC_SANITIZE_FAILED      0x3103
-
 /* The most an INITIALIZATION PATTERN can be: one logical block (4096 is the largest block size served). */
 #define SAN_PATTERN_MAX 4096u
 /* The worker's buffer: overwrite passes are written from it, chunk by chunk (bounded, not the LU's size). */
@@ -74,23 +67,13 @@ void sanitize_fill_block(const struct san_overwrite *o, unsigned pass, uint8_t *
  */
 extern bool sanitize_inline;
 
-/* The opcode table's entries and hooks (dispatch.c, spc.c, vpd.c, lu.c). */
+/* The opcode table's entries and hooks (dispatch.c, spc.c, vpd.c, ../lu_life.c). */
 bool sanitize_prep(struct scsi_cmd *cmd);
 void sanitize_exec(struct scsi_cmd *cmd);
 /* Can this LU do the service action (OPF_SANITIZE entries)? */
 bool sanitize_sa_supported(const struct scsi_lu *lu, uint16_t sa);
 /* prepare and exec: false (sense set) when the LU's sanitize state refuses op. */
 bool sanitize_check(struct scsi_cmd *cmd, const struct scsi_op *op);
-/*
- * A write to lu's medium begins (a command's exec, a copy's chunk; r its
- * reactor or NULL): SAN_STATE_NONE, and it is counted until
- * sanitize_write_end(), or the state that refuses it (nothing counted).
- * A SANITIZE overwrites only once every write counted before it has ended.
- */
-uint8_t sanitize_write_begin(struct scsi_lu *lu, const struct reactor *r);
-void sanitize_write_end(struct scsi_lu *lu, const struct reactor *r);
-/* The sense of a command that state (RUNNING or FAILED) refuses. */
-void sanitize_refuse(struct scsi_cmd *cmd, uint8_t state);
 /* REQUEST SENSE: the sanitize state's sense, with the progress indication in sks; false if none. */
 bool sanitize_sense(struct scsi_lu *lu, uint8_t *key, uint16_t *asc, uint8_t sks[3]);
 /* VPD B1 byte 7: WABEREQ and WACEREQ (01b where the LU does that erase: reads after it succeed). */

@@ -1,6 +1,9 @@
 /*
- * Logical units: identity, mode page state, unit attention queues per
- * I_T nexus and the task management events that feed them.
+ * An LU's life: made from a backstore with what keeps state on it
+ * attached (reservations and their APTPL file, the sanitize marker, the
+ * state shared with other gateways), told of task management and nexus
+ * loss, and destroyed.  Above every room of target/scsi, so none of them
+ * calls up for it; the LU itself is lu/lu.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -8,45 +11,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/bufpool.h"
-#include "common/reactor.h"
-#include "target/scsi/rod.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/copy/rod.h"
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi_int.h"
-
-/* Unit tests run without reactors: they point this at a pool of their own. */
-struct bufpool *scsi_test_pool;
-
-struct buf *scsi_buf_get(struct scsi_cmd *cmd, size_t len)
-{
-	struct bufpool *p = cmd->reactor ? reactor_bufpool(cmd->reactor) : scsi_test_pool;
-
-	return p ? bufpool_get(p, len) : NULL;
-}
-
-void scsi_cmd_complete(struct scsi_cmd *cmd)
-{
-	if (cmd->san_writing) {
-		cmd->san_writing = false;
-		sanitize_write_end(cmd->lu, cmd->reactor);
-	}
-	cmd->done(cmd);
-}
-
-uint64_t lu_nblocks(const struct scsi_lu *lu)
-{
-	return backstore_size(lu->bs) >> lu->block_shift;
-}
-
-bool lu_mapping_ro(const struct scsi_cmd *cmd)
-{
-	return cmd->read_only || backstore_readonly(cmd->lu->bs);
-}
-
-bool lu_write_protected(const struct scsi_cmd *cmd)
-{
-	return lu_mapping_ro(cmd) || lu_flag(&cmd->lu->swp);
-}
 
 static void copy_id(char *dst, size_t cap, const char *src, const char *def)
 {
@@ -70,24 +38,6 @@ static uint64_t fnv1a(const char *s, uint64_t h)
 	return h;
 }
 
-static void ua_add(struct lu_nexus *n, uint16_t asc)
-{
-	uint32_t i;
-
-	for (i = 0; i < n->n_ua; i++)
-		if (n->ua[i] == asc)
-			return;
-	if (n->n_ua < SCSI_UA_MAX) {
-		n->ua[n->n_ua] = asc;
-		__atomic_store_n(&n->n_ua, n->n_ua + 1, __ATOMIC_RELEASE);
-	}
-}
-
-void lu_ua_add(struct lu_nexus *n, uint16_t asc)
-{
-	ua_add(n, asc);
-}
-
 /*
  * pr.c names a port as "<name>,i,0x<ISID>", or by the bare initiator name
  * when a TransportID named only the device: then every port of it.  iSCSI
@@ -107,7 +57,7 @@ static void lu_pr_ua(void *ctx, const char *initiator_port, uint16_t asc)
 	/* Called by pr.c with lu->mu held. */
 	for (struct lu_nexus *n = lu->nexuses; n; n = n->next)
 		if (nexus_named(n, initiator_port))
-			ua_add(n, asc);
+			lu_ua_add(n, asc);
 }
 
 /*
@@ -123,40 +73,6 @@ static void lu_pr_abort(void *ctx, const char *initiator_port)
 		if (nexus_named(n, initiator_port))
 			__atomic_store_n(&n->abort_gen, (uint16_t)(n->abort_gen + 1), __ATOMIC_RELEASE);
 	__atomic_add_fetch(&lu->pr_aborts, 1, __ATOMIC_RELEASE);
-}
-
-bool lu_cmd_aborted(struct scsi_lu *lu, const struct scsi_cmd *cmd)
-{
-	const struct lu_nexus *n;
-
-	if (!cmd->nexus)
-		return false;
-	for (n = lu->nexuses; n; n = n->next)
-		if (n->id == cmd->nexus->id)
-			return (uint16_t)(cmd->flags >> CMD_GEN_SHIFT) != n->abort_gen;
-	return false;
-}
-
-void lu_naa(const struct scsi_lu *lu, uint8_t id[16])
-{
-	id[0] = 0x60 | 0x0a;
-	id[1] = 0x00;
-	id[2] = 0x00;
-	id[3] = (uint8_t)((lu->naa_hi >> 32) & 0x0f);
-	put_be32(id + 4, (uint32_t)lu->naa_hi);
-	put_be64(id + 8, lu->naa_lo);
-}
-
-bool scsi_prep_param_list(struct scsi_cmd *cmd, uint32_t plen)
-{
-	cmd->dout_len = cmd->dir_write ? MIN(plen, cmd->edtl) : 0;
-	cmd->resid = (int64_t)cmd->edtl - plen;
-	cmd->buf = scsi_buf_get(cmd, cmd->dout_len ? cmd->dout_len : 1);
-	if (!cmd->buf) {
-		sense_set(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
-		return false;
-	}
-	return true;
 }
 
 /* The NAA designator in hex: it names the LU's APTPL state file. */
@@ -265,61 +181,6 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 	free(lu);
 }
 
-struct backstore *scsi_lu_backstore(const struct scsi_lu *lu)
-{
-	return lu->bs;
-}
-
-struct lu_nexus *lu_nexus_get(struct scsi_lu *lu, const struct scsi_nexus *nx)
-{
-	struct lu_nexus *n;
-
-	if (!nx)
-		return NULL;
-	for (n = lu->nexuses; n; n = n->next)
-		if (n->id == nx->id)
-			return n;
-	n = calloc(1, sizeof(*n));
-	if (!n)
-		return NULL;
-	n->id = nx->id;
-	snprintf(n->initiator_name, sizeof(n->initiator_name), "%s", nx->initiator_name);
-	snprintf(n->initiator_port, sizeof(n->initiator_port), "%s", nx->initiator_port);
-	n->next = lu->nexuses;
-	lu->nexuses = n;
-	return n;
-}
-
-void lu_ua_all(struct scsi_lu *lu, const struct scsi_nexus *skip, uint16_t asc)
-{
-	struct lu_nexus *n;
-
-	for (n = lu->nexuses; n; n = n->next)
-		if (!skip || n->id != skip->id)
-			ua_add(n, asc);
-}
-
-void lu_everyone(struct scsi_lu *lu, uint16_t asc, bool abort)
-{
-	for (struct lu_nexus *n = lu->nexuses; n; n = n->next) {
-		ua_add(n, asc);
-		if (abort)
-			__atomic_store_n(&n->abort_gen, (uint16_t)(n->abort_gen + 1), __ATOMIC_RELEASE);
-	}
-	if (abort)
-		__atomic_add_fetch(&lu->pr_aborts, 1, __ATOMIC_RELEASE);
-}
-
-bool lu_ua_pop(struct lu_nexus *n, uint16_t *asc)
-{
-	if (!n || !n->n_ua)
-		return false;
-	*asc = n->ua[0];
-	memmove(n->ua, n->ua + 1, (n->n_ua - 1) * sizeof(n->ua[0]));
-	__atomic_store_n(&n->n_ua, n->n_ua - 1, __ATOMIC_RELEASE);
-	return true;
-}
-
 struct lu_nexus *scsi_lu_itl(struct scsi_lu *lu, const struct scsi_nexus *nx)
 {
 	pthread_mutex_lock(&lu->mu);
@@ -328,32 +189,6 @@ struct lu_nexus *scsi_lu_itl(struct scsi_lu *lu, const struct scsi_nexus *nx)
 	alua_ua_sync(n, nx);
 	pthread_mutex_unlock(&lu->mu);
 	return n;
-}
-
-void scsi_lu_luns_changed(struct scsi_lu *lu, const struct scsi_nexus *nx)
-{
-	pthread_mutex_lock(&lu->mu);
-	struct lu_nexus *n = lu_nexus_get(lu, nx);
-	if (n)
-		ua_add(n, ASC_REPORTED_LUNS_CHANGED);
-	pthread_mutex_unlock(&lu->mu);
-}
-
-void scsi_lu_set_write_cache(struct scsi_lu *lu, bool on)
-{
-	pthread_mutex_lock(&lu->mu);
-	if (lu_flag(&lu->wce) != on) {
-		lu_flag_set(&lu->wce, on);
-		lu_ua_all(lu, NULL, ASC_MODE_PARAMS_CHANGED);
-	}
-	pthread_mutex_unlock(&lu->mu);
-}
-
-void scsi_lu_capacity_changed(struct scsi_lu *lu)
-{
-	pthread_mutex_lock(&lu->mu);
-	lu_ua_all(lu, NULL, ASC_CAPACITY_CHANGED);
-	pthread_mutex_unlock(&lu->mu);
 }
 
 static void lu_clear_prevent(struct scsi_lu *lu)

@@ -18,9 +18,10 @@
 
 #include "common/bufpool.h"
 #include "common/log.h"
-#include "target/scsi/pr_state.h"
+#include "target/scsi/pr/pr.h"
+#include "target/scsi/pr/pr_state.h"
 #include "target/scsi/scsi_int.h"
-#include "target/scsi/shared.h"
+#include "target/scsi/shared/shared.h"
 
 enum { OP_PR_OUT, OP_RESERVE, OP_RELEASE, OP_RESET };
 
@@ -139,7 +140,7 @@ static const struct shared_kind pr_kind = {
 };
 
 /* ------------------------------------------------------------------------ */
-/* The LU's state operations, shared (spc.c has the local ones). */
+/* The LU's state operations, shared (pr/local.c has the local ones). */
 
 static void shared_pr_out(struct scsi_cmd *cmd)
 {

@@ -18,11 +18,10 @@
 #include <string.h>
 
 #include "common/bufpool.h"
-#include "target/scsi/copy.h"
-#include "target/scsi/rod.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/copy/copy.h"
+#include "target/scsi/copy/rod.h"
+#include "target/scsi/copy/xcopy.h"
 #include "target/scsi/scsi_int.h"
-#include "target/scsi/xcopy.h"
 
 /* Additional sense codes of copy operations (SPC-4 D.2), used only here. */
 #define ASC_NO_ADDITIONAL_SENSE          0x0000
@@ -411,7 +410,7 @@ static void xend(struct copy_job *c)
 		cmd->sense_len = 0;
 	} else if (c->unready == cmd->lu) {
 		/* The copy manager's own LU is being sanitized: what any command to it gets (SBC-4 4.11). */
-		sanitize_refuse(cmd, c->unready_state);
+		lu_sanitize_refuse(cmd, c->unready_state);
 	} else if (c->unready) {
 		copy_aborted(cmd, ASC_COPY_TARGET_NOT_REACHABLE, c->seg, c->unready == c->s.src ? 4 : 6, true,
 			     c->seg_resid);

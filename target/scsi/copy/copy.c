@@ -9,9 +9,9 @@
 
 #include "common/bufpool.h"
 #include "common/reactor.h"
-#include "target/scsi/copy.h"
-#include "target/scsi/rod.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/copy/copy.h"
+#include "target/scsi/copy/rod.h"
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi_int.h"
 
 bool copy_lu_unready(struct scsi_lu *lu)
@@ -99,7 +99,7 @@ static void chunk_written(struct bs_io *io, int res)
 	struct copy_job *j = c->j;
 
 	/* The segment (and so its destination) changes only once no chunk is in flight. */
-	sanitize_write_end(j->s.dst, j->cmd->reactor);
+	lu_write_end(j->s.dst, j->cmd->reactor);
 	if (res < 0) {
 		j->failed = true;
 	} else {
@@ -114,7 +114,7 @@ static void chunk_written(struct bs_io *io, int res)
 static void chunk_write(struct copy_chunk *c)
 {
 	struct copy_job *j = c->j;
-	uint8_t st = sanitize_write_begin(j->s.dst, j->cmd->reactor);
+	uint8_t st = lu_write_begin(j->s.dst, j->cmd->reactor);
 
 	if (st != SAN_STATE_NONE) {
 		stop_unready(j, j->s.dst, st);

@@ -33,8 +33,8 @@
 #include "common/bufpool.h"
 #include "common/log.h"
 #include "common/reactor.h"
-#include "target/scsi/pr_state.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/pr/pr_state.h"
 #include "target/scsi/scsi_int.h"
 
 /* An IMMED=0 SANITIZE looks at its stop flag (abort, lost connection) this often. */
@@ -58,7 +58,6 @@ struct lu_sanitize {
 	bool cancel;                   /* (atomic) the LU goes: stop at the next chunk */
 	bool ause;                     /* (mu) AUSE of the operation that runs or failed */
 	uint8_t sa;                    /* (mu) its service action */
-	uint16_t progress;             /* (atomic) PROGRESS INDICATION, of 65536 */
 	struct san_wait *waiter;       /* (mu) the IMMED=0 command waiting, or NULL */
 	struct san_overwrite ow;       /* the OVERWRITE parameters of the running operation */
 	char *marker;                  /* the "sanitize needed" file, or NULL */
@@ -179,31 +178,6 @@ uint8_t sanitize_vpd_b1(const struct scsi_lu *lu)
 	return b;
 }
 
-static uint16_t progress_of(struct scsi_lu *lu)
-{
-	struct lu_sanitize *s = __atomic_load_n(&lu->san, __ATOMIC_ACQUIRE);
-	return s ? __atomic_load_n(&s->progress, __ATOMIC_RELAXED) : 0;
-}
-
-static void sense_progress(struct scsi_cmd *cmd, uint16_t progress)
-{
-	uint8_t sks[3] = { 0x80 };
-
-	put_be16(sks + 1, progress);
-	cmd->status = SCSI_CHECK_CONDITION;
-	cmd->din_len = 0;
-	cmd->sense_len = sense_build(cmd->sense, sense_desc_format(cmd), SK_NOT_READY, ASC_SANITIZE_IN_PROGRESS,
-				     false, 0, sks);
-}
-
-void sanitize_refuse(struct scsi_cmd *cmd, uint8_t state)
-{
-	if (state == SAN_STATE_RUNNING)
-		sense_progress(cmd, progress_of(cmd->lu));
-	else
-		sense_set(cmd, SK_MEDIUM_ERROR, ASC_SANITIZE_FAILED);
-}
-
 bool sanitize_check(struct scsi_cmd *cmd, const struct scsi_op *op)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -218,47 +192,8 @@ bool sanitize_check(struct scsi_cmd *cmd, const struct scsi_op *op)
 	/* Failure mode: the medium is not to be trusted until a SANITIZE ends it. */
 	if (st == SAN_STATE_FAILED && (op->opcode == SCSI_OP_SANITIZE || !(op->flags & OPF_MEDIUM)))
 		return true;
-	sanitize_refuse(cmd, st);
+	lu_sanitize_refuse(cmd, st);
 	return false;
-}
-
-/* ---- the writes a SANITIZE waits for ---- */
-
-static uint32_t *writer_count(struct scsi_lu *lu, const struct reactor *r)
-{
-	int i = r ? reactor_index(r) : 0;
-	return &lu->writers[(unsigned)(i < 0 ? 0 : i) % SAN_WRITER_STRIPES].n;
-}
-
-uint8_t sanitize_write_begin(struct scsi_lu *lu, const struct reactor *r)
-{
-	uint32_t *n = writer_count(lu, r);
-	/*
-	 * The count goes up before the state is read, and sanitize_exec sets
-	 * the state before the worker reads the counts, all sequentially
-	 * consistent: either this write sees the SANITIZE and stays out, or the
-	 * SANITIZE sees this write and waits for it.  No lock on the I/O path.
-	 */
-	__atomic_fetch_add(n, 1, __ATOMIC_SEQ_CST);
-	uint8_t st = __atomic_load_n(&lu->sanitize, __ATOMIC_SEQ_CST);
-	if (st != SAN_STATE_NONE)
-		__atomic_fetch_sub(n, 1, __ATOMIC_RELEASE);
-	return st;
-}
-
-void sanitize_write_end(struct scsi_lu *lu, const struct reactor *r)
-{
-	/* Release: what the write stored (a RAM LU's bytes) is seen by the worker that reads the count. */
-	__atomic_fetch_sub(writer_count(lu, r), 1, __ATOMIC_RELEASE);
-}
-
-static uint32_t writers_in_flight(struct scsi_lu *lu)
-{
-	uint32_t sum = 0;
-
-	for (unsigned i = 0; i < SAN_WRITER_STRIPES; i++)
-		sum += __atomic_load_n(&lu->writers[i].n, __ATOMIC_SEQ_CST);
-	return sum;   /* wraps back: a write may end on another stripe than it began on */
 }
 
 bool sanitize_sense(struct scsi_lu *lu, uint8_t *key, uint16_t *asc, uint8_t sks[3])
@@ -269,7 +204,7 @@ bool sanitize_sense(struct scsi_lu *lu, uint8_t *key, uint16_t *asc, uint8_t sks
 		*key = SK_NOT_READY;
 		*asc = ASC_SANITIZE_IN_PROGRESS;
 		sks[0] = 0x80;
-		put_be16(sks + 1, progress_of(lu));
+		put_be16(sks + 1, __atomic_load_n(&lu->san_progress, __ATOMIC_RELAXED));
 		return true;
 	}
 	if (st == SAN_STATE_FAILED) {
@@ -359,10 +294,10 @@ static bool cancelled(struct lu_sanitize *s)
 	return __atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE);
 }
 
-static void set_progress(struct lu_sanitize *s, uint64_t done, uint64_t total)
+static void set_progress(struct scsi_lu *lu, uint64_t done, uint64_t total)
 {
 	uint64_t p = total ? done * 65536 / total : 0;
-	__atomic_store_n(&s->progress, (uint16_t)(p > 65535 ? 65535 : p), __ATOMIC_RELAXED);
+	__atomic_store_n(&lu->san_progress, (uint16_t)(p > 65535 ? 65535 : p), __ATOMIC_RELAXED);
 }
 
 static void sync_done(struct bs_io *io, int res)
@@ -411,7 +346,7 @@ static int run_overwrite(struct san_job *j)
 			uint64_t n = MIN((uint64_t)SAN_CHUNK_BYTES, size - off);
 			rc = bs_sync(bs, BS_WRITE, off, n, buf);
 			done += n;
-			set_progress(j->s, done, total);
+			set_progress(j->lu, done, total);
 		}
 	}
 	if (!rc)
@@ -434,7 +369,7 @@ static int run_erase(struct san_job *j, unsigned method)
 		if (n == 0)
 			return -EIO;
 		off += (uint64_t)n;
-		set_progress(j->s, off, size);
+		set_progress(j->lu, off, size);
 	}
 	return bs_sync(bs, BS_FLUSH, 0, 0, NULL);
 }
@@ -450,7 +385,7 @@ static int drain_writes(struct scsi_lu *lu, struct lu_sanitize *s)
 	uint64_t t0 = reactor_now_ns(), warn_s = SAN_DRAIN_WARN_S;
 	uint32_t n;
 
-	while ((n = writers_in_flight(lu)) != 0) {
+	while ((n = lu_writers(lu)) != 0) {
 		if (cancelled(s))
 			return -ECANCELED;
 		uint64_t waited_s = (reactor_now_ns() - t0) / 1000000000u;
@@ -491,7 +426,7 @@ static void *worker(void *arg)
 		log_info("LU %s: SANITIZE completed", lu->serial);
 
 	pthread_mutex_lock(&lu->mu);
-	__atomic_store_n(&s->progress, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&lu->san_progress, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&lu->sanitize, rc ? SAN_STATE_FAILED : SAN_STATE_NONE, __ATOMIC_RELEASE);
 	struct san_wait *w = s->waiter;
 	s->waiter = NULL;
@@ -619,7 +554,7 @@ void sanitize_exec(struct scsi_cmd *cmd)
 	if (st == SAN_STATE_RUNNING) {
 		/* Another SANITIZE started since prepare looked. */
 		pthread_mutex_unlock(&lu->mu);
-		sense_progress(cmd, progress_of(lu));
+		lu_sanitize_refuse(cmd, st);
 		goto out;
 	}
 	if (c.sa == SAN_EXIT_FAILURE) {
@@ -653,7 +588,7 @@ void sanitize_exec(struct scsi_cmd *cmd)
 	s->sa = c.sa;
 	s->ause = c.ause;
 	s->cancel = false;
-	__atomic_store_n(&s->progress, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&lu->san_progress, 0, __ATOMIC_RELAXED);
 	j->lu = lu;
 	j->s = s;
 	j->sa = c.sa;
@@ -662,7 +597,7 @@ void sanitize_exec(struct scsi_cmd *cmd)
 		w->cmd = cmd;
 		s->waiter = w;
 	}
-	/* Sequentially consistent: the other half of sanitize_write_begin's handshake. */
+	/* Sequentially consistent: the other half of lu_write_begin's handshake (lu/lu.c). */
 	__atomic_store_n(&lu->sanitize, SAN_STATE_RUNNING, __ATOMIC_SEQ_CST);
 	if (sanitize_inline) {
 		pthread_mutex_unlock(&lu->mu);

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "target/scsi/scsi_int.h"
+#include "target/scsi/lu/lu.h"
 
 bool sense_desc_format(const struct scsi_cmd *cmd)
 {

@@ -4,7 +4,7 @@
  * after an fsync, so a damaged one came from outside (disk, hand edit):
  * the parser trusts nothing in it and bounds every count and length.
  */
-#include "target/scsi/pr_state.h"
+#include "target/scsi/pr/pr_state.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@
  * connection (cmd->stop), a backstore error or the owner's own veto
  * (ops->may_write) stops issuing chunks and leaves neither a buffer nor a
  * callback behind.  So does a SANITIZE of a copy target: each chunk is
- * counted as a write of its destination (sanitize_write_begin), which the
+ * counted as a write of its destination (lu_write_begin), which the
  * SANITIZE waits for, and neither a chunk to a LU being sanitized nor one
  * read from it is written.
  */

@@ -1,11 +1,13 @@
 /*
  * SPC commands of a block LU: INQUIRY, REPORT LUNS, TEST UNIT READY,
- * REQUEST SENSE, REPORT SUPPORTED OPERATION CODES, START STOP UNIT,
- * PREVENT ALLOW MEDIUM REMOVAL, and the hand-off to reservations.
+ * REQUEST SENSE, START STOP UNIT, PREVENT ALLOW MEDIUM REMOVAL, and the
+ * hand-off to reservations.  REPORT SUPPORTED OPERATION CODES is
+ * dispatch.c's: it is read off the opcode table, which names these.
  */
 
 #include "common/bufpool.h"
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
+#include "target/scsi/pr/pr.h"
 #include "target/scsi/scsi_int.h"
 
 /* Data-In only commands: nothing to collect; residual is set when the data is built. */
@@ -141,94 +143,6 @@ void spc_request_sense(struct scsi_cmd *cmd)
 	scsi_cmd_complete(cmd);
 }
 
-/* REPORT SUPPORTED OPERATION CODES (SPC-4 6.35). */
-static void rsoc_timeouts(struct din *d)
-{
-	din_be16(d, 0x0a);
-	din_zero(d, 2);
-	din_be32(d, 30);   /* nominal, seconds */
-	din_be32(d, 60);   /* recommended */
-}
-
-static void rsoc_all(struct scsi_cmd *cmd, struct din *d, const void *arg)
-{
-	bool rctd = cmd->cdb[2] & 0x80;
-
-	din_be32(d, 0);    /* command data length, below */
-	for (size_t i = 0; i < scsi_op_count(); i++) {
-		const struct scsi_op *op = scsi_op_at(i);
-		if (!scsi_op_supported(cmd, op))
-			continue;
-		din_u8(d, op->opcode);
-		din_u8(d, 0);
-		din_be16(d, op->sa);
-		din_u8(d, 0);
-		din_u8(d, (rctd ? 0x02 : 0) | ((op->flags & OPF_SA) ? 0x01 : 0));
-		din_be16(d, op->cdb_len);
-		if (rctd)
-			rsoc_timeouts(d);
-	}
-	din_set_be32(d, 0, din_pos(d) - 4);
-}
-
-/* One command's descriptor; arg: its entry, NULL when not supported. */
-static void rsoc_one(struct scsi_cmd *cmd, struct din *d, const void *arg)
-{
-	const struct scsi_op *op = arg;
-	bool rctd = cmd->cdb[2] & 0x80;
-
-	din_u8(d, 0);
-	if (!op) {
-		din_u8(d, 0x01);   /* not supported */
-		din_zero(d, 2);
-		return;
-	}
-	din_u8(d, 0x03 | (rctd ? 0x80 : 0));
-	din_be16(d, op->cdb_len);
-	din_put(d, op->usage, MIN((size_t)op->cdb_len, sizeof(op->usage)));
-	if (rctd)
-		rsoc_timeouts(d);
-}
-
-/* The opcode (and service action) asked for, NULL when unsupported; false: sense set. */
-static bool rsoc_find(struct scsi_cmd *cmd, uint8_t opt, const struct scsi_op **out)
-{
-	uint8_t opcode = cmd->cdb[3];
-	uint16_t sa = get_be16(cmd->cdb + 4);
-	const struct scsi_op *op;
-	bool sa_bad, has_sa;
-
-	/* Does the opcode have service actions at all? */
-	op = scsi_op_find(opcode, sa, &sa_bad);
-	has_sa = (op && (op->flags & OPF_SA)) || sa_bad;
-	if ((opt == 1 && has_sa) || (opt == 2 && !has_sa && op)) {
-		sense_invalid_cdb(cmd, 2, 2);
-		return false;
-	}
-	if (op && !scsi_op_supported(cmd, op))
-		op = NULL;
-	if (opt == 2 && !has_sa)
-		op = NULL;
-	*out = op;
-	return true;
-}
-
-void spc_rsoc(struct scsi_cmd *cmd)
-{
-	uint8_t opt = cmd->cdb[2] & 0x07;
-	uint32_t alloc = get_be32(cmd->cdb + 6);
-
-	const struct scsi_op *op;
-
-	if (opt == 0)
-		din_build(cmd, alloc, rsoc_all, NULL);
-	else if (opt > 3)
-		sense_invalid_cdb(cmd, 2, 2);
-	else if (rsoc_find(cmd, opt, &op))
-		din_build(cmd, alloc, rsoc_one, op);
-	scsi_cmd_complete(cmd);
-}
-
 void spc_start_stop(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = cmd->lu;
@@ -298,7 +212,7 @@ void spc_pr_in(struct scsi_cmd *cmd)
 	scsi_cmd_complete(cmd);
 }
 
-/* Changes go through the LU's state operations: here, or shared with the other targets (share.c). */
+/* Changes go through the LU's state operations: here (pr/local.c), or shared with the other targets (shared/share.c). */
 void spc_pr_out(struct scsi_cmd *cmd)
 {
 	cmd->lu->state->pr_out(cmd);
@@ -313,46 +227,3 @@ void spc_release(struct scsi_cmd *cmd)
 {
 	cmd->lu->state->release(cmd);
 }
-
-static void local_pr_out(struct scsi_cmd *cmd)
-{
-	int64_t resid = cmd->resid;
-
-	pthread_mutex_lock(&cmd->lu->mu);
-	pr_out(cmd->lu->pr, cmd);
-	pthread_mutex_unlock(&cmd->lu->mu);
-	if (cmd->status == SCSI_GOOD)
-		cmd->resid = resid;
-	scsi_cmd_complete(cmd);
-}
-
-static void local_reserve(struct scsi_cmd *cmd)
-{
-	pthread_mutex_lock(&cmd->lu->mu);
-	pr_reserve(cmd->lu->pr, cmd);
-	pthread_mutex_unlock(&cmd->lu->mu);
-	scsi_cmd_complete(cmd);
-}
-
-static void local_release(struct scsi_cmd *cmd)
-{
-	pthread_mutex_lock(&cmd->lu->mu);
-	pr_release(cmd->lu->pr, cmd);
-	pthread_mutex_unlock(&cmd->lu->mu);
-	scsi_cmd_complete(cmd);
-}
-
-static void local_reset(struct scsi_lu *lu, const struct scsi_nexus *nexus, bool nexus_loss_only, uint16_t ua,
-			struct scsi_wait *w)
-{
-	(void)ua; /* the caller gives it to every nexus there is: here */
-	(void)w;  /* nothing left to do elsewhere */
-	pr_reset(lu->pr, nexus, nexus_loss_only);
-}
-
-const struct lu_state_ops lu_state_local = {
-	.pr_out = local_pr_out,
-	.reserve = local_reserve,
-	.release = local_release,
-	.reset = local_reset,
-};

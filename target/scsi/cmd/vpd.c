@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "target/scsi/sanitize.h"
+#include "target/scsi/cmd/sanitize.h"
 #include "target/scsi/scsi_int.h"
 
 typedef void (*vpd_fn)(struct scsi_cmd *cmd, struct din *d);
