@@ -11,6 +11,13 @@
 
 #include "target/backstore/backstore.h"
 
+/*
+ * A backstore kind's operations: its file (NAME.c, named in BACKSTORE_KINDS)
+ * defines bs_NAME_ops with designated initializers; a NULL operation is one
+ * the kind does not offer, and backstore.c says what that means for each.
+ * What the kind offers beyond (atomic writes, compare-and-write, discard,
+ * sharing, its serial) its open sets in struct backstore.
+ */
 struct bs_ops {
 	/* Fill bs (size, block_size, fd/priv, ...) from cfg; 0 or -errno with err written. */
 	int (*open)(struct backstore *bs, const struct backstore_cfg *cfg, char *err, size_t errlen);
@@ -20,10 +27,13 @@ struct bs_ops {
 	/* offset already checked; NULL means everything is mapped. */
 	int (*lba_status)(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run);
 	/*
-	 * Grow the store to size (already checked by backstore_resize(): a positive block multiple, not
-	 * smaller, not readonly).  Only rbd has one: backstore_resize() itself extends a file, makes
-	 * block and nvme take their device's size, and refuses ram.
+	 * Resizing while it runs (backstore_resize()), the kind's rules in which of these it has:
+	 * device_size, a kind that follows its device (BS_KIND_FOLLOW): the device's size now, which
+	 * backstore_resize() then takes; resize, a kind that grows (BS_KIND_GROW): grow the store to
+	 * size (already checked: a positive block multiple, not smaller, not readonly).  Neither: the
+	 * kind cannot be resized while it runs.
 	 */
+	int (*device_size)(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen);
 	int (*resize)(struct backstore *bs, uint64_t size, char *err, size_t errlen);
 	/* SANITIZE's erase methods (backstore.h); NULL: none.  sanitize gets checked arguments, on a worker thread. */
 	unsigned (*sanitize_methods)(const struct backstore *bs);
@@ -32,8 +42,12 @@ struct bs_ops {
 	/* backstore_read_view() with checked arguments, and its put; NULL: the store gives no views. */
 	const uint8_t *(*view)(struct backstore *bs, struct bs_view *v, uint64_t offset, uint64_t len);
 	void (*view_put)(struct bs_view *v);
+	/* backstore_memreg(); NULL: none. */
+	struct memreg *(*memreg)(const struct backstore *bs);
 	/* Shared objects (backstore.h), where the store has them: NULL elsewhere. */
 	const struct bs_shared_ops *shared;
+	/* Appended to "path: required for a ... backstore" when path is missing; NULL: nothing. */
+	const char *path_hint;
 };
 
 /* backstore_shared_*() call these, one for one; an object's implementation starts with struct bs_shared. */
@@ -108,14 +122,9 @@ struct backstore {
 	void *nvme;
 };
 
-extern const struct bs_ops bs_ram_ops;
-extern const struct bs_ops bs_file_ops;
-extern const struct bs_ops bs_block_ops;
-extern const struct bs_ops bs_rbd_ops;   /* without librbd: open explains how to get it */
-extern const struct bs_ops bs_nvme_ops;
-
-/* nvme: the namespace's size now (Identify Namespace again), for backstore_resize. */
-int bs_nvme_dev_size(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen);
+/* bs_ram_ops, bs_file_ops, ...: one per line of BACKSTORE_KINDS (rbd's without librbd: open explains how to get it). */
+#define BS_OPS_DECLARE(T, name, ...) extern const struct bs_ops bs_##name##_ops;
+BACKSTORE_KINDS(BS_OPS_DECLARE)
 
 /* "backstore 'NAME': " + fmt into err. */
 void bs_errf(const struct backstore *bs, char *err, size_t errlen, const char *fmt, ...)

@@ -182,12 +182,23 @@ static const char *block_sanitize_how(const struct backstore *bs, unsigned metho
 	return "BLKSECDISCARD where the device supports it, else BLKZEROOUT";
 }
 
+/* Its size is the device's: a resize follows the device (lvextend), read here. */
+static int block_device_size(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen)
+{
+	if (ioctl(bs->fd, BLKGETSIZE64, bytes) < 0) {
+		bs_errf(bs, err, errlen, "cannot read the device size: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 /* No cheap way to ask a device what is deallocated: report mapped (lba_status NULL). */
 const struct bs_ops bs_block_ops = {
 	.open = block_open,
 	.close = bs_fd_close,
 	.submit = block_submit,
 	.lba_status = NULL,
+	.device_size = block_device_size,
 	.sanitize_methods = block_sanitize_methods,
 	.sanitize = block_sanitize,
 	.sanitize_how = block_sanitize_how,

@@ -450,11 +450,25 @@ static const char *file_sanitize_how(const struct backstore *bs, unsigned method
 	return "holes punched (fallocate PUNCH_HOLE), then fdatasync";
 }
 
+/* Grown by extending the file (backstore_resize() checked size); never shrunk. */
+static int file_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen)
+{
+	struct stat st;
+	if (fstat(bs->fd, &st) < 0 || ((uint64_t)st.st_size < size && ftruncate(bs->fd, (off_t)size) < 0)) {
+		int e = errno;
+		bs_errf(bs, err, errlen, "cannot extend the file to %llu bytes: %s", (unsigned long long)size,
+			strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
 const struct bs_ops bs_file_ops = {
 	.open = file_open,
 	.close = bs_fd_close,
 	.submit = bs_fd_submit,
 	.lba_status = file_lba_status,
+	.resize = file_resize,
 	.sanitize_methods = file_sanitize_methods,
 	.sanitize = file_sanitize,
 	.sanitize_how = file_sanitize_how,

@@ -382,7 +382,8 @@ static void nv_close(struct backstore *bs)
 	nv_fail(bs, 0);
 }
 
-int bs_nvme_dev_size(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen)
+/* The namespace's size now (Identify Namespace again): a resize follows it. */
+static int nv_device_size(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen)
 {
 	struct nvme_bs *n = nv(bs);
 	struct nvme_ctrl_id c;
@@ -756,7 +757,9 @@ const struct bs_ops bs_nvme_ops = {
 	.close = nv_close,
 	.submit = nv_submit,
 	.lba_status = NULL,
+	.device_size = nv_device_size,
 	.sanitize_methods = nv_sanitize_methods,
 	.sanitize = nv_sanitize,
 	.sanitize_how = nv_sanitize_how,
+	.path_hint = ": give the namespace's generic char device (/dev/ngXnY)",
 };

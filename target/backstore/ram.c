@@ -492,6 +492,11 @@ static const char *ram_sanitize_how(const struct backstore *bs, unsigned method)
 	return "pages given back to the kernel (MADV_DONTNEED): they read as zeroes";
 }
 
+static struct memreg *ram_memreg(const struct backstore *bs)
+{
+	return bs->ram_reg;
+}
+
 const struct bs_ops bs_ram_ops = {
 	.open = ram_open,
 	.close = ram_close,
@@ -502,4 +507,5 @@ const struct bs_ops bs_ram_ops = {
 	.sanitize_how = ram_sanitize_how,
 	.view = ram_view,
 	.view_put = ram_view_put,
+	.memreg = ram_memreg,
 };

@@ -523,10 +523,18 @@ static void rbd_refuse(struct backstore *bs, struct bs_io *io)
 	bs_complete(io, -EOPNOTSUPP);
 }
 
+/* Never reached (open refuses); there so that the kind's ops say what its rules say (BS_KIND_GROW). */
+static int rbd_resize_unavailable(struct backstore *bs, uint64_t size, char *err, size_t errlen)
+{
+	(void)size;
+	return rbd_unavailable(bs, NULL, err, errlen);
+}
+
 const struct bs_ops bs_rbd_ops = {
 	.open = rbd_unavailable,
 	.close = rbd_nothing,
 	.submit = rbd_refuse,
+	.resize = rbd_resize_unavailable,
 };
 
 #endif

@@ -458,6 +458,15 @@ static void test_kinds(void)
 	}
 	CU_ASSERT_PTR_NULL(backstore_kind_named("tape"));
 	CU_ASSERT_STRING_EQUAL(backstore_kind(BACKSTORE_RAM)->product, "RAM");
+	char names[128];
+	CU_ASSERT_STRING_EQUAL(backstore_kind_names(names, sizeof(names)), "\"ram\", \"file\", \"block\", \"nvme\" or \"rbd\"");
+	CU_ASSERT_STRING_EQUAL(backstore_kind_names(names, 12), "\"ram\", \"fil");
+	/* The configuration's resize rule (caps) and the running store's (which ops its file has) agree. */
+#define KIND_RESIZES_AS_SAID(T, name, noun, product, caps)                                          \
+	CU_ASSERT_EQUAL(!!((caps) & BS_KIND_GROW), bs_##name##_ops.resize != NULL);               \
+	CU_ASSERT_EQUAL(!!((caps) & BS_KIND_FOLLOW), bs_##name##_ops.device_size != NULL);
+	BACKSTORE_KINDS(KIND_RESIZES_AS_SAID)
+#undef KIND_RESIZES_AS_SAID
 
 	/* ram: any change refused, no change nothing to do */
 	CU_ASSERT_EQUAL(backstore_resize_rule(BACKSTORE_RAM, 1 << 20, 1 << 20, 1 << 20, why, sizeof(why)), BS_RESIZE_NONE);
