@@ -137,7 +137,7 @@ void bs_size_changed(struct backstore *bs, uint64_t size);
 /* Complete io with res (sets io->err). */
 void bs_complete(struct bs_io *io, int res);
 
-/* The fd engine (file.c), shared by file and block. */
+/* The fd engine (fd.c), shared by file and block. */
 void bs_fd_submit(struct backstore *bs, struct bs_io *io);
 void bs_fd_close(struct backstore *bs);
 

@@ -1,6 +1,6 @@
 /*
  * Block device backstore (/dev/nvme0n1, /dev/sdb, a loop device): O_DIRECT
- * through the fd engine in file.c, so buffers must be aligned to the
+ * through the fd engine in fd.c, so buffers must be aligned to the
  * device's logical block size (bufpool buffers are; others go through a
  * bounce buffer).  FUA is RWF_DSYNC on the write, FLUSH is fdatasync.
  *

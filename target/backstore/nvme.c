@@ -6,7 +6,7 @@
  * ring the same commands go through NVME_IOCTL_IO_CMD synchronously.
  * What each request becomes is nvme_cmd.c's (pure, unit-tested); this
  * file opens the namespace and runs the pieces one after the other, like
- * the fd engine (file.c): a request larger than the controller's MDTS (or
+ * the fd engine (fd.c): a request larger than the controller's MDTS (or
  * the queue's limits) is several commands, each issued when the last one
  * completed.
  *
@@ -612,7 +612,7 @@ static void nv_prep(struct backstore *bs, struct bs_io *io, const struct nvme_ur
 
 static void nv_cqe(struct reactor_uring_op *op, int res);
 
-/* Issue the next piece (see fd_issue in file.c: the same shape). */
+/* Issue the next piece (see fd_issue in fd.c: the same shape). */
 static void nv_issue(struct backstore *bs, struct bs_io *io, bool in_submit)
 {
 	for (;;) {

@@ -1,6 +1,6 @@
 /*
  * Backstore tests: ram, file (io_uring and synchronous paths) and block (on
- * a loop device when the host allows one).  file.c is included to reach the
+ * a loop device when the host allows one).  fd.c is included to reach the
  * engine's short-I/O bookkeeping directly.
  */
 #include <CUnit/Basic.h>
@@ -20,7 +20,7 @@
 #include "common/memreg.h"
 #include "common/reactor.h"
 #include "common/transport.h"
-#include "target/backstore/file.c"
+#include "target/backstore/fd.c"
 
 static struct reactor *R;
 static char tmpdir[] = "/tmp/test_backstore.XXXXXX";
