@@ -65,7 +65,7 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 		return -EINVAL;
 	}
 
-	struct backstore *bs = calloc(1, sizeof(*bs));
+	struct backstore *bs = calloc(1, ops->size);
 	if (!bs || !(bs->name = strdup(cfg->name))) {
 		free(bs);
 		bs_errf(&tmp, err, errlen, "out of memory");
@@ -73,7 +73,6 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 	}
 	bs->type = cfg->type;
 	bs->ops = ops;
-	bs->fd = -1;
 	bs->thin = cfg->thin;
 	bs->write_cache = cfg->write_cache;
 	bs->readonly = cfg->readonly;

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "common/util.h"
 #include "target/backstore/backstore.h"
 
 /*
@@ -19,6 +20,8 @@
  * sharing, its serial) its open sets in struct backstore.
  */
 struct bs_ops {
+	/* The kind's struct, which begins with struct backstore: sizeof(struct bs_fd), ... */
+	size_t size;
 	/* Fill bs (size, block_size, fd/priv, ...) from cfg; 0 or -errno with err written. */
 	int (*open)(struct backstore *bs, const struct backstore_cfg *cfg, char *err, size_t errlen);
 	void (*close)(struct backstore *bs);
@@ -95,36 +98,41 @@ struct backstore {
 	pthread_mutex_t resize_mu;
 	void (*resize_fn)(void *arg);
 	void *resize_arg;
-	/* file, block */
+};
+
+/*
+ * A kind's own store begins with struct backstore: backstore_open()
+ * allocates the kind's ops->size bytes, zeroed, fills the common part and
+ * calls its open; the kind gets its struct back with bs_kind_of().
+ */
+#define bs_kind_of(b, type) container_of((b), type, bs)
+
+/* The fd engine's store (fd.c): file and block are one. */
+struct bs_fd {
+	struct backstore bs;
 	int fd;
 	bool direct;             /* fd is O_DIRECT: buffers must be aligned to dio_align */
 	uint32_t dio_align;
+	bool short_zeroes;       /* a read past the end (a file truncated behind our back) reads zeroes; else -EIO */
 	/* Learned at run time, shared by reactors: only ever set to true. */
 	_Atomic bool no_punch;   /* FALLOC_FL_PUNCH_HOLE unsupported */
 	_Atomic bool no_zero;    /* FALLOC_FL_ZERO_RANGE unsupported */
-	/* ram */
-	uint8_t *mem;
-	_Atomic uint64_t *ram_map;   /* thin: one bit per page, set while written */
-	/* BS_WRITE_ATOMIC: odd while one copies (ram_seq), one at a time (ram_atomic_mu). */
-	_Atomic uint64_t ram_seq;
-	pthread_mutex_t ram_atomic_mu;
-	/* Views out (backstore_read_view) and the BS_WRITE_ATOMICs under way, which wait for the
-	 * views of their blocks and keep new ones off them (ram.c); under ram_view_mu. */
-	pthread_mutex_t ram_view_mu;
-	struct bs_view *ram_views;
-	unsigned ram_nviews;
-	struct bs_io *ram_atomics;
-	uint32_t ram_view_wait_max_ms;   /* RAM_VIEW_WAIT_MAX_MS (unit tests shorten it) */
-	struct memreg *ram_reg;      /* preallocated: the mapping registered with RDMA devices on demand */
-	/* rbd (rbd.c) */
-	void *rbd;
-	/* nvme (nvme.c; fd is the char device) */
-	void *nvme;
 };
+static inline struct bs_fd *bs_fd(const struct backstore *bs)
+{
+	return bs_kind_of((struct backstore *)bs, struct bs_fd);
+}
 
 /* bs_ram_ops, bs_file_ops, ...: one per line of BACKSTORE_KINDS (rbd's without librbd: open explains how to get it). */
 #define BS_OPS_DECLARE(T, name, ...) extern const struct bs_ops bs_##name##_ops;
 BACKSTORE_KINDS(BS_OPS_DECLARE)
+
+/* What tests and the fuzzer look at inside a ram store: its views out, whether an atomic write is
+ * under way, its memory; and the bound of an atomic write's wait for views (RAM_VIEW_WAIT_MAX_MS). */
+unsigned bs_ram_nviews(const struct backstore *bs);
+bool bs_ram_atomics_idle(const struct backstore *bs);
+const uint8_t *bs_ram_mem(const struct backstore *bs);
+void bs_ram_set_view_wait(struct backstore *bs, uint32_t max_ms);
 
 /* "backstore 'NAME': " + fmt into err. */
 void bs_errf(const struct backstore *bs, char *err, size_t errlen, const char *fmt, ...)

@@ -1,5 +1,6 @@
 /*
- * File backstore and the fd engine shared with block.c.
+ * The fd engine, which the file and block kinds share (file.c, block.c):
+ * their store is a struct bs_fd.
  *
  * The engine runs one request at a time per bs_io through the submitting
  * reactor's io_uring (the SQE's user_data is io->uop): a short read or write
@@ -60,7 +61,7 @@ static bool fd_fua(const struct backstore *bs, const struct bs_io *io)
 
 static bool fd_aligned(const struct backstore *bs, const void *p)
 {
-	return !bs->direct || (uintptr_t)p % bs->dio_align == 0;
+	return !bs_fd(bs)->direct || (uintptr_t)p % bs_fd(bs)->dio_align == 0;
 }
 
 /* A buffer of whole patterns (or zeroes) for ST_FILL. */
@@ -83,11 +84,11 @@ static int fd_fill_buf(struct bs_io *io, bool zero)
 /* First stage of zeroing [offset, offset+len). */
 static int fd_zero_stage(struct backstore *bs, struct bs_io *io)
 {
-	if (bs->thin && !bs->no_punch) {
+	if (bs->thin && !bs_fd(bs)->no_punch) {
 		io->stage = ST_PUNCH;
 		return 0;
 	}
-	if (!bs->no_zero) {
+	if (!bs_fd(bs)->no_zero) {
 		io->stage = ST_ZERO;
 		return 0;
 	}
@@ -178,7 +179,7 @@ static int fd_result(struct backstore *bs, struct bs_io *io, int res)
 		}
 		if (res == 0) {
 			/* A file truncated behind our back reads as zeroes; a device cannot. */
-			if (io->op == BS_READ && bs->type == BACKSTORE_FILE) {
+			if (io->op == BS_READ && bs_fd(bs)->short_zeroes) {
 				uint8_t *b = io->bounce ? io->bounce : io->buf;
 				memset(b + io->done, 0, (size_t)(io->len - io->done));
 				io->done = io->len;
@@ -202,10 +203,10 @@ static int fd_result(struct backstore *bs, struct bs_io *io, int res)
 			/* Not supported here: fall back and stop trying for this backstore. */
 			int rc = 0;
 			if (io->stage == ST_PUNCH)
-				bs->no_punch = true;
+				bs_fd(bs)->no_punch = true;
 			else
-				bs->no_zero = true;
-			if (io->stage == ST_PUNCH && !bs->no_zero)
+				bs_fd(bs)->no_zero = true;
+			if (io->stage == ST_PUNCH && !bs_fd(bs)->no_zero)
 				io->stage = ST_ZERO;
 			else
 				rc = fd_fill_buf(io, true);
@@ -236,18 +237,18 @@ static int fd_exec_sync(struct backstore *bs, struct bs_io *io, const struct fd_
 	ssize_t n;
 	switch (rq->kind) {
 	case RQ_READ:
-		n = pread(bs->fd, rq->buf, rq->len, (off_t)rq->pos);
+		n = pread(bs_fd(bs)->fd, rq->buf, rq->len, (off_t)rq->pos);
 		break;
 	case RQ_WRITE: {
 		struct iovec iov = { .iov_base = rq->buf, .iov_len = rq->len };
-		n = pwritev2(bs->fd, &iov, 1, (off_t)rq->pos, rq->rwf);
+		n = pwritev2(bs_fd(bs)->fd, &iov, 1, (off_t)rq->pos, rq->rwf);
 		break;
 	}
 	case RQ_FSYNC:
-		n = fdatasync(bs->fd);
+		n = fdatasync(bs_fd(bs)->fd);
 		break;
 	case RQ_FALLOC:
-		n = fallocate(bs->fd, rq->mode, (off_t)rq->pos, (off_t)io->len);
+		n = fallocate(bs_fd(bs)->fd, rq->mode, (off_t)rq->pos, (off_t)io->len);
 		break;
 	default:
 		return -EINVAL;
@@ -260,17 +261,17 @@ static void fd_prep(struct backstore *bs, struct bs_io *io, const struct fd_req 
 {
 	switch (rq->kind) {
 	case RQ_READ:
-		io_uring_prep_read(sqe, bs->fd, rq->buf, rq->len, rq->pos);
+		io_uring_prep_read(sqe, bs_fd(bs)->fd, rq->buf, rq->len, rq->pos);
 		break;
 	case RQ_WRITE:
-		io_uring_prep_write(sqe, bs->fd, rq->buf, rq->len, rq->pos);
+		io_uring_prep_write(sqe, bs_fd(bs)->fd, rq->buf, rq->len, rq->pos);
 		sqe->rw_flags = rq->rwf;
 		break;
 	case RQ_FSYNC:
-		io_uring_prep_fsync(sqe, bs->fd, IORING_FSYNC_DATASYNC);
+		io_uring_prep_fsync(sqe, bs_fd(bs)->fd, IORING_FSYNC_DATASYNC);
 		break;
 	case RQ_FALLOC:
-		io_uring_prep_fallocate(sqe, bs->fd, rq->mode, (off_t)rq->pos, (off_t)io->len);
+		io_uring_prep_fallocate(sqe, bs_fd(bs)->fd, rq->mode, (off_t)rq->pos, (off_t)io->len);
 		break;
 	}
 	io_uring_sqe_set_data(sqe, &io->uop);
@@ -331,145 +332,7 @@ void bs_fd_submit(struct backstore *bs, struct bs_io *io)
 
 void bs_fd_close(struct backstore *bs)
 {
-	if (bs->fd >= 0)
-		close(bs->fd);
-	bs->fd = -1;
+	if (bs_fd(bs)->fd >= 0)
+		close(bs_fd(bs)->fd);
+	bs_fd(bs)->fd = -1;
 }
-
-/* --- the file type --- */
-
-static int file_open(struct backstore *bs, const struct backstore_cfg *cfg, char *err, size_t errlen)
-{
-	int flags = O_CLOEXEC | (cfg->readonly ? O_RDONLY : O_RDWR);
-	if (!cfg->readonly && cfg->size)
-		flags |= O_CREAT;
-	int fd = open(cfg->path, flags, 0600);
-	if (fd < 0) {
-		int e = errno;
-		bs_errf(bs, err, errlen, "path '%s': %s", cfg->path, strerror(e));
-		return -e;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		bs_errf(bs, err, errlen, "path '%s': %s", cfg->path, strerror(e));
-		close(fd);
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		bs_errf(bs, err, errlen, "path '%s': not a regular file%s", cfg->path,
-			S_ISBLK(st.st_mode) ? " (a block device: use type block)" : "");
-		close(fd);
-		return -EINVAL;
-	}
-	uint64_t have = (uint64_t)st.st_size;
-	if (cfg->size) {
-		/* a multiple of the block size: backstore_check_geometry() */
-		if (have < cfg->size) {
-			if (cfg->readonly) {
-				bs_errf(bs, err, errlen, "size: %llu is larger than the readonly file '%s' (%llu bytes)",
-					(unsigned long long)cfg->size, cfg->path, (unsigned long long)have);
-				close(fd);
-				return -EINVAL;
-			}
-			if (ftruncate(fd, (off_t)cfg->size) < 0) {
-				int e = errno;
-				bs_errf(bs, err, errlen, "path '%s': cannot extend to %llu bytes: %s",
-					cfg->path, (unsigned long long)cfg->size, strerror(e));
-				close(fd);
-				return -e;
-			}
-		}
-		bs->size = cfg->size;
-	} else {
-		bs->size = have - have % bs->block_size;
-		if (bs->size == 0) {
-			bs_errf(bs, err, errlen, "size: file '%s' is smaller than one block and no size is given",
-				cfg->path);
-			close(fd);
-			return -EINVAL;
-		}
-	}
-	bs->fd = fd;
-	bs->direct = false;
-	bs->dio_align = 1;
-	return 0;
-}
-
-/* Thin only: SEEK_DATA/SEEK_HOLE give the extent around offset. */
-static int file_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run)
-{
-	off_t d = lseek(bs->fd, (off_t)offset, SEEK_DATA);
-	if (d < 0) {
-		if (errno != ENXIO)
-			return -errno;
-		*mapped = false;   /* nothing but hole up to the end of the file */
-		*run = bs->size - offset;
-		return 0;
-	}
-	if ((uint64_t)d > offset) {
-		*mapped = false;
-		*run = (uint64_t)d - offset;
-		return 0;
-	}
-	off_t h = lseek(bs->fd, (off_t)offset, SEEK_HOLE);
-	if (h < 0)
-		return -errno;
-	*mapped = true;
-	*run = (uint64_t)h > offset ? (uint64_t)h - offset : bs->block_size;
-	return 0;
-}
-
-/*
- * SANITIZE BLOCK ERASE on a thin file LU: holes punched (the file system
- * frees the blocks; they read as zeroes), made durable with fdatasync once
- * the whole range is done (the caller's BS_FLUSH).  Where the file system
- * cannot punch holes the LU does not offer it.
- */
-static unsigned file_sanitize_methods(const struct backstore *bs)
-{
-	return bs->thin && !bs->no_punch ? BS_SANITIZE_BLOCK_ERASE : 0;
-}
-
-static int64_t file_sanitize(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len)
-{
-	(void)method;
-	if (fallocate(bs->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)len) < 0) {
-		int e = errno;
-		if (e == EOPNOTSUPP || e == ENOSYS)
-			bs->no_punch = true;
-		return -e;
-	}
-	return (int64_t)len;
-}
-
-static const char *file_sanitize_how(const struct backstore *bs, unsigned method)
-{
-	(void)bs;
-	(void)method;
-	return "holes punched (fallocate PUNCH_HOLE), then fdatasync";
-}
-
-/* Grown by extending the file (backstore_resize() checked size); never shrunk. */
-static int file_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen)
-{
-	struct stat st;
-	if (fstat(bs->fd, &st) < 0 || ((uint64_t)st.st_size < size && ftruncate(bs->fd, (off_t)size) < 0)) {
-		int e = errno;
-		bs_errf(bs, err, errlen, "cannot extend the file to %llu bytes: %s", (unsigned long long)size,
-			strerror(e));
-		return -e;
-	}
-	return 0;
-}
-
-const struct bs_ops bs_file_ops = {
-	.open = file_open,
-	.close = bs_fd_close,
-	.submit = bs_fd_submit,
-	.lba_status = file_lba_status,
-	.resize = file_resize,
-	.sanitize_methods = file_sanitize_methods,
-	.sanitize = file_sanitize,
-	.sanitize_how = file_sanitize_how,
-};

@@ -71,6 +71,28 @@
  */
 #define RAM_VIEW_WAIT_MAX_MS 5000
 
+struct ram_store {
+	struct backstore bs;
+	uint8_t *mem;
+	_Atomic uint64_t *map;       /* thin: one bit per page, set while written */
+	/* BS_WRITE_ATOMIC: odd while one copies (seq), one at a time (atomic_mu). */
+	_Atomic uint64_t seq;
+	pthread_mutex_t atomic_mu;
+	/* Views out (backstore_read_view) and the BS_WRITE_ATOMICs under way, which wait for the
+	 * views of their blocks and keep new ones off them; under view_mu. */
+	pthread_mutex_t view_mu;
+	struct bs_view *views;
+	unsigned nviews;
+	struct bs_io *atomics;
+	uint32_t view_wait_max_ms;   /* RAM_VIEW_WAIT_MAX_MS (unit tests shorten it: bs_ram_set_view_wait) */
+	struct memreg *reg;          /* preallocated: the mapping registered with RDMA devices on demand */
+};
+
+static struct ram_store *ram(const struct backstore *bs)
+{
+	return bs_kind_of((struct backstore *)bs, struct ram_store);
+}
+
 static size_t ram_page(void)
 {
 	long p = sysconf(_SC_PAGESIZE);
@@ -94,7 +116,7 @@ static uint64_t ram_available(void)
 /* Every page of the mapping allocated now, or a message saying why not. */
 static int ram_preallocate(struct backstore *bs, char *err, size_t errlen)
 {
-	if (madvise(bs->mem, (size_t)bs->size, MADV_POPULATE_WRITE) < 0) {
+	if (madvise(ram(bs)->mem, (size_t)bs->size, MADV_POPULATE_WRITE) < 0) {
 		int e = errno;
 		if (e != EINVAL) {
 			bs_errf(bs, err, errlen, "preallocate: cannot allocate %llu bytes: %s",
@@ -103,12 +125,12 @@ static int ram_preallocate(struct backstore *bs, char *err, size_t errlen)
 		}
 		/* A kernel before 5.14: a write to each page does the same. */
 		for (size_t off = 0; off < bs->size; off += ram_page())
-			((volatile uint8_t *)bs->mem)[off] = 0;
+			((volatile uint8_t *)ram(bs)->mem)[off] = 0;
 	}
 	char what[96];
 	snprintf(what, sizeof(what), "backstore %s", bs->name);
-	bs->ram_reg = memreg_create(bs->mem, (size_t)bs->size, what);
-	if (!bs->ram_reg) {
+	ram(bs)->reg = memreg_create(ram(bs)->mem, (size_t)bs->size, what);
+	if (!ram(bs)->reg) {
 		bs_errf(bs, err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -137,28 +159,28 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 			(unsigned long long)cfg->size, strerror(e));
 		return -e;
 	}
-	bs->mem = m;
+	ram(bs)->mem = m;
 	bs->size = cfg->size;
 	bs->atomic_max = RAM_ATOMIC_MAX;
-	bs->ram_view_wait_max_ms = RAM_VIEW_WAIT_MAX_MS;
-	pthread_mutex_init(&bs->ram_atomic_mu, NULL);
-	pthread_mutex_init(&bs->ram_view_mu, NULL);
+	ram(bs)->view_wait_max_ms = RAM_VIEW_WAIT_MAX_MS;
+	pthread_mutex_init(&ram(bs)->atomic_mu, NULL);
+	pthread_mutex_init(&ram(bs)->view_mu, NULL);
 	if (cfg->preallocate) {
 		int rc = ram_preallocate(bs, err, errlen);
 		if (rc) {
 			munmap(m, (size_t)cfg->size);
-			pthread_mutex_destroy(&bs->ram_atomic_mu);
-			pthread_mutex_destroy(&bs->ram_view_mu);
-			bs->mem = NULL;
+			pthread_mutex_destroy(&ram(bs)->atomic_mu);
+			pthread_mutex_destroy(&ram(bs)->view_mu);
+			ram(bs)->mem = NULL;
 			return rc;
 		}
 	}
 	if (bs->thin) {
 		size_t pages = (size_t)((cfg->size + ram_page() - 1) / ram_page());
-		bs->ram_map = calloc((pages + 63) / 64, sizeof(*bs->ram_map));
-		if (!bs->ram_map) {
+		ram(bs)->map = calloc((pages + 63) / 64, sizeof(*ram(bs)->map));
+		if (!ram(bs)->map) {
 			munmap(m, (size_t)cfg->size);
-			bs->mem = NULL;
+			ram(bs)->mem = NULL;
 			bs_errf(bs, err, errlen, "out of memory");
 			return -ENOMEM;
 		}
@@ -169,38 +191,38 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 static void ram_close(struct backstore *bs)
 {
 	/* Deregistered first: a device must not hold pages the process gives back. */
-	memreg_destroy(bs->ram_reg);
-	bs->ram_reg = NULL;
-	if (bs->mem) {
-		munmap(bs->mem, (size_t)bs->size);
-		pthread_mutex_destroy(&bs->ram_atomic_mu);
-		pthread_mutex_destroy(&bs->ram_view_mu);
+	memreg_destroy(ram(bs)->reg);
+	ram(bs)->reg = NULL;
+	if (ram(bs)->mem) {
+		munmap(ram(bs)->mem, (size_t)bs->size);
+		pthread_mutex_destroy(&ram(bs)->atomic_mu);
+		pthread_mutex_destroy(&ram(bs)->view_mu);
 	}
-	bs->mem = NULL;
-	free(bs->ram_map);
-	bs->ram_map = NULL;
+	ram(bs)->mem = NULL;
+	free(ram(bs)->map);
+	ram(bs)->map = NULL;
 }
 
 /* Mark pages [first, end) written (set) or deallocated (clear). */
 static void ram_mark(struct backstore *bs, uint64_t first, uint64_t end, bool set)
 {
-	if (!bs->ram_map)
+	if (!ram(bs)->map)
 		return;
 	for (uint64_t p = first; p < end;) {
 		uint64_t w = p / 64, bit = p % 64;
 		uint64_t n = MIN(64 - bit, end - p);
 		uint64_t mask = (n == 64 ? ~0ull : ((1ull << n) - 1)) << bit;
 		if (set)
-			atomic_fetch_or(&bs->ram_map[w], mask);
+			atomic_fetch_or(&ram(bs)->map[w], mask);
 		else
-			atomic_fetch_and(&bs->ram_map[w], ~mask);
+			atomic_fetch_and(&ram(bs)->map[w], ~mask);
 		p += n;
 	}
 }
 
 static bool ram_bit(const struct backstore *bs, uint64_t p)
 {
-	return atomic_load(&bs->ram_map[p / 64]) >> (p % 64) & 1;
+	return atomic_load(&ram(bs)->map[p / 64]) >> (p % 64) & 1;
 }
 
 /* Byte range [off, off+len) written: every page it touches is mapped. */
@@ -213,7 +235,7 @@ static void ram_written(struct backstore *bs, uint64_t off, uint64_t len)
 /* Zero [off, off+len); thin gives whole pages back to the kernel. */
 static void ram_zero(struct backstore *bs, uint64_t off, uint64_t len)
 {
-	uint8_t *p = bs->mem + off;
+	uint8_t *p = ram(bs)->mem + off;
 	if (!bs->thin) {
 		memset(p, 0, (size_t)len);
 		return;
@@ -226,10 +248,10 @@ static void ram_zero(struct backstore *bs, uint64_t off, uint64_t len)
 		return;
 	}
 	memset(p, 0, (size_t)(a - off));
-	memset(bs->mem + b, 0, (size_t)(off + len - b));
+	memset(ram(bs)->mem + b, 0, (size_t)(off + len - b));
 	/* MADV_DONTNEED on private anonymous memory reads back zero-filled. */
-	if (madvise(bs->mem + a, (size_t)(b - a), MADV_DONTNEED) < 0)
-		memset(bs->mem + a, 0, (size_t)(b - a));
+	if (madvise(ram(bs)->mem + a, (size_t)(b - a), MADV_DONTNEED) < 0)
+		memset(ram(bs)->mem + a, 0, (size_t)(b - a));
 	ram_mark(bs, a / pg, b / pg, false);
 }
 
@@ -249,28 +271,28 @@ static void ram_fill(uint8_t *dst, uint64_t len, const uint8_t *pat, uint32_t pl
 static void ram_read(struct backstore *bs, void *dst, const uint8_t *src, size_t len)
 {
 	for (int tries = 0; tries < 2; tries++) {
-		uint64_t s = atomic_load_explicit(&bs->ram_seq, memory_order_acquire);
+		uint64_t s = atomic_load_explicit(&ram(bs)->seq, memory_order_acquire);
 		if (s & 1)
 			continue;
 		memcpy(dst, src, len);
 		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&bs->ram_seq, memory_order_relaxed) == s)
+		if (atomic_load_explicit(&ram(bs)->seq, memory_order_relaxed) == s)
 			return;
 	}
-	pthread_mutex_lock(&bs->ram_atomic_mu);
+	pthread_mutex_lock(&ram(bs)->atomic_mu);
 	memcpy(dst, src, len);
-	pthread_mutex_unlock(&bs->ram_atomic_mu);
+	pthread_mutex_unlock(&ram(bs)->atomic_mu);
 }
 
 static void ram_write_atomic(struct backstore *bs, uint8_t *dst, const void *src, size_t len)
 {
-	pthread_mutex_lock(&bs->ram_atomic_mu);
-	uint64_t s = atomic_load_explicit(&bs->ram_seq, memory_order_relaxed);
-	atomic_store_explicit(&bs->ram_seq, s + 1, memory_order_relaxed);
+	pthread_mutex_lock(&ram(bs)->atomic_mu);
+	uint64_t s = atomic_load_explicit(&ram(bs)->seq, memory_order_relaxed);
+	atomic_store_explicit(&ram(bs)->seq, s + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	memcpy(dst, src, len);
-	atomic_store_explicit(&bs->ram_seq, s + 2, memory_order_release);
-	pthread_mutex_unlock(&bs->ram_atomic_mu);
+	atomic_store_explicit(&ram(bs)->seq, s + 2, memory_order_release);
+	pthread_mutex_unlock(&ram(bs)->atomic_mu);
 }
 
 static bool ram_overlap(uint64_t off, uint64_t len, uint64_t off2, uint64_t len2)
@@ -280,10 +302,10 @@ static bool ram_overlap(uint64_t off, uint64_t len, uint64_t off2, uint64_t len2
 
 static const uint8_t *ram_view(struct backstore *bs, struct bs_view *v, uint64_t offset, uint64_t len)
 {
-	pthread_mutex_lock(&bs->ram_view_mu);
-	for (const struct bs_io *w = bs->ram_atomics; w; w = w->next)
+	pthread_mutex_lock(&ram(bs)->view_mu);
+	for (const struct bs_io *w = ram(bs)->atomics; w; w = w->next)
 		if (ram_overlap(offset, len, w->offset, w->len)) {
-			pthread_mutex_unlock(&bs->ram_view_mu);
+			pthread_mutex_unlock(&ram(bs)->view_mu);
 			return NULL;
 		}
 	v->bs = bs;
@@ -292,13 +314,13 @@ static const uint8_t *ram_view(struct backstore *bs, struct bs_view *v, uint64_t
 	v->revoked = false;
 	v->ticket = NULL;
 	v->prev = NULL;
-	v->next = bs->ram_views;
+	v->next = ram(bs)->views;
 	if (v->next)
 		v->next->prev = v;
-	bs->ram_views = v;
-	bs->ram_nviews++;
-	pthread_mutex_unlock(&bs->ram_view_mu);
-	return bs->mem + offset;
+	ram(bs)->views = v;
+	ram(bs)->nviews++;
+	pthread_mutex_unlock(&ram(bs)->view_mu);
+	return ram(bs)->mem + offset;
 }
 
 /*
@@ -313,17 +335,17 @@ struct bs_revoke {
 static void ram_view_put(struct bs_view *v)
 {
 	struct backstore *bs = v->bs;
-	pthread_mutex_lock(&bs->ram_view_mu);
+	pthread_mutex_lock(&ram(bs)->view_mu);
 	if (v->prev)
 		v->prev->next = v->next;
 	else
-		bs->ram_views = v->next;
+		ram(bs)->views = v->next;
 	if (v->next)
 		v->next->prev = v->prev;
-	bs->ram_nviews--;
+	ram(bs)->nviews--;
 	if (v->ticket)
 		v->ticket->v = NULL;
-	pthread_mutex_unlock(&bs->ram_view_mu);
+	pthread_mutex_unlock(&ram(bs)->view_mu);
 }
 
 /* On the view's reactor. */
@@ -332,9 +354,9 @@ static void ram_revoke_run(void *arg)
 	struct bs_revoke *t = arg;
 	struct bs_view *v = t->v;
 	if (v) {
-		pthread_mutex_lock(&v->bs->ram_view_mu);
+		pthread_mutex_lock(&ram(v->bs)->view_mu);
 		v->ticket = NULL;
-		pthread_mutex_unlock(&v->bs->ram_view_mu);
+		pthread_mutex_unlock(&ram(v->bs)->view_mu);
 	}
 	free(t);
 	if (v)
@@ -345,7 +367,7 @@ static void ram_revoke_run(void *arg)
 static bool ram_views_in_way(struct backstore *bs, struct bs_io *io, bool revoke)
 {
 	bool held = false;
-	for (struct bs_view *v = bs->ram_views; v; v = v->next) {
+	for (struct bs_view *v = ram(bs)->views; v; v = v->next) {
 		if (!ram_overlap(io->offset, io->len, v->offset, v->len))
 			continue;
 		held = true;
@@ -370,12 +392,12 @@ static bool ram_views_in_way(struct backstore *bs, struct bs_io *io, bool revoke
 static void ram_atomic_end(struct bs_io *io, int res)
 {
 	struct backstore *bs = io->bs;
-	pthread_mutex_lock(&bs->ram_view_mu);
-	struct bs_io **pp = &bs->ram_atomics;
+	pthread_mutex_lock(&ram(bs)->view_mu);
+	struct bs_io **pp = &ram(bs)->atomics;
 	while (*pp != io)
 		pp = &(*pp)->next;
 	*pp = io->next;
-	pthread_mutex_unlock(&bs->ram_view_mu);
+	pthread_mutex_unlock(&ram(bs)->view_mu);
 	bs_complete(io, res);
 }
 
@@ -388,16 +410,16 @@ static void ram_atomic_wait(void *arg)
 		ram_atomic_end(io, -ECANCELED);
 		return;
 	}
-	pthread_mutex_lock(&bs->ram_view_mu);
+	pthread_mutex_lock(&ram(bs)->view_mu);
 	/* Without a reactor (tools, unit tests) nothing can wait: such callers hold no views. */
 	bool held = io->reactor && ram_views_in_way(bs, io, reactor_now_ns() >= io->until_ns);
-	pthread_mutex_unlock(&bs->ram_view_mu);
+	pthread_mutex_unlock(&ram(bs)->view_mu);
 	if (held) {
 		if (!reactor_timer_add(io->reactor, RAM_VIEW_WAIT_MS, ram_atomic_wait, io))
 			ram_atomic_end(io, -ENOMEM);
 		return;
 	}
-	ram_write_atomic(bs, bs->mem + io->offset, io->buf, (size_t)io->len);
+	ram_write_atomic(bs, ram(bs)->mem + io->offset, io->buf, (size_t)io->len);
 	ram_written(bs, io->offset, io->len);
 	io->done = io->len;
 	ram_atomic_end(io, 0);
@@ -405,17 +427,17 @@ static void ram_atomic_wait(void *arg)
 
 static void ram_atomic_start(struct backstore *bs, struct bs_io *io)
 {
-	io->until_ns = reactor_now_ns() + (uint64_t)bs->ram_view_wait_max_ms * 1000000;
-	pthread_mutex_lock(&bs->ram_view_mu);
-	io->next = bs->ram_atomics;
-	bs->ram_atomics = io;
-	pthread_mutex_unlock(&bs->ram_view_mu);
+	io->until_ns = reactor_now_ns() + (uint64_t)ram(bs)->view_wait_max_ms * 1000000;
+	pthread_mutex_lock(&ram(bs)->view_mu);
+	io->next = ram(bs)->atomics;
+	ram(bs)->atomics = io;
+	pthread_mutex_unlock(&ram(bs)->view_mu);
 	ram_atomic_wait(io);
 }
 
 static void ram_submit(struct backstore *bs, struct bs_io *io)
 {
-	uint8_t *p = bs->mem + io->offset;
+	uint8_t *p = ram(bs)->mem + io->offset;
 	switch (io->op) {
 	case BS_READ:
 		ram_read(bs, io->buf, p, (size_t)io->len);
@@ -457,7 +479,7 @@ static int ram_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, u
 	bool state = ram_bit(bs, first);
 	uint64_t p = first + 1;
 	while (p < npages) {
-		uint64_t word = atomic_load(&bs->ram_map[p / 64]);
+		uint64_t word = atomic_load(&ram(bs)->map[p / 64]);
 		/* Skip whole words that match. */
 		if (p % 64 == 0 && word == (state ? ~0ull : 0) && p + 64 <= npages) {
 			p += 64;
@@ -494,10 +516,32 @@ static const char *ram_sanitize_how(const struct backstore *bs, unsigned method)
 
 static struct memreg *ram_memreg(const struct backstore *bs)
 {
-	return bs->ram_reg;
+	return ram(bs)->reg;
+}
+
+/* Unlocked, as the tests read them once the store is quiet. */
+unsigned bs_ram_nviews(const struct backstore *bs)
+{
+	return ram(bs)->nviews;
+}
+
+bool bs_ram_atomics_idle(const struct backstore *bs)
+{
+	return !ram(bs)->atomics;
+}
+
+void bs_ram_set_view_wait(struct backstore *bs, uint32_t max_ms)
+{
+	ram(bs)->view_wait_max_ms = max_ms;
+}
+
+const uint8_t *bs_ram_mem(const struct backstore *bs)
+{
+	return ram(bs)->mem;
 }
 
 const struct bs_ops bs_ram_ops = {
+	.size = sizeof(struct ram_store),
 	.open = ram_open,
 	.close = ram_close,
 	.submit = ram_submit,
