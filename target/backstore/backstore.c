@@ -8,10 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <linux/fs.h>
 
 #include "common/util.h"
 #include "target/backstore/backstore_impl.h"
@@ -29,18 +25,13 @@ void bs_errf(const struct backstore *bs, char *err, size_t errlen, const char *f
 	va_end(ap);
 }
 
+#define BS_OPS_ROW(T, name, ...) [BACKSTORE_##T] = &bs_##name##_ops,
+static const struct bs_ops *const bs_ops_by_type[] = { BACKSTORE_KINDS(BS_OPS_ROW) };
+
 static const struct bs_ops *bs_ops_for(enum backstore_type t)
 {
-	switch (t) {
-	case BACKSTORE_RAM: return &bs_ram_ops;
-	case BACKSTORE_FILE: return &bs_file_ops;
-	case BACKSTORE_BLOCK: return &bs_block_ops;
-	case BACKSTORE_RBD: return &bs_rbd_ops;
-	case BACKSTORE_NVME: return &bs_nvme_ops;
-	}
-	return NULL;
+	return (unsigned)t < ARRAY_SIZE(bs_ops_by_type) ? bs_ops_by_type[t] : NULL;
 }
-
 
 int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char *err, size_t errlen)
 {
@@ -66,7 +57,7 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 	}
 	if (backstore_kind_has(cfg->type, BS_KIND_PATH) && (!cfg->path || !cfg->path[0])) {
 		bs_errf(&tmp, err, errlen, "path: required for %s%s", backstore_kind(cfg->type)->noun,
-			cfg->type == BACKSTORE_NVME ? ": give the namespace's generic char device (/dev/ngXnY)" : "");
+			ops->path_hint ? ops->path_hint : "");
 		return -EINVAL;
 	}
 	if ((field = backstore_check_preallocate(cfg->type, cfg->thin, cfg->preallocate, why, sizeof(why)))) {
@@ -74,7 +65,7 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 		return -EINVAL;
 	}
 
-	struct backstore *bs = calloc(1, sizeof(*bs));
+	struct backstore *bs = calloc(1, ops->size);
 	if (!bs || !(bs->name = strdup(cfg->name))) {
 		free(bs);
 		bs_errf(&tmp, err, errlen, "out of memory");
@@ -82,7 +73,6 @@ int backstore_open(const struct backstore_cfg *cfg, struct backstore **out, char
 	}
 	bs->type = cfg->type;
 	bs->ops = ops;
-	bs->fd = -1;
 	bs->thin = cfg->thin;
 	bs->write_cache = cfg->write_cache;
 	bs->readonly = cfg->readonly;
@@ -249,27 +239,22 @@ void bs_size_changed(struct backstore *bs, uint64_t size)
 int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errlen)
 {
 	uint64_t have = bs->size;
-	if (bs->type == BACKSTORE_BLOCK || bs->type == BACKSTORE_NVME) {
+	const char *noun = backstore_kind(bs->type)->noun;
+	if (bs->ops->device_size) {
 		/* The device was resized underneath (lvextend, a namespace resize): follow it. */
 		uint64_t dev = 0;
-		if (bs->type == BACKSTORE_NVME) {
-			int rc = bs_nvme_dev_size(bs, &dev, err, errlen);
-			if (rc < 0)
-				return rc;
-		} else if (ioctl(bs->fd, BLKGETSIZE64, &dev) < 0) {
-			bs_errf(bs, err, errlen, "cannot read the device size: %s", strerror(errno));
-			return -errno;
-		}
+		int rc = bs->ops->device_size(bs, &dev, err, errlen);
+		if (rc < 0)
+			return rc;
 		dev -= dev % bs->block_size;
 		if (size && size != dev) {
-			bs_errf(bs, err, errlen, "size: a%s backstore takes its device's size (%llu bytes); "
-				"resize the device, then give size 0 to follow it",
-				bs->type == BACKSTORE_NVME ? "n nvme" : " block", (unsigned long long)dev);
+			bs_errf(bs, err, errlen, "size: %s takes its device's size (%llu bytes); "
+				"resize the device, then give size 0 to follow it", noun, (unsigned long long)dev);
 			return -EINVAL;
 		}
 		size = dev;
-	} else if (bs->type == BACKSTORE_RAM) {
-		bs_errf(bs, err, errlen, "size: a ram backstore cannot be resized while it runs");
+	} else if (!bs->ops->resize) {
+		bs_errf(bs, err, errlen, "size: %s cannot be resized while it runs", noun);
 		return -EOPNOTSUPP;
 	}
 	if (!size || size % bs->block_size) {
@@ -283,19 +268,7 @@ int backstore_resize(struct backstore *bs, uint64_t size, char *err, size_t errl
 			"while it is in use", (unsigned long long)size, (unsigned long long)have);
 		return -EINVAL;
 	}
-	if (bs->type == BACKSTORE_FILE) {
-		struct stat st;
-		if (bs->readonly) {
-			bs_errf(bs, err, errlen, "size: the backstore is readonly");
-			return -EROFS;
-		}
-		if (fstat(bs->fd, &st) < 0 || ((uint64_t)st.st_size < size && ftruncate(bs->fd, (off_t)size) < 0)) {
-			int e = errno;
-			bs_errf(bs, err, errlen, "cannot extend the file to %llu bytes: %s", (unsigned long long)size,
-				strerror(e));
-			return -e;
-		}
-	} else if (bs->ops->resize) {
+	if (bs->ops->resize) {
 		if (bs->readonly) {
 			bs_errf(bs, err, errlen, "size: the backstore is readonly");
 			return -EROFS;
@@ -427,7 +400,7 @@ void backstore_view_put(struct bs_view *v)
 
 struct memreg *backstore_memreg(const struct backstore *bs)
 {
-	return bs->ram_reg;
+	return bs->ops->memreg ? bs->ops->memreg(bs) : NULL;
 }
 
 void backstore_submit(struct backstore *bs, struct bs_io *io)

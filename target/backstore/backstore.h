@@ -18,7 +18,25 @@ struct reactor;
 struct backstore;
 struct memreg;
 
-enum backstore_type { BACKSTORE_RAM, BACKSTORE_FILE, BACKSTORE_BLOCK, BACKSTORE_RBD, BACKSTORE_NVME };
+/*
+ * Every backstore kind, one line each: X(TYPE, name, noun, product, caps).
+ * TYPE names BACKSTORE_TYPE; name is the configuration's "type" and the
+ * kind's file (target/backstore/NAME.c), which defines bs_NAME_ops
+ * (backstore_impl.h).  noun, product and caps (BS_KIND_*, below) are what
+ * the configuration and the SCSI layer ask of a kind before anything is
+ * opened: they sit here, not in the kind's file, so that the configuration
+ * library (also iserctl's) links them without the I/O code.  The order is
+ * the order the configuration's error message lists them in.
+ */
+#define BACKSTORE_KINDS(X)                                                                                        \
+	X(RAM, ram, "a ram backstore", "RAM", BS_KIND_SIZE | BS_KIND_NONROTATING | BS_KIND_VOLATILE | BS_KIND_PREALLOC) \
+	X(FILE, file, "a file backstore", "FILE", BS_KIND_PATH | BS_KIND_GROW)                                     \
+	X(BLOCK, block, "a block backstore", "BLOCK", BS_KIND_PATH | BS_KIND_FOLLOW)                               \
+	X(NVME, nvme, "an nvme backstore", "NVME", BS_KIND_PATH | BS_KIND_FOLLOW | BS_KIND_OWN_ID)                 \
+	X(RBD, rbd, "an rbd backstore", "RBD", BS_KIND_IMAGE | BS_KIND_GROW | BS_KIND_OWN_ID)
+
+#define BACKSTORE_TYPE_ENUM(T, ...) BACKSTORE_##T,
+enum backstore_type { BACKSTORE_KINDS(BACKSTORE_TYPE_ENUM) BACKSTORE_NTYPES };
 
 /* Where an rbd backstore's image lives (rbd.c); NULL fields take librados' defaults. */
 struct backstore_rbd_cfg {
@@ -121,6 +139,8 @@ struct backstore_kind {
 const struct backstore_kind *backstore_kind(enum backstore_type type);
 /* NULL: no such type. */
 const struct backstore_kind *backstore_kind_named(const char *name);
+/* Every kind's name, for a message: "\"ram\", \"file\", ... or \"rbd\"" (truncated to buflen). */
+const char *backstore_kind_names(char *buf, size_t buflen);
 /* Has type any of caps? */
 bool backstore_kind_has(enum backstore_type type, unsigned caps);
 

@@ -9,9 +9,19 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "common/util.h"
 #include "target/backstore/backstore.h"
 
+/*
+ * A backstore kind's operations: its file (NAME.c, named in BACKSTORE_KINDS)
+ * defines bs_NAME_ops with designated initializers; a NULL operation is one
+ * the kind does not offer, and backstore.c says what that means for each.
+ * What the kind offers beyond (atomic writes, compare-and-write, discard,
+ * sharing, its serial) its open sets in struct backstore.
+ */
 struct bs_ops {
+	/* The kind's struct, which begins with struct backstore: sizeof(struct bs_fd), ... */
+	size_t size;
 	/* Fill bs (size, block_size, fd/priv, ...) from cfg; 0 or -errno with err written. */
 	int (*open)(struct backstore *bs, const struct backstore_cfg *cfg, char *err, size_t errlen);
 	void (*close)(struct backstore *bs);
@@ -20,10 +30,13 @@ struct bs_ops {
 	/* offset already checked; NULL means everything is mapped. */
 	int (*lba_status)(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run);
 	/*
-	 * Grow the store to size (already checked by backstore_resize(): a positive block multiple, not
-	 * smaller, not readonly).  Only rbd has one: backstore_resize() itself extends a file, makes
-	 * block and nvme take their device's size, and refuses ram.
+	 * Resizing while it runs (backstore_resize()), the kind's rules in which of these it has:
+	 * device_size, a kind that follows its device (BS_KIND_FOLLOW): the device's size now, which
+	 * backstore_resize() then takes; resize, a kind that grows (BS_KIND_GROW): grow the store to
+	 * size (already checked: a positive block multiple, not smaller, not readonly).  Neither: the
+	 * kind cannot be resized while it runs.
 	 */
+	int (*device_size)(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen);
 	int (*resize)(struct backstore *bs, uint64_t size, char *err, size_t errlen);
 	/* SANITIZE's erase methods (backstore.h); NULL: none.  sanitize gets checked arguments, on a worker thread. */
 	unsigned (*sanitize_methods)(const struct backstore *bs);
@@ -32,8 +45,12 @@ struct bs_ops {
 	/* backstore_read_view() with checked arguments, and its put; NULL: the store gives no views. */
 	const uint8_t *(*view)(struct backstore *bs, struct bs_view *v, uint64_t offset, uint64_t len);
 	void (*view_put)(struct bs_view *v);
+	/* backstore_memreg(); NULL: none. */
+	struct memreg *(*memreg)(const struct backstore *bs);
 	/* Shared objects (backstore.h), where the store has them: NULL elsewhere. */
 	const struct bs_shared_ops *shared;
+	/* Appended to "path: required for a ... backstore" when path is missing; NULL: nothing. */
+	const char *path_hint;
 };
 
 /* backstore_shared_*() call these, one for one; an object's implementation starts with struct bs_shared. */
@@ -81,41 +98,41 @@ struct backstore {
 	pthread_mutex_t resize_mu;
 	void (*resize_fn)(void *arg);
 	void *resize_arg;
-	/* file, block */
+};
+
+/*
+ * A kind's own store begins with struct backstore: backstore_open()
+ * allocates the kind's ops->size bytes, zeroed, fills the common part and
+ * calls its open; the kind gets its struct back with bs_kind_of().
+ */
+#define bs_kind_of(b, type) container_of((b), type, bs)
+
+/* The fd engine's store (fd.c): file and block are one. */
+struct bs_fd {
+	struct backstore bs;
 	int fd;
 	bool direct;             /* fd is O_DIRECT: buffers must be aligned to dio_align */
 	uint32_t dio_align;
+	bool short_zeroes;       /* a read past the end (a file truncated behind our back) reads zeroes; else -EIO */
 	/* Learned at run time, shared by reactors: only ever set to true. */
 	_Atomic bool no_punch;   /* FALLOC_FL_PUNCH_HOLE unsupported */
 	_Atomic bool no_zero;    /* FALLOC_FL_ZERO_RANGE unsupported */
-	/* ram */
-	uint8_t *mem;
-	_Atomic uint64_t *ram_map;   /* thin: one bit per page, set while written */
-	/* BS_WRITE_ATOMIC: odd while one copies (ram_seq), one at a time (ram_atomic_mu). */
-	_Atomic uint64_t ram_seq;
-	pthread_mutex_t ram_atomic_mu;
-	/* Views out (backstore_read_view) and the BS_WRITE_ATOMICs under way, which wait for the
-	 * views of their blocks and keep new ones off them (ram.c); under ram_view_mu. */
-	pthread_mutex_t ram_view_mu;
-	struct bs_view *ram_views;
-	unsigned ram_nviews;
-	struct bs_io *ram_atomics;
-	uint32_t ram_view_wait_max_ms;   /* RAM_VIEW_WAIT_MAX_MS (unit tests shorten it) */
-	struct memreg *ram_reg;      /* preallocated: the mapping registered with RDMA devices on demand */
-	/* rbd (rbd.c) */
-	void *rbd;
-	/* nvme (nvme.c; fd is the char device) */
-	void *nvme;
 };
+static inline struct bs_fd *bs_fd(const struct backstore *bs)
+{
+	return bs_kind_of((struct backstore *)bs, struct bs_fd);
+}
 
-extern const struct bs_ops bs_ram_ops;
-extern const struct bs_ops bs_file_ops;
-extern const struct bs_ops bs_block_ops;
-extern const struct bs_ops bs_rbd_ops;   /* without librbd: open explains how to get it */
-extern const struct bs_ops bs_nvme_ops;
+/* bs_ram_ops, bs_file_ops, ...: one per line of BACKSTORE_KINDS (rbd's without librbd: open explains how to get it). */
+#define BS_OPS_DECLARE(T, name, ...) extern const struct bs_ops bs_##name##_ops;
+BACKSTORE_KINDS(BS_OPS_DECLARE)
 
-/* nvme: the namespace's size now (Identify Namespace again), for backstore_resize. */
-int bs_nvme_dev_size(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen);
+/* What tests and the fuzzer look at inside a ram store: its views out, whether an atomic write is
+ * under way, its memory; and the bound of an atomic write's wait for views (RAM_VIEW_WAIT_MAX_MS). */
+unsigned bs_ram_nviews(const struct backstore *bs);
+bool bs_ram_atomics_idle(const struct backstore *bs);
+const uint8_t *bs_ram_mem(const struct backstore *bs);
+void bs_ram_set_view_wait(struct backstore *bs, uint32_t max_ms);
 
 /* "backstore 'NAME': " + fmt into err. */
 void bs_errf(const struct backstore *bs, char *err, size_t errlen, const char *fmt, ...)
@@ -128,7 +145,7 @@ void bs_size_changed(struct backstore *bs, uint64_t size);
 /* Complete io with res (sets io->err). */
 void bs_complete(struct bs_io *io, int res);
 
-/* The fd engine (file.c), shared by file and block. */
+/* The fd engine (fd.c), shared by file and block. */
 void bs_fd_submit(struct backstore *bs, struct bs_io *io);
 void bs_fd_close(struct backstore *bs);
 

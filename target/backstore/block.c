@@ -1,6 +1,6 @@
 /*
  * Block device backstore (/dev/nvme0n1, /dev/sdb, a loop device): O_DIRECT
- * through the fd engine in file.c, so buffers must be aligned to the
+ * through the fd engine in fd.c, so buffers must be aligned to the
  * device's logical block size (bufpool buffers are; others go through a
  * bounce buffer).  FUA is RWF_DSYNC on the write, FLUSH is fdatasync.
  *
@@ -117,10 +117,11 @@ static int block_open(struct backstore *bs, const struct backstore_cfg *cfg, cha
 		close(fd);
 		return -EINVAL;
 	}
-	bs->fd = fd;
+	struct bs_fd *f = bs_fd(bs);
+	f->fd = fd;
 	bs->discard = cfg->thin && !cfg->readonly && queue_attr(&st, "discard_max_bytes") > 0;
-	bs->direct = true;
-	bs->dio_align = (uint32_t)lbs;
+	f->direct = true;
+	f->dio_align = (uint32_t)lbs;
 	bs->optimal_io = opt;
 	return 0;
 }
@@ -132,7 +133,7 @@ static void block_submit(struct backstore *bs, struct bs_io *io)
 		return;
 	}
 	uint64_t range[2] = { io->offset, io->len };
-	int rc = ioctl(bs->fd, BLKDISCARD, range) < 0 ? -errno : 0;
+	int rc = ioctl(bs_fd(bs)->fd, BLKDISCARD, range) < 0 ? -errno : 0;
 	if (rc == -EOPNOTSUPP) {
 		/* The device stopped discarding (a dm table reload, say): zero from now on. */
 		bs->discard = false;
@@ -140,7 +141,7 @@ static void block_submit(struct backstore *bs, struct bs_io *io)
 		return;
 	}
 	/* With the write cache off the discard is durable at completion, as the zeroing paths are (file.c). */
-	if (rc == 0 && !backstore_write_cache(bs) && fdatasync(bs->fd) < 0)
+	if (rc == 0 && !backstore_write_cache(bs) && fdatasync(bs_fd(bs)->fd) < 0)
 		rc = -errno;
 	bs_complete(io, rc);
 }
@@ -164,13 +165,13 @@ static int64_t block_sanitize(struct backstore *bs, unsigned method, uint64_t of
 	uint64_t range[2] = { offset, len };
 	(void)method;
 	if (!block_no_secdiscard) {
-		if (ioctl(bs->fd, BLKSECDISCARD, range) == 0)
+		if (ioctl(bs_fd(bs)->fd, BLKSECDISCARD, range) == 0)
 			return (int64_t)len;
 		if (errno != EOPNOTSUPP && errno != ENOTTY && errno != EINVAL)
 			return -errno;
 		block_no_secdiscard = true;
 	}
-	if (ioctl(bs->fd, BLKZEROOUT, range) < 0)
+	if (ioctl(bs_fd(bs)->fd, BLKZEROOUT, range) < 0)
 		return -errno;
 	return (int64_t)len;
 }
@@ -182,12 +183,24 @@ static const char *block_sanitize_how(const struct backstore *bs, unsigned metho
 	return "BLKSECDISCARD where the device supports it, else BLKZEROOUT";
 }
 
+/* Its size is the device's: a resize follows the device (lvextend), read here. */
+static int block_device_size(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen)
+{
+	if (ioctl(bs_fd(bs)->fd, BLKGETSIZE64, bytes) < 0) {
+		bs_errf(bs, err, errlen, "cannot read the device size: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 /* No cheap way to ask a device what is deallocated: report mapped (lba_status NULL). */
 const struct bs_ops bs_block_ops = {
+	.size = sizeof(struct bs_fd),
 	.open = block_open,
 	.close = bs_fd_close,
 	.submit = block_submit,
 	.lba_status = NULL,
+	.device_size = block_device_size,
 	.sanitize_methods = block_sanitize_methods,
 	.sanitize = block_sanitize,
 	.sanitize_how = block_sanitize_how,

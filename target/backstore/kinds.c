@@ -11,14 +11,8 @@
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 
-static const struct backstore_kind kinds[] = {
-	{ BACKSTORE_RAM, "ram", "a ram backstore", "RAM",
-	  BS_KIND_SIZE | BS_KIND_NONROTATING | BS_KIND_VOLATILE | BS_KIND_PREALLOC },
-	{ BACKSTORE_FILE, "file", "a file backstore", "FILE", BS_KIND_PATH | BS_KIND_GROW },
-	{ BACKSTORE_BLOCK, "block", "a block backstore", "BLOCK", BS_KIND_PATH | BS_KIND_FOLLOW },
-	{ BACKSTORE_RBD, "rbd", "an rbd backstore", "RBD", BS_KIND_IMAGE | BS_KIND_GROW | BS_KIND_OWN_ID },
-	{ BACKSTORE_NVME, "nvme", "an nvme backstore", "NVME", BS_KIND_PATH | BS_KIND_FOLLOW | BS_KIND_OWN_ID },
-};
+#define KIND_ROW(T, n, noun, product, caps) { BACKSTORE_##T, #n, noun, product, caps },
+static const struct backstore_kind kinds[] = { BACKSTORE_KINDS(KIND_ROW) };
 
 const struct backstore_kind *backstore_kind(enum backstore_type type)
 {
@@ -34,6 +28,20 @@ const struct backstore_kind *backstore_kind_named(const char *name)
 		if (!strcmp(kinds[i].name, name))
 			return &kinds[i];
 	return NULL;
+}
+
+const char *backstore_kind_names(char *buf, size_t buflen)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(kinds) && n < buflen; i++) {
+		const char *sep = !i ? "" : i + 1 < ARRAY_SIZE(kinds) ? ", " : " or ";
+		int w = snprintf(buf + n, buflen - n, "%s\"%s\"", sep, kinds[i].name);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+	return buf;
 }
 
 bool backstore_kind_has(enum backstore_type type, unsigned caps)

@@ -6,7 +6,7 @@
  * ring the same commands go through NVME_IOCTL_IO_CMD synchronously.
  * What each request becomes is nvme_cmd.c's (pure, unit-tested); this
  * file opens the namespace and runs the pieces one after the other, like
- * the fd engine (file.c): a request larger than the controller's MDTS (or
+ * the fd engine (fd.c): a request larger than the controller's MDTS (or
  * the queue's limits) is several commands, each issued when the last one
  * completed.
  *
@@ -72,6 +72,8 @@
 #define NV_ADMIN_IDENTIFY 0x06
 
 struct nvme_bs {
+	struct backstore bs;
+	int fd;                  /* the namespace's generic char device */
 	struct nvme_geo geo;
 	struct nvme_ctrl_id ctrl;
 	struct nvme_ns_id ns;
@@ -84,7 +86,7 @@ struct nvme_bs {
 
 static struct nvme_bs *nv(const struct backstore *bs)
 {
-	return bs->nvme;
+	return bs_kind_of((struct backstore *)bs, struct nvme_bs);
 }
 
 /* --- open --- */
@@ -184,13 +186,12 @@ static int nv_claim(struct backstore *bs, const char *path, const char *blk, uin
 static int nv_fail(struct backstore *bs, int rc)
 {
 	struct nvme_bs *n = nv(bs);
-	if (n && n->claim_fd >= 0)
+	if (n->claim_fd >= 0)
 		close(n->claim_fd);
-	free(n);
-	bs->nvme = NULL;
-	if (bs->fd >= 0)
-		close(bs->fd);
-	bs->fd = -1;
+	n->claim_fd = -1;
+	if (n->fd >= 0)
+		close(n->fd);
+	n->fd = -1;
 	return rc;
 }
 
@@ -284,21 +285,16 @@ static int nv_open(struct backstore *bs, const struct backstore_cfg *cfg, char *
 			S_ISREG(st.st_mode) ? " (a regular file: use type file)" : "");
 		return -ENODEV;
 	}
-	struct nvme_bs *n = calloc(1, sizeof(*n));
-	if (!n) {
-		bs_errf(bs, err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	struct nvme_bs *n = nv(bs);
 	n->claim_fd = -1;
-	bs->nvme = n;
-	bs->fd = open(cfg->path, O_CLOEXEC | (cfg->readonly ? O_RDONLY : O_RDWR));
-	if (bs->fd < 0) {
+	n->fd = open(cfg->path, O_CLOEXEC | (cfg->readonly ? O_RDONLY : O_RDWR));
+	if (n->fd < 0) {
 		int e = errno;
 		bs_errf(bs, err, errlen, "path '%s': %s%s", cfg->path, strerror(e),
 			e == EACCES || e == EPERM ? " (NVMe passthrough needs root)" : "");
 		return nv_fail(bs, -e);
 	}
-	int id = ioctl(bs->fd, NVME_IOCTL_ID);
+	int id = ioctl(n->fd, NVME_IOCTL_ID);
 	if (id <= 0) {
 		int e = id < 0 ? errno : EINVAL;
 		bs_errf(bs, err, errlen, "path '%s': not an NVMe namespace's generic char device (NVME_IOCTL_ID: %s); "
@@ -306,7 +302,7 @@ static int nv_open(struct backstore *bs, const struct backstore_cfg *cfg, char *
 		return nv_fail(bs, -e);
 	}
 	uint32_t nsid = (uint32_t)id;
-	int rc = nv_identify_all(bs, cfg->path, bs->fd, nsid, &n->ctrl, &n->ns, err, errlen);
+	int rc = nv_identify_all(bs, cfg->path, n->fd, nsid, &n->ctrl, &n->ns, err, errlen);
 	if (rc < 0)
 		return nv_fail(bs, rc);
 	uint32_t lbs = n->ns.lba_size;
@@ -361,7 +357,7 @@ static int nv_open(struct backstore *bs, const struct backstore_cfg *cfg, char *
 	bs->compare_write_max = 0;   /* see the header: fused commands cannot be passed through */
 	nvme_serial(&n->ctrl, &n->ns, nsid, bs->serial, sizeof(bs->serial));
 	if (!cfg->readonly && nv_sanitize_plans(bs))
-		n->admin = nv_probe_admin(bs->fd);
+		n->admin = nv_probe_admin(n->fd);
 	log_info("backstore '%s': %s namespace %u (%s, serial %s, identity %s): %llu blocks of %u bytes, "
 		 "%u bytes per command, write cache %s, UNMAP as %s, SANITIZE block erase %s, crypto erase %s",
 		 bs->name, cfg->path, nsid, n->ctrl.model,
@@ -382,12 +378,13 @@ static void nv_close(struct backstore *bs)
 	nv_fail(bs, 0);
 }
 
-int bs_nvme_dev_size(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen)
+/* The namespace's size now (Identify Namespace again): a resize follows it. */
+static int nv_device_size(struct backstore *bs, uint64_t *bytes, char *err, size_t errlen)
 {
 	struct nvme_bs *n = nv(bs);
 	struct nvme_ctrl_id c;
 	struct nvme_ns_id ns;
-	int rc = nv_identify_all(bs, "(open)", bs->fd, n->geo.nsid, &c, &ns, err, errlen);
+	int rc = nv_identify_all(bs, "(open)", n->fd, n->geo.nsid, &c, &ns, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (ns.lba_size != bs->block_size) {
@@ -594,14 +591,14 @@ static int nv_exec_sync(struct backstore *bs, const struct nvme_uring_cmd *c)
 		.cdw10 = c->cdw10, .cdw11 = c->cdw11, .cdw12 = c->cdw12, .cdw13 = c->cdw13, .cdw14 = c->cdw14,
 		.cdw15 = c->cdw15, .timeout_ms = c->timeout_ms,
 	};
-	int rc = ioctl(bs->fd, NVME_IOCTL_IO_CMD, &pc);
+	int rc = ioctl(nv(bs)->fd, NVME_IOCTL_IO_CMD, &pc);
 	return rc < 0 ? -errno : rc;
 }
 
 static void nv_prep(struct backstore *bs, struct bs_io *io, const struct nvme_uring_cmd *cmd,
 		    struct io_uring_sqe *sqe)
 {
-	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, bs->fd, NULL, 0, 0);
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, nv(bs)->fd, NULL, 0, 0);
 	sqe->cmd_op = NVME_URING_CMD_IO;   /* after prep: it shares sqe->off */
 	/* The command runs on into the SQE's second half (SQE128): address it past the declared field. */
 	_Static_assert(sizeof(*cmd) <= 2 * sizeof(*sqe) - offsetof(struct io_uring_sqe, cmd), "nvme_uring_cmd fits");
@@ -611,7 +608,7 @@ static void nv_prep(struct backstore *bs, struct bs_io *io, const struct nvme_ur
 
 static void nv_cqe(struct reactor_uring_op *op, int res);
 
-/* Issue the next piece (see fd_issue in file.c: the same shape). */
+/* Issue the next piece (see fd_issue in fd.c: the same shape). */
 static void nv_issue(struct backstore *bs, struct bs_io *io, bool in_submit)
 {
 	for (;;) {
@@ -698,7 +695,7 @@ static unsigned nv_sanitize_methods(const struct backstore *bs)
 static int nv_admin(struct backstore *bs, uint8_t opcode, uint32_t nsid, uint32_t cdw10, void *buf, uint32_t len)
 {
 	/* A Format NVM of a large namespace takes its time: an hour. */
-	int rc = nv_admin_cmd(bs->fd, opcode, nsid, cdw10, buf, len, 3600u * 1000u);
+	int rc = nv_admin_cmd(nv(bs)->fd, opcode, nsid, cdw10, buf, len, 3600u * 1000u);
 	if (rc < 0)
 		return rc;
 	if (rc > 0) {
@@ -752,11 +749,14 @@ static const char *nv_sanitize_how(const struct backstore *bs, unsigned method)
 
 /* No cheap way to ask which blocks are deallocated (Get LBA Status is optional): report mapped. */
 const struct bs_ops bs_nvme_ops = {
+	.size = sizeof(struct nvme_bs),
 	.open = nv_open,
 	.close = nv_close,
 	.submit = nv_submit,
 	.lba_status = NULL,
+	.device_size = nv_device_size,
 	.sanitize_methods = nv_sanitize_methods,
 	.sanitize = nv_sanitize,
 	.sanitize_how = nv_sanitize_how,
+	.path_hint = ": give the namespace's generic char device (/dev/ngXnY)",
 };

@@ -10,7 +10,7 @@
  * atomics since LUNs are shared by reactors.  Everything completes inline.
  *
  * BS_WRITE_ATOMIC (WRITE ATOMIC): a sequence lock.  An atomic write makes
- * ram_seq odd, copies, makes it even again; a read that saw it change copies
+ * seq odd, copies, makes it even again; a read that saw it change copies
  * again, and after two tries copies under the writers' mutex, so a reader
  * is never starved and waits at most one atomic copy (RAM_ATOMIC_MAX).  A
  * read overlapping an atomic write thus returns all old or all new data.
@@ -22,7 +22,7 @@
  * mapping, no copy into a pool buffer.  Its sender reads the bytes until the
  * last PDU is written, outside the sequence lock, so an atomic write must
  * not run over them meanwhile.  The store keeps the views out and the
- * atomic writes under way in two lists under ram_view_mu: an atomic write
+ * atomic writes under way in two lists under view_mu: an atomic write
  * enters its list first, from then on no view of its blocks is given (those
  * reads copy under the sequence lock), and it copies once no view of its
  * blocks is left, looking again every RAM_VIEW_WAIT_MS on a timer of its
@@ -71,6 +71,28 @@
  */
 #define RAM_VIEW_WAIT_MAX_MS 5000
 
+struct ram_store {
+	struct backstore bs;
+	uint8_t *mem;
+	_Atomic uint64_t *map;       /* thin: one bit per page, set while written */
+	/* BS_WRITE_ATOMIC: odd while one copies (seq), one at a time (atomic_mu). */
+	_Atomic uint64_t seq;
+	pthread_mutex_t atomic_mu;
+	/* Views out (backstore_read_view) and the BS_WRITE_ATOMICs under way, which wait for the
+	 * views of their blocks and keep new ones off them; under view_mu. */
+	pthread_mutex_t view_mu;
+	struct bs_view *views;
+	unsigned nviews;
+	struct bs_io *atomics;
+	uint32_t view_wait_max_ms;   /* RAM_VIEW_WAIT_MAX_MS (unit tests shorten it: bs_ram_set_view_wait) */
+	struct memreg *reg;          /* preallocated: the mapping registered with RDMA devices on demand */
+};
+
+static struct ram_store *ram(const struct backstore *bs)
+{
+	return bs_kind_of((struct backstore *)bs, struct ram_store);
+}
+
 static size_t ram_page(void)
 {
 	long p = sysconf(_SC_PAGESIZE);
@@ -94,7 +116,8 @@ static uint64_t ram_available(void)
 /* Every page of the mapping allocated now, or a message saying why not. */
 static int ram_preallocate(struct backstore *bs, char *err, size_t errlen)
 {
-	if (madvise(bs->mem, (size_t)bs->size, MADV_POPULATE_WRITE) < 0) {
+	struct ram_store *r = ram(bs);
+	if (madvise(r->mem, (size_t)bs->size, MADV_POPULATE_WRITE) < 0) {
 		int e = errno;
 		if (e != EINVAL) {
 			bs_errf(bs, err, errlen, "preallocate: cannot allocate %llu bytes: %s",
@@ -103,12 +126,12 @@ static int ram_preallocate(struct backstore *bs, char *err, size_t errlen)
 		}
 		/* A kernel before 5.14: a write to each page does the same. */
 		for (size_t off = 0; off < bs->size; off += ram_page())
-			((volatile uint8_t *)bs->mem)[off] = 0;
+			((volatile uint8_t *)r->mem)[off] = 0;
 	}
 	char what[96];
 	snprintf(what, sizeof(what), "backstore %s", bs->name);
-	bs->ram_reg = memreg_create(bs->mem, (size_t)bs->size, what);
-	if (!bs->ram_reg) {
+	r->reg = memreg_create(r->mem, (size_t)bs->size, what);
+	if (!r->reg) {
 		bs_errf(bs, err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -117,6 +140,7 @@ static int ram_preallocate(struct backstore *bs, char *err, size_t errlen)
 
 static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char *err, size_t errlen)
 {
+	struct ram_store *r = ram(bs);
 	/* size > 0 and a multiple of the block size: backstore_check_geometry() */
 	if (cfg->size > SIZE_MAX / 2) {
 		bs_errf(bs, err, errlen, "size: %llu is too large", (unsigned long long)cfg->size);
@@ -137,28 +161,28 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 			(unsigned long long)cfg->size, strerror(e));
 		return -e;
 	}
-	bs->mem = m;
+	r->mem = m;
 	bs->size = cfg->size;
 	bs->atomic_max = RAM_ATOMIC_MAX;
-	bs->ram_view_wait_max_ms = RAM_VIEW_WAIT_MAX_MS;
-	pthread_mutex_init(&bs->ram_atomic_mu, NULL);
-	pthread_mutex_init(&bs->ram_view_mu, NULL);
+	r->view_wait_max_ms = RAM_VIEW_WAIT_MAX_MS;
+	pthread_mutex_init(&r->atomic_mu, NULL);
+	pthread_mutex_init(&r->view_mu, NULL);
 	if (cfg->preallocate) {
 		int rc = ram_preallocate(bs, err, errlen);
 		if (rc) {
 			munmap(m, (size_t)cfg->size);
-			pthread_mutex_destroy(&bs->ram_atomic_mu);
-			pthread_mutex_destroy(&bs->ram_view_mu);
-			bs->mem = NULL;
+			pthread_mutex_destroy(&r->atomic_mu);
+			pthread_mutex_destroy(&r->view_mu);
+			r->mem = NULL;
 			return rc;
 		}
 	}
 	if (bs->thin) {
 		size_t pages = (size_t)((cfg->size + ram_page() - 1) / ram_page());
-		bs->ram_map = calloc((pages + 63) / 64, sizeof(*bs->ram_map));
-		if (!bs->ram_map) {
+		r->map = calloc((pages + 63) / 64, sizeof(*r->map));
+		if (!r->map) {
 			munmap(m, (size_t)cfg->size);
-			bs->mem = NULL;
+			r->mem = NULL;
 			bs_errf(bs, err, errlen, "out of memory");
 			return -ENOMEM;
 		}
@@ -168,39 +192,41 @@ static int ram_open(struct backstore *bs, const struct backstore_cfg *cfg, char 
 
 static void ram_close(struct backstore *bs)
 {
+	struct ram_store *r = ram(bs);
 	/* Deregistered first: a device must not hold pages the process gives back. */
-	memreg_destroy(bs->ram_reg);
-	bs->ram_reg = NULL;
-	if (bs->mem) {
-		munmap(bs->mem, (size_t)bs->size);
-		pthread_mutex_destroy(&bs->ram_atomic_mu);
-		pthread_mutex_destroy(&bs->ram_view_mu);
+	memreg_destroy(r->reg);
+	r->reg = NULL;
+	if (r->mem) {
+		munmap(r->mem, (size_t)bs->size);
+		pthread_mutex_destroy(&r->atomic_mu);
+		pthread_mutex_destroy(&r->view_mu);
 	}
-	bs->mem = NULL;
-	free(bs->ram_map);
-	bs->ram_map = NULL;
+	r->mem = NULL;
+	free(r->map);
+	r->map = NULL;
 }
 
 /* Mark pages [first, end) written (set) or deallocated (clear). */
 static void ram_mark(struct backstore *bs, uint64_t first, uint64_t end, bool set)
 {
-	if (!bs->ram_map)
+	struct ram_store *r = ram(bs);
+	if (!r->map)
 		return;
 	for (uint64_t p = first; p < end;) {
 		uint64_t w = p / 64, bit = p % 64;
 		uint64_t n = MIN(64 - bit, end - p);
 		uint64_t mask = (n == 64 ? ~0ull : ((1ull << n) - 1)) << bit;
 		if (set)
-			atomic_fetch_or(&bs->ram_map[w], mask);
+			atomic_fetch_or(&r->map[w], mask);
 		else
-			atomic_fetch_and(&bs->ram_map[w], ~mask);
+			atomic_fetch_and(&r->map[w], ~mask);
 		p += n;
 	}
 }
 
 static bool ram_bit(const struct backstore *bs, uint64_t p)
 {
-	return atomic_load(&bs->ram_map[p / 64]) >> (p % 64) & 1;
+	return atomic_load(&ram(bs)->map[p / 64]) >> (p % 64) & 1;
 }
 
 /* Byte range [off, off+len) written: every page it touches is mapped. */
@@ -213,7 +239,8 @@ static void ram_written(struct backstore *bs, uint64_t off, uint64_t len)
 /* Zero [off, off+len); thin gives whole pages back to the kernel. */
 static void ram_zero(struct backstore *bs, uint64_t off, uint64_t len)
 {
-	uint8_t *p = bs->mem + off;
+	struct ram_store *r = ram(bs);
+	uint8_t *p = r->mem + off;
 	if (!bs->thin) {
 		memset(p, 0, (size_t)len);
 		return;
@@ -226,10 +253,10 @@ static void ram_zero(struct backstore *bs, uint64_t off, uint64_t len)
 		return;
 	}
 	memset(p, 0, (size_t)(a - off));
-	memset(bs->mem + b, 0, (size_t)(off + len - b));
+	memset(r->mem + b, 0, (size_t)(off + len - b));
 	/* MADV_DONTNEED on private anonymous memory reads back zero-filled. */
-	if (madvise(bs->mem + a, (size_t)(b - a), MADV_DONTNEED) < 0)
-		memset(bs->mem + a, 0, (size_t)(b - a));
+	if (madvise(r->mem + a, (size_t)(b - a), MADV_DONTNEED) < 0)
+		memset(r->mem + a, 0, (size_t)(b - a));
 	ram_mark(bs, a / pg, b / pg, false);
 }
 
@@ -248,29 +275,31 @@ static void ram_fill(uint8_t *dst, uint64_t len, const uint8_t *pat, uint32_t pl
 /* A read: all of an atomic write it overlaps, or none of it (the sequence lock above). */
 static void ram_read(struct backstore *bs, void *dst, const uint8_t *src, size_t len)
 {
+	struct ram_store *r = ram(bs);
 	for (int tries = 0; tries < 2; tries++) {
-		uint64_t s = atomic_load_explicit(&bs->ram_seq, memory_order_acquire);
+		uint64_t s = atomic_load_explicit(&r->seq, memory_order_acquire);
 		if (s & 1)
 			continue;
 		memcpy(dst, src, len);
 		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&bs->ram_seq, memory_order_relaxed) == s)
+		if (atomic_load_explicit(&r->seq, memory_order_relaxed) == s)
 			return;
 	}
-	pthread_mutex_lock(&bs->ram_atomic_mu);
+	pthread_mutex_lock(&r->atomic_mu);
 	memcpy(dst, src, len);
-	pthread_mutex_unlock(&bs->ram_atomic_mu);
+	pthread_mutex_unlock(&r->atomic_mu);
 }
 
 static void ram_write_atomic(struct backstore *bs, uint8_t *dst, const void *src, size_t len)
 {
-	pthread_mutex_lock(&bs->ram_atomic_mu);
-	uint64_t s = atomic_load_explicit(&bs->ram_seq, memory_order_relaxed);
-	atomic_store_explicit(&bs->ram_seq, s + 1, memory_order_relaxed);
+	struct ram_store *r = ram(bs);
+	pthread_mutex_lock(&r->atomic_mu);
+	uint64_t s = atomic_load_explicit(&r->seq, memory_order_relaxed);
+	atomic_store_explicit(&r->seq, s + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	memcpy(dst, src, len);
-	atomic_store_explicit(&bs->ram_seq, s + 2, memory_order_release);
-	pthread_mutex_unlock(&bs->ram_atomic_mu);
+	atomic_store_explicit(&r->seq, s + 2, memory_order_release);
+	pthread_mutex_unlock(&r->atomic_mu);
 }
 
 static bool ram_overlap(uint64_t off, uint64_t len, uint64_t off2, uint64_t len2)
@@ -280,10 +309,11 @@ static bool ram_overlap(uint64_t off, uint64_t len, uint64_t off2, uint64_t len2
 
 static const uint8_t *ram_view(struct backstore *bs, struct bs_view *v, uint64_t offset, uint64_t len)
 {
-	pthread_mutex_lock(&bs->ram_view_mu);
-	for (const struct bs_io *w = bs->ram_atomics; w; w = w->next)
+	struct ram_store *r = ram(bs);
+	pthread_mutex_lock(&r->view_mu);
+	for (const struct bs_io *w = r->atomics; w; w = w->next)
 		if (ram_overlap(offset, len, w->offset, w->len)) {
-			pthread_mutex_unlock(&bs->ram_view_mu);
+			pthread_mutex_unlock(&r->view_mu);
 			return NULL;
 		}
 	v->bs = bs;
@@ -292,13 +322,13 @@ static const uint8_t *ram_view(struct backstore *bs, struct bs_view *v, uint64_t
 	v->revoked = false;
 	v->ticket = NULL;
 	v->prev = NULL;
-	v->next = bs->ram_views;
+	v->next = r->views;
 	if (v->next)
 		v->next->prev = v;
-	bs->ram_views = v;
-	bs->ram_nviews++;
-	pthread_mutex_unlock(&bs->ram_view_mu);
-	return bs->mem + offset;
+	r->views = v;
+	r->nviews++;
+	pthread_mutex_unlock(&r->view_mu);
+	return r->mem + offset;
 }
 
 /*
@@ -313,17 +343,18 @@ struct bs_revoke {
 static void ram_view_put(struct bs_view *v)
 {
 	struct backstore *bs = v->bs;
-	pthread_mutex_lock(&bs->ram_view_mu);
+	struct ram_store *r = ram(bs);
+	pthread_mutex_lock(&r->view_mu);
 	if (v->prev)
 		v->prev->next = v->next;
 	else
-		bs->ram_views = v->next;
+		r->views = v->next;
 	if (v->next)
 		v->next->prev = v->prev;
-	bs->ram_nviews--;
+	r->nviews--;
 	if (v->ticket)
 		v->ticket->v = NULL;
-	pthread_mutex_unlock(&bs->ram_view_mu);
+	pthread_mutex_unlock(&r->view_mu);
 }
 
 /* On the view's reactor. */
@@ -332,20 +363,20 @@ static void ram_revoke_run(void *arg)
 	struct bs_revoke *t = arg;
 	struct bs_view *v = t->v;
 	if (v) {
-		pthread_mutex_lock(&v->bs->ram_view_mu);
+		pthread_mutex_lock(&ram(v->bs)->view_mu);
 		v->ticket = NULL;
-		pthread_mutex_unlock(&v->bs->ram_view_mu);
+		pthread_mutex_unlock(&ram(v->bs)->view_mu);
 	}
 	free(t);
 	if (v)
 		v->revoke(v);   /* may put v */
 }
 
-/* Under ram_view_mu: are views of io's blocks out?  Past its wait, revoke those not revoked yet. */
+/* Under view_mu: are views of io's blocks out?  Past its wait, revoke those not revoked yet. */
 static bool ram_views_in_way(struct backstore *bs, struct bs_io *io, bool revoke)
 {
 	bool held = false;
-	for (struct bs_view *v = bs->ram_views; v; v = v->next) {
+	for (struct bs_view *v = ram(bs)->views; v; v = v->next) {
 		if (!ram_overlap(io->offset, io->len, v->offset, v->len))
 			continue;
 		held = true;
@@ -370,12 +401,13 @@ static bool ram_views_in_way(struct backstore *bs, struct bs_io *io, bool revoke
 static void ram_atomic_end(struct bs_io *io, int res)
 {
 	struct backstore *bs = io->bs;
-	pthread_mutex_lock(&bs->ram_view_mu);
-	struct bs_io **pp = &bs->ram_atomics;
+	struct ram_store *r = ram(bs);
+	pthread_mutex_lock(&r->view_mu);
+	struct bs_io **pp = &r->atomics;
 	while (*pp != io)
 		pp = &(*pp)->next;
 	*pp = io->next;
-	pthread_mutex_unlock(&bs->ram_view_mu);
+	pthread_mutex_unlock(&r->view_mu);
 	bs_complete(io, res);
 }
 
@@ -384,20 +416,21 @@ static void ram_atomic_wait(void *arg)
 {
 	struct bs_io *io = arg;
 	struct backstore *bs = io->bs;
+	struct ram_store *r = ram(bs);
 	if (io->stop && *io->stop) {
 		ram_atomic_end(io, -ECANCELED);
 		return;
 	}
-	pthread_mutex_lock(&bs->ram_view_mu);
+	pthread_mutex_lock(&r->view_mu);
 	/* Without a reactor (tools, unit tests) nothing can wait: such callers hold no views. */
 	bool held = io->reactor && ram_views_in_way(bs, io, reactor_now_ns() >= io->until_ns);
-	pthread_mutex_unlock(&bs->ram_view_mu);
+	pthread_mutex_unlock(&r->view_mu);
 	if (held) {
 		if (!reactor_timer_add(io->reactor, RAM_VIEW_WAIT_MS, ram_atomic_wait, io))
 			ram_atomic_end(io, -ENOMEM);
 		return;
 	}
-	ram_write_atomic(bs, bs->mem + io->offset, io->buf, (size_t)io->len);
+	ram_write_atomic(bs, r->mem + io->offset, io->buf, (size_t)io->len);
 	ram_written(bs, io->offset, io->len);
 	io->done = io->len;
 	ram_atomic_end(io, 0);
@@ -405,17 +438,18 @@ static void ram_atomic_wait(void *arg)
 
 static void ram_atomic_start(struct backstore *bs, struct bs_io *io)
 {
-	io->until_ns = reactor_now_ns() + (uint64_t)bs->ram_view_wait_max_ms * 1000000;
-	pthread_mutex_lock(&bs->ram_view_mu);
-	io->next = bs->ram_atomics;
-	bs->ram_atomics = io;
-	pthread_mutex_unlock(&bs->ram_view_mu);
+	struct ram_store *r = ram(bs);
+	io->until_ns = reactor_now_ns() + (uint64_t)r->view_wait_max_ms * 1000000;
+	pthread_mutex_lock(&r->view_mu);
+	io->next = r->atomics;
+	r->atomics = io;
+	pthread_mutex_unlock(&r->view_mu);
 	ram_atomic_wait(io);
 }
 
 static void ram_submit(struct backstore *bs, struct bs_io *io)
 {
-	uint8_t *p = bs->mem + io->offset;
+	uint8_t *p = ram(bs)->mem + io->offset;
 	switch (io->op) {
 	case BS_READ:
 		ram_read(bs, io->buf, p, (size_t)io->len);
@@ -457,7 +491,7 @@ static int ram_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, u
 	bool state = ram_bit(bs, first);
 	uint64_t p = first + 1;
 	while (p < npages) {
-		uint64_t word = atomic_load(&bs->ram_map[p / 64]);
+		uint64_t word = atomic_load(&ram(bs)->map[p / 64]);
 		/* Skip whole words that match. */
 		if (p % 64 == 0 && word == (state ? ~0ull : 0) && p + 64 <= npages) {
 			p += 64;
@@ -492,7 +526,34 @@ static const char *ram_sanitize_how(const struct backstore *bs, unsigned method)
 	return "pages given back to the kernel (MADV_DONTNEED): they read as zeroes";
 }
 
+static struct memreg *ram_memreg(const struct backstore *bs)
+{
+	return ram(bs)->reg;
+}
+
+/* Unlocked, as the tests read them once the store is quiet. */
+unsigned bs_ram_nviews(const struct backstore *bs)
+{
+	return ram(bs)->nviews;
+}
+
+bool bs_ram_atomics_idle(const struct backstore *bs)
+{
+	return !ram(bs)->atomics;
+}
+
+void bs_ram_set_view_wait(struct backstore *bs, uint32_t max_ms)
+{
+	ram(bs)->view_wait_max_ms = max_ms;
+}
+
+const uint8_t *bs_ram_mem(const struct backstore *bs)
+{
+	return ram(bs)->mem;
+}
+
 const struct bs_ops bs_ram_ops = {
+	.size = sizeof(struct ram_store),
 	.open = ram_open,
 	.close = ram_close,
 	.submit = ram_submit,
@@ -502,4 +563,5 @@ const struct bs_ops bs_ram_ops = {
 	.sanitize_how = ram_sanitize_how,
 	.view = ram_view,
 	.view_put = ram_view_put,
+	.memreg = ram_memreg,
 };

@@ -51,6 +51,7 @@ static pthread_mutex_t conn_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct rbd_conn *conns;
 
 struct rbd_bs {
+	struct backstore bs;
 	struct rbd_conn *conn;
 	rados_ioctx_t ioctx;
 	rbd_image_t image;
@@ -61,9 +62,14 @@ struct rbd_bs {
 	char id[32];
 };
 
+static struct rbd_bs *rbd_of(const struct backstore *bs)
+{
+	return bs_kind_of((struct backstore *)bs, struct rbd_bs);
+}
+
 void rbd_place(const struct backstore *bs, rados_t *rados, const char **pool, const char **ns, const char **id)
 {
-	const struct rbd_bs *r = bs->rbd;
+	const struct rbd_bs *r = rbd_of(bs);
 	*rados = r->conn->rados;
 	*pool = r->pool;
 	*ns = r->ns;
@@ -193,7 +199,7 @@ fail:
 static void rbd_watch_cb(void *arg)
 {
 	struct backstore *bs = arg;
-	struct rbd_bs *r = bs->rbd;
+	struct rbd_bs *r = rbd_of(bs);
 	uint64_t size;
 
 	if (rbd_get_size(r->image, &size) == 0 && size)
@@ -202,38 +208,34 @@ static void rbd_watch_cb(void *arg)
 
 static void rbd_free(struct backstore *bs)
 {
-	struct rbd_bs *r = bs->rbd;
-	if (!r)
-		return;
+	struct rbd_bs *r = rbd_of(bs);
 	if (r->watching)
 		rbd_update_unwatch(r->image, r->watch);
+	r->watching = false;
 	free(r->pool);
 	free(r->ns);
+	r->pool = r->ns = NULL;
 	if (r->image)
 		rbd_close(r->image);
+	r->image = NULL;
 	if (r->ioctx)
 		rados_ioctx_destroy(r->ioctx);
+	r->ioctx = NULL;
 	if (r->conn)
 		conn_put(r->conn);
-	free(r);
-	bs->rbd = NULL;
+	r->conn = NULL;
 }
 
 static int rbd_open_bs(struct backstore *bs, const struct backstore_cfg *cfg, char *err, size_t errlen)
 {
 	const struct backstore_rbd_cfg *rc_ = &cfg->rbd;
-	struct rbd_bs *r;
+	struct rbd_bs *r = rbd_of(bs);
 	int rc;
 
 	if (!rc_->pool || !rc_->image) {
 		bs_errf(bs, err, errlen, "%s: required for an rbd backstore", rc_->pool ? "image" : "pool");
 		return -EINVAL;
 	}
-	if (!(r = calloc(1, sizeof(*r)))) {
-		bs_errf(bs, err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	bs->rbd = r;
 	r->cache = cfg->write_cache;
 	if ((rc = conn_get(bs, rc_, r->cache, &r->conn, err, errlen)) < 0)
 		goto fail;
@@ -313,7 +315,7 @@ static void rbd_issue(struct backstore *bs, struct bs_io *io);
 
 static bool rbd_needs_flush(const struct backstore *bs, const struct bs_io *io)
 {
-	const struct rbd_bs *r = bs->rbd;
+	const struct rbd_bs *r = rbd_of(bs);
 	bool writes = io->op == BS_WRITE || io->op == BS_WRITE_SAME || io->op == BS_UNMAP ||
 		      io->op == BS_COMPARE_WRITE;
 	return r->cache && writes && (io->fua || !backstore_write_cache(bs));
@@ -357,7 +359,7 @@ static void rbd_done(rbd_completion_t c, void *arg)
 
 static int rbd_start(struct backstore *bs, struct bs_io *io, rbd_completion_t c)
 {
-	rbd_image_t img = ((struct rbd_bs *)bs->rbd)->image;
+	rbd_image_t img = rbd_of(bs)->image;
 
 	if (io->stage == RS_FLUSH)
 		return rbd_aio_flush(img, c);
@@ -438,7 +440,7 @@ static int rbd_extent_cb(uint64_t off, size_t len, int exists, void *arg)
 /* GET LBA STATUS: the allocated extents from librbd's diff against nothing (synchronous, rare). */
 static int rbd_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run)
 {
-	struct rbd_bs *r = bs->rbd;
+	struct rbd_bs *r = rbd_of(bs);
 	struct rbd_extent e = { .want = offset };
 	uint64_t len = bs->size - offset;
 
@@ -457,7 +459,7 @@ static int rbd_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, u
 
 static int rbd_resize_bs(struct backstore *bs, uint64_t size, char *err, size_t errlen)
 {
-	struct rbd_bs *r = bs->rbd;
+	struct rbd_bs *r = rbd_of(bs);
 	int rc = rbd_resize(r->image, size);
 	if (rc < 0)
 		bs_errf(bs, err, errlen, "cannot resize the image to %llu bytes: %s", (unsigned long long)size,
@@ -477,7 +479,7 @@ static unsigned rbd_sanitize_methods(const struct backstore *bs)
 
 static int64_t rbd_sanitize(struct backstore *bs, unsigned method, uint64_t offset, uint64_t len)
 {
-	struct rbd_bs *r = bs->rbd;
+	struct rbd_bs *r = rbd_of(bs);
 	(void)method;
 	int rc = rbd_discard(r->image, offset, len);
 	return rc < 0 ? rc : (int64_t)len;
@@ -491,6 +493,7 @@ static const char *rbd_sanitize_how(const struct backstore *bs, unsigned method)
 }
 
 const struct bs_ops bs_rbd_ops = {
+	.size = sizeof(struct rbd_bs),
 	.open = rbd_open_bs,
 	.close = rbd_close_bs,
 	.submit = rbd_submit,
@@ -523,10 +526,19 @@ static void rbd_refuse(struct backstore *bs, struct bs_io *io)
 	bs_complete(io, -EOPNOTSUPP);
 }
 
+/* Never reached (open refuses); there so that the kind's ops say what its rules say (BS_KIND_GROW). */
+static int rbd_resize_unavailable(struct backstore *bs, uint64_t size, char *err, size_t errlen)
+{
+	(void)size;
+	return rbd_unavailable(bs, NULL, err, errlen);
+}
+
 const struct bs_ops bs_rbd_ops = {
+	.size = sizeof(struct backstore),
 	.open = rbd_unavailable,
 	.close = rbd_nothing,
 	.submit = rbd_refuse,
+	.resize = rbd_resize_unavailable,
 };
 
 #endif

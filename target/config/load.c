@@ -286,7 +286,8 @@ int cfg_parse_backstore(struct pctx *p, json_object *v, struct cfg_backstore *b)
 	const struct backstore_kind *kind = backstore_kind_named(type);
 	if (!kind) {
 		cfg_push_key(p, "type");
-		r = cfg_perr(p, "must be \"ram\", \"file\", \"block\", \"nvme\" or \"rbd\", got \"%s\"", type);
+		char names[128];
+		r = cfg_perr(p, "must be %s, got \"%s\"", backstore_kind_names(names, sizeof(names)), type);
 		free(type);
 		return r;
 	}

@@ -494,7 +494,7 @@ static void check_din(const struct world *w, const struct scsi_cmd *c)
 	FUZZ_CHECK(c->dir_read, "Data-In %u without the R bit (opcode %02x)", c->din_len, c->cdb[0]);
 	FUZZ_CHECK(c->buf && c->din_len <= c->buf->len, "Data-In %u past the buffer", c->din_len);
 	if (is_read(c->cdb[0])) {
-		const uint8_t *m = w->bs->mem + (c->lba << w->lu->block_shift);
+		const uint8_t *m = bs_ram_mem(w->bs) + (c->lba << w->lu->block_shift);
 		FUZZ_CHECK(memcmp(c->buf->data, m, c->din_len) == 0, "READ at %llu is not the medium",
 			   (unsigned long long)c->lba);
 		return;
@@ -702,7 +702,7 @@ static void cmd_finish(struct world *w, struct run *r, bool deferred)
 				   c->cdb[0]);
 	}
 	if (c->status == SCSI_GOOD && is_write(c->cdb[0]) && c->nblocks) {
-		const uint8_t *m = w->bs->mem + (c->lba << w->lu->block_shift);
+		const uint8_t *m = bs_ram_mem(w->bs) + (c->lba << w->lu->block_shift);
 		FUZZ_CHECK(memcmp(c->buf->data, m, (size_t)c->nblocks << w->lu->block_shift) == 0,
 			   "WRITE at %llu is not on the medium", (unsigned long long)c->lba);
 	}
@@ -717,8 +717,8 @@ static void check_buffers(const struct world *w, const struct run *pending, uint
 
 	FUZZ_CHECK(bufpool_in_use(scsi_test_pool) == held, "%zu buffers in use after opcode %02x, %zu expected",
 		   bufpool_in_use(scsi_test_pool), opcode, held);
-	FUZZ_CHECK(w->bs->ram_nviews == (unsigned)view, "%u views out after opcode %02x, %u expected",
-		   w->bs->ram_nviews, opcode, (unsigned)view);
+	FUZZ_CHECK(bs_ram_nviews(w->bs) == (unsigned)view, "%u views out after opcode %02x, %u expected",
+		   bs_ram_nviews(w->bs), opcode, (unsigned)view);
 }
 
 static void lu_event(struct world *w, uint8_t who, uint8_t which)

@@ -1,6 +1,6 @@
 /*
  * Backstore tests: ram, file (io_uring and synchronous paths) and block (on
- * a loop device when the host allows one).  file.c is included to reach the
+ * a loop device when the host allows one).  fd.c is included to reach the
  * engine's short-I/O bookkeeping directly.
  */
 #include <CUnit/Basic.h>
@@ -20,7 +20,7 @@
 #include "common/memreg.h"
 #include "common/reactor.h"
 #include "common/transport.h"
-#include "target/backstore/file.c"
+#include "target/backstore/fd.c"
 
 static struct reactor *R;
 static char tmpdir[] = "/tmp/test_backstore.XXXXXX";
@@ -255,7 +255,7 @@ static void test_ram_views(void)
 	view_p = backstore_read_view(bs, &v, 65536, 65536);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(view_p);
 	CU_ASSERT_EQUAL(memcmp(view_p, w, 65536), 0);
-	CU_ASSERT_EQUAL(bs->ram_nviews, 1);
+	CU_ASSERT_EQUAL(bs_ram_nviews(bs), 1);
 	/* Checked as a READ is; and nobody could make a holder without revoke let go. */
 	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &v2, 100, 512));
 	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &v2, 65536, 100));
@@ -264,7 +264,7 @@ static void test_ram_views(void)
 	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &v2, 512, 1u << 20));
 	struct bs_view nobody = { .reactor = R };
 	CU_ASSERT_PTR_NULL(backstore_read_view(bs, &nobody, 0, 512));
-	CU_ASSERT_EQUAL(bs->ram_nviews, 1);
+	CU_ASSERT_EQUAL(bs_ram_nviews(bs), 1);
 
 	/* An atomic write of other blocks does not wait for it. */
 	memset(w, 0x3c, 65536);
@@ -297,14 +297,14 @@ static void test_ram_views(void)
 	CU_ASSERT_EQUAL(do_io(bs, BS_READ, 65536, 65536, r, false), 0);
 	CU_ASSERT_EQUAL(memcmp(r, w, 65536), 0);
 	backstore_view_put(&v2);
-	CU_ASSERT_EQUAL(bs->ram_nviews, 0);
+	CU_ASSERT_EQUAL(bs_ram_nviews(bs), 0);
 
 	/* After it, views are given again. */
 	view_p = backstore_read_view(bs, &v, 65536, 65536);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(view_p);
 
 	/* A view never put: past the bound, the atomic write has it revoked (on its reactor), then runs. */
-	bs->ram_view_wait_max_ms = 50;
+	bs_ram_set_view_wait(bs, 50);
 	memset(w, 0xa5, 65536);
 	ncomp = 0;
 	last_res = 1;
@@ -318,12 +318,12 @@ static void test_ram_views(void)
 	CU_ASSERT(revoked_at - t0 >= 50 * 1000000ull);
 	CU_ASSERT_EQUAL(view_ncomp_at_put, 0);
 	CU_ASSERT(view_at_put[0] == 0x5a && view_at_put[1] == 0x5a);   /* the write before's, whole */
-	CU_ASSERT_EQUAL(bs->ram_nviews, 0);
+	CU_ASSERT_EQUAL(bs_ram_nviews(bs), 0);
 	CU_ASSERT_EQUAL(do_io(bs, BS_READ, 65536, 65536, r, false), 0);
 	CU_ASSERT_EQUAL(memcmp(r, w, 65536), 0);
 
 	/* A view put before its revoke arrives: the revoke finds it gone and calls nobody. */
-	bs->ram_view_wait_max_ms = 0;
+	bs_ram_set_view_wait(bs, 0);
 	view_p = backstore_read_view(bs, &v, 65536, 65536);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(view_p);
 	ncomp = 0;
@@ -337,7 +337,7 @@ static void test_ram_views(void)
 	CU_ASSERT_EQUAL(revokes, 0);
 
 	/* Stopped (aborted) while it waits: -ECANCELED at the next look, nothing written, the view untouched. */
-	bs->ram_view_wait_max_ms = 10000;
+	bs_ram_set_view_wait(bs, 10000);
 	view_p = backstore_read_view(bs, &v, 65536, 65536);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(view_p);
 	bool stop = false;
@@ -350,9 +350,9 @@ static void test_ram_views(void)
 	wait_for(1);
 	CU_ASSERT_EQUAL(last_res, -ECANCELED);
 	CU_ASSERT_EQUAL(revokes, 0);
-	CU_ASSERT_EQUAL(bs->ram_nviews, 1);
+	CU_ASSERT_EQUAL(bs_ram_nviews(bs), 1);
 	CU_ASSERT_EQUAL(view_p[0], 0xa5);
-	CU_ASSERT_PTR_NULL(bs->ram_atomics);
+	CU_ASSERT_TRUE(bs_ram_atomics_idle(bs));
 	backstore_view_put(&v);
 	CU_ASSERT_EQUAL(do_io(bs, BS_READ, 65536, 65536, r, false), 0);
 	CU_ASSERT_EQUAL(r[0], 0xa5);
@@ -398,7 +398,7 @@ static void test_ram_preallocate(void)
 	struct backstore_cfg c = { .name = "pre", .type = BACKSTORE_RAM, .size = len, .preallocate = true };
 	struct backstore *bs = open_ok(&c);
 	unsigned char *vec = calloc(len / pg, 1);
-	CU_ASSERT_EQUAL(mincore(bs->mem, len, vec), 0);
+	CU_ASSERT_EQUAL(mincore((void *)bs_ram_mem(bs), len, vec), 0);
 	size_t resident = 0;
 	for (size_t i = 0; i < len / pg; i++)
 		resident += vec[i] & 1;
@@ -458,6 +458,22 @@ static void test_kinds(void)
 	}
 	CU_ASSERT_PTR_NULL(backstore_kind_named("tape"));
 	CU_ASSERT_STRING_EQUAL(backstore_kind(BACKSTORE_RAM)->product, "RAM");
+	/* Every kind, in the list's order: "a", "b", ... or "z" (test_config holds the loader's message to its bytes). */
+#define KIND_NAME(T, name, ...) #name,
+	static const char *const listed[] = { BACKSTORE_KINDS(KIND_NAME) };
+#undef KIND_NAME
+	char names[128], want[128] = "";
+	for (size_t i = 0; i < ARRAY_SIZE(listed); i++)
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s\"%s\"",
+			 !i ? "" : i + 1 < ARRAY_SIZE(listed) ? ", " : " or ", listed[i]);
+	CU_ASSERT_STRING_EQUAL(backstore_kind_names(names, sizeof(names)), want);
+	CU_ASSERT_STRING_EQUAL(backstore_kind_names(names, 12), "\"ram\", \"fil");   /* cut, still a string */
+	/* The configuration's resize rule (caps) and the running store's (which ops its file has) agree. */
+#define KIND_RESIZES_AS_SAID(T, name, noun, product, caps)                                          \
+	CU_ASSERT_EQUAL(!!((caps) & BS_KIND_GROW), bs_##name##_ops.resize != NULL);               \
+	CU_ASSERT_EQUAL(!!((caps) & BS_KIND_FOLLOW), bs_##name##_ops.device_size != NULL);
+	BACKSTORE_KINDS(KIND_RESIZES_AS_SAID)
+#undef KIND_RESIZES_AS_SAID
 
 	/* ram: any change refused, no change nothing to do */
 	CU_ASSERT_EQUAL(backstore_resize_rule(BACKSTORE_RAM, 1 << 20, 1 << 20, 1 << 20, why, sizeof(why)), BS_RESIZE_NONE);
@@ -830,7 +846,7 @@ static void test_file_unmap_thin(void)
 	CU_ASSERT_EQUAL(backstore_lba_status(bs, 2 << 20, &mapped, &run), 0);
 	CU_ASSERT_FALSE(mapped);
 	CU_ASSERT_EQUAL(run, 2 << 20);
-	CU_ASSERT_EQUAL(lseek(bs->fd, 2 << 20, SEEK_HOLE), 2 << 20);
+	CU_ASSERT_EQUAL(lseek(bs_fd(bs)->fd, 2 << 20, SEEK_HOLE), 2 << 20);
 
 	/* zero WRITE SAME on thin punches too */
 	uint8_t *z = abuf(512);
@@ -868,7 +884,7 @@ static void test_file_unmap_thick(void)
 	CU_ASSERT_EQUAL(run, (4 << 20) - 512);
 
 	/* the zero-writing fallback, as on a file system without ZERO_RANGE */
-	bs->no_zero = true;
+	bs_fd(bs)->no_zero = true;
 	CU_ASSERT_EQUAL(do_io(bs, BS_UNMAP, 1 << 20, 3 << 20, NULL, false), 0);
 	CU_ASSERT_EQUAL(do_io(bs, BS_READ, 0, n, rd, false), 0);
 	CU_ASSERT_TRUE(all_zero(rd + (1 << 20), 1 << 20));
@@ -905,79 +921,81 @@ static void test_file_write_same(void)
 /* The engine's bookkeeping after partial results, step by step. */
 static void test_short_io_bookkeeping(void)
 {
-	struct backstore bs = { .type = BACKSTORE_FILE, .block_size = 512, .write_cache = true, .fd = -1 };
+	struct bs_fd f = { .bs = { .type = BACKSTORE_FILE, .block_size = 512, .write_cache = true }, .fd = -1,
+			  .short_zeroes = true };
+	struct backstore *bs = &f.bs;
 	uint8_t *buf = abuf(8192);
 	struct bs_io io = { .op = BS_READ, .offset = 4096, .len = 8192, .buf = buf };
 	struct fd_req rq;
-	CU_ASSERT_EQUAL(fd_start(&bs, &io), 0);
-	fd_next(&bs, &io, &rq);
+	CU_ASSERT_EQUAL(fd_start(bs, &io), 0);
+	fd_next(bs, &io, &rq);
 	CU_ASSERT_EQUAL(rq.kind, RQ_READ);
 	CU_ASSERT_EQUAL(rq.pos, 4096);
 	CU_ASSERT_EQUAL(rq.len, 8192);
-	CU_ASSERT_EQUAL(fd_result(&bs, &io, 3000), 1);    /* short: more to do */
-	fd_next(&bs, &io, &rq);
+	CU_ASSERT_EQUAL(fd_result(bs, &io, 3000), 1);    /* short: more to do */
+	fd_next(bs, &io, &rq);
 	CU_ASSERT_EQUAL(rq.pos, 4096 + 3000);
 	CU_ASSERT_EQUAL(rq.len, 8192 - 3000);
 	CU_ASSERT_PTR_EQUAL(rq.buf, buf + 3000);
-	CU_ASSERT_EQUAL(fd_result(&bs, &io, -EINTR), 1);  /* retried, no progress */
+	CU_ASSERT_EQUAL(fd_result(bs, &io, -EINTR), 1);  /* retried, no progress */
 	CU_ASSERT_EQUAL(io.done, 3000);
-	CU_ASSERT_EQUAL(fd_result(&bs, &io, 8192 - 3000), 0);
+	CU_ASSERT_EQUAL(fd_result(bs, &io, 8192 - 3000), 0);
 	CU_ASSERT_EQUAL(io.err, 0);
 
 	/* a short write of WRITE SAME resumes mid-pattern */
 	uint8_t *pat = abuf(512);
 	fill(pat, 512, 8);
 	io = (struct bs_io){ .op = BS_WRITE_SAME, .offset = 0, .len = 4096, .buf = pat, .pattern_len = 512, .fua = true };
-	CU_ASSERT_EQUAL(fd_start(&bs, &io), 0);
+	CU_ASSERT_EQUAL(fd_start(bs, &io), 0);
 	CU_ASSERT_EQUAL(io.stage, ST_FILL);
 	CU_ASSERT_EQUAL(io.bounce_len, 4096);
-	fd_next(&bs, &io, &rq);
+	fd_next(bs, &io, &rq);
 	CU_ASSERT_EQUAL(rq.rwf, RWF_DSYNC);
-	CU_ASSERT_EQUAL(fd_result(&bs, &io, 700), 1);
-	fd_next(&bs, &io, &rq);
+	CU_ASSERT_EQUAL(fd_result(bs, &io, 700), 1);
+	fd_next(bs, &io, &rq);
 	CU_ASSERT_EQUAL(rq.pos, 700);
 	CU_ASSERT_EQUAL(rq.len, 4096 - 700);
 	CU_ASSERT_EQUAL(((uint8_t *)rq.buf)[0], pat[700 % 512]);
-	CU_ASSERT_EQUAL(fd_result(&bs, &io, -EIO), 0);
+	CU_ASSERT_EQUAL(fd_result(bs, &io, -EIO), 0);
 	CU_ASSERT_EQUAL(io.err, -EIO);
 	free(io.bounce);
 
 	/* a write that makes no progress fails instead of looping */
 	io = (struct bs_io){ .op = BS_WRITE, .offset = 0, .len = 512, .buf = buf };
-	CU_ASSERT_EQUAL(fd_start(&bs, &io), 0);
-	CU_ASSERT_EQUAL(fd_result(&bs, &io, 0), 0);
+	CU_ASSERT_EQUAL(fd_start(bs, &io), 0);
+	CU_ASSERT_EQUAL(fd_result(bs, &io, 0), 0);
 	CU_ASSERT_EQUAL(io.err, -EIO);
 
 	/* no write cache: plain writes become FUA */
-	bs.write_cache = false;
+	bs->write_cache = false;
 	io = (struct bs_io){ .op = BS_WRITE, .offset = 0, .len = 512, .buf = buf };
-	CU_ASSERT_EQUAL(fd_start(&bs, &io), 0);
-	fd_next(&bs, &io, &rq);
+	CU_ASSERT_EQUAL(fd_start(bs, &io), 0);
+	fd_next(bs, &io, &rq);
 	CU_ASSERT_EQUAL(rq.rwf, RWF_DSYNC);
 
 	/* punch refused: falls back to ZERO_RANGE, then to writes */
-	bs.thin = true;
+	bs->thin = true;
 	io = (struct bs_io){ .op = BS_UNMAP, .offset = 0, .len = 4096 };
-	CU_ASSERT_EQUAL(fd_start(&bs, &io), 0);
+	CU_ASSERT_EQUAL(fd_start(bs, &io), 0);
 	CU_ASSERT_EQUAL(io.stage, ST_PUNCH);
-	CU_ASSERT_EQUAL(fd_result(&bs, &io, -EOPNOTSUPP), 1);
-	CU_ASSERT_TRUE(bs.no_punch);
+	CU_ASSERT_EQUAL(fd_result(bs, &io, -EOPNOTSUPP), 1);
+	CU_ASSERT_TRUE(f.no_punch);
 	CU_ASSERT_EQUAL(io.stage, ST_ZERO);
-	CU_ASSERT_EQUAL(fd_result(&bs, &io, -EOPNOTSUPP), 1);
+	CU_ASSERT_EQUAL(fd_result(bs, &io, -EOPNOTSUPP), 1);
 	CU_ASSERT_EQUAL(io.stage, ST_FILL);
 	CU_ASSERT_TRUE(all_zero(io.bounce, io.bounce_len));
 	free(io.bounce);
 
 	/* zeroing by fallocate without a write cache ends with a data sync */
-	bs.no_punch = false;
-	bs.no_zero = false;
+	f.no_punch = false;
+	f.no_zero = false;
 	io = (struct bs_io){ .op = BS_UNMAP, .offset = 0, .len = 4096 };
-	CU_ASSERT_EQUAL(fd_start(&bs, &io), 0);
-	CU_ASSERT_EQUAL(fd_result(&bs, &io, 0), 1);
+	CU_ASSERT_EQUAL(fd_start(bs, &io), 0);
+	CU_ASSERT_EQUAL(fd_result(bs, &io, 0), 1);
 	CU_ASSERT_EQUAL(io.stage, ST_SYNC_AFTER);
-	fd_next(&bs, &io, &rq);
+	fd_next(bs, &io, &rq);
 	CU_ASSERT_EQUAL(rq.kind, RQ_FSYNC);
-	CU_ASSERT_EQUAL(fd_result(&bs, &io, 0), 0);
+	CU_ASSERT_EQUAL(fd_result(bs, &io, 0), 0);
 	CU_ASSERT_EQUAL(io.err, 0);
 	free(buf);
 	free(pat);
@@ -990,7 +1008,7 @@ static void test_short_read_file(void)
 	uint8_t *w = abuf(64 << 10), *rd = abuf(64 << 10);
 	fill(w, 64 << 10, 10);
 	CU_ASSERT_EQUAL(do_io(bs, BS_WRITE, 0, 64 << 10, w, false), 0);
-	CU_ASSERT_EQUAL(ftruncate(bs->fd, 5000), 0);
+	CU_ASSERT_EQUAL(ftruncate(bs_fd(bs)->fd, 5000), 0);
 	memset(rd, 0xcc, 64 << 10);
 	CU_ASSERT_EQUAL(do_io(bs, BS_READ, 4096, 8192, rd, false), 0);
 	CU_ASSERT_EQUAL(memcmp(rd, w + 4096, 5000 - 4096), 0);
@@ -1048,7 +1066,7 @@ static void test_block_loop(void)
 	struct backstore *bs = open_ok(&c);
 	CU_ASSERT_EQUAL(backstore_size(bs), 16 << 20);
 	CU_ASSERT_EQUAL(backstore_block_size(bs), 512);
-	CU_ASSERT_TRUE(bs->direct);
+	CU_ASSERT_TRUE(bs_fd(bs)->direct);
 
 	/* the device is claimed: a second read-write open is refused, naming the path */
 	struct backstore *bs2 = NULL;

@@ -470,12 +470,11 @@ static void test_status(void)
 /* --- the engine's choices, on a backstore filled in by hand (no device, no system call) --- */
 
 static struct nvme_bs NB;
-static struct backstore BS;
+#define BS (NB.bs)   /* the store nvme.c's functions take: NB's own */
 
 static void fake_bs(uint16_t oncs, uint8_t dlfeat, bool vwc, bool thin, enum nvme_step unmap)
 {
 	memset(&NB, 0, sizeof(NB));
-	memset(&BS, 0, sizeof(BS));
 	NB.geo = G512;
 	NB.ctrl.oncs = oncs;
 	NB.ctrl.vwc = vwc;
@@ -488,8 +487,7 @@ static void fake_bs(uint16_t oncs, uint8_t dlfeat, bool vwc, bool thin, enum nvm
 	BS.size = 1 << 30;
 	BS.thin = thin;
 	BS.write_cache = true;
-	BS.nvme = &NB;
-	BS.fd = -1;
+	NB.fd = -1;
 }
 
 static struct bs_io io_of(enum backstore_op op, uint64_t off, uint64_t len, void *buf)

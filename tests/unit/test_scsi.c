@@ -1228,13 +1228,13 @@ static void test_read_views(void)
 	c.view_revoke = no_revoke;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	CU_ASSERT_PTR_EQUAL(c.buf, &c.view);
-	CU_ASSERT_EQUAL(b->ram_nviews, 1);
+	CU_ASSERT_EQUAL(bs_ram_nviews(b), 1);
 	CU_ASSERT_EQUAL(c.din_len, 20000);
 	CU_ASSERT_EQUAL(c.resid, (int64_t)20000 - (int64_t)sizeof(w));
 	CU_ASSERT_EQUAL(memcmp(c.buf->data, w, 20000), 0);
 	scsi_cmd_release(&c);
 	CU_ASSERT_PTR_NULL(c.buf);
-	CU_ASSERT_EQUAL(b->ram_nviews, 0);
+	CU_ASSERT_EQUAL(bs_ram_nviews(b), 0);
 	/* 8 KiB: copied. */
 	put_be16(cdb + 7, 16);
 	cmd_init(&c, cdb, 10, 16 * BS, true, false);
@@ -1267,7 +1267,7 @@ static void test_read_views(void)
 	CU_ASSERT_EQUAL(c.buf->data[0], 0xc3);
 	CU_ASSERT_EQUAL(c.buf->data[BS], (uint8_t)(BS * 7));
 	scsi_cmd_release(&c);
-	CU_ASSERT_EQUAL(b->ram_nviews, 0);
+	CU_ASSERT_EQUAL(bs_ram_nviews(b), 0);
 
 	scsi_lu_destroy(LU);
 	backstore_close(b);
