@@ -566,12 +566,12 @@ static void fail_queues(struct rdma_conn *c)
 	c->wrq_tail = NULL;
 }
 
-/* The upper layer hears of the close once every posted WR has flushed. */
+/* The upper layer hears of the close once every posted WR has flushed and no disconnect is held. */
 static void maybe_finish(struct rdma_conn *c)
 {
-	if (c->xc.state != XP_CLOSING || c->in_poll || c->disconnect_held)
+	if (c->xc.state != XP_CLOSING || c->in_poll || c->port_timer)
 		return;
-	if (c->wrs_out && c->qp_ready)
+	if (c->wrs_out && c->st >= ISER_QP_READY)
 		return;
 	xp_closed_later(&c->xc);
 }
@@ -613,7 +613,7 @@ static void flush_timeout(void *arg)
 		free(w);
 	}
 	c->wrs_out = 0;
-	if (!c->disconnect_held)
+	if (!c->port_timer)
 		xp_closed_now(&c->xc);
 }
 
@@ -627,19 +627,20 @@ static void disconnect_when_port_up(void *arg)
 {
 	struct rdma_conn *c = arg;
 	c->port_timer = NULL;
-	if (!c->disconnected && !xp_stopping() && !port_active(c) &&
+	if (c->st != ISER_DISCONNECTED && !xp_stopping() && !port_active(c) &&
 	    reactor_now_ns() - c->port_down_since_ns < (uint64_t)RDMA_PORT_WAIT_MS * 1000000ull) {
-		if (!c->port_down_seen)
+		if (c->st != ISER_PORT_DOWN)
 			log_limited(LOG_INFO, "%s: port %u of %s is down: the connection's disconnect waits for it "
 				    "(at most %d s)", c->xc.peer, c->id->port_num,
 				    ibv_get_device_name(c->id->verbs->device), RDMA_PORT_WAIT_MS / 1000);
-		c->port_down_seen = true;
+		c->st = ISER_PORT_DOWN;
 		if ((c->port_timer = reactor_timer_add(c->xc.reactor, RDMA_PORT_POLL_MS, disconnect_when_port_up, c)))
 			return;
 	}
-	c->disconnect_held = false;
-	if (!c->disconnected)
+	if (c->st != ISER_DISCONNECTED) {
 		rdma_disconnect(c->id);
+		c->st = ISER_DISCONNECTED;
+	}
 	if (c->forced)
 		xp_closed_now(&c->xc);
 	else
@@ -677,9 +678,10 @@ static void hold_disconnect(struct rdma_conn *c)
 				      : NULL;
 	if (!c->port_timer) {
 		rdma_disconnect(c->id);
+		c->st = ISER_DISCONNECTED;
 		return;
 	}
-	c->disconnect_held = true;
+	c->st = ISER_DISCONNECT_HELD;
 }
 
 static void rdma_close(struct xp_conn *xc)
@@ -691,18 +693,20 @@ static void rdma_close(struct xp_conn *xc)
 		reactor_timer_cancel(c->xc.reactor, c->gap_timer);
 	c->gap_timer = NULL;
 	fail_queues(c);
-	if (c->qp_ready) {
+	if (c->st >= ISER_QP_READY) {
 		/* Moving the QP to error flushes every posted WR through the CQ. */
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 		ibv_modify_qp(c->id->qp, &a, IBV_QP_STATE);
 		if (c->xc.reactor)
 			c->flush_timer = reactor_timer_add(c->xc.reactor, RDMA_FLUSH_WAIT_MS, flush_timeout, c);
 	}
-	if (c->established && !c->disconnected) {
-		if (!xp_stopping() && cm_sends_on_qp1(c) && (c->xc.err || !port_active(c)))
+	if (c->st == ISER_ESTABLISHED) {
+		if (!xp_stopping() && cm_sends_on_qp1(c) && (c->xc.err || !port_active(c))) {
 			hold_disconnect(c);
-		else
+		} else {
 			rdma_disconnect(c->id);
+			c->st = ISER_DISCONNECTED;
+		}
 	}
 	maybe_finish(c);
 }

@@ -48,7 +48,8 @@ static void on_conn_event(void *arg, uint32_t events)
 		}
 		switch (type) {
 		case RDMA_CM_EVENT_ESTABLISHED:
-			c->established = true;
+			if (c->st == ISER_QP_READY)
+				c->st = ISER_ESTABLISHED;
 			log_debug("%s: iSER connection established", c->xc.peer);
 			break;
 		case RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -61,7 +62,8 @@ static void on_conn_event(void *arg, uint32_t events)
 		case RDMA_CM_EVENT_CONNECT_ERROR:
 		case RDMA_CM_EVENT_UNREACHABLE:
 		case RDMA_CM_EVENT_REJECTED:
-			c->disconnected = true;
+			if (c->st >= ISER_ESTABLISHED)
+				c->st = ISER_DISCONNECTED;
 			iser_conn_fail(c, -ECONNRESET);
 			break;
 		default:
@@ -145,7 +147,7 @@ static int setup_qp(struct rdma_conn *c, struct reactor *r, unsigned srq_depth)
 	 * signaled, and the buffer is held until the response Send completes.
 	 */
 	c->signal_writes = c->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
-	c->qp_ready = true;
+	c->st = ISER_QP_READY;
 	/* mmap, not malloc: these go back to the system when the connection ends. */
 	c->tx_mem = iser_slots_alloc((size_t)RDMA_QUEUE * RDMA_TX_SLOT);
 	if (!c->tx_mem || !(c->tx_mr = ibv_reg_mr(c->dev->pd, c->tx_mem, (size_t)RDMA_QUEUE * RDMA_TX_SLOT, 0)))
@@ -202,7 +204,6 @@ static void accept_on_reactor(void *arg)
 	if (rc) {
 		log_limited(LOG_WARN, "%s: cannot accept iSER connection: %s", c->xc.peer, strerror(-rc));
 		rdma_reject(c->id, NULL, 0);
-		c->qp_ready = false;
 		if (lp.dropped)
 			lp.dropped(lp.arg, &c->xc);
 		iser_destroy(&c->xc);
@@ -254,7 +255,8 @@ static void on_listen_event(void *arg, uint32_t events)
 		c->id = id;
 		c->xc.ops = &iser_transport;
 		c->xc.free = iser_conn_free;
-		c->xc.state = XP_UP;   /* accepted: the CM's ESTABLISHED follows (c->established) */
+		c->xc.state = XP_UP;   /* accepted: the CM's ESTABLISHED follows (ISER_ESTABLISHED) */
+		c->st = ISER_ACCEPTING;
 		c->xc.max_ctrl_data = ISER_INITIATOR_RX_SIZE - ISER_HDR_LEN - PDU_BHS_LEN;
 		netaddr_format(rdma_get_peer_addr(id), c->xc.peer, sizeof(c->xc.peer), c->xc.peer_ip,
 			       sizeof(c->xc.peer_ip), NULL);
@@ -371,10 +373,24 @@ void iser_unlisten(struct xp_listener *l)
 
 /* ---- active side (initiator) ------------------------------------------ */
 
+/* The step rdma_cm is at while connecting (XP_CONNECTING), as a failure names it. */
+static const char *connect_step_name(enum iser_state st)
+{
+	switch (st) {
+	case ISER_ADDR_RESOLVING:
+		return "address resolution";
+	case ISER_ROUTE_RESOLVING:
+		return "route resolution";
+	default:
+		return "connect";
+	}
+}
+
 static void connect_failed(struct xp_conn *xc, int rc, const char *why)
 {
 	struct rdma_conn *c = (struct rdma_conn *)xc;
-	snprintf(c->xc.why, sizeof(c->xc.why), "iSER connection to %s: %s: %.150s", c->xc.peer, c->cstep, why);
+	snprintf(c->xc.why, sizeof(c->xc.why), "iSER connection to %s: %s: %.150s", c->xc.peer,
+		 connect_step_name(c->st), why);
 	iser_conn_fail(c, rc);
 }
 
@@ -432,12 +448,12 @@ static void connect_step(struct rdma_conn *c, enum rdma_cm_event_type type, int 
 {
 	switch (type) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		c->cstep = "route resolution";
+		c->st = ISER_ROUTE_RESOLVING;
 		if (rdma_resolve_route(c->id, 2000))
 			connect_call_failed(c, "rdma_resolve_route");
 		return;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-		c->cstep = "connect";
+		c->st = ISER_ROUTE_RESOLVED;
 		uint64_t since = reactor_now_ns() - atomic_load(&iser_iwarp_destroyed_ns);
 		uint64_t gap = (uint64_t)IWARP_RECONNECT_GAP_MS * 1000000ull;
 		if (since < gap && (c->gap_timer = reactor_timer_add(c->xc.reactor, (gap - since) / 1000000 + 1,
@@ -448,7 +464,7 @@ static void connect_step(struct rdma_conn *c, enum rdma_cm_event_type type, int 
 	}
 	case RDMA_CM_EVENT_ESTABLISHED:
 		c->xc.state = XP_UP;
-		c->established = true;
+		c->st = ISER_ESTABLISHED;
 		xp_connect_timer_stop(&c->xc);
 		netaddr_format(rdma_get_peer_addr(c->id), c->xc.peer, sizeof(c->xc.peer), c->xc.peer_ip,
 			       sizeof(c->xc.peer_ip), NULL);
@@ -522,7 +538,7 @@ int iser_connect(const char *host, uint16_t port, struct reactor *r, unsigned ti
 		snprintf(err, errlen, "iSER connection to %s: rdma_create_id: %s", c->xc.peer, strerror(errno));
 		goto fail;
 	}
-	c->cstep = "address resolution";
+	c->st = ISER_ADDR_RESOLVING;
 	if (rdma_resolve_addr(c->id, NULL, ai->ai_addr, 2000)) {
 		rc = errno == ENODEV || errno == EADDRNOTAVAIL ? -EHOSTUNREACH : -errno;
 		snprintf(err, errlen, "iSER connection to %s: %s", c->xc.peer,

@@ -100,8 +100,33 @@ struct wr_ctx {
 	struct ibv_sge sge;
 };
 
+/*
+ * What rdma_cm and the QP have reached (rdma_conn.st), beside the shared
+ * lifecycle in xc.state (connecting, up, closing, closed).  It only moves
+ * forward, one way per side:
+ *   active:  ADDR_RESOLVING -> ROUTE_RESOLVING -> ROUTE_RESOLVED -> QP_READY
+ *   passive: ACCEPTING -> QP_READY
+ *   then:    QP_READY -> ESTABLISHED -> (closed, the port down:
+ *            DISCONNECT_HELD -> PORT_DOWN ->) DISCONNECTED
+ * The order is read: from QP_READY on there is a QP whose posted WRs a close
+ * flushes through the CQ.  Only an established connection is owed a DREQ,
+ * so the CM's end of one before ESTABLISHED leaves st where it is.
+ */
+enum iser_state {
+	ISER_ADDR_RESOLVING,      /* active: rdma_resolve_addr() asked */
+	ISER_ROUTE_RESOLVING,     /* active: rdma_resolve_route() asked */
+	ISER_ROUTE_RESOLVED,      /* active: the iWARP gap, then the QP and rdma_connect() */
+	ISER_ACCEPTING,           /* passive: taken from the listener, its QP not made yet */
+	ISER_QP_READY,            /* QP made (active: rdma_connect() follows; passive: rdma_accept()) */
+	ISER_ESTABLISHED,         /* the CM's ESTABLISHED: a close disconnects */
+	ISER_DISCONNECT_HELD,     /* closed: our DREQ waits for the port (hold_disconnect() in rdma.c) */
+	ISER_PORT_DOWN,           /* the same, the port seen down and said so (once) */
+	ISER_DISCONNECTED,        /* our DREQ sent, or the CM's disconnect or error heard */
+};
+
 struct rdma_conn {
 	struct xp_conn xc;
+	enum iser_state st;
 	struct rdma_cm_id *id;
 	struct rdma_event_channel *ch;
 	struct ibv_comp_channel *cc;
@@ -123,7 +148,7 @@ struct rdma_conn {
 	uint32_t max_inline;                     /* granted at QP creation: Sends this long go inline */
 	uint32_t ord, reads_out;                 /* RDMA READs we may have in flight */
 	uint32_t wrs_out;                        /* posted, not yet completed (incl. recvs) */
-	bool qp_ready, established, disconnected, in_poll;   /* closing, closed: c->xc.state */
+	bool in_poll;                            /* inside poll_cq(): WRs wait for its end */
 	bool post_scheduled;                     /* post_flush() queued: WRs wait for one ibv_post_send */
 	bool signal_writes;                      /* iWARP: see setup_qp */
 	bool active;                             /* we connected (initiator side) */
@@ -131,12 +156,15 @@ struct rdma_conn {
 	struct reactor_poller *poller;           /* busy/adaptive reactors poll the CQ */
 	struct wr_ctx *fly;                      /* signaled READs/WRITEs not yet completed */
 	struct reactor_timer *flush_timer;       /* close: give up waiting for flushes */
-	bool forced;                             /* torn down without every flush: CQ not read */
-	bool disconnect_held, port_down_seen;    /* see hold_disconnect() */
-	struct reactor_timer *port_timer;        /* checking whether the port is back */
+	/*
+	 * Torn down without every flush: CQ not read.  Not a state of st: the
+	 * flush ends on its own clock, whatever the disconnect is at (a held
+	 * one outlasts RDMA_FLUSH_WAIT_MS).
+	 */
+	bool forced;
+	/* Set while a held disconnect waits (see hold_disconnect()): the close waits with it. */
+	struct reactor_timer *port_timer;
 	uint64_t port_down_since_ns;
-	/* active side, while connecting (XP_CONNECTING): the step rdma_cm is at */
-	const char *cstep;
 	struct reactor_timer *gap_timer;         /* waiting out IWARP_RECONNECT_GAP_MS */
 };
 

@@ -185,7 +185,16 @@ static void warn_exposed_secrets(void)
 		 (m & 0004) && (m & 0040) ? "group and others" : (m & 0004) ? "others" : "its group");
 }
 
-int main(int argc, char **argv)
+/* The command line, as main() acts on it. */
+struct args {
+	const char *config_path, *admin_socket, *metrics, *state_dir;
+	const char *portals[64];
+	unsigned nportals, nr;
+	bool check, print, secrets, core_dumps;
+};
+
+/* -1: go on; else the exit status (0 after --help, 2 for a command line refused, as said on stderr). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' }, { "portal", required_argument, NULL, 'p' },
@@ -196,22 +205,18 @@ int main(int argc, char **argv)
 		{ "core-dumps", no_argument, NULL, 'D' },     { "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 	};
-	const char *config_path = NULL, *admin_socket = NULL, *metrics = NULL, *state_dir = NULL;
-	const char *portals[64];
-	unsigned nportals = 0, nr = 0;
-	bool check = false, print = false, secrets = false, core_dumps = false;
 	int o;
 	while ((o = getopt_long(argc, argv, "c:p:r:a:dh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c':
-			config_path = optarg;
+			a->config_path = optarg;
 			break;
 		case 'p':
-			if (nportals == 64) {
+			if (a->nportals == 64) {
 				fprintf(stderr, "isertd: at most 64 --portal options\n");
 				return 2;
 			}
-			portals[nportals++] = optarg;
+			a->portals[a->nportals++] = optarg;
 			break;
 		case 'r': {
 			char *end;
@@ -220,14 +225,14 @@ int main(int argc, char **argv)
 				fprintf(stderr, "isertd: --reactors: expected 1-256, got '%s'\n", optarg);
 				return 2;
 			}
-			nr = (unsigned)v;
+			a->nr = (unsigned)v;
 			break;
 		}
 		case 'a':
-			admin_socket = optarg;
+			a->admin_socket = optarg;
 			break;
 		case 'M':
-			metrics = optarg;
+			a->metrics = optarg;
 			break;
 		case 'S':
 			if (!config_valid_state_dir(optarg)) {
@@ -235,19 +240,19 @@ int main(int argc, char **argv)
 						"or none, got '%s'\n", optarg);
 				return 2;
 			}
-			state_dir = optarg;
+			a->state_dir = optarg;
 			break;
 		case 'C':
-			check = true;
+			a->check = true;
 			break;
 		case 'P':
-			print = true;
+			a->print = true;
 			break;
 		case 'X':
-			secrets = true;
+			a->secrets = true;
 			break;
 		case 'D':
-			core_dumps = true;
+			a->core_dumps = true;
 			break;
 		case 'd':
 			log_threshold = LOG_DEBUG;
@@ -264,73 +269,92 @@ int main(int argc, char **argv)
 		fprintf(stderr, "isertd: unexpected argument '%s' (try --help)\n", argv[optind]);
 		return 2;
 	}
-	if (secrets && !print) {
+	if (a->secrets && !a->print) {
 		fprintf(stderr, "isertd: --show-secrets goes with --print-config\n");
 		return 2;
 	}
-	if (!core_dumps && not_dumpable())
-		return 1;
+	return -1;
+}
+
+/*
+ * cfg: the file (or the embedded default) with what the command line puts
+ * in its place.  -1: loaded; else the exit status (1, 2), said on stderr.
+ */
+static int load_config(const struct args *a)
+{
 	char err[512] = "";
-	int rc = config_path ? config_load_file(config_path, &cfg, err, sizeof(err))
-			     : config_load_string(config_default_json, "<embedded default>", &cfg, err, sizeof(err));
+	int rc = a->config_path ? config_load_file(a->config_path, &cfg, err, sizeof(err))
+				: config_load_string(config_default_json, "<embedded default>", &cfg, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "isertd: %s\n", err);
 		return 1;
 	}
-	if (nportals) {
-		rc = config_set_portals(cfg, portals, nportals, false, err, sizeof(err));
+	if (a->nportals) {
+		rc = config_set_portals(cfg, a->portals, a->nportals, false, err, sizeof(err));
 		if (rc) {
 			fprintf(stderr, "isertd: --portal: %s\n", err);
 			config_free(cfg);
 			return 2;
 		}
 	}
-	if (metrics) {
+	if (a->metrics) {
 		/* as global.metrics, so --check and --print-config show it and a reload keeps it */
 		char *host = NULL;
 		uint16_t port;
-		if (*metrics && config_parse_metrics(metrics, &host, &port)) {
-			fprintf(stderr, "isertd: --metrics: expected HOST:PORT or PORT, got '%s'\n", metrics);
+		if (*a->metrics && config_parse_metrics(a->metrics, &host, &port)) {
+			fprintf(stderr, "isertd: --metrics: expected HOST:PORT or PORT, got '%s'\n", a->metrics);
 			config_free(cfg);
 			return 2;
 		}
 		free(host);
 		free(cfg->metrics);
-		cfg->metrics = *metrics ? strdup(metrics) : NULL;
+		cfg->metrics = *a->metrics ? strdup(a->metrics) : NULL;
 	}
-	if (state_dir) {
+	if (a->state_dir) {
 		/* as global.state_dir, so --print-config shows it */
 		free(cfg->state_dir);
-		cfg->state_dir = strdup(state_dir);
+		cfg->state_dir = strdup(a->state_dir);
 		if (!cfg->state_dir) {
 			fprintf(stderr, "isertd: out of memory\n");
 			config_free(cfg);
 			return 1;
 		}
 	}
-	if (check || print) {
-		if (print) {
-			json_object *j = config_to_obj(cfg);
-			if (j && !secrets)
-				config_redact(j);
-			if (j)
-				puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-									       JSON_C_TO_STRING_NOSLASHESCAPE));
-			json_object_put(j);
-		} else {
-			printf("%s: configuration is valid\n", cfg->origin);
-		}
-		config_free(cfg);
-		return 0;
+	return -1;
+}
+
+/* --check, --print-config: say so, or print cfg (secrets masked unless asked), and let it go. */
+static void check_or_print(bool print, bool secrets)
+{
+	if (print) {
+		json_object *j = config_to_obj(cfg);
+		if (j && !secrets)
+			config_redact(j);
+		if (j)
+			puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+								       JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(j);
+	} else {
+		printf("%s: configuration is valid\n", cfg->origin);
 	}
-	warn_exposed_secrets();
-	raise_fd_limit();
+	config_free(cfg);
+}
+
+/* -r, else the configuration's reactors, else one per core. */
+static unsigned reactor_count(unsigned nr)
+{
 	if (!nr)
 		nr = cfg->reactors;
 	if (!nr) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		nr = n > 0 ? (unsigned)n : 1;
 	}
+	return nr;
+}
+
+/* SIGINT, SIGTERM and SIGHUP blocked (the reactor threads inherit it) and read from a signalfd, returned. */
+static int signals_to_fd(void)
+{
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -338,32 +362,73 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by the reactor threads */
 	signal(SIGPIPE, SIG_IGN);
-	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* The nr reactors in reactors[] (nreactors counts them).  0 or -EIO, said on stderr. */
+static int reactors_create(unsigned nr)
+{
+	for (unsigned i = 0; i < nr; i++) {
+		reactors[i] = reactor_create((int)i, cfg->poll_mode);
+		if (!reactors[i]) {
+			fprintf(stderr, "isertd: cannot create reactor %u\n", i);
+			return -EIO;
+		}
+		reactor_set_spin_us(reactors[i], cfg->adaptive_spin_us);
+		nreactors++;
+	}
+	return 0;
+}
+
+/* Reactor 0 on this thread, the others on threads of their own, until stop_tick() stops them. */
+static void reactors_run(unsigned nr)
+{
+	pthread_t *th = calloc(nr, sizeof(*th));
+	for (unsigned i = 1; i < nr; i++)
+		pthread_create(&th[i], NULL, reactor_thread, reactors[i]);
+	reactor_run(reactors[0]);
+	for (unsigned i = 1; i < nr; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { 0 };
+	int rc = parse_args(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	if (!a.core_dumps && not_dumpable())
+		return 1;
+	if ((rc = load_config(&a)) >= 0)
+		return rc;
+	if (a.check || a.print) {
+		check_or_print(a.print, a.secrets);
+		return 0;
+	}
+	warn_exposed_secrets();
+	raise_fd_limit();
+	unsigned nr = reactor_count(a.nr);
+	int sfd = signals_to_fd();
 	reactors = calloc(nr, sizeof(*reactors));
 	if (!reactors || sfd < 0) {
 		fprintf(stderr, "isertd: out of resources\n");
 		return 1;
 	}
-	for (unsigned i = 0; i < nr; i++) {
-		reactors[i] = reactor_create((int)i, cfg->poll_mode);
-		if (!reactors[i]) {
-			fprintf(stderr, "isertd: cannot create reactor %u\n", i);
-			return 1;
-		}
-		reactor_set_spin_us(reactors[i], cfg->adaptive_spin_us);
-		nreactors++;
-	}
+	if (reactors_create(nr))
+		return 1;
 	/* The running target takes cfg: once the admin socket runs, a change may replace it. */
 	char status[160];
 	snprintf(status, sizeof(status), "serving %.100s with %u reactor%s", cfg->origin, nr, nr > 1 ? "s" : "");
 	unsigned max_connections = cfg->max_connections;
+	char err[512] = "";
 	rc = iscsi_start(cfg, reactors, nr, err, sizeof(err));
 	if (!rc)
 		rc = metrics_start(cfg->metrics, err, sizeof(err));
 	if (!rc)
 		isns_configure(cfg); /* before the admin socket: a change there may replace cfg */
 	if (!rc)
-		rc = rpc_start(cfg, admin_socket, config_path, err, sizeof(err));
+		rc = rpc_start(cfg, a.admin_socket, a.config_path, err, sizeof(err));
 	cfg = NULL;
 	if (rc) {
 		fprintf(stderr, "isertd: %s\n", err);
@@ -378,13 +443,7 @@ int main(int argc, char **argv)
 	check_fd_budget(max_connections);
 	log_info("isertd %s", status);
 	notify_ready(status);
-	pthread_t *th = calloc(nr, sizeof(*th));
-	for (unsigned i = 1; i < nr; i++)
-		pthread_create(&th[i], NULL, reactor_thread, reactors[i]);
-	reactor_run(reactors[0]);
-	for (unsigned i = 1; i < nr; i++)
-		pthread_join(th[i], NULL);
-	free(th);
+	reactors_run(nr);
 	metrics_stop(); /* before iscsi_free: a scrape may still be inside stats_collect() */
 	rpc_stop();
 	isns_stop();

@@ -880,13 +880,13 @@ static int daemonize(void)
 	return 0;
 }
 
-int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options *o, const struct map_opts *mo)
+/* The device as the URLs and options describe it: nothing probed or opened yet. */
+static struct map_dev *map_dev_new(const struct isc_url *urls, unsigned nurls, const struct isc_options *o,
+				   const struct map_opts *mo)
 {
-	if (!nurls || nurls > MAP_MAX_PATHS)
-		return -EINVAL;
 	struct map_dev *d = calloc(1, sizeof(*d));
 	if (!d)
-		return -ENOMEM;
+		return NULL;
 	d->npaths = nurls;
 	for (unsigned i = 0; i < nurls; i++) {
 		const struct isc_url *u = &urls[i];
@@ -907,29 +907,28 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 		d->o.nop_interval_s = 5; /* notice a dead target without waiting for I/O */
 		d->o.nop_timeout_s = 5;
 	}
+	return d;
+}
+
+/* SIGINT/SIGTERM/SIGHUP are taken by sigtimedwait in serve() (the threads inherit the mask). */
+static void block_stop_signals(sigset_t *ss)
+{
+	sigemptyset(ss);
+	sigaddset(ss, SIGINT);
+	sigaddset(ss, SIGTERM);
+	sigaddset(ss, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, ss, NULL);
+}
+
+/* Log in on each path once and read its LU (d->li); several URLs must reach one LU.  0 or -errno. */
+static int probe_paths(struct map_dev *d, const struct isc_url *urls)
+{
 	int rc;
-	struct ublk_ctrl c = { .fd = -1 };
-	if (mo->daemon && (rc = daemonize()) < 0) {
-		fprintf(stderr, "iseradm map: cannot detach: %s\n", strerror(-rc));
-		free(d);
-		return rc;
-	}
-
-	/* SIGINT/SIGTERM/SIGHUP are taken by sigtimedwait below (the threads inherit the mask). */
-	sigset_t ss;
-	sigemptyset(&ss);
-	sigaddset(&ss, SIGINT);
-	sigaddset(&ss, SIGTERM);
-	sigaddset(&ss, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &ss, NULL);
-
-	for (unsigned i = 0; i < nurls; i++) {
+	for (unsigned i = 0; i < d->npaths; i++) {
 		struct lun_info li = { 0 };
 		struct isc_session *ps = isc_session_new(&d->o);
-		if (!ps) {
-			rc = -errno;
-			goto out;
-		}
+		if (!ps)
+			return -errno;
 		rc = isc_connect_url_sync(ps, &urls[i]);
 		if (!rc)
 			rc = probe_lun(ps, urls[i].lun, &li);
@@ -937,7 +936,7 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 			if (rc != -EINVAL) /* probe_lun() said what it refuses */
 				fprintf(stderr, "iseradm map: %s: %s\n", d->paths[i].url, isc_errmsg(ps));
 			isc_session_free(ps);
-			goto out;
+			return rc;
 		}
 		isc_logout_sync(ps);
 		isc_session_free(ps);
@@ -947,70 +946,61 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 			fprintf(stderr, "iseradm map: %s is not the LU of %s (VPD 83h '%s' vs '%s', %" PRIu64 " vs %"
 				PRIu64 " blocks of %u vs %u bytes)\n", d->paths[i].url, d->paths[0].url, li.id, d->li.id,
 				li.blocks, d->li.blocks, li.block_size, d->li.block_size);
-			rc = -EINVAL;
-			goto out;
+			return -EINVAL;
 		}
 		if (!i)
 			d->li = li;
 		else
 			d->li.read_only |= li.read_only;
 	}
+	return 0;
+}
 
-	d->max_io = mo->max_io_kib << 10;
+/* The largest I/O: what was asked, within the LU's maximum transfer, at least a page. */
+static void set_max_io(struct map_dev *d)
+{
+	d->max_io = d->mo.max_io_kib << 10;
 	if (d->li.max_xfer_blocks && (uint64_t)d->li.max_xfer_blocks * d->li.block_size < d->max_io)
 		d->max_io = d->li.max_xfer_blocks * d->li.block_size;
 	if (d->max_io < 4096)
 		d->max_io = 4096;
+}
 
-	rc = ublk_ctrl_open(&c);
-	if (rc) {
-		fprintf(stderr, "iseradm map: %s: %s%s\n", UBLK_CONTROL, strerror(-rc),
-			rc == -ENOENT ? " (load the ublk_drv module: modprobe ublk_drv)" : "");
-		goto out;
+/* A new ublk device with the LU's parameters; one added but not set up is removed again.  0 or -errno. */
+static int dev_add(struct ublk_ctrl *c, struct map_dev *d, const struct map_opts *mo)
+{
+	struct ublksrv_ctrl_dev_info info = {
+		.nr_hw_queues = (uint16_t)mo->queues,
+		.queue_depth = (uint16_t)mo->depth,
+		.max_io_buf_bytes = d->max_io,
+		.dev_id = UBLK_DEV_NEW,
+		.ublksrv_pid = getpid(),
+		/* Re-issued after recovery: requests the dead server had taken (SCSI writes repeat safely). */
+		.flags = mo->recoverable ? UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE : 0,
+	};
+	int rc = ublk_ctrl_cmd(c, UBLK_CMD_ADD_DEV, UBLK_DEV_NEW, &info, sizeof(info), 0);
+	if (rc < 0) {
+		fprintf(stderr, "iseradm map: adding a ublk device (%u queues of depth %u): %s%s\n",
+			mo->queues, mo->depth, strerror(-rc),
+			rc == -EINVAL ? " (--queues at most the number of CPUs)" : "");
+		return rc;
 	}
-	bool recover = mo->recover_id >= 0;
-	if (recover) {
-		rc = recover_start(&c, d);
-		if (rc < 0)
-			goto out;
-	} else {
-		struct ublksrv_ctrl_dev_info info = {
-			.nr_hw_queues = (uint16_t)mo->queues,
-			.queue_depth = (uint16_t)mo->depth,
-			.max_io_buf_bytes = d->max_io,
-			.dev_id = UBLK_DEV_NEW,
-			.ublksrv_pid = getpid(),
-			/* Re-issued after recovery: requests the dead server had taken (SCSI writes repeat safely). */
-			.flags = mo->recoverable ? UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE : 0,
-		};
-		rc = ublk_ctrl_cmd(&c, UBLK_CMD_ADD_DEV, UBLK_DEV_NEW, &info, sizeof(info), 0);
-		if (rc < 0) {
-			fprintf(stderr, "iseradm map: adding a ublk device (%u queues of depth %u): %s%s\n",
-				mo->queues, mo->depth, strerror(-rc),
-				rc == -EINVAL ? " (--queues at most the number of CPUs)" : "");
-			goto out;
-		}
-		d->dev_id = info.dev_id;
-		rc = set_params(&c, d);
-		if (rc < 0) {
-			fprintf(stderr, "iseradm map: setting the device's parameters: %s\n", strerror(-rc));
-			goto out_del;
-		}
+	d->dev_id = info.dev_id;
+	rc = set_params(c, d);
+	if (rc < 0) {
+		fprintf(stderr, "iseradm map: setting the device's parameters: %s\n", strerror(-rc));
+		remove_dev(c, d->dev_id);
 	}
-	d->cdev = open_cdev(d->dev_id);
-	if (d->cdev < 0) {
-		rc = d->cdev;
-		fprintf(stderr, "iseradm map: /dev/ublkc%u: %s\n", d->dev_id, strerror(-rc));
-		goto out_del;
-	}
+	return rc;
+}
 
-	d->qs = calloc(d->mo.queues, sizeof(*d->qs));
-	if (!d->qs) {
-		rc = -ENOMEM;
-		goto out_del;
-	}
-	unsigned started = 0;
-	rc = 0;
+/*
+ * A thread per queue (d->qs allocated), each then waited for until it has
+ * its ring or failed; *started says how many run.  0 or the first -errno.
+ */
+static int queues_start(struct map_dev *d, unsigned *started)
+{
+	int rc = 0;
 	for (unsigned i = 0; i < d->mo.queues; i++) {
 		struct queue *q = &d->qs[i];
 		q->d = d;
@@ -1024,9 +1014,9 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 			rc = -EAGAIN;
 			break;
 		}
-		started++;
+		(*started)++;
 	}
-	for (unsigned i = 0; i < started; i++) {
+	for (unsigned i = 0; i < *started; i++) {
 		struct queue *q = &d->qs[i];
 		pthread_mutex_lock(&q->lock);
 		while (!q->ready)
@@ -1037,39 +1027,36 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 			fprintf(stderr, "iseradm map: queue %u: %s\n", i, q->errmsg);
 		}
 	}
-	if (!rc) {
-		/* Waits until every queue has fetched all its tags. */
-		rc = ublk_ctrl_cmd(&c, recover ? UBLK_CMD_END_USER_RECOVERY : UBLK_CMD_START_DEV, d->dev_id, NULL, 0,
-				   (uint64_t)getpid());
-		if (rc < 0)
-			fprintf(stderr, "iseradm map: %s /dev/ublkb%u: %s\n", recover ? "recovering" : "starting",
-				d->dev_id, strerror(-rc));
-	}
-	if (rc < 0) {
-		atomic_store(&d->stopping, true);
-		atomic_store(&d->dev_stopped, true);
-		wake_queues(d);
-		for (unsigned i = 0; i < started; i++)
-			pthread_join(d->qs[i].thread, NULL);
-		if (recover)
-			goto out; /* the device stays for another try, or for unmap */
-		goto out_del;
-	}
+	return rc;
+}
 
+/* The started queue threads told to stop at once and joined (the device did not start). */
+static void queues_abort(struct map_dev *d, unsigned started)
+{
+	atomic_store(&d->stopping, true);
+	atomic_store(&d->dev_stopped, true);
+	wake_queues(d);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(d->qs[i].thread, NULL);
+}
+
+/* The device is up: its state file written, its name (or JSON) said to the user or the waiting parent. */
+static void announce(struct map_dev *d)
+{
 	int mk = mkdirs();
 	if (mk)
 		fprintf(stderr, "iseradm map: %s: %s (iseradm maps will not list the device)\n", MAP_STATE_DIR,
 			strerror(-mk));
 	state_write(d);
 	char line[200];
-	if (mo->json) {
+	if (d->mo.json) {
 		json_object *jo = map_json(d);
 		snprintf(line, sizeof(line), "%s", json_object_to_json_string_ext(jo, JSON_C_TO_STRING_PLAIN));
 		json_object_put(jo);
 	} else {
 		snprintf(line, sizeof(line), "/dev/ublkb%u", d->dev_id);
 	}
-	if (mo->daemon) {
+	if (d->mo.daemon) {
 		report(0, line);
 		int null = open("/dev/null", O_RDWR);
 		if (null >= 0) {
@@ -1082,12 +1069,15 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 		printf("%s\n", line);
 		fflush(stdout);
 	}
+}
 
-	/* Until told to stop (or the device is removed under us): keep the state file current. */
+/* Until told to stop (or the device is removed under us): keep the state file current. */
+static void serve(struct map_dev *d, const sigset_t *ss)
+{
 	struct timespec tick = { .tv_sec = 1 };
 	uint64_t last = paths_digest(d);
 	while (atomic_load(&d->running) == d->mo.queues) {
-		if (sigtimedwait(&ss, NULL, &tick) > 0)
+		if (sigtimedwait(ss, NULL, &tick) > 0)
 			break;
 		uint64_t now = paths_digest(d);
 		if (now != last) {
@@ -1095,14 +1085,93 @@ int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options
 			state_write(d);
 		}
 	}
-	/* The queues serve what is in flight until STOP_DEV returns (it drains the device). */
+}
+
+/* The queues serve what is in flight until STOP_DEV returns (it drains the device), then end. */
+static void dev_stop(struct ublk_ctrl *c, struct map_dev *d)
+{
 	atomic_store(&d->stopping, true);
 	wake_queues(d);
-	ublk_ctrl_cmd(&c, UBLK_CMD_STOP_DEV, d->dev_id, NULL, 0, 0);
+	ublk_ctrl_cmd(c, UBLK_CMD_STOP_DEV, d->dev_id, NULL, 0, 0);
 	atomic_store(&d->dev_stopped, true);
 	wake_queues(d);
 	for (unsigned i = 0; i < d->mo.queues; i++)
 		pthread_join(d->qs[i].thread, NULL);
+}
+
+static void map_dev_free(struct map_dev *d, struct ublk_ctrl *c)
+{
+	if (d->qs)
+		for (unsigned i = 0; i < d->mo.queues; i++)
+			if (d->qs[i].wake_fd > 0)
+				close(d->qs[i].wake_fd);
+	free(d->qs);
+	if (d->cdev >= 0)
+		close(d->cdev);
+	ublk_ctrl_close(c);
+	free(d);
+}
+
+int map_run(const struct isc_url *urls, unsigned nurls, const struct isc_options *o, const struct map_opts *mo)
+{
+	if (!nurls || nurls > MAP_MAX_PATHS)
+		return -EINVAL;
+	struct map_dev *d = map_dev_new(urls, nurls, o, mo);
+	if (!d)
+		return -ENOMEM;
+	int rc;
+	struct ublk_ctrl c = { .fd = -1 };
+	if (mo->daemon && (rc = daemonize()) < 0) {
+		fprintf(stderr, "iseradm map: cannot detach: %s\n", strerror(-rc));
+		free(d);
+		return rc;
+	}
+	sigset_t ss;
+	block_stop_signals(&ss);
+	rc = probe_paths(d, urls);
+	if (rc)
+		goto out;
+	set_max_io(d);
+	rc = ublk_ctrl_open(&c);
+	if (rc) {
+		fprintf(stderr, "iseradm map: %s: %s%s\n", UBLK_CONTROL, strerror(-rc),
+			rc == -ENOENT ? " (load the ublk_drv module: modprobe ublk_drv)" : "");
+		goto out;
+	}
+	bool recover = mo->recover_id >= 0;
+	rc = recover ? recover_start(&c, d) : dev_add(&c, d, mo);
+	if (rc < 0)
+		goto out;
+	d->cdev = open_cdev(d->dev_id);
+	if (d->cdev < 0) {
+		rc = d->cdev;
+		fprintf(stderr, "iseradm map: /dev/ublkc%u: %s\n", d->dev_id, strerror(-rc));
+		goto out_del;
+	}
+	d->qs = calloc(d->mo.queues, sizeof(*d->qs));
+	if (!d->qs) {
+		rc = -ENOMEM;
+		goto out_del;
+	}
+	unsigned started = 0;
+	rc = queues_start(d, &started);
+	if (!rc) {
+		/* Waits until every queue has fetched all its tags. */
+		rc = ublk_ctrl_cmd(&c, recover ? UBLK_CMD_END_USER_RECOVERY : UBLK_CMD_START_DEV, d->dev_id, NULL, 0,
+				   (uint64_t)getpid());
+		if (rc < 0)
+			fprintf(stderr, "iseradm map: %s /dev/ublkb%u: %s\n", recover ? "recovering" : "starting",
+				d->dev_id, strerror(-rc));
+	}
+	if (rc < 0) {
+		queues_abort(d, started);
+		if (recover)
+			goto out; /* the device stays for another try, or for unmap */
+		goto out_del;
+	}
+	announce(d);
+	serve(d, &ss);
+	dev_stop(&c, d);
 	rc = 0;
 out_del:
 	if (d->cdev >= 0)
@@ -1112,15 +1181,7 @@ out_del:
 out:
 	if (rc < 0)
 		report(rc, "");
-	if (d->qs)
-		for (unsigned i = 0; i < d->mo.queues; i++)
-			if (d->qs[i].wake_fd > 0)
-				close(d->qs[i].wake_fd);
-	free(d->qs);
-	if (d->cdev >= 0)
-		close(d->cdev);
-	ublk_ctrl_close(&c);
-	free(d);
+	map_dev_free(d, &c);
 	return rc;
 }
 

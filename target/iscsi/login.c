@@ -459,6 +459,182 @@ void login_rx(struct iscsi_conn *c, struct xp_rx *rx)
 	pthread_rwlock_unlock(&rt_lock);
 }
 
+/* A login PDU's header against the login so far (the first one starts it).  false: the login failed. */
+static bool login_header_ok(struct iscsi_conn *c, const struct pdu_login_req *req)
+{
+	struct login_state *ls = c->login;
+	int csg = PDU_LOGIN_CSG(req->flags), nsg = PDU_LOGIN_NSG(req->flags);
+	bool transit = req->flags & PDU_LOGIN_TRANSIT, cont = req->flags & PDU_LOGIN_CONTINUE;
+	if (!ls->started) {
+		ls->started = true;
+		memcpy(ls->isid, req->isid, 6);
+		ls->tsih = be16toh(req->tsih);
+		ls->itt = be32toh(req->itt);
+		ls->cmdsn = be32toh(req->cmdsn);
+		c->cid = be16toh(req->cid);
+		c->statsn = be32toh(req->exp_statsn);
+		ls->stage = csg;
+		if (req->version_min > 0) {
+			login_fail(c, PDU_LOGIN_UNSUPPORTED_VERSION, "iSCSI version not supported");
+			return false;
+		}
+	} else {
+		ls->itt = be32toh(req->itt);
+		if (memcmp(ls->isid, req->isid, 6) || csg != ls->stage) {
+			login_fail(c, PDU_LOGIN_INITIATOR_ERROR, "ISID or stage changed during login");
+			return false;
+		}
+		if (ls->tpg && (!ls->tpg->cfg || !ls->tpg->cfg->enable)) {
+			login_fail(c, PDU_LOGIN_TARGET_REMOVED, "the portal group was removed or disabled during the login");
+			return false;
+		}
+	}
+	if (transit && cont) {
+		login_fail(c, PDU_LOGIN_INITIATOR_ERROR, "T and C bits both set");
+		return false;
+	}
+	if (csg == 2 || (transit && (nsg == 2 || nsg <= csg))) {
+		login_fail(c, PDU_LOGIN_INITIATOR_ERROR, "invalid stage transition");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The PDU's text added to what came before.  0: the text is whole, parsed
+ * into kv; 1: more is coming (acknowledged); -1: the login failed.
+ */
+static int login_text(struct iscsi_conn *c, const struct xp_rx *rx, int csg, bool cont, struct text_list *kv)
+{
+	struct login_state *ls = c->login;
+	char why[256] = "";
+	if (ls->acc.len + rx->data_len > TEXT_MAX_TOTAL) {
+		login_fail(c, PDU_LOGIN_OUT_OF_RESOURCES, "login text too long");
+		return -1;
+	}
+	if (rx->data_len)
+		text_append(&ls->acc, rx->data, rx->data_len);
+	if (cont) {
+		/* Partial text: acknowledge and wait for the rest. */
+		login_reply(c, (uint8_t)(csg << 2), 0, NULL);
+		return 1;
+	}
+	if (text_parse(ls->acc.data, ls->acc.len, kv, why, sizeof(why))) {
+		login_fail(c, PDU_LOGIN_INITIATOR_ERROR, why);
+		return -1;
+	}
+	ls->acc.len = 0;
+	return 0;
+}
+
+/*
+ * The whole text's keys answered in rsp: who logs in to what (once), the
+ * security stage's, then the operational ones.  0, or -1 with *status and why.
+ */
+static int login_keys(struct iscsi_conn *c, const struct text_list *kv, int csg, struct text_buf *rsp, char *why,
+		      size_t wl, uint16_t *status)
+{
+	struct login_state *ls = c->login;
+	if (!ls->neg_ready && login_identify(c, kv, why, wl, status))
+		return -1;
+	if (ls->tsih) {
+		/* Adding a connection to a session: MaxConnections is 1. */
+		*status = PDU_LOGIN_SESSION_DOES_NOT_EXIST;
+		snprintf(why, wl, "TSIH %u: connections cannot be added to sessions", ls->tsih);
+		return -1;
+	}
+	if (!ls->tpgt_sent && !ls->discovery) {
+		text_addf(rsp, "TargetPortalGroupTag", "%u", ls->tpg->cfg->tag);
+		ls->tpgt_sent = true;
+	}
+	if (csg == PDU_STAGE_SECURITY) {
+		int rc = security_keys(c, kv, rsp, why, wl);
+		if (rc) {
+			*status = rc == -2 ? PDU_LOGIN_TARGET_ERROR : PDU_LOGIN_AUTH_FAILED;
+			return -1;
+		}
+	} else if (ls->chap && ls->auth != AUTH_DONE) {
+		*status = PDU_LOGIN_AUTH_FAILED;
+		snprintf(why, wl, "authentication required, initiator skipped the security stage");
+		return -1;
+	}
+	for (unsigned i = 0; i < kv->count; i++) {
+		const char *k = kv->pairs[i].key;
+		if (is_login_key(k)) {
+			if (!strncmp(k, "CHAP_", 5) && csg != PDU_STAGE_SECURITY) {
+				*status = PDU_LOGIN_INITIATOR_ERROR;
+				snprintf(why, wl, "%s outside the security stage", k);
+				return -1;
+			}
+			continue;
+		}
+		if (neg_respond(&ls->neg, k, kv->pairs[i].value, rsp, why, wl)) {
+			*status = PDU_LOGIN_INITIATOR_ERROR;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Whether the initiator's transit stands (*transit): out of the security
+ * stage only once CHAP passed, or AuthMethod agreed where no CHAP is asked;
+ * authenticated, it may learn where to go.  0, or -1 with *status and why.
+ */
+static int login_transit(struct iscsi_conn *c, int csg, bool *transit, char *why, size_t wl, uint16_t *status)
+{
+	struct login_state *ls = c->login;
+	if (*transit && csg == PDU_STAGE_SECURITY && ls->auth != AUTH_DONE) {
+		if (ls->chap || !ls->auth_method_chosen) {
+			/* Stay in the security stage until CHAP finished (or AuthMethod agreed). */
+			if (ls->chap && ls->auth == AUTH_NONE_YET) {
+				*status = PDU_LOGIN_AUTH_FAILED;
+				snprintf(why, wl, "authentication required, no AuthMethod offered");
+				return -1;
+			}
+			if (!ls->chap)
+				ls->auth = AUTH_DONE;
+			else
+				*transit = false;
+		}
+	}
+	/* Authenticated (transit is kept only once CHAP passed): now it may learn where to go. */
+	if (*transit && csg == PDU_STAGE_SECURITY && ls->chap && ls->tpg && (*status = login_redirect(c, why, wl)))
+		return -1;
+	return 0;
+}
+
+/*
+ * The login's last answer: the session admitted, made and registered, the
+ * reply sent, the connection in full feature.  0, or -1 with *status and why.
+ */
+static int login_to_full_feature(struct iscsi_conn *c, uint8_t flags, struct text_buf *rsp, char *why, size_t wl,
+				 uint16_t *status)
+{
+	if ((*status = admit_session(why, wl)))
+		return -1;
+	struct iscsi_session *s = session_new(c);
+	if (!s) {
+		admit_session_gone();
+		*status = PDU_LOGIN_OUT_OF_RESOURCES;
+		snprintf(why, wl, "out of memory");
+		return -1;
+	}
+	s->counted = true;
+	int rc = session_register(s, why, wl);
+	if (rc) {
+		session_free(s);
+		*status = rc == -EACCES ? PDU_LOGIN_FORBIDDEN : PDU_LOGIN_OUT_OF_RESOURCES;
+		return -1;
+	}
+	c->sess = s;
+	c->login->tsih = s->tsih;
+	login_reply(c, flags, 0, rsp);
+	stats_login(c, 0);
+	enter_full_feature(c);
+	return 0;
+}
+
 static void login_rx_locked(struct iscsi_conn *c, struct xp_rx *rx)
 {
 	const struct pdu_login_req *req = (const void *)rx->bhs;
@@ -471,120 +647,19 @@ static void login_rx_locked(struct iscsi_conn *c, struct xp_rx *rx)
 		text_buf_init(&c->login->acc);
 	}
 	struct login_state *ls = c->login;
-	char why[256] = "";
-	uint16_t status = 0;
 	int csg = PDU_LOGIN_CSG(req->flags), nsg = PDU_LOGIN_NSG(req->flags);
 	bool transit = req->flags & PDU_LOGIN_TRANSIT, cont = req->flags & PDU_LOGIN_CONTINUE;
-
-	if (!ls->started) {
-		ls->started = true;
-		memcpy(ls->isid, req->isid, 6);
-		ls->tsih = be16toh(req->tsih);
-		ls->itt = be32toh(req->itt);
-		ls->cmdsn = be32toh(req->cmdsn);
-		c->cid = be16toh(req->cid);
-		c->statsn = be32toh(req->exp_statsn);
-		ls->stage = csg;
-		if (req->version_min > 0) {
-			login_fail(c, PDU_LOGIN_UNSUPPORTED_VERSION, "iSCSI version not supported");
-			return;
-		}
-	} else {
-		ls->itt = be32toh(req->itt);
-		if (memcmp(ls->isid, req->isid, 6) || csg != ls->stage) {
-			login_fail(c, PDU_LOGIN_INITIATOR_ERROR, "ISID or stage changed during login");
-			return;
-		}
-		if (ls->tpg && (!ls->tpg->cfg || !ls->tpg->cfg->enable)) {
-			login_fail(c, PDU_LOGIN_TARGET_REMOVED, "the portal group was removed or disabled during the login");
-			return;
-		}
-	}
-	if (transit && cont) {
-		login_fail(c, PDU_LOGIN_INITIATOR_ERROR, "T and C bits both set");
-		return;
-	}
-	if (csg == 2 || (transit && (nsg == 2 || nsg <= csg))) {
-		login_fail(c, PDU_LOGIN_INITIATOR_ERROR, "invalid stage transition");
-		return;
-	}
-	if (ls->acc.len + rx->data_len > TEXT_MAX_TOTAL) {
-		login_fail(c, PDU_LOGIN_OUT_OF_RESOURCES, "login text too long");
-		return;
-	}
-	if (rx->data_len)
-		text_append(&ls->acc, rx->data, rx->data_len);
-	if (cont) {
-		/* Partial text: acknowledge and wait for the rest. */
-		login_reply(c, (uint8_t)(csg << 2), 0, NULL);
-		return;
-	}
 	struct text_list kv;
-	if (text_parse(ls->acc.data, ls->acc.len, &kv, why, sizeof(why))) {
-		login_fail(c, PDU_LOGIN_INITIATOR_ERROR, why);
+	if (!login_header_ok(c, req) || login_text(c, rx, csg, cont, &kv))
 		return;
-	}
-	ls->acc.len = 0;
+	char why[256] = "";
+	uint16_t status = 0;
 	struct text_buf rsp;
 	text_buf_init(&rsp);
-	if (!ls->neg_ready && login_identify(c, &kv, why, sizeof(why), &status))
+	if (login_keys(c, &kv, csg, &rsp, why, sizeof(why), &status) ||
+	    login_transit(c, csg, &transit, why, sizeof(why), &status))
 		goto fail;
-	if (ls->tsih) {
-		/* Adding a connection to a session: MaxConnections is 1. */
-		status = PDU_LOGIN_SESSION_DOES_NOT_EXIST;
-		snprintf(why, sizeof(why), "TSIH %u: connections cannot be added to sessions", ls->tsih);
-		goto fail;
-	}
-	if (!ls->tpgt_sent && !ls->discovery) {
-		text_addf(&rsp, "TargetPortalGroupTag", "%u", ls->tpg->cfg->tag);
-		ls->tpgt_sent = true;
-	}
-	if (csg == PDU_STAGE_SECURITY) {
-		int rc = security_keys(c, &kv, &rsp, why, sizeof(why));
-		if (rc) {
-			status = rc == -2 ? PDU_LOGIN_TARGET_ERROR : PDU_LOGIN_AUTH_FAILED;
-			goto fail;
-		}
-	} else if (ls->chap && ls->auth != AUTH_DONE) {
-		status = PDU_LOGIN_AUTH_FAILED;
-		snprintf(why, sizeof(why), "authentication required, initiator skipped the security stage");
-		goto fail;
-	}
-	for (unsigned i = 0; i < kv.count; i++) {
-		const char *k = kv.pairs[i].key;
-		if (is_login_key(k)) {
-			if (!strncmp(k, "CHAP_", 5) && csg != PDU_STAGE_SECURITY) {
-				status = PDU_LOGIN_INITIATOR_ERROR;
-				snprintf(why, sizeof(why), "%s outside the security stage", k);
-				goto fail;
-			}
-			continue;
-		}
-		if (neg_respond(&ls->neg, k, kv.pairs[i].value, &rsp, why, sizeof(why))) {
-			status = PDU_LOGIN_INITIATOR_ERROR;
-			goto fail;
-		}
-	}
 	uint8_t flags = (uint8_t)(csg << 2);
-	if (transit) {
-		if (csg == PDU_STAGE_SECURITY && ls->auth != AUTH_DONE) {
-			if (ls->chap || !ls->auth_method_chosen) {
-				/* Stay in the security stage until CHAP finished (or AuthMethod agreed). */
-				if (ls->chap && ls->auth == AUTH_NONE_YET) {
-					status = PDU_LOGIN_AUTH_FAILED;
-					snprintf(why, sizeof(why), "authentication required, no AuthMethod offered");
-					goto fail;
-				}
-				if (!ls->chap)
-					ls->auth = AUTH_DONE;
-				else
-					transit = false;
-			}
-		}
-	}
-	/* Authenticated (transit is kept only once CHAP passed): now it may learn where to go. */
-	if (transit && csg == PDU_STAGE_SECURITY && ls->chap && ls->tpg && (status = login_redirect(c, why, sizeof(why))))
-		goto fail;
 	if (transit) {
 		flags |= PDU_LOGIN_TRANSIT | (uint8_t)nsg;
 		if (nsg == PDU_STAGE_FULL_FEATURE)
@@ -598,27 +673,8 @@ static void login_rx_locked(struct iscsi_conn *c, struct xp_rx *rx)
 		goto fail;
 	}
 	if (transit && nsg == PDU_STAGE_FULL_FEATURE) {
-		if ((status = admit_session(why, sizeof(why))))
+		if (login_to_full_feature(c, flags, &rsp, why, sizeof(why), &status))
 			goto fail;
-		struct iscsi_session *s = session_new(c);
-		if (!s) {
-			admit_session_gone();
-			status = PDU_LOGIN_OUT_OF_RESOURCES;
-			snprintf(why, sizeof(why), "out of memory");
-			goto fail;
-		}
-		s->counted = true;
-		int rc = session_register(s, why, sizeof(why));
-		if (rc) {
-			session_free(s);
-			status = rc == -EACCES ? PDU_LOGIN_FORBIDDEN : PDU_LOGIN_OUT_OF_RESOURCES;
-			goto fail;
-		}
-		c->sess = s;
-		ls->tsih = s->tsih;
-		login_reply(c, flags, 0, &rsp);
-		stats_login(c, 0);
-		enter_full_feature(c);
 	} else {
 		if (transit)
 			ls->stage = nsg;

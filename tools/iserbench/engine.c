@@ -853,39 +853,41 @@ static int interval_close(struct eng *e, struct ib_result *r, uint64_t t0, uint6
 	return 0;
 }
 
-static int run_one(struct eng *e, const struct ib_run *run, double target, struct ib_result *r, char *err,
-		   size_t errlen)
-{
-	memset(r, 0, sizeof(*r));
-	r->run = run;
-	r->target_rate = target;
-	e->res = r;
-	e->fixed = target > 0;
-	e->rate = target;
-	e->dist = run->distribution;
-	int rc = run_setup(e, run, err, errlen);
-	if (rc)
-		return rc;
+/* A run's reporting intervals: their length, how many, and the length in ns. */
+struct run_plan {
+	double interval;
+	unsigned nint;
+	uint64_t iv_ns;
+};
 
-	double interval = run->interval > 0 ? run->interval : 1;
+static struct run_plan plan_of(const struct ib_run *run)
+{
+	struct run_plan p;
+	p.interval = run->interval > 0 ? run->interval : 1;
 	double total = run->elapsed > 0 ? run->elapsed : 30;
 	/* warmup= is part of elapsed=, unless that would leave nothing to report. */
 	if (run->warmup >= total)
 		total += run->warmup;
-	unsigned nint = (unsigned)llround(total / interval);
-	if (!nint)
-		nint = 1;
-	uint64_t iv_ns = (uint64_t)(interval * 1e9);
+	p.nint = (unsigned)llround(total / p.interval);
+	if (!p.nint)
+		p.nint = 1;
+	p.iv_ns = (uint64_t)(p.interval * 1e9);
+	return p;
+}
+
+/* "Starting RD=..." and the report's header; the run's lines and figures counted from here. */
+static void run_announce(struct eng *e, const struct ib_run *run, double target, const struct run_plan *p)
+{
 	char rate[64], ends[16];
 	if (target > 0)
 		snprintf(rate, sizeof(rate), "%.0f", target);
 	else
 		snprintf(rate, sizeof(rate), "Uncontrolled MAX");
-	hhmmss(ends, sizeof(ends), wall() + nint * interval);
+	hhmmss(ends, sizeof(ends), wall() + p->nint * p->interval);
 	const char *lab = !strncasecmp(run->label, "rd=", 3) ? run->label + 3 : run->label;
 	printf("\nStarting RD=%s", lab);
 	if (!strstr(lab, "I/O rate"))
-		printf("; I/O rate: %s; elapsed=%.0f", rate, nint * interval);
+		printf("; I/O rate: %s; elapsed=%.0f", rate, p->nint * p->interval);
 	else if (run->rate_kind == IB_RATE_CURVE)
 		printf("; target %s I/O per second", rate);
 	printf("; ends about %s\n\n", ends);
@@ -895,11 +897,11 @@ static int run_one(struct eng *e, const struct ib_run *run, double target, struc
 	e->tgt_warned = false;
 	tgt_sample(e, &e->tgt_run0);
 	e->tgt_iv0 = e->tgt_run0;
+}
 
-	uint64_t t0 = now_ns(), tiv = t0;
-	double wiv = wall();
-	struct cpu c0, c1;
-	cpu_read(&c0);
+/* From t0: I/O issued and counted, the first arrivals due, every open SD's slots filled. */
+static void run_start(struct eng *e, uint64_t t0)
+{
 	e->issuing = e->counting = true;
 	e->tick0 = t0;
 	e->next_ns = t0 + (e->fixed ? gap_ns(e, e->rate) : 0);
@@ -909,74 +911,56 @@ static int run_one(struct eng *e, const struct ib_run *run, double target, struc
 	for (unsigned i = 0; i < e->nsd; i++)
 		if (e->sd[i].open)
 			refill(&e->sd[i], t0);
+}
 
-	bool eof = false;
-	for (;;) {
-		uint64_t now = now_ns();
-		if (*e->o->stop) {
-			r->interrupted = true;
-			break;
-		}
-		arrivals(e, now);
-		if (now >= tiv + iv_ns) {
-			cpu_read(&c1);
-			if (interval_close(e, r, tiv, tiv + iv_ns, wiv, &c0, &c1))
-				break;
-			c0 = c1;
-			tiv += iv_ns;
-			wiv += interval;
-			if (r->niv >= nint)
-				break;
-			continue;
-		}
-		if (e->eof_left == 0 && e->wd && e->nwd) {
-			bool any_eof = false;
-			for (unsigned i = 0; i < e->nwd; i++)
-				any_eof |= e->wd[i].eof;
-			if (any_eof) {
-				eof = true;
-				break;
-			}
-		}
-		bool alive = false;
-		for (unsigned i = 0; i < e->nsd; i++)
-			alive |= e->sd[i].open && !e->sd[i].lun.dead;
-		if (!alive)
-			break;
-		uint64_t deadline = tiv + iv_ns;
-		/* With every slot busy an arrival could not start anyway: sleep until a
-		 * completion instead of waking up for each arrival (cheap at high rates). */
-		bool room = false;
-		for (unsigned i = 0; i < e->nsd && !room; i++)
-			room = e->sd[i].open && !e->sd[i].lun.dead && e->sd[i].busy < e->sd[i].limit;
-		uint64_t due = UINT64_MAX;
-		if (room && e->fixed)
-			due = e->next_ns;
-		for (unsigned i = 0; room && i < e->nwd; i++)
-			if (e->wd[i].rate > 0 && e->wd[i].next_ns < due)
-				due = e->wd[i].next_ns;
-		/* Wake for the next arrival on the tick that starts it (see the top). */
-		if (due != UINT64_MAX) {
-			due = tick_floor(e, due + ENG_BATCH_NS - 1);
-			if (due < deadline)
-				deadline = due;
-		}
-		/* Slots idle with nothing queued (validation collisions): try again soon. */
-		if (!e->fixed && busy_total(e) == 0 && deadline > now + 1000000)
-			deadline = now + 1000000;
-		poll_once(e, deadline);
-		if (!e->fixed && busy_total(e) == 0)
-			for (unsigned i = 0; i < e->nsd; i++)
-				if (e->sd[i].open)
-					refill(&e->sd[i], now_ns());
+/* seekpct=eof: every range a WD with it reads in order has been covered (none left): the run ends. */
+static bool seek_eof(const struct eng *e)
+{
+	if (e->eof_left != 0 || !e->wd || !e->nwd)
+		return false;
+	bool any_eof = false;
+	for (unsigned i = 0; i < e->nwd; i++)
+		any_eof |= e->wd[i].eof;
+	return any_eof;
+}
+
+static bool any_sd_alive(const struct eng *e)
+{
+	bool alive = false;
+	for (unsigned i = 0; i < e->nsd; i++)
+		alive |= e->sd[i].open && !e->sd[i].lun.dead;
+	return alive;
+}
+
+/* When the loop next wakes, at the latest at deadline (the interval's end). */
+static uint64_t wake_at(struct eng *e, uint64_t now, uint64_t deadline)
+{
+	/* With every slot busy an arrival could not start anyway: sleep until a
+	 * completion instead of waking up for each arrival (cheap at high rates). */
+	bool room = false;
+	for (unsigned i = 0; i < e->nsd && !room; i++)
+		room = e->sd[i].open && !e->sd[i].lun.dead && e->sd[i].busy < e->sd[i].limit;
+	uint64_t due = UINT64_MAX;
+	if (room && e->fixed)
+		due = e->next_ns;
+	for (unsigned i = 0; room && i < e->nwd; i++)
+		if (e->wd[i].rate > 0 && e->wd[i].next_ns < due)
+			due = e->wd[i].next_ns;
+	/* Wake for the next arrival on the tick that starts it (see the top). */
+	if (due != UINT64_MAX) {
+		due = tick_floor(e, due + ENG_BATCH_NS - 1);
+		if (due < deadline)
+			deadline = due;
 	}
-	/* A partial last interval (Ctrl-C, eof, lost LUN) is kept if it is worth a line. */
-	uint64_t tend = now_ns();
-	if ((r->interrupted || eof || r->niv < nint) &&
-	    (tend - tiv >= iv_ns / 10 || (eof && e->cur.reads + e->cur.writes))) {
-		cpu_read(&c1);
-		interval_close(e, r, tiv, tend, wiv, &c0, &c1);
-	}
+	/* Slots idle with nothing queued (validation collisions): try again soon. */
+	if (!e->fixed && busy_total(e) == 0 && deadline > now + 1000000)
+		deadline = now + 1000000;
+	return deadline;
+}
+
+/* Issuing stopped: what is in flight has ENG_DRAIN_S to complete; an SD still busy then is given up. */
+static void run_drain(struct eng *e)
+{
 	e->issuing = e->counting = false;
 	uint64_t dl = now_ns() + ENG_DRAIN_S * 1000000000ull;
 	while (busy_total(e) && now_ns() < dl)
@@ -990,19 +974,27 @@ static int run_one(struct eng *e, const struct ib_run *run, double target, struc
 			e->run_errors++;
 		}
 	}
-	if (e->tgt_run0.ok) {
-		/* After the drain: every command of the run has had its status. */
-		struct ib_tgt_snap end;
-		tgt_sample(e, &end);
-		if (end.ok) {
-			r->tgt = true;
-			/* Less than at the start: stats.reset during the run, count from it. */
-			r->tgt_reads = end.reads - (end.reads >= e->tgt_run0.reads ? e->tgt_run0.reads : 0);
-			r->tgt_writes = end.writes - (end.writes >= e->tgt_run0.writes ? e->tgt_run0.writes : 0);
-		}
-	}
-	run_teardown(e);
+}
 
+/* --target-stats: the target's count of the run's commands. */
+static void run_tgt_counts(struct eng *e, struct ib_result *r)
+{
+	if (!e->tgt_run0.ok)
+		return;
+	/* After the drain: every command of the run has had its status. */
+	struct ib_tgt_snap end;
+	tgt_sample(e, &end);
+	if (end.ok) {
+		r->tgt = true;
+		/* Less than at the start: stats.reset during the run, count from it. */
+		r->tgt_reads = end.reads - (end.reads >= e->tgt_run0.reads ? e->tgt_run0.reads : 0);
+		r->tgt_writes = end.writes - (end.writes >= e->tgt_run0.writes ? e->tgt_run0.writes : 0);
+	}
+}
+
+/* The average of the intervals past the warmup (from the second at least), its histogram, the run's counts. */
+static void run_summary(struct ib_result *r, const struct ib_run *run, double interval, bool eof)
+{
 	if (r->niv) {
 		unsigned warm = (unsigned)ceil(run->warmup / interval - 1e-9);
 		unsigned first = warm + 1 > 2 ? warm + 1 : 2;
@@ -1026,6 +1018,71 @@ static int run_one(struct eng *e, const struct ib_run *run, double target, struc
 	if (eof)
 		printf("seekpct=eof: every SD covered, run ended.\n");
 	fflush(stdout);
+}
+
+static int run_one(struct eng *e, const struct ib_run *run, double target, struct ib_result *r, char *err,
+		   size_t errlen)
+{
+	memset(r, 0, sizeof(*r));
+	r->run = run;
+	r->target_rate = target;
+	e->res = r;
+	e->fixed = target > 0;
+	e->rate = target;
+	e->dist = run->distribution;
+	int rc = run_setup(e, run, err, errlen);
+	if (rc)
+		return rc;
+	struct run_plan p = plan_of(run);
+	run_announce(e, run, target, &p);
+
+	uint64_t t0 = now_ns(), tiv = t0;
+	double wiv = wall();
+	struct cpu c0, c1;
+	cpu_read(&c0);
+	run_start(e, t0);
+	bool eof = false;
+	for (;;) {
+		uint64_t now = now_ns();
+		if (*e->o->stop) {
+			r->interrupted = true;
+			break;
+		}
+		arrivals(e, now);
+		if (now >= tiv + p.iv_ns) {
+			cpu_read(&c1);
+			if (interval_close(e, r, tiv, tiv + p.iv_ns, wiv, &c0, &c1))
+				break;
+			c0 = c1;
+			tiv += p.iv_ns;
+			wiv += p.interval;
+			if (r->niv >= p.nint)
+				break;
+			continue;
+		}
+		if (seek_eof(e)) {
+			eof = true;
+			break;
+		}
+		if (!any_sd_alive(e))
+			break;
+		poll_once(e, wake_at(e, now, tiv + p.iv_ns));
+		if (!e->fixed && busy_total(e) == 0)
+			for (unsigned i = 0; i < e->nsd; i++)
+				if (e->sd[i].open)
+					refill(&e->sd[i], now_ns());
+	}
+	/* A partial last interval (Ctrl-C, eof, lost LUN) is kept if it is worth a line. */
+	uint64_t tend = now_ns();
+	if ((r->interrupted || eof || r->niv < p.nint) &&
+	    (tend - tiv >= p.iv_ns / 10 || (eof && e->cur.reads + e->cur.writes))) {
+		cpu_read(&c1);
+		interval_close(e, r, tiv, tend, wiv, &c0, &c1);
+	}
+	run_drain(e);
+	run_tgt_counts(e, r);
+	run_teardown(e);
+	run_summary(r, run, p.interval, eof);
 	e->res = NULL;
 	return 0;
 }

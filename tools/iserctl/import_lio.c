@@ -641,74 +641,59 @@ static void node_acl(struct lio *l, json_object *a, const char *path, json_objec
 	}
 }
 
-static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *path, json_object *tpg_groups)
+/* generate_node_acls: demo mode carried, with the TPG's CHAP, where LIO would admit someone with it. */
+static void tpg_demo(struct lio *l, json_object *tpgo, json_object *g, const char *path, bool auth, bool demo_wp)
 {
 	char p[PATHLEN];
-	int64_t tag = num(l, tpgo, path, "tag", -1);
-	if (l->bad)
-		return;
-	if (tag < 1 || tag > 65535) {
-		imp_fail(at(p, "%s.tag", path), "must be 1-65535");
-		l->bad = true;
-		return;
-	}
-	json_object *g = json_object_new_object();
-	json_object_object_add(g, "tag", json_object_new_int64(tag));
-	if (get(tpgo, "enable") && !flag(l, tpgo, path, "enable"))
-		json_object_object_add(g, "enable", json_object_new_boolean(false));
-	json_object *attrs = member(l, tpgo, path, "attributes", json_type_object, false);
-	at(p, "%s.attributes", path);
-	int64_t auth = num(l, attrs, p, "authentication", 0), demo = num(l, attrs, p, "generate_node_acls", 0),
-		demo_wp = num(l, attrs, p, "demo_mode_write_protect", 1), prod_wp = num(l, attrs, p, "prod_mode_write_protect", 0),
-		depth = num(l, attrs, p, "default_cmdsn_depth", 64), lt = num(l, attrs, p, "login_timeout", 15);
-	if (demo) {
-		bool refused;
-		json_object *chap = chap_of(l, tpgo, path, "demo mode is", &refused);
-		if (refused) {
-			/* nothing: demo mode not carried */
-		} else if (auth && !chap) {
-			imp_drop(l->im, at(p, "%s.attributes.generate_node_acls", path),
-				 "demo mode with authentication on and no TPG CHAP credentials admits no one in LIO: not carried");
-		} else {
-			json_object_object_add(g, "demo_mode", json_object_new_boolean(true));
-			if (demo_wp)
-				json_object_object_add(g, "demo_write_protect", json_object_new_boolean(true));
-			if (chap) {
-				if (!auth)
-					imp_drop(l->im, at(p, "%s.chap_userid", path),
-						 "authentication is off: LIO admitted demo-mode initiators without CHAP too; isertd requires the CHAP it has");
-				json_object_object_add(g, "demo_chap", chap);
-			}
-		}
-	} else if (get(tpgo, "chap_userid")) {
-		imp_drop(l->im, at(p, "%s.chap_userid", path), "TPG CHAP credentials outside demo mode are not used by LIO either");
-	}
-	if (lt != 15) {
-		/* login_timeout is per portal group in LIO, global here: the first one changed is taken. */
-		if (lt < 1 || lt > 3600 || l->login_timeout_set)
-			imp_drop(l->im, at(p, "%s.attributes.login_timeout", path), "%" PRId64 ": global.login_timeout is one value, 1-3600%s",
-				 lt, l->login_timeout_set ? ", set by an earlier portal group" : "");
-		else {
-			json_object_object_add(l->im->global, "login_timeout", json_object_new_int64(lt));
-			l->login_timeout_set = true;
+	bool refused;
+	json_object *chap = chap_of(l, tpgo, path, "demo mode is", &refused);
+	if (refused) {
+		/* nothing: demo mode not carried */
+	} else if (auth && !chap) {
+		imp_drop(l->im, at(p, "%s.attributes.generate_node_acls", path),
+			 "demo mode with authentication on and no TPG CHAP credentials admits no one in LIO: not carried");
+	} else {
+		json_object_object_add(g, "demo_mode", json_object_new_boolean(true));
+		if (demo_wp)
+			json_object_object_add(g, "demo_write_protect", json_object_new_boolean(true));
+		if (chap) {
+			if (!auth)
+				imp_drop(l->im, at(p, "%s.chap_userid", path),
+					 "authentication is off: LIO admitted demo-mode initiators without CHAP too; isertd requires the CHAP it has");
+			json_object_object_add(g, "demo_chap", chap);
 		}
 	}
-	static const char *const handled[] = { "authentication", "generate_node_acls", "demo_mode_write_protect",
-					       "prod_mode_write_protect", "default_cmdsn_depth", "login_timeout",
-					       "cache_dynamic_acls", NULL };
-	other_attrs(l, attrs, path, tpg_attrs, handled);
-	tpg_params(l, tpgo, g, t, path);
-	if (depth != 64) {
-		/* LIO's CmdSN depth is isertd's QueueDepth (the CmdSN window). */
-		json_object *ps = get(g, "params");
-		if (!ps)
-			json_object_object_add(g, "params", ps = json_object_new_object());
-		if (depth >= 1 && depth <= 65535)
-			json_object_object_add(ps, "QueueDepth", json_object_new_int64(depth));
-		else
-			imp_drop(l->im, at(p, "%s.attributes.default_cmdsn_depth", path), "%" PRId64 ": QueueDepth is 1-65535", depth);
-	}
+}
 
+/* login_timeout is per portal group in LIO, global here: the first one changed is taken. */
+static void tpg_login_timeout(struct lio *l, const char *path, int64_t lt)
+{
+	char p[PATHLEN];
+	if (lt < 1 || lt > 3600 || l->login_timeout_set)
+		imp_drop(l->im, at(p, "%s.attributes.login_timeout", path), "%" PRId64 ": global.login_timeout is one value, 1-3600%s",
+			 lt, l->login_timeout_set ? ", set by an earlier portal group" : "");
+	else {
+		json_object_object_add(l->im->global, "login_timeout", json_object_new_int64(lt));
+		l->login_timeout_set = true;
+	}
+}
+
+/* LIO's CmdSN depth is isertd's QueueDepth (the CmdSN window). */
+static void tpg_cmdsn_depth(struct lio *l, json_object *g, const char *path, int64_t depth)
+{
+	char p[PATHLEN];
+	json_object *ps = get(g, "params");
+	if (!ps)
+		json_object_object_add(g, "params", ps = json_object_new_object());
+	if (depth >= 1 && depth <= 65535)
+		json_object_object_add(ps, "QueueDepth", json_object_new_int64(depth));
+	else
+		imp_drop(l->im, at(p, "%s.attributes.default_cmdsn_depth", path), "%" PRId64 ": QueueDepth is 1-65535", depth);
+}
+
+static void tpg_portals(struct lio *l, json_object *tpgo, json_object *g, const char *path)
+{
+	char p[PATHLEN];
 	json_object *portals = json_object_new_array(), *ps = member(l, tpgo, path, "portals", json_type_array, false);
 	for (size_t i = 0; ps && i < json_object_array_length(ps) && !l->bad; i++) {
 		json_object *po = json_object_array_get_idx(ps, i);
@@ -740,43 +725,68 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 		json_object_array_add(portals, x);
 	}
 	json_object_object_add(g, "portals", portals);
+}
 
+/*
+ * A TPG LUN's index and storage object (*so), and the object's key in
+ * l->map (rd_mcp and iblock under their present names; to be freed).
+ * NULL: the LUNs are not read further (l->bad when it was refused).
+ */
+static char *tpg_lun_key(struct lio *l, json_object *lo, const char *lp, int64_t *idx, const char **so)
+{
+	char p[PATHLEN];
+	if (!json_object_is_type(lo, json_type_object)) {
+		imp_fail(lp, "expected an object, got %s", type_name(lo));
+		l->bad = true;
+		return NULL;
+	}
+	*idx = num(l, lo, lp, "index", -1);
+	*so = str(l, lo, lp, "storage_object", true);
+	if (l->bad || !*so)
+		return NULL;
+	if (*idx < 0 || *idx > 16383) {
+		imp_fail(at(p, "%s.index", lp), "must be 0-16383");
+		l->bad = true;
+		return NULL;
+	}
+	/* rtslib writes /backstores/PLUGIN/NAME; rd_mcp and iblock are the older directories. */
+	const char *dir = "", *rest = *so;
+	if (!strncmp(*so, "/backstores/rd_mcp/", 19))
+		dir = "/backstores/ramdisk/", rest = *so + 19;
+	else if (!strncmp(*so, "/backstores/iblock/", 19))
+		dir = "/backstores/block/", rest = *so + 19;
+	char *key;
+	if (asprintf(&key, "%s%s", dir, rest) < 0) {
+		imp_fail(lp, "out of memory");
+		l->bad = true;
+		return NULL;
+	}
+	return key;
+}
+
+/*
+ * The LUNs whose storage object is carried (carried[] says which numbers),
+ * and the portal group's ALUA group into tpg_groups: the first LUN's that
+ * is not LIO's default group, else the default one.  Two passes: the group
+ * is known before any LUN is told it is in another.
+ */
+static void tpg_luns(struct lio *l, json_object *tpgo, json_object *g, const char *path, int64_t tag,
+		     json_object *tpg_groups, bool *carried)
+{
+	char p[PATHLEN];
 	json_object *luns = json_object_new_array(), *ls = member(l, tpgo, path, "luns", json_type_array, false);
-	bool carried[16384] = { false }; /* LUN numbers in luns, for the ACLs' mapped LUNs */
-	/* The portal group's ALUA group: the first LUN's that is not LIO's default group, else the default one. */
 	const char *gp0 = NULL;
 	char *key0 = NULL;
 	for (size_t pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; ls && i < json_object_array_length(ls) && !l->bad; i++) {
-			json_object *lo = json_object_array_get_idx(ls, i);
 			char lp[PATHLEN];
 			at(lp, "%s.luns[%zu]", path, i);
-			if (!json_object_is_type(lo, json_type_object)) {
-				imp_fail(lp, "expected an object, got %s", type_name(lo));
-				l->bad = true;
+			json_object *lo = json_object_array_get_idx(ls, i);
+			int64_t idx;
+			const char *so;
+			char *key = tpg_lun_key(l, lo, lp, &idx, &so);
+			if (!key)
 				break;
-			}
-			int64_t idx = num(l, lo, lp, "index", -1);
-			const char *so = str(l, lo, lp, "storage_object", true);
-			if (l->bad || !so)
-				break;
-			if (idx < 0 || idx > 16383) {
-				imp_fail(at(p, "%s.index", lp), "must be 0-16383");
-				l->bad = true;
-				break;
-			}
-			/* rtslib writes /backstores/PLUGIN/NAME; rd_mcp and iblock are the older directories. */
-			const char *dir = "", *rest = so;
-			if (!strncmp(so, "/backstores/rd_mcp/", 19))
-				dir = "/backstores/ramdisk/", rest = so + 19;
-			else if (!strncmp(so, "/backstores/iblock/", 19))
-				dir = "/backstores/block/", rest = so + 19;
-			char *key;
-			if (asprintf(&key, "%s%s", dir, rest) < 0) {
-				imp_fail(lp, "out of memory");
-				l->bad = true;
-				break;
-			}
 			json_object *ours = get(l->map, key);
 			const char *gp = str(l, lo, lp, "alua_tg_pt_gp_name", false);
 			if (!gp || !*gp)
@@ -820,7 +830,11 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 	}
 	free(key0);
 	json_object_object_add(g, "luns", luns);
+}
 
+static void tpg_acls(struct lio *l, json_object *tpgo, json_object *g, const char *path, int64_t auth, bool prod_wp,
+		     const bool *carried)
+{
 	json_object_object_add(g, "acls", json_object_new_array());
 	json_object *as = member(l, tpgo, path, "node_acls", json_type_array, false);
 	for (size_t i = 0; as && i < json_object_array_length(as) && !l->bad; i++) {
@@ -832,8 +846,14 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 			l->bad = true;
 			break;
 		}
-		node_acl(l, a, ap, g, auth, prod_wp != 0, carried);
+		node_acl(l, a, ap, g, auth, prod_wp, carried);
 	}
+}
+
+/* Keys of a portal group that are not read, and the mutual CHAP LIO ignores outside demo mode. */
+static void tpg_other_keys(struct lio *l, json_object *tpgo, const char *path, bool demo)
+{
+	char p[PATHLEN];
 	static const char *const known[] = { "tag", "enable", "attributes", "parameters", "portals", "luns", "node_acls",
 					     "chap_userid", "chap_password", "chap_mutual_userid", "chap_mutual_password", NULL };
 	json_object_object_foreach(tpgo, k, v)
@@ -844,6 +864,46 @@ static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *pa
 		else if (!strncmp(k, "chap_mutual", 11) && !demo)
 			imp_drop(l->im, at(p, "%s.%s", path, k), "TPG CHAP credentials outside demo mode are not used by LIO either");
 	}
+}
+
+static void tpg(struct lio *l, json_object *t, json_object *tpgo, const char *path, json_object *tpg_groups)
+{
+	char p[PATHLEN];
+	int64_t tag = num(l, tpgo, path, "tag", -1);
+	if (l->bad)
+		return;
+	if (tag < 1 || tag > 65535) {
+		imp_fail(at(p, "%s.tag", path), "must be 1-65535");
+		l->bad = true;
+		return;
+	}
+	json_object *g = json_object_new_object();
+	json_object_object_add(g, "tag", json_object_new_int64(tag));
+	if (get(tpgo, "enable") && !flag(l, tpgo, path, "enable"))
+		json_object_object_add(g, "enable", json_object_new_boolean(false));
+	json_object *attrs = member(l, tpgo, path, "attributes", json_type_object, false);
+	at(p, "%s.attributes", path);
+	int64_t auth = num(l, attrs, p, "authentication", 0), demo = num(l, attrs, p, "generate_node_acls", 0),
+		demo_wp = num(l, attrs, p, "demo_mode_write_protect", 1), prod_wp = num(l, attrs, p, "prod_mode_write_protect", 0),
+		depth = num(l, attrs, p, "default_cmdsn_depth", 64), lt = num(l, attrs, p, "login_timeout", 15);
+	if (demo)
+		tpg_demo(l, tpgo, g, path, auth, demo_wp);
+	else if (get(tpgo, "chap_userid"))
+		imp_drop(l->im, at(p, "%s.chap_userid", path), "TPG CHAP credentials outside demo mode are not used by LIO either");
+	if (lt != 15)
+		tpg_login_timeout(l, path, lt);
+	static const char *const handled[] = { "authentication", "generate_node_acls", "demo_mode_write_protect",
+					       "prod_mode_write_protect", "default_cmdsn_depth", "login_timeout",
+					       "cache_dynamic_acls", NULL };
+	other_attrs(l, attrs, path, tpg_attrs, handled);
+	tpg_params(l, tpgo, g, t, path);
+	if (depth != 64)
+		tpg_cmdsn_depth(l, g, path, depth);
+	tpg_portals(l, tpgo, g, path);
+	bool carried[16384] = { false }; /* LUN numbers in luns, for the ACLs' mapped LUNs */
+	tpg_luns(l, tpgo, g, path, tag, tpg_groups, carried);
+	tpg_acls(l, tpgo, g, path, auth, prod_wp != 0, carried);
+	tpg_other_keys(l, tpgo, path, demo);
 	json_object_array_add(get(t, "tpgs"), g);
 }
 

@@ -641,6 +641,251 @@ static json_object *chap(struct tgt *g, struct target *t, bool *locked)
 	return c;
 }
 
+/* The portal group's one portal, on every address: iSCSI, or iSER where the target's driver (or the default) says. */
+static json_object *target_portals(struct tgt *g, struct target *t, struct kv *driver)
+{
+	struct kv *drv = find(&t->kv, "driver");
+	if (!drv)
+		drv = driver;
+	const char *d = drv ? drv->val : "iscsi";
+	if (strcmp(d, "iscsi") && strcmp(d, "iser"))
+		tell(g, DROP, drv == driver ? &t->at : &drv->at, "driver %s: isertd serves iscsi and iser; taken as iscsi",
+		     text_of(&drv->at, d));
+	json_object *portal = json_object_new_object();
+	json_object_object_add(portal, "ip", json_object_new_string("0.0.0.0"));
+	json_object_object_add(portal, "port", json_object_new_int(3260));
+	if (!strcmp(d, "iser"))
+		json_object_object_add(portal, "iser", json_object_new_boolean(true));
+	json_object *portals = json_object_new_array();
+	json_object_array_add(portals, portal);
+	return portals;
+}
+
+/*
+ * Store s's LUN number as tgt-admin gives it: its own lun (or the target's,
+ * for the first without one), else the lowest free from *free_n.  -1: not
+ * carried (said).
+ */
+static long lun_number(struct tgt *g, struct store *s, struct kv *tlun, bool *used, long *free_n)
+{
+	struct kv *l = find(&s->kv, "lun");
+	long n;
+	/* A target-level lun numbers the first LUN without its own (tgt-admin: meant for one LUN). */
+	if (!l && tlun) {
+		long tn = strtol(tlun->val, NULL, 10);
+		if (tn < 0 || tn > 16383 || !used[tn])
+			l = tlun;
+	}
+	if (l) {
+		char *end;
+		n = strtol(l->val, &end, 10);
+		if (*end || n < 1 || n > 16383) {
+			tell(g, DROP, &l->at, "lun %s: isertd's LUNs are 0-16383 and tgt's LUN 0 is its controller; %s not "
+			     "carried", text_of(&l->at, l->val), text_of(&s->at, s->path));
+			return -1;
+		}
+		if (l == tlun && used[n]) {
+			tell(g, DROP, &l->at, "lun %ld: taken by another LUN already; %s not carried", n,
+			     text_of(&s->at, s->path));
+			return -1;
+		}
+	} else {
+		while (*free_n < 16384 && used[*free_n])
+			(*free_n)++;
+		if (*free_n == 16384) {
+			tell(g, DROP, &s->at, "%s: no LUN number left (1-16383 are taken)", text_of(&s->at, s->path));
+			return -1;
+		}
+		n = *free_n;
+	}
+	used[n] = true;
+	return n;
+}
+
+/* Store s as LUN n of luns, its backstore made (what is not carried said).  -1: the import is refused. */
+static int lun_add(struct tgt *g, struct target *t, struct store *s, long n, json_object *luns)
+{
+	for (size_t k = 0; k < s->kv.n; k++) {
+		struct kv *e = &s->kv.v[k];
+		if (listed(lun_dropped, e->key))
+			tell(g, DROP, &e->at, "%s %s: no isertd setting (docs/config.md)", text_of(&e->at, e->key),
+			     text_of(&e->at, e->val));
+		else if (!listed(lun_keys, e->key))
+			tell(g, DROP, &e->at, "%s: not a key tgt-admin reads in a %s block", text_of(&e->at, e->key),
+			     s->direct ? "direct-store" : "backing-store");
+	}
+	const char *name = backstore(g, t, s);
+	if (!name)
+		return g->bad ? -1 : 0;
+	if (s->direct)
+		tell(g, DROP, &s->at, "direct-store %s: served as a block device; the INQUIRY vendor, product and "
+		     "revision tgt-admin copies from it (sg_inq) are isertd's own", text_of(&s->at, s->path));
+	struct kv *on = lun_opt(t, s, "online");
+	if (on && !truthy(on->val))
+		tell(g, DROP, &on->at, "online %s: isertd's LUNs are always online", text_of(&on->at, on->val));
+	json_object *x = json_object_new_object();
+	json_object_object_add(x, "lun", json_object_new_int64(n));
+	json_object_object_add(x, "backstore", json_object_new_string(name));
+	struct kv *ro = lun_opt(t, s, "readonly");
+	if (ro && truthy(ro->val))
+		json_object_object_add(x, "read_only", json_object_new_boolean(true));
+	json_object_array_add(luns, x);
+	return 0;
+}
+
+/* The target's stores as LUNs, numbered as tgt-admin does: explicit numbers reserved, the rest the lowest free from 1. */
+static int target_luns(struct tgt *g, struct target *t, json_object *luns)
+{
+	json_object_put(t->stores); /* its indexes are the order of the lines */
+	t->stores = NULL;
+	if (t->nst) /* qsort takes no NULL, even for nothing */
+		qsort(t->st, t->nst, sizeof(*t->st), cmp_store);
+	bool used[16384] = { false };
+	long free_n = 1; /* no LUN below it is free: numbers are only ever taken */
+	for (size_t i = 0; i < t->nst; i++) {
+		struct kv *l = find(&t->st[i].kv, "lun");
+		long n = l ? strtol(l->val, NULL, 10) : -1;
+		if (n >= 0 && n < 16384)
+			used[n] = true;
+	}
+	struct kv *tlun = find(&t->kv, "lun");
+	for (size_t i = 0; i < t->nst; i++) {
+		long n = lun_number(g, &t->st[i], tlun, used, &free_n);
+		if (n >= 0 && lun_add(g, t, &t->st[i], n, luns))
+			return -1;
+	}
+	return 0;
+}
+
+/* Who a target admits, as its lines say. */
+struct access {
+	json_object *c, *ml;  /* the CHAP user and the mapped LUNs, each shared by the target's ACLs */
+	json_object *acls;
+	size_t bytes;         /* of an ACL of the target as written, but its initiator's name */
+	bool by_addr, named, locked;
+};
+
+/* initiator-name k (a valid name) as an ACL mapping every LUN.  -1: past what isertd reads, the import refused. */
+static int acl_add(struct tgt *g, struct target *t, struct kv *k, struct access *ac, json_object *luns)
+{
+	if (json_object_array_length(ac->acls) == IMPORT_MAX_ACLS) {
+		imp_fail(k->at.where, "initiator-name %s: the %uth initiator of %s: isertd takes at most %u ACLs "
+			 "in a portal group: refused", text_of(&k->at, k->val), IMPORT_MAX_ACLS + 1,
+			 text_of(&t->at, t->iqn), IMPORT_MAX_ACLS);
+		return -1;
+	}
+	if (!ac->ml) {
+		/* Every ACL maps every LUN at its own number: one array, shared; each ACL's text is counted as
+		 * it is added (names x LUNs mapped LUNs once grew iserctl by gigabytes from a small file). */
+		ac->ml = json_object_new_array();
+		for (size_t m = 0; m < json_object_array_length(luns); m++) {
+			json_object *x = json_object_new_object();
+			int64_t n = json_object_get_int64(get(json_object_array_get_idx(luns, m), "lun"));
+			json_object_object_add(x, "mapped_lun", json_object_new_int64(n));
+			json_object_object_add(x, "tpg_lun", json_object_new_int64(n));
+			json_object_array_add(ac->ml, x);
+		}
+		/* ACLs are 6 levels deep (targets[].tpgs[].acls[]); an initiator's name takes its length more,
+		 * as an iSCSI name holds nothing JSON escapes. */
+		json_object *a = acl_of("", ac->c, ac->ml);
+		ac->bytes = written_bytes(a, 6);
+		json_object_put(a);
+	}
+	if (ac->bytes + strlen(k->val) > IMPORT_MAX_DOC - g->acl_bytes) {
+		imp_fail(k->at.where, "initiator-name %s: with its ACL (mapping the %zu LUNs of %s, as each "
+			 "initiator-name does) the ACLs pass %u MiB as written, the most isertd reads: refused",
+			 text_of(&k->at, k->val), json_object_array_length(luns), text_of(&t->at, t->iqn),
+			 IMPORT_MAX_DOC >> 20);
+		return -1;
+	}
+	g->acl_bytes += ac->bytes + strlen(k->val);
+	json_object_array_add(ac->acls, acl_of(k->val, ac->c, ac->ml));
+	return 0;
+}
+
+/* A target-level iSCSI parameter k into params, or said not carried. */
+static void target_param(struct tgt *g, struct kv *k, json_object *params)
+{
+	char *end;
+	long long n = strtoll(k->val, &end, 10);
+	if (!strcmp(k->key, "InitialR2T") || !strcmp(k->key, "ImmediateData")) {
+		if (strcasecmp(k->val, "yes") && strcasecmp(k->val, "no"))
+			tell(g, DROP, &k->at, "%s %s: expected Yes or No", text_of(&k->at, k->key),
+			     text_of(&k->at, k->val));
+		else
+			json_object_object_add(params, k->key, json_object_new_boolean(!strcasecmp(k->val, "yes")));
+	} else if (strstr(k->key, "Digest")) {
+		if (strcmp(k->val, "None") && strcmp(k->val, "CRC32C,None") && strcmp(k->val, "None,CRC32C"))
+			tell(g, DROP, &k->at, "%s %s: isertd offers None, CRC32C,None or None,CRC32C",
+			     text_of(&k->at, k->key), text_of(&k->at, k->val));
+		else
+			json_object_object_add(params, k->key, json_object_new_string(k->val));
+	} else if (!*k->val || *end || n < 0) {
+		tell(g, DROP, &k->at, "%s %s: not a number", text_of(&k->at, k->key), text_of(&k->at, k->val));
+	} else {
+		json_object_object_add(params, k->key, json_object_new_int64(n));
+	}
+}
+
+/*
+ * The target's own lines: access (names become ACLs; addresses isertd
+ * cannot check) and parameters; the rest said not carried.  -1: refused.
+ */
+static int target_keys(struct tgt *g, struct target *t, struct access *ac, json_object *luns, json_object *params)
+{
+	ac->c = chap(g, t, &ac->locked);
+	for (size_t i = 0; i < t->kv.n; i++) {
+		struct kv *k = &t->kv.v[i];
+		if (!strcmp(k->key, "initiator-address")) {
+			ac->by_addr = true;
+			tell(g, DROP, &k->at, "initiator-address %s: isertd admits initiators by name (ACLs), not by address",
+			     text_of(&k->at, k->val));
+		} else if (!strcmp(k->key, "initiator-name") && !ac->locked && !iscsi_name_valid(k->val)) {
+			ac->named = true;
+			tell(g, DROP, &k->at, "initiator-name %s: not a valid iSCSI name: not carried", text_of(&k->at, k->val));
+		} else if (!strcmp(k->key, "initiator-name") && !ac->locked) {
+			ac->named = true;
+			if (acl_add(g, t, k, ac, luns))
+				return -1;
+		} else if (listed(target_params, k->key)) {
+			target_param(g, k, params);
+		} else if (listed(target_params_dropped, k->key)) {
+			tell(g, DROP, &k->at, "%s %s: no isertd setting", text_of(&k->at, k->key), text_of(&k->at, k->val));
+		} else if (!strcmp(k->key, "backing-store") || !strcmp(k->key, "direct-store")) {
+			/* read below (stores) */
+		} else if (!strcmp(k->key, "controller_tid") || !strcmp(k->key, "driver") || !strcmp(k->key, "incominguser") ||
+			   !strcmp(k->key, "outgoinguser") || !strcmp(k->key, "initiator-name") || listed(lun_keys, k->key)) {
+			/* tgt's own numbering, or read above */
+		} else if (listed(lun_dropped, k->key)) {
+			tell(g, DROP, &k->at, "%s %s: no isertd setting (docs/config.md)", text_of(&k->at, k->key),
+			     text_of(&k->at, k->val));
+		} else {
+			tell(g, DROP, &k->at, "%s: not a key tgt-admin reads in a <target> block", text_of(&k->at, k->key));
+		}
+	}
+	return 0;
+}
+
+/* Whom the portal group admits when no ACL came of the lines: everyone (tgt-admin's ALL), or no one, said. */
+static void target_admits(struct tgt *g, struct target *t, json_object *tpg, const struct access *ac)
+{
+	if (ac->locked) {
+		tell(g, DROP, &t->at, "%s: no usable incominguser: the target is imported admitting no initiator",
+		     text_of(&t->at, t->iqn));
+	} else if (!json_object_array_length(ac->acls) && !ac->by_addr && !ac->named) {
+		/* tgt-admin binds ALL when the target names no initiator. */
+		json_object_object_add(tpg, "demo_mode", json_object_new_boolean(true));
+		if (ac->c)
+			json_object_object_add(tpg, "demo_chap", json_object_get(ac->c));
+	} else if (ac->named && !json_object_array_length(ac->acls)) {
+		tell(g, DROP, &t->at, "%s: none of its initiator names was carried: imported admitting no initiator",
+		     text_of(&t->at, t->iqn));
+	} else if (ac->by_addr && !json_object_array_length(ac->acls)) {
+		tell(g, DROP, &t->at, "%s: admitted initiators by address only: imported admitting no initiator "
+		     "(add ACLs: iserctl create /iscsi/IQN/tpg1/acls/INITIATOR)", text_of(&t->at, t->iqn));
+	}
+}
+
 /* Target t; driver: the default-driver line, or NULL (iscsi).  g->bad: the import is refused. */
 static void target(struct tgt *g, struct target *t, struct kv *driver)
 {
@@ -657,8 +902,8 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 		return;
 	}
 	json_object *to = json_object_new_object(), *tpg = json_object_new_object(), *luns = json_object_new_array(),
-		    *acls = json_object_new_array(), *params = json_object_new_object(), *tpgs = json_object_new_array();
-	json_object *c = NULL, *ml = NULL; /* the CHAP user and the mapped LUNs, each shared by the target's ACLs */
+		    *params = json_object_new_object(), *tpgs = json_object_new_array();
+	struct access ac = { .acls = json_object_new_array() };
 	json_object_object_add(to, "iqn", json_object_new_string(t->iqn));
 	json_object_object_add(to, "tpgs", tpgs);
 	json_object_array_add(tpgs, tpg);
@@ -667,212 +912,27 @@ static void target(struct tgt *g, struct target *t, struct kv *driver)
 		for (size_t k = 0; k < LUN_KEYS; k++)
 			if (!strcmp(t->kv.v[i].key, lun_keys[k]))
 				t->lun_dflt[k] = &t->kv.v[i];
-	struct kv *drv = find(&t->kv, "driver");
-	if (!drv)
-		drv = driver;
-	const char *d = drv ? drv->val : "iscsi";
-	if (strcmp(d, "iscsi") && strcmp(d, "iser"))
-		tell(g, DROP, drv == driver ? &t->at : &drv->at, "driver %s: isertd serves iscsi and iser; taken as iscsi",
-		     text_of(&drv->at, d));
-	json_object *portal = json_object_new_object();
-	json_object_object_add(portal, "ip", json_object_new_string("0.0.0.0"));
-	json_object_object_add(portal, "port", json_object_new_int(3260));
-	if (!strcmp(d, "iser"))
-		json_object_object_add(portal, "iser", json_object_new_boolean(true));
-	json_object *portals = json_object_new_array();
-	json_object_array_add(portals, portal);
 	json_object_object_add(tpg, "tag", json_object_new_int(1));
-	json_object_object_add(tpg, "portals", portals);
+	json_object_object_add(tpg, "portals", target_portals(g, t, driver));
 	json_object_object_add(tpg, "luns", luns);
-
-	/* LUN numbers as tgt-admin gives them: explicit ones reserved, the rest the lowest free from 1. */
-	json_object_put(t->stores); /* its indexes are the order of the lines */
-	t->stores = NULL;
-	if (t->nst) /* qsort takes no NULL, even for nothing */
-		qsort(t->st, t->nst, sizeof(*t->st), cmp_store);
-	bool used[16384] = { false };
-	long free_n = 1; /* no LUN below it is free: numbers are only ever taken */
-	for (size_t i = 0; i < t->nst; i++) {
-		struct kv *l = find(&t->st[i].kv, "lun");
-		long n = l ? strtol(l->val, NULL, 10) : -1;
-		if (n >= 0 && n < 16384)
-			used[n] = true;
+	if (target_luns(g, t, luns) || target_keys(g, t, &ac, luns, params)) {
+		g->bad = true;
+		json_object_put(ac.c);
+		json_object_put(ac.ml);
+		json_object_put(ac.acls);
+		json_object_put(params);
+		json_object_put(to);
+		return;
 	}
-	struct kv *tlun = find(&t->kv, "lun");
-	for (size_t i = 0; i < t->nst; i++) {
-		struct store *s = &t->st[i];
-		struct kv *l = find(&s->kv, "lun");
-		long n;
-		/* A target-level lun numbers the first LUN without its own (tgt-admin: meant for one LUN). */
-		if (!l && tlun) {
-			long tn = strtol(tlun->val, NULL, 10);
-			if (tn < 0 || tn > 16383 || !used[tn])
-				l = tlun;
-		}
-		if (l) {
-			char *end;
-			n = strtol(l->val, &end, 10);
-			if (*end || n < 1 || n > 16383) {
-				tell(g, DROP, &l->at, "lun %s: isertd's LUNs are 0-16383 and tgt's LUN 0 is its controller; %s not "
-				     "carried", text_of(&l->at, l->val), text_of(&s->at, s->path));
-				continue;
-			}
-			if (l == tlun && used[n]) {
-				tell(g, DROP, &l->at, "lun %ld: taken by another LUN already; %s not carried", n,
-				     text_of(&s->at, s->path));
-				continue;
-			}
-		} else {
-			while (free_n < 16384 && used[free_n])
-				free_n++;
-			if (free_n == 16384) {
-				tell(g, DROP, &s->at, "%s: no LUN number left (1-16383 are taken)", text_of(&s->at, s->path));
-				continue;
-			}
-			n = free_n;
-		}
-		used[n] = true;
-		for (size_t k = 0; k < s->kv.n; k++) {
-			struct kv *e = &s->kv.v[k];
-			if (listed(lun_dropped, e->key))
-				tell(g, DROP, &e->at, "%s %s: no isertd setting (docs/config.md)", text_of(&e->at, e->key),
-				     text_of(&e->at, e->val));
-			else if (!listed(lun_keys, e->key))
-				tell(g, DROP, &e->at, "%s: not a key tgt-admin reads in a %s block", text_of(&e->at, e->key),
-				     s->direct ? "direct-store" : "backing-store");
-		}
-		const char *name = backstore(g, t, s);
-		if (!name && g->bad)
-			goto refused;
-		if (!name)
-			continue;
-		if (s->direct)
-			tell(g, DROP, &s->at, "direct-store %s: served as a block device; the INQUIRY vendor, product and "
-			     "revision tgt-admin copies from it (sg_inq) are isertd's own", text_of(&s->at, s->path));
-		struct kv *on = lun_opt(t, s, "online");
-		if (on && !truthy(on->val))
-			tell(g, DROP, &on->at, "online %s: isertd's LUNs are always online", text_of(&on->at, on->val));
-		json_object *x = json_object_new_object();
-		json_object_object_add(x, "lun", json_object_new_int64(n));
-		json_object_object_add(x, "backstore", json_object_new_string(name));
-		struct kv *ro = lun_opt(t, s, "readonly");
-		if (ro && truthy(ro->val))
-			json_object_object_add(x, "read_only", json_object_new_boolean(true));
-		json_object_array_add(luns, x);
-	}
-
-	/* Access: names become ACLs; addresses isertd cannot check. */
-	bool by_addr = false, named = false, locked;
-	size_t bytes = 0; /* of an ACL of the target as written, but its initiator's name */
-	c = chap(g, t, &locked);
-	for (size_t i = 0; i < t->kv.n; i++) {
-		struct kv *k = &t->kv.v[i];
-		if (!strcmp(k->key, "initiator-address")) {
-			by_addr = true;
-			tell(g, DROP, &k->at, "initiator-address %s: isertd admits initiators by name (ACLs), not by address",
-			     text_of(&k->at, k->val));
-		} else if (!strcmp(k->key, "initiator-name") && !locked && !iscsi_name_valid(k->val)) {
-			named = true;
-			tell(g, DROP, &k->at, "initiator-name %s: not a valid iSCSI name: not carried", text_of(&k->at, k->val));
-		} else if (!strcmp(k->key, "initiator-name") && !locked) {
-			named = true;
-			if (json_object_array_length(acls) == IMPORT_MAX_ACLS) {
-				imp_fail(k->at.where, "initiator-name %s: the %uth initiator of %s: isertd takes at most %u ACLs "
-					 "in a portal group: refused", text_of(&k->at, k->val), IMPORT_MAX_ACLS + 1,
-					 text_of(&t->at, t->iqn), IMPORT_MAX_ACLS);
-				goto refused;
-			}
-			if (!ml) {
-				/* Every ACL maps every LUN at its own number: one array, shared; each ACL's text is counted as
-				 * it is added (names x LUNs mapped LUNs once grew iserctl by gigabytes from a small file). */
-				ml = json_object_new_array();
-				for (size_t m = 0; m < json_object_array_length(luns); m++) {
-					json_object *x = json_object_new_object();
-					int64_t n = json_object_get_int64(get(json_object_array_get_idx(luns, m), "lun"));
-					json_object_object_add(x, "mapped_lun", json_object_new_int64(n));
-					json_object_object_add(x, "tpg_lun", json_object_new_int64(n));
-					json_object_array_add(ml, x);
-				}
-				/* ACLs are 6 levels deep (targets[].tpgs[].acls[]); an initiator's name takes its length more,
-				 * as an iSCSI name holds nothing JSON escapes. */
-				json_object *a = acl_of("", c, ml);
-				bytes = written_bytes(a, 6);
-				json_object_put(a);
-			}
-			if (bytes + strlen(k->val) > IMPORT_MAX_DOC - g->acl_bytes) {
-				imp_fail(k->at.where, "initiator-name %s: with its ACL (mapping the %zu LUNs of %s, as each "
-					 "initiator-name does) the ACLs pass %u MiB as written, the most isertd reads: refused",
-					 text_of(&k->at, k->val), json_object_array_length(luns), text_of(&t->at, t->iqn),
-					 IMPORT_MAX_DOC >> 20);
-				goto refused;
-			}
-			g->acl_bytes += bytes + strlen(k->val);
-			json_object_array_add(acls, acl_of(k->val, c, ml));
-		} else if (listed(target_params, k->key)) {
-			char *end;
-			long long n = strtoll(k->val, &end, 10);
-			if (!strcmp(k->key, "InitialR2T") || !strcmp(k->key, "ImmediateData")) {
-				if (strcasecmp(k->val, "yes") && strcasecmp(k->val, "no"))
-					tell(g, DROP, &k->at, "%s %s: expected Yes or No", text_of(&k->at, k->key),
-					     text_of(&k->at, k->val));
-				else
-					json_object_object_add(params, k->key, json_object_new_boolean(!strcasecmp(k->val, "yes")));
-			} else if (strstr(k->key, "Digest")) {
-				if (strcmp(k->val, "None") && strcmp(k->val, "CRC32C,None") && strcmp(k->val, "None,CRC32C"))
-					tell(g, DROP, &k->at, "%s %s: isertd offers None, CRC32C,None or None,CRC32C",
-					     text_of(&k->at, k->key), text_of(&k->at, k->val));
-				else
-					json_object_object_add(params, k->key, json_object_new_string(k->val));
-			} else if (!*k->val || *end || n < 0) {
-				tell(g, DROP, &k->at, "%s %s: not a number", text_of(&k->at, k->key), text_of(&k->at, k->val));
-			} else {
-				json_object_object_add(params, k->key, json_object_new_int64(n));
-			}
-		} else if (listed(target_params_dropped, k->key)) {
-			tell(g, DROP, &k->at, "%s %s: no isertd setting", text_of(&k->at, k->key), text_of(&k->at, k->val));
-		} else if (!strcmp(k->key, "backing-store") || !strcmp(k->key, "direct-store")) {
-			/* read below (stores) */
-		} else if (!strcmp(k->key, "controller_tid") || !strcmp(k->key, "driver") || !strcmp(k->key, "incominguser") ||
-			   !strcmp(k->key, "outgoinguser") || !strcmp(k->key, "initiator-name") || listed(lun_keys, k->key)) {
-			/* tgt's own numbering, or read above */
-		} else if (listed(lun_dropped, k->key)) {
-			tell(g, DROP, &k->at, "%s %s: no isertd setting (docs/config.md)", text_of(&k->at, k->key),
-			     text_of(&k->at, k->val));
-		} else {
-			tell(g, DROP, &k->at, "%s: not a key tgt-admin reads in a <target> block", text_of(&k->at, k->key));
-		}
-	}
-	if (locked) {
-		tell(g, DROP, &t->at, "%s: no usable incominguser: the target is imported admitting no initiator",
-		     text_of(&t->at, t->iqn));
-	} else if (!json_object_array_length(acls) && !by_addr && !named) {
-		/* tgt-admin binds ALL when the target names no initiator. */
-		json_object_object_add(tpg, "demo_mode", json_object_new_boolean(true));
-		if (c)
-			json_object_object_add(tpg, "demo_chap", json_object_get(c));
-	} else if (named && !json_object_array_length(acls)) {
-		tell(g, DROP, &t->at, "%s: none of its initiator names was carried: imported admitting no initiator",
-		     text_of(&t->at, t->iqn));
-	} else if (by_addr && !json_object_array_length(acls)) {
-		tell(g, DROP, &t->at, "%s: admitted initiators by address only: imported admitting no initiator "
-		     "(add ACLs: iserctl create /iscsi/IQN/tpg1/acls/INITIATOR)", text_of(&t->at, t->iqn));
-	}
-	json_object_put(c);
-	json_object_put(ml);
-	json_object_object_add(tpg, "acls", acls);
+	target_admits(g, t, tpg, &ac);
+	json_object_put(ac.c);
+	json_object_put(ac.ml);
+	json_object_object_add(tpg, "acls", ac.acls);
 	if (json_object_object_length(params))
 		json_object_object_add(tpg, "params", params);
 	else
 		json_object_put(params);
 	json_object_array_add(im->targets, to);
-	return;
-refused:
-	g->bad = true;
-	json_object_put(c);
-	json_object_put(ml);
-	json_object_put(acls);
-	json_object_put(params);
-	json_object_put(to);
 }
 
 /* A simple `backing-store PATH` line is a store without a block of its own. */
