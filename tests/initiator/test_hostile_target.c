@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checks.h"
+#include "check.h"
 #include "fake_target.h"
 #include "isert/initiator.h"
 

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checks.h"
+#include "check.h"
 #include "isert/initiator.h"
 
 #ifdef HAVE_LIBISCSI

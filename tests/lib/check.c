@@ -1,4 +1,4 @@
-#include "checks.h"
+#include "check.h"
 
 #include <stdarg.h>
 #include <stdio.h>
