@@ -3,24 +3,24 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-int passed, failed;
+unsigned check_passed, check_failed;
 
-void check(const char *name, bool ok, const char *fmt, ...)
+void check(const char *what, bool ok, const char *fmt, ...)
 {
 	if (ok) {
-		passed++;
-		printf("ok   %s\n", name);
-		return;
+		check_passed++;
+		printf("ok - %s\n", what);
+	} else {
+		check_failed++;
+		printf("not ok - %s", what);
+		if (fmt) {
+			va_list ap;
+			va_start(ap, fmt);
+			printf(": ");
+			vprintf(fmt, ap);
+			va_end(ap);
+		}
+		printf("\n");
 	}
-	failed++;
-	printf("FAIL %s", name);
-	if (fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		printf(": ");
-		vprintf(fmt, ap);
-		va_end(ap);
-	}
-	printf("\n");
 	fflush(stdout);
 }
