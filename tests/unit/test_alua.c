@@ -18,6 +18,7 @@
 #include "target/scsi/alua.h"
 #include "target/scsi/scsi_int.h"
 #include "scsi_harness.h"
+#include "unit_run.h"
 
 static struct backstore *bstore;
 static struct scsi_lu *LU;
@@ -355,9 +356,5 @@ int main(void)
 	CU_add_test(s, "stpg", test_stpg);
 	CU_add_test(s, "vpd83", test_vpd83);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }

@@ -1,6 +1,7 @@
 /* CUnit tests for the configuration (target/config/): loading, validation messages, round-trip, save, changes. */
 #include "target/config/config.h"
 #include "common/iscsi_name.h"
+#include "unit_run.h"
 
 #include <CUnit/Basic.h>
 #include <dirent.h>
@@ -1453,7 +1454,6 @@ static void test_state_dir(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	find_srcroot();
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -1483,8 +1483,5 @@ int main(void)
 	CU_add_test(s, "load file errors", test_load_file_errors);
 	CU_add_test(s, "fuzz", test_fuzz);
 	CU_basic_set_mode(CU_BRM_NORMAL);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

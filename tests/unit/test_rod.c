@@ -28,6 +28,7 @@
 #include "medium.h"
 #include "scsi_harness.h"
 #include "sense_check.h"
+#include "unit_run.h"
 
 #define NBLK 16384u   /* 8 MiB of 512-byte blocks */
 #define RRTI_HDR_TEST 32u
@@ -1033,9 +1034,5 @@ int main(void)
 	CU_add_test(s, "async", test_async);
 	CU_add_test(s, "lu_gone", test_lu_gone);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }

@@ -26,6 +26,7 @@
 #include "target/scsi/scsi_int.h"
 #include "scsi_harness.h"
 #include "sense_check.h"
+#include "unit_run.h"
 
 #define NBLK 8192u   /* 4 MiB of 512-byte blocks: four chunks of the worker */
 
@@ -536,9 +537,5 @@ int main(void)
 	CU_add_test(s, "waits_for_writes", test_waits_for_writes);
 	CU_add_test(s, "destroy_while_running", test_destroy_while_running);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }

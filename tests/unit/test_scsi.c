@@ -19,6 +19,7 @@
 #include "target/scsi/scsi_int.h"
 #include "scsi_harness.h"
 #include "sense_check.h"
+#include "unit_run.h"
 
 #define BS 512u
 #define NBLK 2048u
@@ -2188,9 +2189,5 @@ int main(void)
 	CU_add_test(s, "read_only_backstore", test_read_only_backstore);
 	CU_add_test(s, "rsoc", test_rsoc);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }

@@ -25,6 +25,7 @@
 #include "medium.h"
 #include "scsi_harness.h"
 #include "sense_check.h"
+#include "unit_run.h"
 
 #define NBLK 16384u   /* 8 MiB of 512-byte blocks */
 
@@ -944,9 +945,5 @@ int main(void)
 	CU_add_test(s, "async_window_and_abort", test_async_window_and_abort);
 	CU_add_test(s, "desc_sense", test_desc_sense);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }
