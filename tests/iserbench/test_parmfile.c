@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ib.h"
+
 #include "unit_run.h"
 
 #define KB 1024ull

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ib.h"
+
 #include "unit_run.h"
 
 static char tmpdir[64];

@@ -17,6 +17,7 @@
 #include "target/backstore/backstore.h"
 #include "target/scsi/alua.h"
 #include "target/scsi/scsi_int.h"
+
 #include "scsi_harness.h"
 #include "unit_run.h"
 

@@ -16,6 +16,7 @@
 #include "target/control/control.h"
 #include "target/iscsi/iscsi.h"
 #include "target/runtime/runtime.h"
+
 #include "unit_run.h"
 
 #define IQN "iqn.2026-11.org.isert.unit:apply"

@@ -21,6 +21,7 @@
 #include "common/reactor.h"
 #include "common/transport.h"
 #include "target/backstore/file.c"
+
 #include "unit_run.h"
 
 static struct reactor *R;

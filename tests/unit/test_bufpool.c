@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/bufpool.h"
+
 #include "unit_run.h"
 
 static int regs, deregs;

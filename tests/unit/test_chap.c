@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/chap.h"
+
 #include "unit_run.h"
 
 static const uint8_t challenge[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };

@@ -1,7 +1,6 @@
 /* CUnit tests for the configuration (target/config/): loading, validation messages, round-trip, save, changes. */
 #include "target/config/config.h"
 #include "common/iscsi_name.h"
-#include "unit_run.h"
 
 #include <CUnit/Basic.h>
 #include <dirent.h>
@@ -16,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "unit_run.h"
 
 #ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+
 #include "unit_run.h"
 
 typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);

@@ -19,6 +19,7 @@
 #include "common/util.h"
 #include "target/config/config.h"
 #include "target/iscsi/iscsi.h"
+
 #include "unit_run.h"
 
 #define TGT "iqn.2026-11.org.isert.unit:t"

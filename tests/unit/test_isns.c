@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "target/config/config.h"
 #include "target/isns/isns_int.h"
+
 #include "unit_run.h"
 
 static void quiet(enum log_level lvl, const char *line)

@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "common/utf8.h"
+
 #include "unit_run.h"
 
 static char got[2048];

@@ -15,6 +15,7 @@
 #include "target/config/config.h"
 #include "target/iscsi/stats.h"
 #include "target/control/metrics.h"
+
 #include "unit_run.h"
 
 #define TGT "iqn.2024-01.org.x:d"

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "target/control/notify.h"
+
 #include "unit_run.h"
 
 static char dir[] = "/tmp/test_notify.XXXXXX";

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "target/backstore/nvme.c"
+
 #include "unit_run.h"
 
 static uint8_t page[NVME_ID_SIZE];

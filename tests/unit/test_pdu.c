@@ -6,6 +6,7 @@
 
 #include "common/pdu.h"
 #include "common/util.h"
+
 #include "unit_run.h"
 
 /* A BHS whose byte i holds i: every field then reads a known pattern. */

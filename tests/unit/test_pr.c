@@ -13,6 +13,7 @@
 #include "target/scsi/pr_state.h"
 #include "target/scsi/scsi.h"
 #include "target/scsi/sense.h"
+
 #include "unit_run.h"
 
 enum { WE = 1, EA = 3, WE_RO = 5, EA_RO = 6, WE_AR = 7, EA_AR = 8 };

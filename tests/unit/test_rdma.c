@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/rdma.c"
+
 #include "unit_run.h"
 
 static int post_rc, refuse_at, posts, cb_calls, cb_err, done_calls, close_calls;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/reactor.h"
+
 #include "unit_run.h"
 
 struct fake_cq {

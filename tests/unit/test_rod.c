@@ -25,9 +25,10 @@
 #include "target/scsi/copy.h"
 #include "target/scsi/rod.h"
 #include "target/scsi/scsi_int.h"
+#include "sense_check.h"
+
 #include "medium.h"
 #include "scsi_harness.h"
-#include "sense_check.h"
 #include "unit_run.h"
 
 #define NBLK 16384u   /* 8 MiB of 512-byte blocks */

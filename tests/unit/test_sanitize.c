@@ -24,8 +24,9 @@
 #include "target/backstore/backstore_impl.h"
 #include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"
-#include "scsi_harness.h"
 #include "sense_check.h"
+
+#include "scsi_harness.h"
 #include "unit_run.h"
 
 #define NBLK 8192u   /* 4 MiB of 512-byte blocks: four chunks of the worker */

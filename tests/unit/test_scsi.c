@@ -17,8 +17,9 @@
 #include "target/backstore/backstore.h"
 #include "target/backstore/backstore_impl.h"
 #include "target/scsi/scsi_int.h"
-#include "scsi_harness.h"
 #include "sense_check.h"
+
+#include "scsi_harness.h"
 #include "unit_run.h"
 
 #define BS 512u

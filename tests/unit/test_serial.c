@@ -2,6 +2,7 @@
 #include <CUnit/Basic.h>
 
 #include "common/serial.h"
+
 #include "unit_run.h"
 
 static void test_basic(void)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/text.h"
+
 #include "unit_run.h"
 
 static int parse_str(const char *s, size_t len, struct text_list *l)

@@ -11,6 +11,7 @@
 
 #include "common/reactor.h"
 #include "common/transport.h"
+
 #include "unit_run.h"
 
 static int freed, closed_calls, closed_err, done_calls, done_err, failed_err, ran;
