@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checks.h"
+#include "check.h"
 #include "fake_target.h"
 #include "isert/initiator.h"
 
@@ -418,6 +418,6 @@ int main(int argc, char **argv)
 	luns_iseradm(iseradm, port + 8);
 	reset_mid_write(port + 9);   /* after sane(): its fake target is gone */
 
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	printf("%u passed, %u failed\n", check_passed, check_failed);
+	return check_failed ? 1 : 0;
 }

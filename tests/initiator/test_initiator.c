@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checks.h"
+#include "check.h"
 #include "isert/initiator.h"
 
 #ifdef HAVE_LIBISCSI
@@ -1057,6 +1057,6 @@ int main(int argc, char **argv)
 	}
 	if (rc == 77)
 		return 77;
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed || rc ? 1 : 0;
+	printf("%u passed, %u failed\n", check_passed, check_failed);
+	return check_failed || rc ? 1 : 0;
 }

@@ -5,7 +5,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 
 import checks
 
@@ -95,20 +94,45 @@ def stop_isertd(proc, timeout=15):
         return -9
 
 
-def start_isertd(isertd, work, cfgfile, *args):
+def port_open(port, host='127.0.0.1'):
+    """True once a TCP connection to HOST:PORT is accepted (and closed at once)."""
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def start_isertd(isertd, work, cfgfile, *args, admin='admin.sock', state='state', log='isertd.log', ready=None,
+                 seconds=5, prefix=(), **popen):
     """isertd -c CFGFILE --admin-socket WORK/admin.sock --state-dir WORK/state ARGS..., its output in
     WORK/isertd.log; once the socket is there (at most 5 s): (the process, the socket's path).  Socket and
     state folder are this test's own: the defaults (/run/isertd.sock, /var/lib/isert) are shared with every
-    other isertd on the host, a test running beside this one included."""
-    sock = os.path.join(work, 'admin.sock')
-    with open(os.path.join(work, 'isertd.log'), 'w') as log:
-        proc = subprocess.Popen([isertd, '-c', cfgfile, '--admin-socket', sock,
-                                 '--state-dir', os.path.join(work, 'state'), *args], stdout=log,
-                                stderr=subprocess.STDOUT)
-    for _ in range(100):
-        if os.path.exists(sock):
-            break
-        time.sleep(0.05)
+    other isertd on the host, a test running beside this one included.
+
+    admin, state: a name in WORK, 'none' (isertd's own word: no socket, no state folder), or None to leave
+    the option out (the host's default: only for a test that runs alone).  log: a name in WORK, or an open
+    file (or subprocess.DEVNULL) for isertd's output.  ready: what to wait for instead of the socket, a
+    function or a port (ready once 127.0.0.1:PORT accepts a connection); at most SECONDS, and not past
+    isertd's exit.  prefix: a command isertd runs under (prlimit, setpriv).  popen: more for
+    subprocess.Popen (env, preexec_fn, stderr).  The socket's path is None without a socket."""
+    sock = os.path.join(work, admin) if admin not in (None, 'none') else None
+    cmd = [*prefix, isertd, '-c', cfgfile]
+    if admin is not None:
+        cmd += ['--admin-socket', sock or 'none']
+    if state is not None:
+        cmd += ['--state-dir', state if state == 'none' else os.path.join(work, state)]
+    out = open(os.path.join(work, log), 'w') if isinstance(log, str) else log
+    popen.setdefault('stderr', subprocess.STDOUT)
+    proc = subprocess.Popen(cmd + list(args), stdout=out, **popen)
+    if isinstance(log, str):
+        out.close()
+    if isinstance(ready, int):
+        port = ready
+        ready = lambda: port_open(port)  # noqa: E731
+    elif ready is None:
+        ready = (lambda: os.path.exists(sock)) if sock else (lambda: True)
+    checks.wait_for(lambda: ready() or proc.poll() is not None, seconds)
     return proc, sock
 
 

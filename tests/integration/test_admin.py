@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
-from admin_rpc import Rpc, stop_isertd  # noqa: E402
+from admin_rpc import Rpc, start_isertd, stop_isertd  # noqa: E402
 from checks import check, wait_for  # noqa: E402
 
 ISERTD, ISERCTL = sys.argv[1], sys.argv[2]
@@ -136,21 +136,14 @@ def methods_match_docs(rpc):
 
 def main():
     work = checks.workdir('isert-admin-')
-    sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:
         json.dump(config(work), f)
     os.chmod(cfgfile, 0o600)
-    log = open(os.path.join(work, 'isertd.log'), 'w')
     state = os.path.join(work, 'state')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', state, '-r', '2'], stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc, sock = start_isertd(ISERTD, work, cfgfile, '-r', '2')
     perf = None
     try:
-        for _ in range(100):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
         rpc = Rpc(sock)
         st = os.stat(sock)
         check('the socket is a socket with mode 0600', stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600,
@@ -493,7 +486,6 @@ def main():
             except subprocess.TimeoutExpired:
                 perf.kill()
         rc = stop_isertd(proc)
-        log.close()
         check('isertd exits 0', rc == 0, f'exit {rc}')
         check('the socket is removed at exit', not os.path.exists(sock))
         if checks.failed:

@@ -18,12 +18,11 @@ import shutil
 import struct
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
-from admin_rpc import Rpc, stop_isertd  # noqa: E402
+from admin_rpc import Rpc, start_isertd, stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD, ISERCTL = sys.argv[1], sys.argv[2]
@@ -144,24 +143,17 @@ def login(port, target=T):
 
 def main():
     work = checks.workdir('isert-alua-')
-    sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:
         json.dump(config(), f)
     os.chmod(cfgfile, 0o600)
-    log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
-                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
+    proc, sock = start_isertd(ISERTD, work, cfgfile, '-r', '2')
     rpc = Rpc(sock)
 
     def iserctl(*args):
         return subprocess.run([ISERCTL, '-s', sock] + list(args), capture_output=True, text=True, timeout=30)
 
     try:
-        for _ in range(100):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
         c1, c2 = login(PORT), login(PORT + 1)
 
         # -- what an initiator reads -------------------------------------------
@@ -385,7 +377,6 @@ def main():
         check('isertd still runs', proc.poll() is None)
     finally:
         rc = stop_isertd(proc)
-        log.close()
         check('isertd exits cleanly', rc == 0, rc)
         if checks.failed:
             print(open(os.path.join(work, 'isertd.log')).read()[-3000:])

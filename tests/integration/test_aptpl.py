@@ -15,16 +15,14 @@ import glob
 import json
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
-from admin_rpc import Rpc, stop_isertd  # noqa: E402
+from admin_rpc import Rpc, port_open, start_isertd, stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 from pr_client import (CHECK, CONFLICT, EA, EA_RO, GOOD, PRE, REG, REG_IGN, REL, RES, WE, WE_RO,  # noqa: E402
                        caps, full_status, prout, read_keys, read_reservation, rw)
@@ -62,19 +60,15 @@ class Target:
 
     def start(self):
         self.runs += 1
-        self.logname = os.path.join(self.work, 'isertd-%d.log' % self.runs)
-        self.log = open(self.logname, 'w')
-        self.sock = os.path.join(self.work, 'admin.sock')
-        self.proc = subprocess.Popen([ISERTD, '-c', self.cfgfile, '--admin-socket', self.sock, '-r', '2'],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        for _ in range(200):
-            try:
-                socket.create_connection(('127.0.0.1', PORT), timeout=1).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError('isertd exited: ' + open(self.logname).read())
-                time.sleep(0.05)
+        log = 'isertd-%d.log' % self.runs
+        self.logname = os.path.join(self.work, log)
+        # The state folder is the configuration's (global.state_dir): a restart must find it there.
+        self.proc, self.sock = start_isertd(ISERTD, self.work, self.cfgfile, '-r', '2', state=None, log=log,
+                                            ready=PORT, seconds=10)
+        if port_open(PORT):
+            return
+        if self.proc.poll() is not None:
+            raise RuntimeError('isertd exited: ' + open(self.logname).read())
         raise RuntimeError('isertd did not listen')
 
     def stop(self, kill=False):
@@ -84,7 +78,6 @@ class Target:
         else:
             rc = stop_isertd(self.proc)
             check('run %d: isertd exits 0 on SIGTERM' % self.runs, rc == 0, rc)
-        self.log.close()
         self.proc = None
         log = self.logtext()
         check('run %d: no sanitizer report in the log' % self.runs,

@@ -20,6 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
+from admin_rpc import start_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD = sys.argv[1]
@@ -70,13 +71,10 @@ class Target:
             json.dump(config(port, **glob), f)
         os.chmod(self.cfg, 0o644)  # world-readable on purpose: it holds CHAP secrets
         self.logname = os.path.join(work, f'isertd-{port}.log')
-        self.log = open(self.logname, 'wb')
-        cmd = ([ 'prlimit', f'--nofile={prlimit}:{prlimit}', '--'] if prlimit else []) + [ISERTD, '--config', self.cfg]
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
-        for _ in range(100):
-            if f'listening on 127.0.0.1:{port + 1}'.encode() in self.logtext():
-                break
-            time.sleep(0.05)
+        # The host's default admin socket and state folder: this test runs alone.
+        self.proc, _ = start_isertd(ISERTD, work, self.cfg, admin=None, state=None, log=f'isertd-{port}.log',
+                                    prefix=['prlimit', f'--nofile={prlimit}:{prlimit}', '--'] if prlimit else [],
+                                    ready=lambda: f'listening on 127.0.0.1:{port + 1}'.encode() in self.logtext())
 
     def logtext(self):
         with open(self.logname, 'rb') as f:
@@ -102,7 +100,6 @@ class Target:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             rc = 'hung'
-        self.log.close()
         return rc
 
 

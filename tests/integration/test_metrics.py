@@ -26,7 +26,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
-from admin_rpc import shown, stop_isertd  # noqa: E402
+from admin_rpc import port_open, shown, start_isertd, stop_isertd  # noqa: E402
 from checks import check, wait_for  # noqa: E402
 
 ISERTD = sys.argv[1]
@@ -53,8 +53,7 @@ def start(work, name, cfg, *extra):
     with open(path, 'w') as f:
         json.dump(cfg, f)
     log = open(os.path.join(work, name + '.log'), 'w+')
-    return subprocess.Popen([ISERTD, '-c', path, '--admin-socket', 'none', '--state-dir', os.path.join(work, 'state'),
-                             '-r', '2', *extra], stdout=log, stderr=subprocess.STDOUT), log
+    return start_isertd(ISERTD, work, path, '-r', '2', *extra, admin='none', log=log)[0], log
 
 
 def stop(proc, log):
@@ -64,13 +63,7 @@ def stop(proc, log):
 
 
 def wait_port(port, secs=5):
-    for _ in range(int(secs / 0.05)):
-        try:
-            socket.create_connection(('127.0.0.1', port), timeout=1).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
+    return wait_for(lambda: port_open(port), secs)
 
 
 def get_bytes(path='/metrics', method='GET'):

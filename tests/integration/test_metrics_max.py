@@ -25,7 +25,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
-from admin_rpc import Rpc, shown, stop_isertd  # noqa: E402
+from admin_rpc import Rpc, shown, start_isertd, stop_isertd  # noqa: E402
 from checks import check, wait_for  # noqa: E402
 
 ISERTD, ISERCTL = sys.argv[1:3]
@@ -117,7 +117,6 @@ def reactor_of(rpc, ini):
 
 def main():
     work = checks.workdir('isert-metrics-max-')
-    sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     cfg = {'global': {'metrics': f'127.0.0.1:{MPORT}', 'max_connections_per_host': 1024},
            'backstores': [{'name': 'b%d' % i, 'type': 'ram', 'size': '64K'} for i in range(64)],
@@ -127,16 +126,10 @@ def main():
                                                      for i in range(NLUNS)]}]}]}
     with open(cfgfile, 'w') as f:
         json.dump(cfg, f)
-    log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
-                             '-r', str(REACTORS)], stdout=log, stderr=subprocess.STDOUT)
+    proc, sock = start_isertd(ISERTD, work, cfgfile, '-r', str(REACTORS), seconds=10)
     rpc = Rpc(sock)
     conns, sent = [], 0
     try:
-        for _ in range(200):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
         # Named rows: sessions on 64 LUNs each until every reactor had more pairs than its share.  Each
         # reactor's on LUNs of its own, so what its sessions past the share put in rest rows merges with
         # nothing of the other reactor's.
@@ -244,7 +237,6 @@ def main():
         for c in conns:
             c.close()
         rc = stop_isertd(proc, 30)
-        log.close()
         check('isertd exits 0 on SIGTERM', rc == 0, f'exit {rc}')
         if checks.failed:
             print(open(os.path.join(work, 'isertd.log')).read()[-3000:])

@@ -24,12 +24,12 @@ import os
 import shutil
 import socket
 import struct
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
+from admin_rpc import start_isertd, stop_isertd  # noqa: E402
 from checks import check, finish, workdir  # noqa: E402
 from scsi_util import CHECK, CONFLICT, GOOD, expect, read_big, rw16, sense_of, write_big  # noqa: E402
 
@@ -153,17 +153,10 @@ def main():
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:
         json.dump(config(work), f)
-    log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', 'none', '--state-dir', os.path.join(work, 'state'),
-                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
     t0 = time.monotonic()
+    proc, _ = start_isertd(ISERTD, work, cfgfile, '-r', '2', admin='none', ready=PORT)
     try:
-        for _ in range(100):
-            try:
-                c = login(INI, T1, range(4))
-                break
-            except OSError:
-                time.sleep(0.05)
+        c = login(INI, T1, range(4))
 
         # -- VPD 8Fh: what Windows and ddpt look for ----------------------------
         st, d, _ = c.command(bytes([0x12, 1, 0x8f, 4, 0, 0]), 1024, read=True)
@@ -310,13 +303,7 @@ def main():
         check('isertd still runs', proc.poll() is None)
         check('the test took under 20 s', time.monotonic() - t0 < 20, '%.1f s' % (time.monotonic() - t0))
     finally:
-        proc.terminate()
-        try:
-            rc = proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = -9
-        log.close()
+        rc = stop_isertd(proc, 20)
         check('isertd exits cleanly (no leak, no callback left)', rc == 0, 'exit %s' % rc)
         if rc != 0:
             print(open(os.path.join(work, 'isertd.log')).read()[-3000:])

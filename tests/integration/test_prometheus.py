@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
 import dashboard  # noqa: E402
-from admin_rpc import stop_isertd  # noqa: E402
+from admin_rpc import start_isertd, stop_isertd  # noqa: E402
 from checks import check, wait_for  # noqa: E402
 
 ISERTD = sys.argv[1]
@@ -102,10 +102,8 @@ def main():
     with open(promcfg, 'w') as f:
         f.write('global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n'
                 f"scrape_configs:\n  - job_name: isertd\n    static_configs:\n      - targets: ['127.0.0.1:{MPORT}']\n")
-    ilog = open(os.path.join(work, 'isertd.log'), 'w')
     plog = open(os.path.join(work, 'prometheus.log'), 'w')
-    isertd = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', 'none', '--state-dir', os.path.join(work, 'state'),
-                               '-r', '2'], stdout=ilog, stderr=subprocess.STDOUT)
+    isertd, _ = start_isertd(ISERTD, work, cfgfile, '-r', '2', admin='none')
     prom = subprocess.Popen([PROMETHEUS, f'--config.file={promcfg}', f'--storage.tsdb.path={work}/tsdb',
                              f'--web.listen-address=127.0.0.1:{PPORT}'], stdout=plog, stderr=subprocess.STDOUT)
     stop, errors, threads = threading.Event(), [], []
@@ -150,7 +148,6 @@ def main():
         prom.wait()
         rc = stop_isertd(isertd)
         check('isertd exits 0', rc == 0, f'exit {rc}')
-        ilog.close()
         plog.close()
         if checks.failed:
             for f in ('isertd.log', 'prometheus.log'):

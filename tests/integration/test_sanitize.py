@@ -32,6 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
+from admin_rpc import start_isertd  # noqa: E402
 from checks import check, finish, workdir  # noqa: E402
 
 ISERTD = sys.argv[1]
@@ -126,12 +127,7 @@ def wait_done(c, lun, limit=120):
 
 
 def login(port=PORT):
-    for _ in range(200):
-        try:
-            c = ic.Conn(port, timeout=60)
-            break
-        except OSError:
-            time.sleep(0.05)
+    c = ic.Conn(port, timeout=60)
     assert c.login(INI, T) == 0
     return c
 
@@ -141,8 +137,9 @@ def start(cfgfile, work, log):
         # Writes past FSIZE_LIMIT fail with EFBIG (SIGXFSZ ignored, as the shell's ulimit -f would not).
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
-    return subprocess.Popen([ISERTD, '-c', cfgfile, '-r', '2', '--state-dir', os.path.join(work, 'state')],
-                            stdout=log, stderr=subprocess.STDOUT, preexec_fn=limits)
+    # The host's default admin socket: this test runs alone.
+    return start_isertd(ISERTD, work, cfgfile, '-r', '2', admin=None, log=log, ready=PORT, seconds=10,
+                        preexec_fn=limits)[0]
 
 
 def rsoc_sas(c, lun):

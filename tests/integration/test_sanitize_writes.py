@@ -37,6 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
+from admin_rpc import start_isertd, stop_isertd  # noqa: E402
 from checks import check, finish, workdir  # noqa: E402
 from scsi_util import GOOD, expect, naa_of, read_big, sense_of, write_big  # noqa: E402
 
@@ -70,12 +71,7 @@ def config(work, loopdev):
 
 
 def login(ini):
-    for _ in range(200):
-        try:
-            c = ic.Conn(PORT, timeout=60)
-            break
-        except OSError:
-            time.sleep(0.05)
+    c = ic.Conn(PORT, timeout=60)
     # Large Data-In PDUs: reading every LU back whole is most of this test's time.
     assert c.login(ini, T, op_keys={'InitialR2T': 'No', 'FirstBurstLength': str(WRITE_BYTES),
                                     'MaxBurstLength': str(WRITE_BYTES), 'MaxRecvDataSegmentLength': '262144'}) == 0
@@ -227,9 +223,7 @@ def main():
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:
         json.dump(config(work, loopdev), f)
-    log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '-r', '2', '-a', 'none', '--state-dir', os.path.join(work, 'state')],
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc, _ = start_isertd(ISERTD, work, cfgfile, '-r', '2', admin='none', ready=PORT, seconds=10)
     try:
         a, b = login(INI_A), login(INI_B)
         write_big(a, SRC, 0, b'\xab' * SIZE)
@@ -282,12 +276,7 @@ def main():
         a.logout()
         b.logout()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        stop_isertd(proc, 30)
         subprocess.run(['losetup', '-d', loopdev])
         # Its two 64 MiB images are in tmpfs, memory until removed (KEEP=1 keeps them to look at).
         if not os.environ.get('KEEP'):

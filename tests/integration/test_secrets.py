@@ -29,7 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
-from admin_rpc import Rpc, stop_isertd  # noqa: E402
+from admin_rpc import Rpc, start_isertd, stop_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD, ISERCTL = sys.argv[1], sys.argv[2]
@@ -177,14 +177,8 @@ def dumpable_checks():
     os.chown(cfgfile, nobody, nobody)
     as_nobody = ['setpriv', f'--reuid={nobody}', f'--regid={nobody}', '--clear-groups']
     for extra, dumpable in (([], False), (['--core-dumps'], True)):
-        proc = subprocess.Popen(as_nobody + [ISERTD, '-c', cfgfile, '--admin-socket', 'none', '--state-dir', 'none',
-                                             '-r', '1', *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        for _ in range(100):
-            try:
-                ic.Conn(PORT + 1, timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        proc, _ = start_isertd(ISERTD, work, cfgfile, '-r', '1', *extra, admin='none', state='none',
+                               log=subprocess.DEVNULL, stderr=subprocess.PIPE, prefix=as_nobody, ready=PORT + 1)
         owner = os.stat(f'/proc/{proc.pid}/mem').st_uid
         peek = subprocess.run(as_nobody + [sys.executable, '-c', f'open("/proc/{proc.pid}/mem", "rb")'],
                               capture_output=True, text=True, timeout=30)
@@ -204,7 +198,6 @@ def dumpable_checks():
 def main():
     dumpable_checks()
     work = checks.workdir('isert-secrets-')
-    sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     creds = os.path.join(work, 'credentials')
     os.mkdir(creds, 0o700)
@@ -216,15 +209,9 @@ def main():
     check_config_files(work)
 
     logpath = os.path.join(work, 'isertd.log')
-    log = open(logpath, 'w')
     env = dict(os.environ, CREDENTIALS_DIRECTORY=creds)
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
-                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc, sock = start_isertd(ISERTD, work, cfgfile, '-r', '2', env=env)
     try:
-        for _ in range(100):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
         rpc = Rpc(sock, separators=SEP)
 
         # A secret from a file is the one the login is checked against.
@@ -351,7 +338,6 @@ def main():
             c.close()
     finally:
         rc = stop_isertd(proc)
-        log.close()
         check('isertd exits 0', rc == 0, f'exit {rc}')
 
     raw = open(logpath, 'rb').read()

@@ -15,13 +15,13 @@ import select
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
+from admin_rpc import start_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD, PORT = sys.argv[1], int(sys.argv[2])
@@ -63,12 +63,9 @@ def soak():
                                 'portals': [{'ip': '127.0.0.1', 'port': PORT}],
                                 'luns': [{'lun': 0, 'backstore': 'ram'}]}]}]}, f)
     logname = os.path.join(work, 'isertd.log')
-    log = open(logname, 'wb')
-    proc = subprocess.Popen([ISERTD, '--config', cfg, '--admin-socket', 'none',
-                             '--state-dir', os.path.join(work, 'state')], stdout=log, stderr=log)
+    proc, _ = start_isertd(ISERTD, work, cfg, admin='none',
+                           ready=lambda: b'listening on' in open(logname, 'rb').read())
     t0 = time.time()
-    while b'listening on' not in open(logname, 'rb').read() and time.time() - t0 < 5:
-        time.sleep(0.05)
     if proc.poll() is not None:
         print('isertd did not start:\n' + open(logname).read())
         sys.exit(1)
@@ -144,7 +141,6 @@ def soak():
         s.close()
     proc.send_signal(signal.SIGTERM)
     rc = proc.wait(20)
-    log.close()
     check('isertd stops cleanly', rc == 0, f'exit {rc}')
     lines = open(logname, 'rb').read().decode(errors='replace').splitlines()
     shapes = {}

@@ -16,12 +16,11 @@ import shutil
 import struct
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
-from admin_rpc import Rpc, stop_isertd  # noqa: E402
+from admin_rpc import Rpc, start_isertd, stop_isertd  # noqa: E402
 from checks import check, wait_for  # noqa: E402
 
 ISERTD = sys.argv[1]
@@ -126,7 +125,6 @@ def caps(port):
     ended, a new initiator takes the place of A's longest idle row, whose counts go to its LUN's rest row."""
     named_max, rest_max, nluns = 4096, 4096, 4200
     work = checks.workdir('isert-stats-cap-')
-    sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     cfg = {'backstores': [{'name': 'b%d' % i, 'type': 'ram', 'size': '64K'} for i in range(64)],
            'targets': [{'iqn': T1, 'tpgs': [{'tag': 1, 'demo_mode': True,
@@ -135,15 +133,9 @@ def caps(port):
                                                       for i in range(nluns)]}]}]}
     with open(cfgfile, 'w') as f:
         json.dump(cfg, f)
-    log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
-                             '-r', '1'], stdout=log, stderr=subprocess.STDOUT)
+    proc, sock = start_isertd(ISERTD, work, cfgfile, '-r', '1', seconds=10)
     ini_a, ini_b, ini_c = ('iqn.2026-11.org.isert:cap-' + x for x in 'abc')
     try:
-        for _ in range(200):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
         rpc = Rpc(sock)
         conns = []
         for ini in (ini_a, ini_b):
@@ -206,26 +198,18 @@ def caps(port):
         check('caps: isertd still runs', proc.poll() is None)
     finally:
         stop_isertd(proc)
-        log.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
 def main():
     work = checks.workdir('isert-stats-')
-    sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:
         json.dump(config(work), f)
     os.chmod(cfgfile, 0o600)
-    log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
-                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
+    proc, sock = start_isertd(ISERTD, work, cfgfile, '-r', '2')
     rpc = Rpc(sock)
     try:
-        for _ in range(100):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
         r = rpc.call('stats')
         check('stats answers on an idle target', 'result' in r, r)
         res = r['result']
@@ -405,7 +389,6 @@ def main():
         check('isertd still runs', proc.poll() is None)
     finally:
         stop_isertd(proc)
-        log.close()
         if checks.failed:
             print(open(os.path.join(work, 'isertd.log')).read()[-3000:])
         shutil.rmtree(work, ignore_errors=True)

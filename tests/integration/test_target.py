@@ -14,6 +14,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
+from admin_rpc import start_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
 ISERTD = sys.argv[1]
@@ -113,18 +114,10 @@ def lu_reset_with_data_owed():
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     work = checks.workdir('isert-target-')
-    log = open(os.path.join(work, 'isertd.log'), 'w')
     # No admin socket, a state folder of its own: not the host's defaults, which other isertds share.
-    proc = subprocess.Popen([ISERTD, '--config', os.path.join(here, 'integration.json'),
-                             '--portal', f'127.0.0.1:{PORT}', '--admin-socket', 'none',
-                             '--state-dir', os.path.join(work, 'state')], stdout=log, stderr=log)
+    proc, _ = start_isertd(ISERTD, work, os.path.join(here, 'integration.json'), '--portal', f'127.0.0.1:{PORT}',
+                           admin='none', ready=PORT, seconds=10)
     try:
-        for _ in range(100):
-            try:
-                ic.Conn(PORT, timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
         run()
         check('isertd still running at the end', proc.poll() is None)
     finally:
@@ -135,10 +128,9 @@ def main():
         except subprocess.TimeoutExpired:
             proc.kill()
             check('isertd stops cleanly on SIGTERM', False, 'did not exit within 10 s')
-        log.close()
         if checks.failed:
             print('--- isertd log ---')
-            print(open(log.name).read()[-4000:])
+            print(open(os.path.join(work, 'isertd.log')).read()[-4000:])
         shutil.rmtree(work, ignore_errors=True)
     checks.finish()
 

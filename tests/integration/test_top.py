@@ -20,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402
 import iscsi_client as ic  # noqa: E402
-from admin_rpc import Rpc, stop_isertd  # noqa: E402
+from admin_rpc import Rpc, start_isertd, stop_isertd  # noqa: E402
 from checks import check, wait_for  # noqa: E402
 
 ISERTD, ISERCTL, ISERBENCH = sys.argv[1:4]
@@ -144,7 +144,6 @@ def interactive(sock, work, key):
 
 def main():
     work = checks.workdir('isert-top-')
-    sock = os.path.join(work, 'admin.sock')
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:
         json.dump({'backstores': [{'name': 'r0', 'type': 'ram', 'size': '32M'},
@@ -153,12 +152,9 @@ def main():
                                                     'portals': [{'ip': '127.0.0.1', 'port': PORT}],
                                                     'luns': [{'lun': 0, 'backstore': 'r0'},
                                                              {'lun': 1, 'backstore': 'r1'}]}]}]}, f)
-    log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', sock, '--state-dir', os.path.join(work, 'state'),
-                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
+    proc, sock = start_isertd(ISERTD, work, cfgfile, '-r', '2')
     perf = None
     try:
-        wait_for(lambda: os.path.exists(sock), 5)
         rc, _, err = iserctl(os.path.join(work, 'nothing.sock'), 'stats')
         check('no socket: exit 3 and what to do', rc == 3 and 'see --socket' in err, f'{rc} {err}')
 
@@ -256,7 +252,6 @@ def main():
             perf.kill()
             perf.wait()
         rc = stop_isertd(proc)
-        log.close()
         check('isertd exits 0', rc == 0, f'exit {rc}')
         if checks.failed:
             print(open(os.path.join(work, 'isertd.log')).read()[-3000:])

@@ -18,12 +18,12 @@ import os
 import shutil
 import socket
 import struct
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
+from admin_rpc import start_isertd, stop_isertd  # noqa: E402
 from checks import check, finish, workdir  # noqa: E402
 from scsi_util import CHECK, CONFLICT, GOOD, expect, naa_of, read_big, rw16, sense_of, write_big  # noqa: E402
 
@@ -79,16 +79,9 @@ def main():
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:
         json.dump(config(work), f)
-    log = open(os.path.join(work, 'isertd.log'), 'w')
-    proc = subprocess.Popen([ISERTD, '-c', cfgfile, '--admin-socket', 'none', '--state-dir', os.path.join(work, 'state'),
-                             '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
+    proc, _ = start_isertd(ISERTD, work, cfgfile, '-r', '2', admin='none', ready=PORT)
     try:
-        for _ in range(100):
-            try:
-                c = ic.Conn(PORT, timeout=30)
-                break
-            except OSError:
-                time.sleep(0.05)
+        c = ic.Conn(PORT, timeout=30)
         check('login', c.login(INI, T1) == 0)
         for lun in range(4):  # power-on unit attentions
             for _ in range(3):
@@ -244,13 +237,7 @@ def main():
         c.close()
         check('isertd still runs', proc.poll() is None)
     finally:
-        proc.terminate()
-        try:
-            rc = proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = -9
-        log.close()
+        rc = stop_isertd(proc, 20)
         check('isertd exits cleanly (no leak, no callback left)', rc == 0, 'exit %s' % rc)
         if rc != 0:
             print(open(os.path.join(work, 'isertd.log')).read()[-3000:])

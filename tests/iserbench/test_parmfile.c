@@ -11,6 +11,8 @@
 
 #include "ib.h"
 
+#include "unit_run.h"
+
 #define KB 1024ull
 #define MB (1024ull * 1024)
 #define GB (1024ull * 1024 * 1024)
@@ -667,7 +669,6 @@ static void test_fuzz(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -691,8 +692,5 @@ int main(void)
 	CU_add_test(s, "edges", test_edges);
 	CU_add_test(s, "fuzz", test_fuzz);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

@@ -13,6 +13,8 @@
 
 #include "ib.h"
 
+#include "unit_run.h"
+
 static char tmpdir[64];
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -501,7 +503,6 @@ static void test_write_errors(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_ib_report.XXXXXX");
 	if (!mkdtemp(tmpdir)) {
@@ -519,9 +520,7 @@ int main(void)
 	CU_add_test(s, "output folder", test_write);
 	CU_add_test(s, "output folder errors", test_write_errors);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
+	int rc = unit_run();
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	return fails ? 1 : 0;
+	return rc;
 }

@@ -18,7 +18,8 @@
 #include "target/scsi/alua.h"
 #include "target/scsi/scsi_int.h"
 
-extern struct bufpool *scsi_test_pool;
+#include "scsi_harness.h"
+#include "unit_run.h"
 
 static struct backstore *bstore;
 static struct scsi_lu *LU;
@@ -31,27 +32,13 @@ static struct scsi_nexus NX2 = { .initiator_name = "iqn.test:i", .initiator_port
 				 .rel_port_id = 2, .id = 2 };
 static const uint16_t P10[] = { 1 }, P20[] = { 2, 300 };
 
-static void on_done(struct scsi_cmd *cmd)
-{
-	(void)cmd;
-}
-
 static uint8_t run(const struct scsi_nexus *nx, const uint8_t *cdb, uint32_t edtl, bool wr, const void *dout,
 		   struct scsi_cmd *c)
 {
-	memset(c, 0, sizeof(*c));
-	memcpy(c->cdb, cdb, 16);
-	c->cdb_len = 16;
-	c->lu = LU;
+	sh_cmd_init(c, LU, cdb, 16, edtl, !wr && edtl, wr);
 	c->nexus = nx;
-	c->edtl = edtl;
-	c->dir_read = !wr && edtl;
-	c->dir_write = wr;
-	c->done = on_done;
-	if (!scsi_cmd_prepare(c))
+	if (!sh_prepare(c, dout, UINT32_MAX))   /* dout holds what the command asks for */
 		return c->status;
-	if (c->dout_len)
-		memcpy(c->buf->data, dout, c->dout_len);
 	scsi_cmd_exec(c);
 	return c->status;
 }
@@ -100,8 +87,7 @@ static int setup(void)
 {
 	struct backstore_cfg cfg = { .name = "r0", .type = BACKSTORE_RAM, .size = 1 << 20, .block_size = 512 };
 	char err[256];
-	scsi_test_pool = bufpool_create();
-	if (!scsi_test_pool || backstore_open(&cfg, &bstore, err, sizeof(err)) < 0)
+	if (sh_pool_open() || backstore_open(&cfg, &bstore, err, sizeof(err)) < 0)
 		return -1;
 	struct scsi_lu_params p = { .serial = "S1", .name = "r0" };
 	if (scsi_lu_create(bstore, &p, &LU))
@@ -127,9 +113,7 @@ static int teardown(void)
 	scsi_lu_destroy(LU);
 	backstore_close(bstore);
 	scsi_alua_free_all();
-	size_t leak = bufpool_in_use(scsi_test_pool);
-	bufpool_destroy(scsi_test_pool);
-	return leak ? -1 : 0;
+	return sh_pool_close();
 }
 
 /* SPC-4 5.16.2.4.4-6, written out: may op run in state st? */
@@ -373,9 +357,5 @@ int main(void)
 	CU_add_test(s, "stpg", test_stpg);
 	CU_add_test(s, "vpd83", test_vpd83);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }

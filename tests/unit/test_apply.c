@@ -17,6 +17,8 @@
 #include "target/iscsi/iscsi.h"
 #include "target/runtime/runtime.h"
 
+#include "unit_run.h"
+
 #define IQN "iqn.2026-11.org.isert.unit:apply"
 
 static char file_path[] = "/tmp/isert-test-apply-XXXXXX";
@@ -225,9 +227,5 @@ int main(void)
 	CU_add_test(s, "resize_rules", test_resize_rules);
 	CU_add_test(s, "additions", test_additions);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }

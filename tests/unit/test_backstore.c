@@ -22,6 +22,8 @@
 #include "common/transport.h"
 #include "target/backstore/fd.c"
 
+#include "unit_run.h"
+
 static struct reactor *R;
 static char tmpdir[] = "/tmp/test_backstore.XXXXXX";
 
@@ -1175,8 +1177,5 @@ int main(void)
 	CU_add_test(s, "short read file", test_short_read_file);
 	CU_add_test(s, "block loop", test_block_loop);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

@@ -11,6 +11,8 @@
 
 #include "common/bufpool.h"
 
+#include "unit_run.h"
+
 static int regs, deregs;
 
 static int reg(void *ctx, void *addr, size_t len, uint32_t *lkey, uint32_t *rkey, void **handle)
@@ -314,8 +316,5 @@ int main(void)
 	CU_add_test(s, "a device that went away is deregistered with its last user", test_device_gone);
 	CU_add_test(s, "registration failures leave nothing registered", test_reg_failure);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

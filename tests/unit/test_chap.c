@@ -5,6 +5,8 @@
 
 #include "common/chap.h"
 
+#include "unit_run.h"
+
 static const uint8_t challenge[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 
 /* Expected values: python3 hashlib.new(alg, bytes([0x2a]) + b"secretsecret" + bytes(range(16))). */
@@ -131,7 +133,6 @@ static void test_random(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -143,8 +144,5 @@ int main(void)
 	CU_add_test(s, "pick algorithm", test_pick);
 	CU_add_test(s, "random", test_random);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

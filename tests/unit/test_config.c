@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "unit_run.h"
+
 #ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #endif
@@ -1453,7 +1455,6 @@ static void test_state_dir(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	find_srcroot();
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -1483,8 +1484,5 @@ int main(void)
 	CU_add_test(s, "load file errors", test_load_file_errors);
 	CU_add_test(s, "fuzz", test_fuzz);
 	CU_basic_set_mode(CU_BRM_NORMAL);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

@@ -5,6 +5,8 @@
 
 #include "common/crc32c.h"
 
+#include "unit_run.h"
+
 typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
 
 static uint32_t oneshot(crc_fn f, const void *d, size_t n)
@@ -102,7 +104,6 @@ out:
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -112,9 +113,7 @@ int main(void)
 	CU_add_test(s, "one-shot byte order", test_oneshot_le);
 	CU_add_test(s, "implementations agree", test_agree);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
+	int rc = unit_run();
 	printf("SSE4.2 CRC32C: %s\n", crc32c_have_hw() ? "yes" : "no");
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return rc;
 }

@@ -20,6 +20,8 @@
 #include "target/config/config.h"
 #include "target/iscsi/iscsi.h"
 
+#include "unit_run.h"
+
 #define TGT "iqn.2026-11.org.isert.unit:t"
 #define INI "iqn.2026-11.org.isert.unit:i"
 #define MAXLOG 8192
@@ -793,8 +795,5 @@ int main(void)
 	CU_add_test(s, "CHAP without random bytes: login refused", test_chap_no_random);
 	CU_add_test(s, "SendTargets answer within the initiator's limit", test_sendtargets_capacity);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

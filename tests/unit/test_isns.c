@@ -19,6 +19,8 @@
 #include "target/config/config.h"
 #include "target/isns/isns_int.h"
 
+#include "unit_run.h"
+
 static void quiet(enum log_level lvl, const char *line)
 {
 	(void)lvl;
@@ -746,7 +748,6 @@ static void test_esi_admit(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	log_sink = quiet;
 	if (CU_initialize_registry() != CUE_SUCCESS)
@@ -765,8 +766,5 @@ int main(void)
 	CU_add_test(s, "ESI answer", test_esi_answer);
 	CU_add_test(s, "ESI port: the server always gets a slot", test_esi_admit);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

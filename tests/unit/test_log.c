@@ -5,6 +5,8 @@
 #include "common/log.h"
 #include "common/utf8.h"
 
+#include "unit_run.h"
+
 static char got[2048];
 
 static void sink(enum log_level lvl, const char *line)
@@ -81,8 +83,5 @@ int main(void)
 	CU_add_test(s, "long_line", test_long_line);
 	CU_add_test(s, "seq_len", test_seq_len);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned f = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return f ? 1 : 0;
+	return unit_run();
 }

@@ -16,6 +16,8 @@
 #include "target/control/metrics.h"
 #include "target/control/stats.h"
 
+#include "unit_run.h"
+
 #define TGT "iqn.2024-01.org.x:d"
 /* An initiator name with every character the format escapes, and a control byte. */
 #define INI "a\\b\"c\nd"
@@ -462,7 +464,6 @@ static void test_config_key(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -480,8 +481,5 @@ int main(void)
 	CU_add_test(s, "global.metrics syntax", test_parse_addr);
 	CU_add_test(s, "global.metrics in the configuration", test_config_key);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

@@ -15,6 +15,8 @@
 
 #include "target/control/notify.h"
 
+#include "unit_run.h"
+
 static char dir[] = "/tmp/test_notify.XXXXXX";
 static char path[sizeof(dir) + 16];
 static int sock = -1;
@@ -135,7 +137,6 @@ static void test_noop(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -150,8 +151,5 @@ int main(void)
 #endif
 	CU_add_test(s, "no manager", test_no_manager);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

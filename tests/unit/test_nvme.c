@@ -17,6 +17,8 @@
 
 #include "target/backstore/nvme.c"
 
+#include "unit_run.h"
+
 static uint8_t page[NVME_ID_SIZE];
 static char why[256];
 
@@ -743,8 +745,5 @@ int main(void)
 	CU_add_test(s, "open refuses what is not /dev/ngXnY", test_open_refused);
 	CU_add_test(s, "block device of a namespace", test_block_name);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

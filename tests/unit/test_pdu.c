@@ -7,6 +7,8 @@
 #include "common/pdu.h"
 #include "common/util.h"
 
+#include "unit_run.h"
+
 /* A BHS whose byte i holds i: every field then reads a known pattern. */
 static uint8_t raw[PDU_BHS_LEN];
 
@@ -381,7 +383,6 @@ static void test_cmd_ahs(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -394,8 +395,5 @@ int main(void)
 	CU_add_test(s, "check bhs", test_check_bhs);
 	CU_add_test(s, "command ahs", test_cmd_ahs);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

@@ -14,6 +14,8 @@
 #include "target/scsi/scsi.h"
 #include "target/scsi/lu/sense.h"
 
+#include "unit_run.h"
+
 enum { WE = 1, EA = 3, WE_RO = 5, EA_RO = 6, WE_AR = 7, EA_AR = 8 };
 enum { REG, RES, REL, CLR, PRE, PRE_ABORT, REG_IGN, REG_MOVE };
 enum { RKEYS, RRES, RCAPS, RFULL };
@@ -1473,9 +1475,7 @@ int main(void)
 	CU_add_test(s, "state_parser", test_state_parser);
 	CU_add_test(s, "shared_state", test_shared_state);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures();
-	CU_cleanup_registry();
+	int rc = unit_run();
 	rmdir(state_dir); /* empty unless a test failed half-way: then it stays for a look */
-	return failed ? 1 : 0;
+	return rc;
 }

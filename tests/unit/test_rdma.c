@@ -12,6 +12,8 @@
 
 #include "common/rdma.c"
 
+#include "unit_run.h"
+
 static int post_rc, refuse_at, posts, cb_calls, cb_err, done_calls, close_calls;
 
 /* rxe and siw: every WR goes in the send queue, then the doorbell may fail (bad stays NULL). */
@@ -167,8 +169,5 @@ int main(void)
 	CU_add_test(s, "a refused WR goes back to the queue", test_refused_goes_back);
 	CU_add_test(s, "a send reported twice ends once", test_send_reported_twice);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned f = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return f ? 1 : 0;
+	return unit_run();
 }

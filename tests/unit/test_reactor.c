@@ -14,6 +14,8 @@
 
 #include "common/reactor.h"
 
+#include "unit_run.h"
+
 struct fake_cq {
 	int pending;            /* completions waiting to be polled */
 	int polled, polls, arms, events;
@@ -369,8 +371,5 @@ int main(void)
 	CU_add_test(s, "big ring: SQE128, made on first use, reaped by the loop", test_big_ring);
 	CU_add_test(s, "ring sleep: woken by its completion, fds, messages, the big ring, the timeout", test_ring_sleep);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

@@ -27,7 +27,9 @@
 #include "target/scsi/scsi_int.h"
 #include "sense_check.h"
 
-extern struct bufpool *scsi_test_pool;
+#include "medium.h"
+#include "scsi_harness.h"
+#include "unit_run.h"
 
 #define NBLK 16384u   /* 8 MiB of 512-byte blocks */
 #define RRTI_HDR_TEST 32u
@@ -54,53 +56,17 @@ static struct scsi_lu *map_lu_at(const struct scsi_lun_map *m, uint32_t i, bool 
 	return i < 3 ? lus[i] : NULL;
 }
 static struct scsi_lun_map MAP = { .count = 3, .luns = map_luns, .lu_at = map_lu_at };
-static int ndone;
 static uint64_t now_ms = 1000000;
 static uint64_t fake_clock(void) { return now_ms; }
-
-static void on_done(struct scsi_cmd *cmd)
-{
-	(void)cmd;
-	ndone++;
-}
-
-static void cmd_init(struct scsi_cmd *c, struct scsi_lu *lu, const uint8_t *cdb, uint32_t len, uint32_t edtl, bool rd,
-		     bool wr)
-{
-	memset(c, 0, sizeof(*c));
-	memcpy(c->cdb, cdb, len);
-	c->cdb_len = 16;
-	c->lu = lu;
-	c->nexus = &NX;
-	c->lun_map = &MAP;
-	c->edtl = edtl;
-	c->dir_read = rd;
-	c->dir_write = wr;
-	c->done = on_done;
-}
-
-/* prepare + Data-Out + exec (the command may end later); caller releases. */
-static bool start(struct scsi_cmd *c, const void *dout, uint32_t dlen)
-{
-	ndone = 0;
-	if (!scsi_cmd_prepare(c))
-		return false;
-	if (c->dout_len) {
-		CU_ASSERT_PTR_NOT_NULL_FATAL(c->buf);
-		memcpy(c->buf->data, dout, MIN(dlen, c->dout_len));
-	}
-	scsi_cmd_exec(c);
-	return true;
-}
 
 /* A whole command, done once; returns its status and releases it (sense stays in *c). */
 static uint8_t run(struct scsi_cmd *c, const struct scsi_nexus *nx, struct scsi_lu *lu, const uint8_t *cdb,
 		   uint32_t edtl, bool rd, const void *dout, uint32_t dlen)
 {
-	cmd_init(c, lu, cdb, 16, edtl, rd, dout != NULL);
+	sh_cmd_init(c, lu, cdb, 16, edtl, rd, dout != NULL);
 	c->nexus = nx;
-	if (start(c, dout, dlen))
-		CU_ASSERT_EQUAL(ndone, 1);
+	if (sh_start(c, dout, dlen))
+		CU_ASSERT_EQUAL(sh_ndone, 1);
 	scsi_cmd_release(c);
 	if (getenv("ROD_DEBUG") && c->status)
 		fprintf(stderr, "  [%02x/%02x: status %02x sense %x/%04x]\n", cdb[0], cdb[1], c->status, sk(c), asc(c));
@@ -301,51 +267,9 @@ static void test_parse_wut(void)
 
 /* ---- the SCSI layer ---- */
 
-static void bs_cb(struct bs_io *io, int res)
-{
-	*(int *)io->priv = res;
-}
-
-static void bs_rw(int lu, enum backstore_op op, uint64_t lba, uint32_t n, void *buf)
-{
-	uint32_t bs = backstore_block_size(bstore[lu]);
-	int res = 1;
-	struct bs_io io = { .op = op, .buf = buf, .offset = lba * bs, .len = (uint64_t)n * bs, .cb = bs_cb,
-			    .priv = &res };
-	backstore_submit(bstore[lu], &io);
-	CU_ASSERT_EQUAL(res, 0);
-}
-
-static void fill(int lu, uint64_t lba, uint32_t n, uint8_t tag)
-{
-	uint32_t bs = backstore_block_size(bstore[lu]);
-	uint8_t *buf = malloc((size_t)n * bs);
-	for (uint32_t b = 0; b < n; b++)
-		for (uint32_t i = 0; i < bs; i++)
-			buf[(size_t)b * bs + i] = (uint8_t)(tag ^ (lba + b) ^ (i * 7));
-	bs_rw(lu, BS_WRITE, lba, n, buf);
-	free(buf);
-}
-
-static uint8_t *readback(int lu, uint64_t lba, uint32_t n)
-{
-	uint8_t *buf = malloc((size_t)n * backstore_block_size(bstore[lu]));
-	bs_rw(lu, BS_READ, lba, n, buf);
-	return buf;
-}
-
-static bool same(int la, uint64_t a, int lb, uint64_t b, uint32_t n)
-{
-	uint8_t *x = readback(la, a, n), *y = readback(lb, b, n);
-	bool eq = !memcmp(x, y, (size_t)n * backstore_block_size(bstore[la]));
-	free(x);
-	free(y);
-	return eq;
-}
-
 static bool zeroes(int lu, uint64_t lba, uint32_t n)
 {
-	uint8_t *x = readback(lu, lba, n);
+	uint8_t *x = medium_readback(bstore[lu], lba, n);
 	bool z = true;
 	for (size_t i = 0; i < (size_t)n * 512; i++)
 		z &= !x[i];
@@ -379,9 +303,10 @@ static int setup(void)
 {
 	static const uint32_t bsz[NLU] = { 512, 512, 4096, 512 };
 	char err[256], name[8];
-	scsi_test_pool = bufpool_create();
-	if (!scsi_test_pool)
+	if (sh_pool_open())
 		return -1;
+	sh_nexus = &NX;
+	sh_lun_map = &MAP;
 	for (int i = 0; i < NLU; i++) {
 		snprintf(name, sizeof(name), "r%d", i);
 		struct backstore_cfg cfg = { .name = name, .type = BACKSTORE_RAM, .size = (uint64_t)NBLK * 512,
@@ -404,9 +329,7 @@ static int teardown(void)
 		scsi_lu_destroy(lus[i]);
 		backstore_close(bstore[i]);
 	}
-	size_t leak = bufpool_in_use(scsi_test_pool);
-	bufpool_destroy(scsi_test_pool);
-	return leak ? -1 : 0;
+	return sh_pool_close();
 }
 
 static void clear_ua(void)
@@ -440,16 +363,16 @@ static uint8_t rrti(struct scsi_lu *lu, const struct scsi_nexus *nx, uint32_t li
 	uint8_t cdb[16] = { 0x84, ROD_SA_RRTI };
 	put_be32(cdb + 2, lid);
 	put_be32(cdb + 10, 1024);
-	cmd_init(&c, lu, cdb, 16, 1024, true, false);
+	sh_cmd_init(&c, lu, cdb, 16, 1024, true, false);
 	c.nexus = nx;
-	int saved = ndone;
-	start(&c, NULL, 0);
+	int saved = sh_ndone;
+	sh_start(&c, NULL, 0);
 	if (c.status == SCSI_GOOD && rsp) {
 		memcpy(rsp, c.buf->data, c.din_len);
 		*got = c.din_len;
 	}
 	scsi_cmd_release(&c);
-	ndone = saved;
+	sh_ndone = saved;
 	return c.status;
 }
 
@@ -485,8 +408,8 @@ static void test_vpd(void)
 	clear_ua();
 	uint8_t inq[16] = { 0x12, 0x01, 0x8f, 0x04, 0x00 };
 
-	cmd_init(&c, lus[A], inq, 6, 1024, true, false);
-	CU_ASSERT_FATAL(start(&c, NULL, 0));
+	sh_cmd_init(&c, lus[A], inq, 6, 1024, true, false);
+	CU_ASSERT_FATAL(sh_start(&c, NULL, 0));
 	CU_ASSERT_EQUAL_FATAL(c.status, SCSI_GOOD);
 	const uint8_t *d = c.buf->data;
 	uint32_t plen = get_be16(d + 2), off = 4, seen = 0, last = 0;
@@ -535,8 +458,8 @@ static void test_vpd(void)
 
 	/* VPD B0h agrees: the token counts are whole multiples of its transfer lengths */
 	uint8_t bl[16] = { 0x12, 0x01, 0xb0, 0x00, 0x40 };
-	cmd_init(&c, lus[A], bl, 6, 64, true, false);
-	CU_ASSERT_FATAL(start(&c, NULL, 0));
+	sh_cmd_init(&c, lus[A], bl, 6, 64, true, false);
+	CU_ASSERT_FATAL(sh_start(&c, NULL, 0));
 	d = c.buf->data;
 	uint32_t gran = get_be16(d + 6), maxx = get_be32(d + 8), opt = get_be32(d + 12);
 	CU_ASSERT(gran && (ROD_OPTIMAL_BYTES / 512) % gran == 0);
@@ -549,8 +472,8 @@ static void test_vpd(void)
 	for (unsigned i = 0; i < 3; i++) {
 		uint8_t one[16] = { 0xa3, 0x0c, 2, sa[i][0], 0, sa[i][1] };
 		put_be32(one + 6, 64);
-		cmd_init(&c, lus[A], one, 12, 64, true, false);
-		CU_ASSERT_FATAL(start(&c, NULL, 0));
+		sh_cmd_init(&c, lus[A], one, 12, 64, true, false);
+		CU_ASSERT_FATAL(sh_start(&c, NULL, 0));
 		CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 		CU_ASSERT_EQUAL(c.buf->data[1] & 7, 3);
 		CU_ASSERT_EQUAL(c.buf->data[4 + 1], sa[i][1]);
@@ -615,21 +538,21 @@ static void test_token_and_rrti(void)
 	CU_ASSERT(memcmp(t1, t2, 512) != 0);
 	CU_ASSERT(memcmp(t1 + 448, t2 + 448, 32) == 0);   /* the same ranges' digest */
 	/* the list: too short for a range, too long */
-	cmd_init(&c, lus[A], cdb, 16, 20, false, true);
+	sh_cmd_init(&c, lus[A], cdb, 16, 20, false, true);
 	put_be32(c.cdb + 10, 20);
 	CU_ASSERT_FALSE(scsi_cmd_prepare(&c));
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 	scsi_cmd_release(&c);
 	put_be32(cdb + 10, ROD_MAX_PT_LIST + 1);
-	cmd_init(&c, lus[A], cdb, 16, ROD_MAX_PT_LIST + 1, false, true);
+	sh_cmd_init(&c, lus[A], cdb, 16, ROD_MAX_PT_LIST + 1, false, true);
 	CU_ASSERT_FALSE(scsi_cmd_prepare(&c));
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 	CU_ASSERT_PTR_NULL(c.buf);
 	scsi_cmd_release(&c);
 	/* Data-Out shorter than the list */
 	put_be32(cdb + 10, len);
-	cmd_init(&c, lus[A], cdb, 16, len - 1, false, true);
-	start(&c, p, len);
+	sh_cmd_init(&c, lus[A], cdb, 16, len - 1, false, true);
+	sh_start(&c, p, len);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 	scsi_cmd_release(&c);
 	/* RRTI without a nexus, and an unknown list: INVALID FIELD IN CDB at the list identifier */
@@ -649,17 +572,17 @@ static void test_copy(void)
 	uint32_t got;
 
 	clear_ua();
-	fill(A, 0, 8000, 0x11);
-	fill(B, 0, 8000, 0x22);
+	medium_fill(bstore[A], 0, 8000, 0x11);
+	medium_fill(bstore[B], 0, 8000, 0x22);
 	/* within A: two source ranges onto three destination ranges */
 	uint64_t src[] = { 0, 3000, 5000, 1000 };
 	token(lus[A], src, 2, 0, tok);
 	uint64_t dst[] = { 9000, 1500, 11000, 2000, 13000, 500 };
 	CU_ASSERT_EQUAL(wut(lus[A], &NX, 300, tok, 0, dst, 3, 0, &c), SCSI_GOOD);
-	CU_ASSERT(same(A, 0, A, 9000, 1500));
-	CU_ASSERT(same(A, 1500, A, 11000, 1500));
-	CU_ASSERT(same(A, 5000, A, 12500, 500));
-	CU_ASSERT(same(A, 5500, A, 13000, 500));
+	CU_ASSERT(medium_same(bstore[A], 0, bstore[A], 9000, 1500));
+	CU_ASSERT(medium_same(bstore[A], 1500, bstore[A], 11000, 1500));
+	CU_ASSERT(medium_same(bstore[A], 5000, bstore[A], 12500, 500));
+	CU_ASSERT(medium_same(bstore[A], 5500, bstore[A], 13000, 500));
 	CU_ASSERT_EQUAL_FATAL(rrti(lus[A], &NX, 300, rsp, &got), SCSI_GOOD);
 	CU_ASSERT_EQUAL(rsp[4], 0x11);
 	CU_ASSERT_EQUAL(rsp[5], 0x01);
@@ -668,8 +591,8 @@ static void test_copy(void)
 	/* across LUs, sent to B with A's token, from an offset into the ROD */
 	uint64_t d2[] = { 100, 2000 };
 	CU_ASSERT_EQUAL(wut(lus[B], &NX, 301, tok, 2500, d2, 1, 0, &c), SCSI_GOOD);
-	CU_ASSERT(same(A, 2500, B, 100, 500));
-	CU_ASSERT(same(A, 5000, B, 600, 1000));
+	CU_ASSERT(medium_same(bstore[A], 2500, bstore[B], 100, 500));
+	CU_ASSERT(medium_same(bstore[A], 5000, bstore[B], 600, 1000));
 	/* ... the ROD ends first: 1000 blocks left of 2000 asked, residual data, TRANSFER COUNT says so */
 	CU_ASSERT_EQUAL_FATAL(rrti(lus[B], &NX, 301, rsp, &got), SCSI_GOOD);
 	CU_ASSERT_EQUAL(rsp[5], 0x04);
@@ -791,7 +714,7 @@ static void test_refusals(void)
 	static uint8_t lst[ROD_MAX_WUT_LIST];
 	uint32_t len = wut_list(lst, tok, 0, d, 1, 0);
 	put_be32(w + 10, len);
-	cmd_init(&c, lus[B], w, 16, len, false, true);
+	sh_cmd_init(&c, lus[B], w, 16, len, false, true);
 	c.read_only = true;
 	CU_ASSERT_FALSE(scsi_cmd_prepare(&c));
 	expect_sense(&c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
@@ -822,7 +745,7 @@ static void test_invalidation(void)
 	scsi_lu_event(lus[A], &NX2, SCSI_EV_LU_RESET, NULL);   /* no token of the tests before */
 	clear_ua();
 	CU_ASSERT_EQUAL(lus[A]->rod_tokens, 0);
-	fill(A, 0, 4000, 0x33);
+	medium_fill(bstore[A], 0, 4000, 0x33);
 	for (unsigned i = 0; i < ARRAY_SIZE(w); i++) {
 		token(lus[A], src, 2, 0, tok);
 		/* beside the ranges: still good */
@@ -838,7 +761,7 @@ static void test_invalidation(void)
 			put_be64(dout + 8, w[i].lba);
 			put_be32(dout + 16, 4);
 		} else if (w[i].cdb[0] == 0x89) {
-			bs_rw(A, BS_READ, 1000, 1, dout);   /* compare what is there: it matches */
+			medium_rw(bstore[A], BS_READ, 1000, 1, dout);   /* compare what is there: it matches */
 		}
 		CU_ASSERT_EQUAL(run(&c, &NX2, lus[A], w[i].cdb, dlen, false, dout, dlen), SCSI_GOOD);
 		if (c.status != SCSI_GOOD)
@@ -861,7 +784,7 @@ static void test_invalidation(void)
 	token(lus[A], src, 2, 0, tok);
 	struct scsi_cmd s;
 	uint8_t sanitize[16] = { 0x48 };
-	cmd_init(&s, lus[A], sanitize, 10, 0, false, false);
+	sh_cmd_init(&s, lus[A], sanitize, 10, 0, false, false);
 	rod_cmd_writes(&s);
 	wut(lus[B], &NX, 500, tok, 0, dst, 1, 0, &c);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, 0x2308);
@@ -970,8 +893,8 @@ static void test_async(void)
 	uint64_t src[] = { 0, 12000 }, dst[] = { 0, 12000 };
 
 	clear_ua();
-	fill(A, 0, 12000, 0x44);
-	fill(B, 0, 12000, 0x55);
+	medium_fill(bstore[A], 0, 12000, 0x44);
+	medium_fill(bstore[B], 0, 12000, 0x55);
 	token(lus[A], src, 1, 0, tok);
 	bstore[A]->ops = &slow_ops;
 	bstore[B]->ops = &slow_ops;
@@ -982,10 +905,10 @@ static void test_async(void)
 	uint32_t len = wut_list(p, tok, 0, dst, 1, 0);
 	put_be32(cdb + 6, 1000);
 	put_be32(cdb + 10, len);
-	cmd_init(&c, lus[B], cdb, 16, len, false, true);
+	sh_cmd_init(&c, lus[B], cdb, 16, len, false, true);
 	npending = 0;
-	CU_ASSERT_FATAL(start(&c, p, len));
-	CU_ASSERT_EQUAL(ndone, 0);
+	CU_ASSERT_FATAL(sh_start(&c, p, len));
+	CU_ASSERT_EQUAL(sh_ndone, 0);
 	CU_ASSERT_EQUAL(npending, COPY_INFLIGHT);
 	for (int i = 0; i < 6; i++)
 		complete_one();
@@ -995,17 +918,17 @@ static void test_async(void)
 	CU_ASSERT(get_be64(rsp + 16) > 0 && get_be64(rsp + 16) < 12000);
 	CU_ASSERT(scsi_cmd_uses_lu(&c, lus[A]));
 	CU_ASSERT_FALSE(scsi_cmd_uses_lu(&c, lus[C]));
-	cmd_init(&s, lus[B], cdb, 16, len, false, true);
-	int saved = ndone;
-	start(&s, p, len);
+	sh_cmd_init(&s, lus[B], cdb, 16, len, false, true);
+	int saved = sh_ndone;
+	sh_start(&s, p, len);
 	expect_sense(&s, SK_ILLEGAL_REQUEST, 0x0016);   /* OPERATION IN PROGRESS */
 	scsi_cmd_release(&s);
-	ndone = saved;
+	sh_ndone = saved;
 	/* aborted: what is in flight completes, nothing new starts */
 	c.stop = true;
 	for (int i = 0; i < 100 && complete_one(); i++)
 		;
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	CU_ASSERT_EQUAL(c.status, SCSI_TASK_ABORTED);
 	CU_ASSERT_EQUAL(npending, 0);
 	scsi_cmd_release(&c);
@@ -1015,17 +938,17 @@ static void test_async(void)
 	CU_ASSERT_EQUAL(rsp[12], SCSI_TASK_ABORTED);
 
 	/* a write over the source while the copy runs: it stops before the next chunk, COPY ABORTED, TOKEN CANCELLED */
-	cmd_init(&c, lus[B], cdb, 16, len, false, true);
-	CU_ASSERT_FATAL(start(&c, p, len));
+	sh_cmd_init(&c, lus[B], cdb, 16, len, false, true);
+	CU_ASSERT_FATAL(sh_start(&c, p, len));
 	complete_one();
 	bstore[A]->ops = oa;
 	uint8_t blk[512] = { 0 }, w10[16] = { 0x2a, 0, 0, 0, 0x20, 0, 0, 0, 1 };   /* LBA 8192 */
 	CU_ASSERT_EQUAL(run(&s, &NX2, lus[A], w10, 512, false, blk, 512), SCSI_GOOD);
-	ndone = 0;
+	sh_ndone = 0;
 	bstore[A]->ops = &slow_ops;
 	for (int i = 0; i < 100 && complete_one(); i++)
 		;
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	expect_sense(&c, SK_COPY_ABORTED, 0x2308);
 	scsi_cmd_release(&c);
 	CU_ASSERT_EQUAL_FATAL(rrti(lus[B], &NX, 1000, rsp, &got), SCSI_GOOD);
@@ -1037,13 +960,13 @@ static void test_async(void)
 	/* the nexus goes while a copy runs: its result is not held afterwards */
 	token(lus[A], src, 1, 0, tok);
 	len = wut_list(p, tok, 0, dst, 1, 0);
-	cmd_init(&c, lus[B], cdb, 16, len, false, true);
-	CU_ASSERT_FATAL(start(&c, p, len));
+	sh_cmd_init(&c, lus[B], cdb, 16, len, false, true);
+	CU_ASSERT_FATAL(sh_start(&c, p, len));
 	scsi_lu_event(lus[B], &NX, SCSI_EV_NEXUS_LOSS, NULL);
 	c.stop = true;
 	for (int i = 0; i < 100 && complete_one(); i++)
 		;
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	scsi_cmd_release(&c);
 	bstore[A]->ops = oa;
 	bstore[B]->ops = ob;
@@ -1051,7 +974,7 @@ static void test_async(void)
 	CU_ASSERT_EQUAL(rrti(lus[B], &NX, 1000, rsp, &got), SCSI_CHECK_CONDITION);
 	/* and the token is free again: a copy runs to the end */
 	CU_ASSERT_EQUAL(wut(lus[B], &NX, 1001, tok, 0, dst, 1, 0, &c), SCSI_GOOD);
-	CU_ASSERT(same(A, 0, B, 0, 12000));
+	CU_ASSERT(medium_same(bstore[A], 0, bstore[B], 0, 12000));
 	/* DEL_TKN on a copy whose token is revoked after its last chunk was read: it ends well, nothing stays */
 	uint64_t one[] = { 0, 8 };
 	uint8_t small[512];
@@ -1061,13 +984,13 @@ static void test_async(void)
 	len = wut_list(p, small, 0, one, 1, 0x02);
 	put_be32(cdb + 10, len);
 	put_be32(cdb + 6, 1002);
-	cmd_init(&s, lus[B], cdb, 16, len, false, true);
-	CU_ASSERT_FATAL(start(&s, p, len));
+	sh_cmd_init(&s, lus[B], cdb, 16, len, false, true);
+	CU_ASSERT_FATAL(sh_start(&s, p, len));
 	complete_one();   /* the read: the chunk may be written */
 	CU_ASSERT_EQUAL(npending, 1);
 	scsi_lu_event(lus[A], &NX2, SCSI_EV_LU_RESET, NULL);
 	complete_one();   /* the write */
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	CU_ASSERT_EQUAL(s.status, SCSI_GOOD);
 	scsi_cmd_release(&s);
 	bstore[A]->ops = oa;
@@ -1112,9 +1035,5 @@ int main(void)
 	CU_add_test(s, "async", test_async);
 	CU_add_test(s, "lu_gone", test_lu_gone);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }

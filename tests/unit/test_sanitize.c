@@ -26,7 +26,8 @@
 #include "target/scsi/scsi_int.h"
 #include "sense_check.h"
 
-extern struct bufpool *scsi_test_pool;
+#include "scsi_harness.h"
+#include "unit_run.h"
 
 #define NBLK 8192u   /* 4 MiB of 512-byte blocks: four chunks of the worker */
 
@@ -193,7 +194,6 @@ static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
 static int gate_open = 1 << 30;   /* writes that may pass before the gate holds them */
 static int fail_writes;           /* fail writes with -EIO */
 static int held;                  /* a write waits at the gate */
-static int ndone;
 static bool hold_ab;              /* keep back a command's WRITE of 0xAB bytes ... */
 static struct bs_io *held_ab;     /* ... here, as a backstore that has not finished it yet */
 static int worker_writes;         /* the sanitize worker's writes that reached the store */
@@ -251,39 +251,16 @@ static void wait_state(struct scsi_lu *lu, uint8_t st)
 	CU_ASSERT_EQUAL(__atomic_load_n(&lu->sanitize, __ATOMIC_ACQUIRE), st);
 }
 
-static void on_done(struct scsi_cmd *cmd)
-{
-	(void)cmd;
-	__atomic_add_fetch(&ndone, 1, __ATOMIC_RELEASE);
-}
-
-static void cmd_init(struct scsi_cmd *c, struct scsi_lu *lu, const uint8_t *cdb, uint32_t edtl, bool rd, bool wr)
-{
-	memset(c, 0, sizeof(*c));
-	memcpy(c->cdb, cdb, 16);
-	c->cdb_len = 16;
-	c->lu = lu;
-	c->nexus = &NX;
-	c->edtl = edtl;
-	c->dir_read = rd;
-	c->dir_write = wr;
-	c->done = on_done;
-}
-
 /* A whole command; returns its status (sense in c).  The caller releases. */
 static uint8_t run(struct scsi_cmd *c, const void *dout, uint32_t dlen)
 {
-	int before = __atomic_load_n(&ndone, __ATOMIC_ACQUIRE);
-	if (!scsi_cmd_prepare(c))
+	int before = __atomic_load_n(&sh_ndone, __ATOMIC_ACQUIRE);
+	if (!sh_prepare(c, dout, dlen))
 		return c->status;
-	if (c->dout_len) {
-		CU_ASSERT_PTR_NOT_NULL_FATAL(c->buf);
-		memcpy(c->buf->data, dout, MIN(dlen, c->dout_len));
-	}
 	scsi_cmd_exec(c);
-	for (int i = 0; i < 10000 && __atomic_load_n(&ndone, __ATOMIC_ACQUIRE) == before; i++)
+	for (int i = 0; i < 10000 && __atomic_load_n(&sh_ndone, __ATOMIC_ACQUIRE) == before; i++)
 		usleep(1000);
-	CU_ASSERT_NOT_EQUAL(__atomic_load_n(&ndone, __ATOMIC_ACQUIRE), before);
+	CU_ASSERT_NOT_EQUAL(__atomic_load_n(&sh_ndone, __ATOMIC_ACQUIRE), before);
 	return c->status;
 }
 
@@ -291,7 +268,7 @@ static uint8_t sanitize_cmd(struct scsi_lu *lu, uint8_t byte1, const uint8_t *li
 {
 	uint8_t cdb[16] = { 0 };
 	cdb_of(cdb, byte1, (uint16_t)len);
-	cmd_init(c, lu, cdb, len, false, len > 0);
+	sh_cmd_init(c, lu, cdb, 16, len, false, len > 0);
 	uint8_t st = run(c, list, len);
 	scsi_cmd_release(c);
 	return st;
@@ -299,7 +276,7 @@ static uint8_t sanitize_cmd(struct scsi_lu *lu, uint8_t byte1, const uint8_t *li
 
 static uint8_t simple(struct scsi_lu *lu, const uint8_t *cdb6_16, uint32_t edtl, struct scsi_cmd *c)
 {
-	cmd_init(c, lu, cdb6_16, edtl, edtl > 0, false);
+	sh_cmd_init(c, lu, cdb6_16, 16, edtl, edtl > 0, false);
 	uint8_t st = run(c, NULL, 0);
 	return st;
 }
@@ -310,7 +287,7 @@ static void flush_ua(struct scsi_lu *lu)
 	static const uint8_t tur[16] = { 0 };
 	struct scsi_cmd c;
 	for (int i = 0; i < 4; i++) {
-		cmd_init(&c, lu, tur, 0, false, false);
+		sh_cmd_init(&c, lu, tur, 16, 0, false, false);
 		if (scsi_cmd_prepare(&c))
 			scsi_cmd_exec(&c);
 		scsi_cmd_release(&c);
@@ -320,9 +297,9 @@ static void flush_ua(struct scsi_lu *lu)
 static int setup(void)
 {
 	char err[256];
-	scsi_test_pool = bufpool_create();
-	if (!scsi_test_pool)
+	if (sh_pool_open())
 		return -1;
+	sh_nexus = &NX;
 	gated_ops = bs_ram_ops;
 	gated_ops.submit = gated_submit;
 	struct backstore_cfg cfg = { .name = "thick", .type = BACKSTORE_RAM, .size = (uint64_t)NBLK * 512 };
@@ -353,9 +330,7 @@ static int teardown(void)
 	bs_thin->ops = &bs_ram_ops;
 	backstore_close(bs_thick);
 	backstore_close(bs_thin);
-	size_t leak = bufpool_in_use(scsi_test_pool);
-	bufpool_destroy(scsi_test_pool);
-	return leak ? -1 : 0;
+	return sh_pool_close();
 }
 
 static void test_rsoc_and_unsupported(void)
@@ -489,13 +464,13 @@ static void test_waits_for_writes(void)
 
 	/* A WRITE of LBA 0 that the backstore holds: it has begun, it has not ended. */
 	hold_ab = true;
-	cmd_init(&w, lu_thick, write10, 512, false, true);
+	sh_cmd_init(&w, lu_thick, write10, 16, 512, false, true);
 	CU_ASSERT_FATAL(scsi_cmd_prepare(&w));
 	memset(w.buf->data, 0xab, 512);
-	int before = __atomic_load_n(&ndone, __ATOMIC_ACQUIRE);
+	int before = __atomic_load_n(&sh_ndone, __ATOMIC_ACQUIRE);
 	scsi_cmd_exec(&w);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(__atomic_load_n(&held_ab, __ATOMIC_ACQUIRE));
-	CU_ASSERT_EQUAL(__atomic_load_n(&ndone, __ATOMIC_ACQUIRE), before);
+	CU_ASSERT_EQUAL(__atomic_load_n(&sh_ndone, __ATOMIC_ACQUIRE), before);
 
 	/* SANITIZE (IMMED): accepted, RUNNING, but nothing is overwritten while the WRITE is out. */
 	__atomic_store_n(&worker_writes, 0, __ATOMIC_RELAXED);
@@ -505,7 +480,7 @@ static void test_waits_for_writes(void)
 	CU_ASSERT_EQUAL(__atomic_load_n(&worker_writes, __ATOMIC_RELAXED), 0);
 	CU_ASSERT_EQUAL(__atomic_load_n(&lu_thick->sanitize, __ATOMIC_ACQUIRE), SAN_STATE_RUNNING);
 	/* A WRITE that comes now is refused, with the progress (none yet). */
-	cmd_init(&w2, lu_thick, write10, 512, false, true);
+	sh_cmd_init(&w2, lu_thick, write10, 16, 512, false, true);
 	CU_ASSERT_FATAL(scsi_cmd_prepare(&w2) == false);
 	CU_ASSERT_EQUAL(sk(&w2), SK_NOT_READY);
 	CU_ASSERT_EQUAL(asc(&w2), ASC_SANITIZE_IN_PROGRESS);
@@ -513,13 +488,13 @@ static void test_waits_for_writes(void)
 	scsi_cmd_release(&w2);
 
 	/* The store finishes the WRITE: then, and only then, the overwrite runs, over it. */
-	before = __atomic_load_n(&ndone, __ATOMIC_ACQUIRE);   /* the SANITIZE itself ended */
+	before = __atomic_load_n(&sh_ndone, __ATOMIC_ACQUIRE);   /* the SANITIZE itself ended */
 	hold_ab = false;
 	bs_ram_ops.submit(bs_thick, held_ab);
 	held_ab = NULL;
-	for (int i = 0; i < 5000 && __atomic_load_n(&ndone, __ATOMIC_ACQUIRE) == before; i++)
+	for (int i = 0; i < 5000 && __atomic_load_n(&sh_ndone, __ATOMIC_ACQUIRE) == before; i++)
 		usleep(1000);
-	CU_ASSERT_EQUAL(__atomic_load_n(&ndone, __ATOMIC_ACQUIRE), before + 1);
+	CU_ASSERT_EQUAL(__atomic_load_n(&sh_ndone, __ATOMIC_ACQUIRE), before + 1);
 	CU_ASSERT_EQUAL(w.status, SCSI_GOOD);
 	scsi_cmd_release(&w);
 	wait_state(lu_thick, SAN_STATE_NONE);
@@ -563,9 +538,5 @@ int main(void)
 	CU_add_test(s, "waits_for_writes", test_waits_for_writes);
 	CU_add_test(s, "destroy_while_running", test_destroy_while_running);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }

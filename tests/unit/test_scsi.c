@@ -19,7 +19,8 @@
 #include "target/scsi/scsi_int.h"
 #include "sense_check.h"
 
-extern struct bufpool *scsi_test_pool;
+#include "scsi_harness.h"
+#include "unit_run.h"
 
 #define BS 512u
 #define NBLK 2048u
@@ -30,47 +31,23 @@ static struct scsi_nexus NX = { .initiator_name = "iqn.test:i", .initiator_port 
 				.target_name = "iqn.test:t", .target_port = "iqn.test:t,t,0x0001",
 				.rel_port_id = 1, .id = 1 };
 static struct scsi_nexus NX2 = { .initiator_port = "iqn.test:j,i,0x000000000002", .id = 2 };
-static int ndone;
-
-static void on_done(struct scsi_cmd *cmd)
-{
-	(void)cmd;
-	ndone++;
-}
-
-static void cmd_init(struct scsi_cmd *c, const uint8_t *cdb, uint32_t cdb_len, uint32_t edtl, bool rd, bool wr)
-{
-	memset(c, 0, sizeof(*c));
-	memcpy(c->cdb, cdb, cdb_len);
-	c->cdb_len = 16;
-	c->lu = LU;
-	c->nexus = &NX;
-	c->edtl = edtl;
-	c->dir_read = rd;
-	c->dir_write = wr;
-	c->done = on_done;
-}
 
 /* prepare + Data-Out + exec; returns status.  Caller releases. */
 static uint8_t run(struct scsi_cmd *c, const void *dout, uint32_t dlen)
 {
-	ndone = 0;
-	if (!scsi_cmd_prepare(c))
+	sh_ndone = 0;
+	if (!sh_prepare(c, dout, dlen))
 		return c->status;
 	CU_ASSERT(c->dout_len <= c->edtl);
-	if (c->dout_len) {
-		CU_ASSERT_PTR_NOT_NULL_FATAL(c->buf);
-		memcpy(c->buf->data, dout, MIN(dlen, c->dout_len));
-	}
 	scsi_cmd_exec(c);
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	CU_ASSERT(c->din_len <= c->edtl);
 	return c->status;
 }
 
 static uint8_t simple_n(const uint8_t *cdb, uint32_t len, uint32_t edtl, struct scsi_cmd *c)
 {
-	cmd_init(c, cdb, len, edtl, edtl > 0, false);
+	sh_cmd_init(c, LU, cdb, len, edtl, edtl > 0, false);
 	return run(c, NULL, 0);
 }
 #define simple(cdb, edtl, c) simple_n(cdb, sizeof(cdb), edtl, c)
@@ -80,7 +57,7 @@ static uint8_t rw10(bool wr, uint32_t lba, uint16_t n, uint32_t edtl, void *data
 	uint8_t cdb[10] = { wr ? 0x2a : 0x28 };
 	put_be32(cdb + 2, lba);
 	put_be16(cdb + 7, n);
-	cmd_init(c, cdb, 10, edtl, !wr, wr);
+	sh_cmd_init(c, LU, cdb, 10, edtl, !wr, wr);
 	uint8_t st = run(c, data, edtl);
 	if (!wr && st == SCSI_GOOD && data && c->din_len)
 		memcpy(data, c->buf->data, c->din_len);
@@ -102,9 +79,9 @@ static int setup(void)
 	struct backstore_cfg cfg = { .name = "r0", .type = BACKSTORE_RAM, .size = (uint64_t)NBLK * BS,
 				     .block_size = BS, .thin = true, .write_cache = true };
 	char err[256];
-	scsi_test_pool = bufpool_create();
-	if (!scsi_test_pool || backstore_open(&cfg, &bstore, err, sizeof(err)) < 0)
+	if (sh_pool_open() || backstore_open(&cfg, &bstore, err, sizeof(err)) < 0)
 		return -1;
+	sh_nexus = &NX;
 	struct scsi_lu_params p = { .serial = "SER123", .name = "r0" };
 	return scsi_lu_create(bstore, &p, &LU);
 }
@@ -113,9 +90,7 @@ static int teardown(void)
 {
 	scsi_lu_destroy(LU);
 	backstore_close(bstore);
-	size_t leak = bufpool_in_use(scsi_test_pool);
-	bufpool_destroy(scsi_test_pool);
-	return leak ? -1 : 0;
+	return sh_pool_close();
 }
 
 /* --- sense --- */
@@ -350,14 +325,14 @@ static void test_aptpl_file_named_by_vpd83(void)
 	put_be64(param + 8, 0xfeed);
 	param[20] = 0x01; /* APTPL */
 	put_be32(prout + 5, 24);
-	cmd_init(&c, prout, 10, 24, false, true);
+	sh_cmd_init(&c, LU, prout, 10, 24, false, true);
 	CU_ASSERT_EQUAL(run(&c, param, 24), SCSI_GOOD);
 	scsi_cmd_release(&c);
 	CU_ASSERT_EQUAL(access(path, F_OK), 0);
 	scsi_lu_destroy(LU);
 	CU_ASSERT_FATAL(scsi_lu_create(b, &p, &LU) == 0);
 	clear_ua();
-	cmd_init(&c, prin, 10, 64, true, false);
+	sh_cmd_init(&c, LU, prin, 10, 64, true, false);
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	CU_ASSERT_EQUAL(get_be32(c.buf->data + 4), 8);
 	CU_ASSERT_EQUAL(get_be64(c.buf->data + 8), 0xfeed);
@@ -375,7 +350,7 @@ static uint8_t inquiry_nx(const struct scsi_nexus *nx, uint8_t evpd, uint8_t pag
 	uint8_t cdb[6] = { 0x12, evpd, page };
 
 	put_be16(cdb + 3, alloc);
-	cmd_init(c, cdb, 6, edtl, true, false);
+	sh_cmd_init(c, LU, cdb, 6, edtl, true, false);
 	c->nexus = nx;
 	return run(c, NULL, 0);
 }
@@ -482,7 +457,7 @@ static void test_report_luns_max(void)
 	for (uint32_t i = 0; i < n; i++)
 		luns[i] = i;
 	put_be32(rl + 6, 0xffffffff);
-	cmd_init(&c, rl, 12, len + 100, true, false);
+	sh_cmd_init(&c, LU, rl, 12, len + 100, true, false);
 	c.lun_map = &map;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	CU_ASSERT_EQUAL(c.din_len, len);
@@ -493,7 +468,7 @@ static void test_report_luns_max(void)
 	scsi_cmd_release(&c);
 
 	put_be32(rl + 6, 16);
-	cmd_init(&c, rl, 12, len, true, false);
+	sh_cmd_init(&c, LU, rl, 12, len, true, false);
 	c.lun_map = &map;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	CU_ASSERT_EQUAL(c.din_len, 16);
@@ -510,20 +485,20 @@ static void test_no_lun(void)
 	struct scsi_cmd c;
 	uint8_t inq[6] = { 0x12, 0, 0, 0, 36 };
 
-	cmd_init(&c, inq, 6, 36, true, false);
+	sh_cmd_init(&c, LU, inq, 6, 36, true, false);
 	c.lu = NULL;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	CU_ASSERT_EQUAL(c.buf->data[0], 0x7f);
 	scsi_cmd_release(&c);
 
 	uint8_t tur[6] = { 0 };
-	cmd_init(&c, tur, 6, 0, false, false);
+	sh_cmd_init(&c, LU, tur, 6, 0, false, false);
 	c.lu = NULL;
 	run(&c, NULL, 0);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
 
 	uint8_t rs[6] = { 0x03, 0, 0, 0, 18 };
-	cmd_init(&c, rs, 6, 18, true, false);
+	sh_cmd_init(&c, LU, rs, 6, 18, true, false);
 	c.lu = NULL;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	CU_ASSERT_EQUAL(c.buf->data[2] & 0xf, SK_ILLEGAL_REQUEST);
@@ -533,7 +508,7 @@ static void test_no_lun(void)
 	static const uint64_t luns[] = { 0, 5, 300 };
 	struct scsi_lun_map map = { .count = 3, .luns = luns };
 	uint8_t rl[12] = { 0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0 };
-	cmd_init(&c, rl, 12, 256, true, false);
+	sh_cmd_init(&c, LU, rl, 12, 256, true, false);
 	c.lu = NULL;
 	c.lun_map = &map;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
@@ -646,7 +621,7 @@ static void test_residuals(void)
 	uint8_t cdb[10] = { 0x2a };
 	put_be32(cdb + 2, 20);
 	put_be16(cdb + 7, 1);
-	cmd_init(&c, cdb, 10, 2 * BS, false, true);
+	sh_cmd_init(&c, LU, cdb, 10, 2 * BS, false, true);
 	CU_ASSERT_TRUE(scsi_cmd_prepare(&c));
 	CU_ASSERT_EQUAL(c.dout_len, BS);
 	CU_ASSERT_EQUAL(c.resid, BS);
@@ -699,7 +674,7 @@ static void test_unmap(void)
 	put_be32(plist + 16, 16);
 	uint8_t cdb[10] = { 0x42 };
 	put_be16(cdb + 7, sizeof(plist));
-	cmd_init(&c, cdb, 10, sizeof(plist), false, true);
+	sh_cmd_init(&c, LU, cdb, 10, sizeof(plist), false, true);
 	CU_ASSERT_EQUAL(run(&c, plist, sizeof(plist)), SCSI_GOOD);
 	scsi_cmd_release(&c);
 	CU_ASSERT_EQUAL(rw10(false, 0, 16, sizeof(r), r, &c), SCSI_GOOD);
@@ -710,20 +685,20 @@ static void test_unmap(void)
 	/* descriptor past the end */
 	put_be64(plist + 8, NBLK - 1);
 	put_be32(plist + 16, 2);
-	cmd_init(&c, cdb, 10, sizeof(plist), false, true);
+	sh_cmd_init(&c, LU, cdb, 10, sizeof(plist), false, true);
 	run(&c, plist, sizeof(plist));
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
 	scsi_cmd_release(&c);
 
 	/* parameter list length 1..7 */
 	put_be16(cdb + 7, 4);
-	cmd_init(&c, cdb, 10, 4, false, true);
+	sh_cmd_init(&c, LU, cdb, 10, 4, false, true);
 	run(&c, plist, 4);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 
 	/* no descriptors at all */
 	put_be16(cdb + 7, 8);
-	cmd_init(&c, cdb, 10, 8, false, true);
+	sh_cmd_init(&c, LU, cdb, 10, 8, false, true);
 	CU_ASSERT_EQUAL(run(&c, plist, 8), SCSI_GOOD);
 	scsi_cmd_release(&c);
 
@@ -746,7 +721,7 @@ static uint8_t ws(uint8_t opc, uint8_t flags, uint64_t lba, uint32_t n, const ui
 		put_be64(cdb + 2, lba);
 		put_be32(cdb + 10, n);
 	}
-	cmd_init(c, cdb, 16, edtl, false, edtl > 0);
+	sh_cmd_init(c, LU, cdb, 16, edtl, false, edtl > 0);
 	uint8_t st = run(c, pat, edtl);
 	scsi_cmd_release(c);
 	return st;
@@ -840,7 +815,7 @@ static uint8_t set_wce(bool wce)
 	uint8_t pl[4 + 20] = { 0, 0, 0, 0, 0x08, 0x12, wce ? 0x04 : 0 };
 	uint8_t sel[6] = { 0x15, 0x10, 0, 0, sizeof(pl) };
 
-	cmd_init(&c, sel, 6, sizeof(pl), false, true);
+	sh_cmd_init(&c, LU, sel, 6, sizeof(pl), false, true);
 	uint8_t st = run(&c, pl, sizeof(pl));
 	scsi_cmd_release(&c);
 	return st;
@@ -858,7 +833,7 @@ static void test_wce_off_durability(void)
 
 	/* WRITE(6) has no FUA bit: the rule comes from WCE alone, as for WRITE(10) without FUA */
 	uint8_t w6[6] = { 0x0a, 0, 0, 40, 1 };
-	cmd_init(&c, w6, 6, BS, false, true);
+	sh_cmd_init(&c, LU, w6, 6, BS, false, true);
 	CU_ASSERT_EQUAL(run(&c, blk, BS), SCSI_GOOD);
 	scsi_cmd_release(&c);
 	CU_ASSERT_EQUAL(seen.n, 1);
@@ -877,7 +852,7 @@ static void test_wce_off_durability(void)
 	uint8_t um[10] = { 0x42 };
 	put_be16(um + 7, sizeof(plist));
 	memset(&seen, 0, sizeof(seen));
-	cmd_init(&c, um, 10, sizeof(plist), false, true);
+	sh_cmd_init(&c, LU, um, 10, sizeof(plist), false, true);
 	CU_ASSERT_EQUAL(run(&c, plist, sizeof(plist)), SCSI_GOOD);
 	scsi_cmd_release(&c);
 	CU_ASSERT_EQUAL(seen.n, 3);
@@ -896,10 +871,10 @@ static void test_wce_off_durability(void)
 	/* WCE=1: no FUA asked for, no flush added */
 	CU_ASSERT_EQUAL_FATAL(set_wce(true), SCSI_GOOD);
 	memset(&seen, 0, sizeof(seen));
-	cmd_init(&c, w6, 6, BS, false, true);
+	sh_cmd_init(&c, LU, w6, 6, BS, false, true);
 	CU_ASSERT_EQUAL(run(&c, blk, BS), SCSI_GOOD);
 	scsi_cmd_release(&c);
-	cmd_init(&c, um, 10, sizeof(plist), false, true);
+	sh_cmd_init(&c, LU, um, 10, sizeof(plist), false, true);
 	CU_ASSERT_EQUAL(run(&c, plist, sizeof(plist)), SCSI_GOOD);
 	scsi_cmd_release(&c);
 	CU_ASSERT_EQUAL(seen.n, 3);
@@ -914,7 +889,7 @@ static uint8_t caw(uint64_t lba, uint8_t n, const uint8_t *data, uint32_t edtl, 
 	uint8_t cdb[16] = { 0x89 };
 	put_be64(cdb + 2, lba);
 	cdb[13] = n;
-	cmd_init(c, cdb, 16, edtl, false, true);
+	sh_cmd_init(c, LU, cdb, 16, edtl, false, true);
 	uint8_t st = run(c, data, edtl);
 	scsi_cmd_release(c);
 	return st;
@@ -965,7 +940,7 @@ static uint8_t orwrite(uint64_t lba, uint32_t n, const uint8_t *data, uint32_t e
 	uint8_t cdb[16] = { 0x8b, b1 };
 	put_be64(cdb + 2, lba);
 	put_be32(cdb + 10, n);
-	cmd_init(c, cdb, 16, edtl, false, edtl > 0);
+	sh_cmd_init(c, LU, cdb, 16, edtl, false, edtl > 0);
 	uint8_t st = run(c, data, edtl);
 	scsi_cmd_release(c);
 	return st;
@@ -1056,42 +1031,42 @@ static void test_rmw_serialized(void)
 	cawcdb[13] = 1;
 	memset(d, 0x01, BS);
 	memset(d + BS, 0x10, BS);
-	cmd_init(&cw, cawcdb, 16, 2 * BS, false, true);
+	sh_cmd_init(&cw, LU, cawcdb, 16, 2 * BS, false, true);
 	CU_ASSERT_FATAL(scsi_cmd_prepare(&cw));
 	memcpy(cw.buf->data, d, 2 * BS);
-	ndone = 0;
+	sh_ndone = 0;
 	scsi_cmd_exec(&cw);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(held);
-	CU_ASSERT_EQUAL(ndone, 0);
+	CU_ASSERT_EQUAL(sh_ndone, 0);
 
 	/* ORWRITE 0x02 and WRITE ATOMIC 0x44 of the same block queue behind it: nothing reaches the backstore */
 	uint8_t orcdb[16] = { 0x8b };
 	put_be64(orcdb + 2, 400);
 	put_be32(orcdb + 10, 1);
-	cmd_init(&ow, orcdb, 16, BS, false, true);
+	sh_cmd_init(&ow, LU, orcdb, 16, BS, false, true);
 	CU_ASSERT_FATAL(scsi_cmd_prepare(&ow));
 	memset(ow.buf->data, 0x02, BS);
 	scsi_cmd_exec(&ow);
 	uint8_t acdb[16] = { 0x9c };
 	put_be64(acdb + 2, 400);
 	put_be16(acdb + 12, 1);
-	cmd_init(&aw, acdb, 16, BS, false, true);
+	sh_cmd_init(&aw, LU, acdb, 16, BS, false, true);
 	CU_ASSERT_FATAL(scsi_cmd_prepare(&aw));
 	memset(aw.buf->data, 0x44, BS);
 	scsi_cmd_exec(&aw);
 	CU_ASSERT_EQUAL(held_submits, 1);
-	CU_ASSERT_EQUAL(ndone, 0);
+	CU_ASSERT_EQUAL(sh_ndone, 0);
 
 	/* a plain READ is not held up */
 	CU_ASSERT_EQUAL(rw10(false, 400, 1, BS, r, &rd), SCSI_GOOD);
 	CU_ASSERT_EQUAL(r[0], 0x01);
 
 	/* the CAW's read completes: CAW writes 0x10, then ORWRITE makes 0x12, then the atomic write 0x44 */
-	ndone = 0;
+	sh_ndone = 0;
 	struct bs_io *io = held;
 	bstore->ops = real_ops;
 	real_ops->submit(bstore, io);
-	CU_ASSERT_EQUAL(ndone, 3);
+	CU_ASSERT_EQUAL(sh_ndone, 3);
 	CU_ASSERT_EQUAL(cw.status, SCSI_GOOD);
 	CU_ASSERT_EQUAL(ow.status, SCSI_GOOD);
 	CU_ASSERT_EQUAL(aw.status, SCSI_GOOD);
@@ -1109,7 +1084,7 @@ static void caw_cmd(struct scsi_cmd *c, uint64_t lba, uint8_t cmp, uint8_t set)
 	uint8_t cdb[16] = { 0x89 };
 	put_be64(cdb + 2, lba);
 	cdb[13] = 1;
-	cmd_init(c, cdb, 16, 2 * BS, false, true);
+	sh_cmd_init(c, LU, cdb, 16, 2 * BS, false, true);
 	CU_ASSERT_FATAL(scsi_cmd_prepare(c));
 	memset(c->buf->data, cmp, BS);
 	memset(c->buf->data + BS, set, BS);
@@ -1135,7 +1110,7 @@ static void test_rmw_by_range(void)
 	holding_ops.submit = holding_submit;
 	bstore->ops = &holding_ops;
 	held = NULL;
-	ndone = 0;
+	sh_ndone = 0;
 
 	caw_cmd(&held_caw, 500, 0x01, 0x10); /* its read is held */
 	scsi_cmd_exec(&held_caw);
@@ -1143,17 +1118,17 @@ static void test_rmw_by_range(void)
 	uint8_t orcdb[16] = { 0x8b };
 	put_be64(orcdb + 2, 500);
 	put_be32(orcdb + 10, 2);                /* blocks 500-501: behind the held CAW */
-	cmd_init(&ow, orcdb, 16, 2 * BS, false, true);
+	sh_cmd_init(&ow, LU, orcdb, 16, 2 * BS, false, true);
 	CU_ASSERT_FATAL(scsi_cmd_prepare(&ow));
 	memset(ow.buf->data, 0x02, 2 * BS);
 	scsi_cmd_exec(&ow);
 	caw_cmd(&late, 501, 0x03, 0x30);        /* block 501: behind the waiting ORWRITE */
 	scsi_cmd_exec(&late);
-	CU_ASSERT_EQUAL(ndone, 0);
+	CU_ASSERT_EQUAL(sh_ndone, 0);
 
 	caw_cmd(&hb, 900, 0x01, 0x11);          /* another block: runs now */
 	scsi_cmd_exec(&hb);
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	CU_ASSERT_EQUAL(hb.status, SCSI_GOOD);
 	scsi_cmd_release(&hb);
 
@@ -1161,7 +1136,7 @@ static void test_rmw_by_range(void)
 	struct bs_io *io = held;
 	bstore->ops = real_ops;
 	real_ops->submit(bstore, io);
-	CU_ASSERT_EQUAL(ndone, 4);
+	CU_ASSERT_EQUAL(sh_ndone, 4);
 	CU_ASSERT_EQUAL(held_caw.status, SCSI_GOOD);
 	CU_ASSERT_EQUAL(ow.status, SCSI_GOOD);
 	CU_ASSERT_EQUAL(late.status, SCSI_GOOD);
@@ -1185,7 +1160,7 @@ static uint8_t watomic(uint64_t lba, uint16_t n, uint16_t boundary, const uint8_
 	put_be64(cdb + 2, lba);
 	put_be16(cdb + 10, boundary);
 	put_be16(cdb + 12, n);
-	cmd_init(c, cdb, 16, edtl, false, edtl > 0);
+	sh_cmd_init(c, LU, cdb, 16, edtl, false, edtl > 0);
 	uint8_t st = run(c, data, edtl);
 	scsi_cmd_release(c);
 	return st;
@@ -1223,7 +1198,7 @@ static void test_read_views(void)
 	/* 32 KiB, 20000 bytes asked for: a view, 20000 bytes of it sent, the rest a residual. */
 	put_be32(cdb + 2, 8);
 	put_be16(cdb + 7, 64);
-	cmd_init(&c, cdb, 10, 20000, true, false);
+	sh_cmd_init(&c, LU, cdb, 10, 20000, true, false);
 	c.send_any_memory = true;
 	c.view_revoke = no_revoke;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
@@ -1237,7 +1212,7 @@ static void test_read_views(void)
 	CU_ASSERT_EQUAL(bs_ram_nviews(b), 0);
 	/* 8 KiB: copied. */
 	put_be16(cdb + 7, 16);
-	cmd_init(&c, cdb, 10, 16 * BS, true, false);
+	sh_cmd_init(&c, LU, cdb, 10, 16 * BS, true, false);
 	c.send_any_memory = true;
 	c.view_revoke = no_revoke;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
@@ -1246,12 +1221,12 @@ static void test_read_views(void)
 	scsi_cmd_release(&c);
 	/* Not from an RDMA transport, nor from one that cannot let go. */
 	put_be16(cdb + 7, 64);
-	cmd_init(&c, cdb, 10, sizeof(w), true, false);
+	sh_cmd_init(&c, LU, cdb, 10, sizeof(w), true, false);
 	c.view_revoke = no_revoke;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	CU_ASSERT_PTR_NOT_EQUAL(c.buf, &c.view);
 	scsi_cmd_release(&c);
-	cmd_init(&c, cdb, 10, sizeof(w), true, false);
+	sh_cmd_init(&c, LU, cdb, 10, sizeof(w), true, false);
 	c.send_any_memory = true;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	CU_ASSERT_PTR_NOT_EQUAL(c.buf, &c.view);
@@ -1259,7 +1234,7 @@ static void test_read_views(void)
 	/* After a WRITE ATOMIC: a view again, with the new bytes. */
 	memset(w, 0xc3, BS);
 	CU_ASSERT_EQUAL(watomic(8, 1, 0, w, BS, 0, &c), SCSI_GOOD);
-	cmd_init(&c, cdb, 10, sizeof(w), true, false);
+	sh_cmd_init(&c, LU, cdb, 10, sizeof(w), true, false);
 	c.send_any_memory = true;
 	c.view_revoke = no_revoke;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
@@ -1393,7 +1368,7 @@ static void read_defect(bool twelve, uint8_t req, uint32_t alloc, struct scsi_cm
 		cdb[2] = req;
 		put_be16(cdb + 7, (uint16_t)alloc);
 	}
-	cmd_init(c, cdb, twelve ? 12 : 10, alloc, true, false);
+	sh_cmd_init(c, LU, cdb, twelve ? 12 : 10, alloc, true, false);
 	run(c, NULL, 0);
 }
 
@@ -1443,11 +1418,11 @@ static void test_verify(void)
 	uint8_t cdb[10] = { 0x2f, 0x02 };
 	put_be32(cdb + 2, 300);
 	put_be16(cdb + 7, 2);
-	cmd_init(&c, cdb, 10, sizeof(blk), false, true);
+	sh_cmd_init(&c, LU, cdb, 10, sizeof(blk), false, true);
 	CU_ASSERT_EQUAL(run(&c, blk, sizeof(blk)), SCSI_GOOD);
 	scsi_cmd_release(&c);
 	blk[BS + 3] = 'X';
-	cmd_init(&c, cdb, 10, sizeof(blk), false, true);
+	sh_cmd_init(&c, LU, cdb, 10, sizeof(blk), false, true);
 	run(&c, blk, sizeof(blk));
 	expect_sense(&c, SK_MISCOMPARE, ASC_MISCOMPARE_DURING_VERIFY);
 	CU_ASSERT_EQUAL(get_be32(c.sense + 3), BS + 3);
@@ -1517,7 +1492,7 @@ static void test_mode_sense(void)
 	scsi_cmd_release(&c);
 
 	/* WP when mapped read-only */
-	cmd_init(&c, cdb, 6, 4, true, false);
+	sh_cmd_init(&c, LU, cdb, 6, 4, true, false);
 	c.read_only = true;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	CU_ASSERT_EQUAL(c.buf->data[2] & 0x80, 0x80);
@@ -1537,7 +1512,7 @@ static uint8_t set_control(bool d_sense, bool swp, struct scsi_cmd *c)
 	pl[4 + 2] = (uint8_t)((pl[4 + 2] & ~0x04) | (d_sense ? 0x04 : 0));
 	pl[4 + 4] = (uint8_t)((pl[4 + 4] & ~0x08) | (swp ? 0x08 : 0));
 	uint8_t sel[6] = { 0x15, 0x10, 0, 0, sizeof(pl) };
-	cmd_init(c, sel, 6, sizeof(pl), false, true);
+	sh_cmd_init(c, LU, sel, 6, sizeof(pl), false, true);
 	st = run(c, pl, sizeof(pl));
 	scsi_cmd_release(c);
 	return st;
@@ -1568,7 +1543,7 @@ static void test_mode_select(void)
 	/* changing a non-changeable field is rejected */
 	uint8_t pl[4 + 12] = { 0, 0, 0, 0, 0x0a, 0x0a, 0, 0x10, 0xff };
 	uint8_t sel[6] = { 0x15, 0x10, 0, 0, sizeof(pl) };
-	cmd_init(&c, sel, 6, sizeof(pl), false, true);
+	sh_cmd_init(&c, LU, sel, 6, sizeof(pl), false, true);
 	run(&c, pl, sizeof(pl));
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
 	scsi_cmd_release(&c);
@@ -1579,12 +1554,12 @@ static void test_read_only(void)
 	struct scsi_cmd c;
 	uint8_t cdb[10] = { 0x2a };
 	put_be16(cdb + 7, 1);
-	cmd_init(&c, cdb, 10, BS, false, true);
+	sh_cmd_init(&c, LU, cdb, 10, BS, false, true);
 	c.read_only = true;
 	run(&c, NULL, 0);
 	expect_sense(&c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
 	uint8_t um[10] = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 };
-	cmd_init(&c, um, 10, 24, false, true);
+	sh_cmd_init(&c, LU, um, 10, 24, false, true);
 	c.read_only = true;
 	run(&c, NULL, 0);
 	expect_sense(&c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
@@ -1602,7 +1577,7 @@ static void test_thick_lu(void)
 	CU_ASSERT_FATAL(backstore_open(&cfg, &b, err, sizeof(err)) == 0);
 	CU_ASSERT_FATAL(scsi_lu_create(b, NULL, &LU) == 0);
 	uint8_t um[10] = { 0x42, 0, 0, 0, 0, 0, 0, 0, 24 };
-	cmd_init(&c, um, 10, 24, false, true);
+	sh_cmd_init(&c, LU, um, 10, 24, false, true);
 	run(&c, NULL, 0);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
 	uint8_t pat[BS] = { 0 };
@@ -1678,16 +1653,16 @@ static void test_unit_attention(void)
 	CU_ASSERT_EQUAL(simple(tur, 0, &c), SCSI_GOOD);
 
 	/* MODE SELECT from another nexus: MODE PARAMETERS CHANGED here only */
-	cmd_init(&c, tur, 6, 0, false, false);
+	sh_cmd_init(&c, LU, tur, 6, 0, false, false);
 	c.nexus = &NX2;
 	run(&c, NULL, 0);   /* registers NX2 */
 	uint8_t pl[4 + 20] = { 0, 0, 0, 0, 0x08, 0x12, 0x04 };
 	uint8_t sel[6] = { 0x15, 0x10, 0, 0, sizeof(pl) };
-	cmd_init(&c, sel, 6, sizeof(pl), false, true);
+	sh_cmd_init(&c, LU, sel, 6, sizeof(pl), false, true);
 	c.nexus = &NX2;
 	CU_ASSERT_EQUAL(run(&c, pl, sizeof(pl)), SCSI_GOOD);
 	scsi_cmd_release(&c);
-	cmd_init(&c, tur, 6, 0, false, false);
+	sh_cmd_init(&c, LU, tur, 6, 0, false, false);
 	c.nexus = &NX2;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	simple(tur, 0, &c);
@@ -1747,11 +1722,11 @@ static void test_itl_without_lock(void)
 
 	put_be16(rd + 7, 1);
 	put_be16(wr + 7, 1);
-	cmd_init(&c, wr, 10, BS, false, true);
+	sh_cmd_init(&c, LU, wr, 10, BS, false, true);
 	CU_ASSERT_FALSE(waited_for_mutex(&c, itl, data, BS));
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 	scsi_cmd_release(&c);
-	cmd_init(&c, rd, 10, BS, true, false);
+	sh_cmd_init(&c, LU, rd, 10, BS, true, false);
 	CU_ASSERT_FALSE(waited_for_mutex(&c, itl, NULL, 0));
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 	CU_ASSERT_EQUAL(c.buf->data[0], 0x5a);
@@ -1759,38 +1734,38 @@ static void test_itl_without_lock(void)
 
 	/* A unit attention pending: the locked path reports it. */
 	scsi_lu_capacity_changed(LU);
-	cmd_init(&c, tur, 6, 0, false, false);
+	sh_cmd_init(&c, LU, tur, 6, 0, false, false);
 	CU_ASSERT_TRUE(waited_for_mutex(&c, itl, NULL, 0));
 	expect_sense(&c, SK_UNIT_ATTENTION, ASC_CAPACITY_CHANGED);
 	scsi_cmd_release(&c);
 
 	/* A reservation held (SPC-2, by another nexus): the locked path finds the conflict. */
-	cmd_init(&c, reserve6, 6, 0, false, false);
+	sh_cmd_init(&c, LU, reserve6, 6, 0, false, false);
 	c.nexus = &NX2;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	scsi_cmd_release(&c);
-	cmd_init(&c, rd, 10, BS, true, false);
+	sh_cmd_init(&c, LU, rd, 10, BS, true, false);
 	CU_ASSERT_TRUE(waited_for_mutex(&c, itl, NULL, 0));
 	CU_ASSERT_EQUAL(c.status, SCSI_RESERVATION_CONFLICT);
 	scsi_cmd_release(&c);
-	cmd_init(&c, release6, 6, 0, false, false);
+	sh_cmd_init(&c, LU, release6, 6, 0, false, false);
 	c.nexus = &NX2;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	scsi_cmd_release(&c);
-	cmd_init(&c, rd, 10, BS, true, false);
+	sh_cmd_init(&c, LU, rd, 10, BS, true, false);
 	CU_ASSERT_FALSE(waited_for_mutex(&c, itl, NULL, 0));
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 	scsi_cmd_release(&c);
 
 	/* A logout releases it before its answer; the I_T_L entry stays until the nexus is lost. */
-	cmd_init(&c, reserve6, 6, 0, false, false);
+	sh_cmd_init(&c, LU, reserve6, 6, 0, false, false);
 	c.nexus = &NX2;
 	CU_ASSERT_EQUAL(run(&c, NULL, 0), SCSI_GOOD);
 	scsi_cmd_release(&c);
 	struct lu_nexus *itl2 = scsi_lu_itl(LU, &NX2);
 	scsi_lu_event(LU, &NX2, SCSI_EV_LOGOUT, NULL);
 	CU_ASSERT_PTR_EQUAL(scsi_lu_itl(LU, &NX2), itl2);
-	cmd_init(&c, rd, 10, BS, true, false);
+	sh_cmd_init(&c, LU, rd, 10, BS, true, false);
 	CU_ASSERT_FALSE(waited_for_mutex(&c, itl, NULL, 0));
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 	scsi_cmd_release(&c);
@@ -1840,7 +1815,7 @@ static uint8_t prout(const struct scsi_nexus *nx, uint8_t sa, const uint8_t *p, 
 	struct scsi_cmd c;
 	uint8_t cdb[10] = { 0x5f, sa };
 	put_be32(cdb + 5, len);
-	cmd_init(&c, cdb, 10, len, false, true);
+	sh_cmd_init(&c, LU, cdb, 10, len, false, true);
 	c.nexus = nx;
 	uint8_t st = run(&c, p, len);
 	scsi_cmd_release(&c);
@@ -1881,11 +1856,11 @@ static void test_pr_preempt_abort_bare_name(void)
 	uint8_t wr[10] = { 0x2a };
 	put_be32(wr + 2, 400);
 	put_be16(wr + 7, 1);
-	cmd_init(&w, wr, 10, BS, false, true);
+	sh_cmd_init(&w, LU, wr, 10, BS, false, true);
 	CU_ASSERT_FATAL(scsi_cmd_prepare(&w));
 	memcpy(w.buf->data, blk, BS);
 	/* ... and another with its I_T_L entry, which checks for the abort without the mutex */
-	cmd_init(&w2, wr, 10, BS, false, true);
+	sh_cmd_init(&w2, LU, wr, 10, BS, false, true);
 	w2.itl = scsi_lu_itl(LU, &NX);
 	CU_ASSERT_FATAL(scsi_cmd_prepare(&w2));
 	memcpy(w2.buf->data, blk, BS);
@@ -1896,14 +1871,14 @@ static void test_pr_preempt_abort_bare_name(void)
 	put_be64(p + 8, 0xC);
 	CU_ASSERT_EQUAL(prout(&NX3, 0x05, p, 24), SCSI_GOOD);
 
-	ndone = 0;
+	sh_ndone = 0;
 	scsi_cmd_exec(&w);
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	CU_ASSERT_EQUAL(w.status, SCSI_TASK_ABORTED);
 	scsi_cmd_release(&w);
-	ndone = 0;
+	sh_ndone = 0;
 	scsi_cmd_exec(&w2);
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	CU_ASSERT_EQUAL(w2.status, SCSI_TASK_ABORTED);
 	scsi_cmd_release(&w2);
 	CU_ASSERT_EQUAL(rw10(false, 400, 1, BS, blk, &c), SCSI_CHECK_CONDITION);
@@ -1911,7 +1886,7 @@ static void test_pr_preempt_abort_bare_name(void)
 	CU_ASSERT_EQUAL(rw10(false, 400, 1, BS, blk, &c), SCSI_GOOD);
 	CU_ASSERT_EQUAL(blk[0], 'W');
 	/* the port-named registration of NX2 was told too */
-	cmd_init(&c, tur, 6, 0, false, false);
+	sh_cmd_init(&c, LU, tur, 6, 0, false, false);
 	c.nexus = &NX2;
 	run(&c, NULL, 0);
 	expect_sense(&c, SK_UNIT_ATTENTION, ASC_REGISTRATIONS_PREEMPTED);
@@ -1970,7 +1945,7 @@ static const struct scsi_nexus NXRO = { .initiator_name = "iqn.test:ro", .initia
 
 static uint8_t run_ro(const uint8_t *cdb, uint32_t len, uint32_t edtl, bool wr, const void *dout, struct scsi_cmd *c)
 {
-	cmd_init(c, cdb, len, edtl, !wr && edtl, wr);
+	sh_cmd_init(c, LU, cdb, len, edtl, !wr && edtl, wr);
 	c->nexus = &NXRO;
 	c->read_only = true;
 	uint8_t st = run(c, dout, edtl);
@@ -2215,9 +2190,5 @@ int main(void)
 	CU_add_test(s, "read_only_backstore", test_read_only_backstore);
 	CU_add_test(s, "rsoc", test_rsoc);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }

@@ -3,6 +3,8 @@
 
 #include "common/serial.h"
 
+#include "unit_run.h"
+
 static void test_basic(void)
 {
 	CU_ASSERT_TRUE(serial_lt(1, 2));
@@ -82,7 +84,6 @@ static void test_trichotomy(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -93,8 +94,5 @@ int main(void)
 	CU_add_test(s, "window", test_window);
 	CU_add_test(s, "trichotomy", test_trichotomy);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return unit_run();
 }

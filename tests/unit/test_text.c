@@ -6,6 +6,8 @@
 
 #include "common/text.h"
 
+#include "unit_run.h"
+
 static int parse_str(const char *s, size_t len, struct text_list *l)
 {
 	char why[128];
@@ -830,7 +832,6 @@ static void test_round_trip_iser(void)
 int main(void)
 {
 	CU_pSuite s;
-	unsigned fails;
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -854,9 +855,7 @@ int main(void)
 	CU_add_test(s, "round trip TCP", test_round_trip_tcp);
 	CU_add_test(s, "round trip iSER", test_round_trip_iser);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
+	int rc = unit_run();
 	text_buf_free(&rsp);
-	return fails ? 1 : 0;
+	return rc;
 }

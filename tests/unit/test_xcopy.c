@@ -24,7 +24,9 @@
 #include "target/scsi/copy/xcopy.h"
 #include "sense_check.h"
 
-extern struct bufpool *scsi_test_pool;
+#include "medium.h"
+#include "scsi_harness.h"
+#include "unit_run.h"
 
 #define NBLK 16384u   /* 8 MiB of 512-byte blocks */
 
@@ -48,50 +50,14 @@ static struct scsi_lu *map_lu_at(const struct scsi_lun_map *m, uint32_t i, bool 
 	return i < 3 ? lus[i] : NULL;
 }
 static struct scsi_lun_map MAP = { .count = 3, .luns = map_luns, .lu_at = map_lu_at };
-static int ndone;
-
-static void on_done(struct scsi_cmd *cmd)
-{
-	(void)cmd;
-	ndone++;
-}
-
-static void cmd_init(struct scsi_cmd *c, struct scsi_lu *lu, const uint8_t *cdb, uint32_t len, uint32_t edtl, bool rd,
-		     bool wr)
-{
-	memset(c, 0, sizeof(*c));
-	memcpy(c->cdb, cdb, len);
-	c->cdb_len = 16;
-	c->lu = lu;
-	c->nexus = &NX;
-	c->lun_map = &MAP;
-	c->edtl = edtl;
-	c->dir_read = rd;
-	c->dir_write = wr;
-	c->done = on_done;
-}
-
-/* prepare + Data-Out + exec (the command may end later); caller releases. */
-static bool start(struct scsi_cmd *c, const void *dout, uint32_t dlen)
-{
-	ndone = 0;
-	if (!scsi_cmd_prepare(c))
-		return false;
-	if (c->dout_len) {
-		CU_ASSERT_PTR_NOT_NULL_FATAL(c->buf);
-		memcpy(c->buf->data, dout, MIN(dlen, c->dout_len));
-	}
-	scsi_cmd_exec(c);
-	return true;
-}
 
 static uint8_t xcopy_on(struct scsi_lu *lu, const uint8_t *list, uint32_t len, struct scsi_cmd *c)
 {
 	uint8_t cdb[16] = { 0x83 };
 	put_be32(cdb + 10, len);
-	cmd_init(c, lu, cdb, 16, len, false, len > 0);
-	if (start(c, list, len))
-		CU_ASSERT_EQUAL(ndone, 1);
+	sh_cmd_init(c, lu, cdb, 16, len, false, len > 0);
+	if (sh_start(c, list, len))
+		CU_ASSERT_EQUAL(sh_ndone, 1);
 	return c->status;
 }
 
@@ -144,52 +110,6 @@ static uint32_t list1(uint8_t *p, const int *t, int nt, uint16_t src, uint16_t d
 	return off;
 }
 
-/* ---- medium access, around the SCSI layer ---- */
-
-static void bs_cb(struct bs_io *io, int res)
-{
-	*(int *)io->priv = res;
-}
-
-/* RAM completes inline without a reactor. */
-static void bs_rw(int lu, enum backstore_op op, uint64_t lba, uint32_t n, void *buf)
-{
-	uint32_t bs = backstore_block_size(bstore[lu]);
-	int res = 1;
-	struct bs_io io = { .op = op, .buf = buf, .offset = lba * bs, .len = (uint64_t)n * bs, .cb = bs_cb,
-			    .priv = &res };
-	backstore_submit(bstore[lu], &io);
-	CU_ASSERT_EQUAL(res, 0);
-}
-
-/* Block b of a pattern: every byte names the LU, the block and the offset. */
-static void fill(int lu, uint64_t lba, uint32_t n, uint8_t tag)
-{
-	uint32_t bs = backstore_block_size(bstore[lu]);
-	uint8_t *buf = malloc((size_t)n * bs);
-	for (uint32_t b = 0; b < n; b++)
-		for (uint32_t i = 0; i < bs; i++)
-			buf[(size_t)b * bs + i] = (uint8_t)(tag ^ (lba + b) ^ (i * 7));
-	bs_rw(lu, BS_WRITE, lba, n, buf);
-	free(buf);
-}
-
-static uint8_t *readback(int lu, uint64_t lba, uint32_t n)
-{
-	uint8_t *buf = malloc((size_t)n * backstore_block_size(bstore[lu]));
-	bs_rw(lu, BS_READ, lba, n, buf);
-	return buf;
-}
-
-static bool same(int la, uint64_t a, int lb, uint64_t b, uint32_t n)
-{
-	uint8_t *x = readback(la, a, n), *y = readback(lb, b, n);
-	bool eq = !memcmp(x, y, (size_t)n * backstore_block_size(bstore[la]));
-	free(x);
-	free(y);
-	return eq;
-}
-
 /* ---- a backstore that completes when the test says (or fails) ---- */
 
 static struct bs_ops slow_ops;
@@ -227,9 +147,10 @@ static int setup(void)
 {
 	static const uint32_t bsz[NLU] = { 512, 512, 4096, 512 };
 	char err[256], name[8];
-	scsi_test_pool = bufpool_create();
-	if (!scsi_test_pool)
+	if (sh_pool_open())
 		return -1;
+	sh_nexus = &NX;
+	sh_lun_map = &MAP;
 	for (int i = 0; i < NLU; i++) {
 		snprintf(name, sizeof(name), "x%d", i);
 		struct backstore_cfg cfg = { .name = name, .type = BACKSTORE_RAM, .size = (uint64_t)NBLK * 512,
@@ -251,9 +172,7 @@ static int teardown(void)
 		scsi_lu_destroy(lus[i]);
 		backstore_close(bstore[i]);
 	}
-	size_t leak = bufpool_in_use(scsi_test_pool);
-	bufpool_destroy(scsi_test_pool);
-	return leak ? -1 : 0;
+	return sh_pool_close();
 }
 
 /* The NAA designator each LU reports in VPD 83h: what an initiator puts in a CSCD descriptor. */
@@ -263,9 +182,9 @@ static void test_naa_from_vpd(void)
 		struct scsi_cmd c;
 		uint8_t inq[6] = { 0x12, 0x01, 0x83, 0x01, 0x00 };
 		bool found = false;
-		cmd_init(&c, lus[l], inq, 6, 256, true, false);
+		sh_cmd_init(&c, lus[l], inq, 6, 256, true, false);
 		/* A fresh LU has a power-on unit attention for every nexus: INQUIRY runs through it. */
-		CU_ASSERT_FATAL(start(&c, NULL, 0));
+		CU_ASSERT_FATAL(sh_start(&c, NULL, 0));
 		CU_ASSERT_EQUAL_FATAL(c.status, SCSI_GOOD);
 		const uint8_t *p = c.buf->data;
 		for (uint32_t off = 4; off + 4 <= c.din_len; off += 4 + p[off + 3]) {
@@ -279,8 +198,8 @@ static void test_naa_from_vpd(void)
 		/* Clear the unit attention the LU holds for this nexus. */
 		uint8_t tur[6] = { 0 };
 		for (int i = 0; i < 4; i++) {
-			cmd_init(&c, lus[l], tur, 6, 0, false, false);
-			start(&c, NULL, 0);
+			sh_cmd_init(&c, lus[l], tur, 6, 0, false, false);
+			sh_start(&c, NULL, 0);
 			scsi_cmd_release(&c);
 		}
 	}
@@ -437,22 +356,22 @@ static void test_copy_within_and_across(void)
 	int one[1] = { A }, two[2] = { A, B };
 	uint32_t len;
 
-	fill(A, 0, 4000, 0x11);
-	fill(B, 0, NBLK, 0x22);
+	medium_fill(bstore[A], 0, 4000, 0x11);
+	medium_fill(bstore[B], 0, NBLK, 0x22);
 	/* within A: 100 blocks from 0 to 10000 */
 	len = list1(p, one, 1, 0, 0, 100, 0, 10000);
 	CU_ASSERT_EQUAL(xcopy_on(lus[A], p, len, &c), SCSI_GOOD);
 	scsi_cmd_release(&c);
-	CU_ASSERT(same(A, 0, A, 10000, 100));
+	CU_ASSERT(medium_same(bstore[A], 0, bstore[A], 10000, 100));
 	/* across: A to B, several chunks (3.5 MiB), asked of A or of B: either is the copy manager */
 	len = list1(p, two, 2, 0, 1, 7168, 0, 9000);
 	CU_ASSERT_EQUAL(xcopy_on(lus[A], p, len, &c), SCSI_GOOD);
 	scsi_cmd_release(&c);
-	CU_ASSERT(same(A, 0, B, 9000, 7168));
-	fill(A, 0, 4000, 0x33);
+	CU_ASSERT(medium_same(bstore[A], 0, bstore[B], 9000, 7168));
+	medium_fill(bstore[A], 0, 4000, 0x33);
 	CU_ASSERT_EQUAL(xcopy_on(lus[B], p, len, &c), SCSI_GOOD);
 	scsi_cmd_release(&c);
-	CU_ASSERT(same(A, 0, B, 9000, 4000));
+	CU_ASSERT(medium_same(bstore[A], 0, bstore[B], 9000, 4000));
 	/* B to A, the descriptors in the other order, two segments */
 	uint32_t off = 16 + tgt(p + 16, B) + tgt(p + 48, A);
 	off += seg(p + off, 0, 1, 50, 9000, 12000);
@@ -461,8 +380,8 @@ static void test_copy_within_and_across(void)
 	hdr(p, 0, 3, 64, off - 80);
 	CU_ASSERT_EQUAL(xcopy_on(lus[C], p, off, &c), SCSI_GOOD);   /* C manages, copies nothing of its own */
 	scsi_cmd_release(&c);
-	CU_ASSERT(same(B, 9000, A, 12000, 50));
-	CU_ASSERT(same(B, 9500, A, 12100, 3));
+	CU_ASSERT(medium_same(bstore[B], 9000, bstore[A], 12000, 50));
+	CU_ASSERT(medium_same(bstore[B], 9500, bstore[A], 12100, 3));
 	/* the whole copy arrived; no buffer is left */
 	CU_ASSERT_EQUAL(bufpool_in_use(scsi_test_pool), 0);
 	/* parameter list length 0: nothing happens, GOOD */
@@ -488,16 +407,16 @@ static void test_ram_copy_yields(void)
 	hdr(p, 0, XCOPY_USAGE_NONE, 64, off - 80);
 	uint8_t cdb[16] = { 0x83 };
 	put_be32(cdb + 10, off);
-	cmd_init(&c, lus[A], cdb, 16, off, false, true);
+	sh_cmd_init(&c, lus[A], cdb, 16, off, false, true);
 	c.reactor = r;
-	CU_ASSERT_TRUE_FATAL(start(&c, p, off));
-	CU_ASSERT_EQUAL(ndone, 0);   /* the first 8 MiB, then a yield */
+	CU_ASSERT_TRUE_FATAL(sh_start(&c, p, off));
+	CU_ASSERT_EQUAL(sh_ndone, 0);   /* the first 8 MiB, then a yield */
 	int iters = 0;
-	while (!ndone && iters < 100) {
+	while (!sh_ndone && iters < 100) {
 		reactor_poll_once(r, 0);
 		iters++;
 	}
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 	CU_ASSERT(iters >= 3);   /* 8 yields; reactor_poll_once() runs two rounds of deferred calls */
 	scsi_cmd_release(&c);
@@ -515,12 +434,12 @@ static void test_copy_overlap(void)
 
 	for (int dir = 0; dir < 2; dir++) {
 		uint64_t src = dir ? 3000 : 1000, dst = dir ? 1000 : 3000;
-		fill(A, 0, 9000, (uint8_t)(0x40 + dir));
-		uint8_t *want = readback(A, src, n);
+		medium_fill(bstore[A], 0, 9000, (uint8_t)(0x40 + dir));
+		uint8_t *want = medium_readback(bstore[A], src, n);
 		uint32_t len = list1(p, one, 1, 0, 0, (uint16_t)n, src, dst);
 		CU_ASSERT_EQUAL(xcopy_on(lus[A], p, len, &c), SCSI_GOOD);
 		scsi_cmd_release(&c);
-		uint8_t *got = readback(A, dst, n);
+		uint8_t *got = medium_readback(bstore[A], dst, n);
 		CU_ASSERT(!memcmp(want, got, (size_t)n * 512));
 		free(want);
 		free(got);
@@ -534,8 +453,8 @@ static void test_refusals(void)
 	int one[1] = { A }, two[2] = { A, B }, ac[2] = { A, C }, ad[2] = { A, D };
 	uint32_t len;
 
-	fill(B, 0, 100, 0x55);
-	uint8_t *before = readback(B, 0, 100);
+	medium_fill(bstore[B], 0, 100, 0x55);
+	uint8_t *before = medium_readback(bstore[B], 0, 100);
 
 	/* a destination mapped read-only, from any copy manager; the source may be read-only */
 	map_ro[B] = true;
@@ -559,18 +478,18 @@ static void test_refusals(void)
 	uint8_t reg[24] = { 0 }, cdb[10] = { 0x5f, 0x00 };
 	put_be64(reg + 8, 0xabc);
 	put_be32(cdb + 5, 24);
-	cmd_init(&c, lus[B], cdb, 10, 24, false, true);
+	sh_cmd_init(&c, lus[B], cdb, 10, 24, false, true);
 	c.nexus = &NX2;
-	CU_ASSERT(start(&c, reg, 24));
+	CU_ASSERT(sh_start(&c, reg, 24));
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 	scsi_cmd_release(&c);
 	memset(reg, 0, sizeof(reg));
 	put_be64(reg, 0xabc);
 	cdb[1] = 0x01;
 	cdb[2] = 0x01;   /* RESERVE, WRITE EXCLUSIVE */
-	cmd_init(&c, lus[B], cdb, 10, 24, false, true);
+	sh_cmd_init(&c, lus[B], cdb, 10, 24, false, true);
 	c.nexus = &NX2;
-	CU_ASSERT(start(&c, reg, 24));
+	CU_ASSERT(sh_start(&c, reg, 24));
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 	scsi_cmd_release(&c);
 	len = list1(p, two, 2, 0, 1, 10, 0, 0);
@@ -583,9 +502,9 @@ static void test_refusals(void)
 	put_be64(reg, 0xabc);
 	cdb[1] = 0x03;   /* CLEAR */
 	cdb[2] = 0;
-	cmd_init(&c, lus[B], cdb, 10, 24, false, true);
+	sh_cmd_init(&c, lus[B], cdb, 10, 24, false, true);
 	c.nexus = &NX2;
-	CU_ASSERT(start(&c, reg, 24));
+	CU_ASSERT(sh_start(&c, reg, 24));
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 	scsi_cmd_release(&c);
 
@@ -639,10 +558,10 @@ static void test_refusals(void)
 	scsi_cmd_release(&c);
 	/* without a LUN map only the addressed LU is reachable */
 	len = list1(p, two, 2, 0, 1, 10, 0, 0);
-	cmd_init(&c, lus[A], (uint8_t[16]){ 0x83, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (uint8_t)len }, 16, len, false,
+	sh_cmd_init(&c, lus[A], (uint8_t[16]){ 0x83, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (uint8_t)len }, 16, len, false,
 		 true);
 	c.lun_map = NULL;
-	start(&c, p, len);
+	sh_start(&c, p, len);
 	expect_sense(&c, SK_COPY_ABORTED, 0x0d02);
 	scsi_cmd_release(&c);
 
@@ -669,15 +588,15 @@ static void test_refusals(void)
 	/* the parameter list: longer than the maximum (refused before any Data-Out), shorter than announced */
 	uint8_t big[16] = { 0x83 };
 	put_be32(big + 10, XCOPY_MAX_PARAM_LEN + 1);
-	cmd_init(&c, lus[A], big, 16, XCOPY_MAX_PARAM_LEN + 1, false, true);
+	sh_cmd_init(&c, lus[A], big, 16, XCOPY_MAX_PARAM_LEN + 1, false, true);
 	CU_ASSERT_FALSE(scsi_cmd_prepare(&c));
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 	CU_ASSERT_PTR_NULL(c.buf);
 	scsi_cmd_release(&c);
 	len = list1(p, two, 2, 0, 1, 8, 0, 0);
 	put_be32(big + 10, len);
-	cmd_init(&c, lus[A], big, 16, len - 1, false, true);
-	start(&c, p, len);
+	sh_cmd_init(&c, lus[A], big, 16, len - 1, false, true);
+	sh_start(&c, p, len);
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH_ERROR);
 	scsi_cmd_release(&c);
 	/* an unknown segment type through the whole command */
@@ -688,13 +607,13 @@ static void test_refusals(void)
 	scsi_cmd_release(&c);
 	/* EXTENDED COPY (LID4) is not supported */
 	uint8_t lid4[16] = { 0x83, 0x01 };
-	cmd_init(&c, lus[A], lid4, 16, 0, false, false);
+	sh_cmd_init(&c, lus[A], lid4, 16, 0, false, false);
 	CU_ASSERT_FALSE(scsi_cmd_prepare(&c));
 	expect_sense(&c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
 	scsi_cmd_release(&c);
 
 	/* nothing of the refused copies reached B */
-	uint8_t *after = readback(B, 0, 100);
+	uint8_t *after = medium_readback(bstore[B], 0, 100);
 	CU_ASSERT(!memcmp(before, after, 100 * 512));
 	free(before);
 	free(after);
@@ -706,12 +625,12 @@ static void test_refusals(void)
 static uint8_t rcr(uint8_t sa, uint8_t list_id, uint32_t alloc, struct scsi_cmd *c)
 {
 	uint8_t cdb[16] = { 0x84, sa, list_id };
-	int saved = ndone;
+	int saved = sh_ndone;
 	put_be32(cdb + 10, alloc);
-	cmd_init(c, lus[A], cdb, 16, alloc, true, false);
-	if (start(c, NULL, 0))
-		CU_ASSERT_EQUAL(ndone, 1);
-	ndone = saved;   /* a copy may be running: its completion is what the caller counts */
+	sh_cmd_init(c, lus[A], cdb, 16, alloc, true, false);
+	if (sh_start(c, NULL, 0))
+		CU_ASSERT_EQUAL(sh_ndone, 1);
+	sh_ndone = saved;   /* a copy may be running: its completion is what the caller counts */
 	return c->status;
 }
 
@@ -763,9 +682,9 @@ static void test_receive_copy_results(void)
 	/* another nexus does not see it */
 	uint8_t cdb[16] = { 0x84, 0x00, 5 };
 	put_be32(cdb + 10, 64);
-	cmd_init(&c, lus[A], cdb, 16, 64, true, false);
+	sh_cmd_init(&c, lus[A], cdb, 16, 64, true, false);
 	c.nexus = &NX2;
-	start(&c, NULL, 0);
+	sh_start(&c, NULL, 0);
 	CU_ASSERT_EQUAL(c.status, SCSI_CHECK_CONDITION);
 	scsi_cmd_release(&c);
 	/* usage 10b: not held */
@@ -805,15 +724,15 @@ static void test_vpd_and_inquiry(void)
 	struct scsi_cmd c;
 	uint8_t inq[6] = { 0x12, 0x00, 0x00, 0x00, 96 };
 
-	cmd_init(&c, lus[A], inq, 6, 96, true, false);
-	start(&c, NULL, 0);
+	sh_cmd_init(&c, lus[A], inq, 6, 96, true, false);
+	sh_start(&c, NULL, 0);
 	CU_ASSERT_EQUAL_FATAL(c.status, SCSI_GOOD);
 	CU_ASSERT(c.buf->data[5] & 0x08);   /* 3PC */
 	scsi_cmd_release(&c);
 
 	uint8_t sup[6] = { 0x12, 0x01, 0x00, 0x00, 255 };
-	cmd_init(&c, lus[A], sup, 6, 255, true, false);
-	start(&c, NULL, 0);
+	sh_cmd_init(&c, lus[A], sup, 6, 255, true, false);
+	sh_start(&c, NULL, 0);
 	bool listed = false;
 	for (uint32_t i = 4; i < c.din_len; i++)
 		listed |= c.buf->data[i] == 0x8f;
@@ -821,8 +740,8 @@ static void test_vpd_and_inquiry(void)
 	scsi_cmd_release(&c);
 
 	uint8_t tpc[6] = { 0x12, 0x01, 0x8f, 0x04, 0x00 };
-	cmd_init(&c, lus[A], tpc, 6, 1024, true, false);
-	start(&c, NULL, 0);
+	sh_cmd_init(&c, lus[A], tpc, 6, 1024, true, false);
+	sh_start(&c, NULL, 0);
 	CU_ASSERT_EQUAL_FATAL(c.status, SCSI_GOOD);
 	const uint8_t *d = c.buf->data;
 	uint32_t plen = get_be16(d + 2), off = 4, seen = 0;
@@ -857,8 +776,8 @@ static void test_vpd_and_inquiry(void)
 	/* REPORT SUPPORTED OPERATION CODES knows EXTENDED COPY with its CDB usage */
 	uint8_t one[12] = { 0xa3, 0x0c, 3, 0x83, 0, 0 };
 	put_be32(one + 6, 64);
-	cmd_init(&c, lus[A], one, 12, 64, true, false);
-	start(&c, NULL, 0);
+	sh_cmd_init(&c, lus[A], one, 12, 64, true, false);
+	sh_start(&c, NULL, 0);
 	CU_ASSERT_EQUAL_FATAL(c.status, SCSI_GOOD);
 	CU_ASSERT_EQUAL(c.buf->data[1] & 7, 3);
 	CU_ASSERT_EQUAL(get_be16(c.buf->data + 2), 16);
@@ -876,8 +795,8 @@ static void test_async_window_and_abort(void)
 	int two[2] = { A, B };
 	const struct bs_ops *ops_a = bstore[A]->ops, *ops_b = bstore[B]->ops;
 
-	fill(A, 0, 16000, 0x66);
-	fill(B, 0, 16000, 0x77);
+	medium_fill(bstore[A], 0, 16000, 0x66);
+	medium_fill(bstore[B], 0, 16000, 0x77);
 	bstore[A]->ops = &slow_ops;
 	bstore[B]->ops = &slow_ops;
 
@@ -888,9 +807,9 @@ static void test_async_window_and_abort(void)
 	p[1] = XCOPY_USAGE_HOLD << 3;
 	uint8_t cdb[16] = { 0x83 };
 	put_be32(cdb + 10, len);
-	cmd_init(&c, lus[A], cdb, 16, len, false, true);
-	CU_ASSERT_FATAL(start(&c, p, len));
-	CU_ASSERT_EQUAL(ndone, 0);
+	sh_cmd_init(&c, lus[A], cdb, 16, len, false, true);
+	CU_ASSERT_FATAL(sh_start(&c, p, len));
+	CU_ASSERT_EQUAL(sh_ndone, 0);
 	CU_ASSERT_EQUAL(npending, COPY_INFLIGHT);
 	CU_ASSERT(bufpool_in_use(scsi_test_pool) <= COPY_INFLIGHT);
 	/* while it runs: its status says "in progress", the same list identifier is refused */
@@ -898,12 +817,12 @@ static void test_async_window_and_abort(void)
 	CU_ASSERT_EQUAL_FATAL(rcr(0x00, 9, 64, &s), SCSI_GOOD);
 	CU_ASSERT_EQUAL(s.buf->data[4], 0x00);
 	scsi_cmd_release(&s);
-	cmd_init(&c2, lus[A], cdb, 16, len, false, true);
-	start(&c2, p, len);
+	sh_cmd_init(&c2, lus[A], cdb, 16, len, false, true);
+	sh_start(&c2, p, len);
 	expect_sense(&c2, SK_ILLEGAL_REQUEST, 0x0016);
-	CU_ASSERT_EQUAL(ndone, 1);   /* c2's, at once */
+	CU_ASSERT_EQUAL(sh_ndone, 1);   /* c2's, at once */
 	scsi_cmd_release(&c2);
-	ndone = 0;
+	sh_ndone = 0;
 	/* and the LU it writes cannot be removed by the admin (it counts as a user of B) */
 	CU_ASSERT(scsi_cmd_uses_lu(&c, lus[B]));
 	CU_ASSERT_FALSE(scsi_cmd_uses_lu(&c, lus[D]));
@@ -911,28 +830,28 @@ static void test_async_window_and_abort(void)
 		CU_ASSERT(npending <= COPY_INFLIGHT);
 		CU_ASSERT(bufpool_in_use(scsi_test_pool) <= COPY_INFLIGHT);
 	}
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	CU_ASSERT_EQUAL(c.status, SCSI_GOOD);
 	CU_ASSERT(max_pending <= COPY_INFLIGHT);
 	CU_ASSERT_FALSE(scsi_cmd_uses_lu(&c, lus[B]));
 	scsi_cmd_release(&c);
 	bstore[A]->ops = ops_a;
 	bstore[B]->ops = ops_b;
-	CU_ASSERT(same(A, 0, B, 0, 16384 - 1));
-	fill(B, 0, 16000, 0x78);
+	CU_ASSERT(medium_same(bstore[A], 0, bstore[B], 0, 16384 - 1));
+	medium_fill(bstore[B], 0, 16000, 0x78);
 	bstore[A]->ops = &slow_ops;
 	bstore[B]->ops = &slow_ops;
 
 	/* an abort mid-copy: what is in flight completes, nothing new starts, no buffer stays */
 	npending = 0;
-	cmd_init(&c, lus[A], cdb, 16, len, false, true);
-	CU_ASSERT_FATAL(start(&c, p, len));
+	sh_cmd_init(&c, lus[A], cdb, 16, len, false, true);
+	CU_ASSERT_FATAL(sh_start(&c, p, len));
 	for (int i = 0; i < 3; i++)
 		complete_one(A);
 	c.stop = true;
 	for (int i = 0; i < 100 && complete_one(A); i++)
 		;
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	CU_ASSERT_EQUAL(c.status, SCSI_TASK_ABORTED);
 	CU_ASSERT_EQUAL(npending, 0);
 	CU_ASSERT_EQUAL(bufpool_in_use(scsi_test_pool), 0);
@@ -942,7 +861,7 @@ static void test_async_window_and_abort(void)
 	scsi_cmd_release(&s);
 	bstore[A]->ops = ops_a;
 	bstore[B]->ops = ops_b;
-	uint8_t *tail = readback(B, 16000 - 8, 8), *want = readback(A, 16000 - 8, 8);
+	uint8_t *tail = medium_readback(bstore[B], 16000 - 8, 8), *want = medium_readback(bstore[A], 16000 - 8, 8);
 	CU_ASSERT(memcmp(tail, want, 8 * 512) != 0);   /* the last chunk never moved */
 	free(tail);
 	free(want);
@@ -954,12 +873,12 @@ static void test_async_window_and_abort(void)
 	fail_op = BS_WRITE;
 	fail_after = 1;
 	len = list1(p, two, 2, 0, 1, 3 * 2048, 0, 0);
-	cmd_init(&c, lus[A], cdb, 16, len, false, true);
+	sh_cmd_init(&c, lus[A], cdb, 16, len, false, true);
 	put_be32(c.cdb + 10, len);
-	CU_ASSERT_FATAL(start(&c, p, len));
+	CU_ASSERT_FATAL(sh_start(&c, p, len));
 	for (int i = 0; i < 100 && complete_one(A); i++)
 		;
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	expect_sense(&c, SK_COPY_ABORTED, 0x0d01);
 	CU_ASSERT(c.sense[0] & 0x80);   /* VALID: INFORMATION is the residual */
 	uint32_t resid = get_be32(c.sense + 3);
@@ -970,12 +889,12 @@ static void test_async_window_and_abort(void)
 	/* and a read error */
 	fail_op = BS_READ;
 	fail_after = 0;
-	cmd_init(&c, lus[A], cdb, 16, len, false, true);
+	sh_cmd_init(&c, lus[A], cdb, 16, len, false, true);
 	put_be32(c.cdb + 10, len);
-	CU_ASSERT_FATAL(start(&c, p, len));
+	CU_ASSERT_FATAL(sh_start(&c, p, len));
 	for (int i = 0; i < 100 && complete_one(A); i++)
 		;
-	CU_ASSERT_EQUAL(ndone, 1);
+	CU_ASSERT_EQUAL(sh_ndone, 1);
 	expect_sense(&c, SK_COPY_ABORTED, 0x0d01);
 	CU_ASSERT_EQUAL(bufpool_in_use(scsi_test_pool), 0);
 	scsi_cmd_release(&c);
@@ -1027,9 +946,5 @@ int main(void)
 	CU_add_test(s, "async_window_and_abort", test_async_window_and_abort);
 	CU_add_test(s, "desc_sense", test_desc_sense);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned fails = CU_get_number_of_failures();
-	unsigned sfail = CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails || sfail ? 1 : 0;
+	return unit_run();
 }

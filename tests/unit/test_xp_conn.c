@@ -12,6 +12,8 @@
 #include "common/reactor.h"
 #include "common/transport.h"
 
+#include "unit_run.h"
+
 static int freed, closed_calls, closed_err, done_calls, done_err, failed_err, ran;
 static bool in_send;
 static char failed_why[64];
@@ -152,8 +154,5 @@ int main(void)
 	CU_add_test(s, "PDUs after the close, closed once", test_dead_and_closed);
 	CU_add_test(s, "connect time limit", test_connect_timer);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned f = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return f ? 1 : 0;
+	return unit_run();
 }

@@ -5,16 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-unsigned check_failures;
-
-void check_report(bool pass, const char *what, const char *why)
-{
-	printf("%s - %s%s%s\n", pass ? "ok" : "not ok", what, pass ? "" : ": ", pass ? "" : why);
-	if (!pass)
-		check_failures++;
-	fflush(stdout);
-}
-
 void pattern_fill(uint8_t *p, uint32_t len, uint64_t seed)
 {
 	uint64_t x = 0x9e3779b97f4a7c15ull ^ seed;
@@ -51,11 +41,11 @@ struct isc_session *check_login(const struct isc_options *o, const struct isc_ur
 {
 	struct isc_session *s = isc_session_new(o);
 	if (!s) {
-		check_report(false, "login", "out of memory");
+		check("login", false, "out of memory");
 		return NULL;
 	}
 	int rc = isc_connect_url_sync(s, u);
-	check_report(!rc, "login", isc_errmsg(s));
+	check("login", !rc, "%s", isc_errmsg(s));
 	if (rc) {
 		isc_session_free(s);
 		return NULL;

@@ -1,7 +1,7 @@
 /*
  * What the guest's test programs on the initiator library (isc-datacheck,
- * isc-recovery) share: "ok"/"not ok" lines, the login, data patterns, size
- * arguments.
+ * isc-recovery) share besides their checks (tests/lib/check.h): the login,
+ * data patterns, size arguments.
  */
 #ifndef ISC_CHECK_H
 #define ISC_CHECK_H
@@ -10,12 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "check.h"
 #include "isert/initiator.h"
 
-extern unsigned check_failures;
-
-/* One "ok - WHAT" or "not ok - WHAT: WHY" line; failures are counted. */
-void check_report(bool pass, const char *what, const char *why);
 /* Pattern words depend on the seed and the offset: misplaced data shows. */
 void pattern_fill(uint8_t *p, uint32_t len, uint64_t seed);
 /* 0 if got holds the pattern, else -1 and why says where it differs. */

@@ -66,24 +66,24 @@ static void roundtrip(struct isc_session *s, uint8_t *src, uint8_t *dst, uint32_
 	snprintf(what, sizeof(what), "%s, %s: written and read back", human(len, h, sizeof(h)), kind);
 	struct region *r = region_new(len);
 	if (!r || r->len != len) {
-		check_report(false, what, "the LUN is too small or the size is not a multiple of the block size");
+		check(what, false, "the LUN is too small or the size is not a multiple of the block size");
 		return;
 	}
 	struct isc_result res;
 	int rc = isc_write16_sync(s, url.lun, r->lba, len / cap.block_size, cap.block_size, src, false, &res);
 	if (rc) {
 		snprintf(why, sizeof(why), "WRITE: %s", isc_errmsg(s));
-		check_report(false, what, why);
+		check(what, false, "%s", why);
 		return;
 	}
 	memset(dst, 0xa5, len);
 	rc = isc_read16_sync(s, url.lun, r->lba, len / cap.block_size, cap.block_size, dst, &res);
 	if (rc) {
 		snprintf(why, sizeof(why), "READ: %s", isc_errmsg(s));
-		check_report(false, what, why);
+		check(what, false, "%s", why);
 		return;
 	}
-	check_report(!pattern_compare(dst, len, r->seed, why, sizeof(why)), what, why);
+	check(what, !pattern_compare(dst, len, r->seed, why, sizeof(why)), "%s", why);
 }
 
 static void sizes_check(struct isc_session *s, uint32_t len)
@@ -91,7 +91,7 @@ static void sizes_check(struct isc_session *s, uint32_t len)
 	/* Pool buffers: registered once. */
 	uint8_t *a = isc_buf_alloc(s, len), *b = isc_buf_alloc(s, len);
 	if (!a || !b) {
-		check_report(false, "isc_buf_alloc", strerror(errno));
+		check("isc_buf_alloc", false, "%s", strerror(errno));
 		return;
 	}
 	pattern_fill(a, len, 0x5eed0000u + nregions);
@@ -124,7 +124,7 @@ static void readonly_check(struct isc_session *s, uint32_t len)
 	uint8_t *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint8_t *b = malloc(len);
 	if (a == MAP_FAILED || !b) {
-		check_report(false, "read-only source", "out of memory");
+		check("read-only source", false, "out of memory");
 		return;
 	}
 	pattern_fill(a, len, 0x5eed0000u + nregions);
@@ -176,7 +176,7 @@ static void qd_check(struct isc_session *s, unsigned qd, uint32_t len)
 		dst[i] = isc_buf_alloc(s, len);
 		rg[i] = region_new(len);
 		if (!src[i] || !dst[i] || !rg[i]) {
-			check_report(false, what, "no memory or LUN too small");
+			check(what, false, "no memory or LUN too small");
 			goto out;
 		}
 		pattern_fill(src[i], len, rg[i]->seed);
@@ -187,13 +187,13 @@ static void qd_check(struct isc_session *s, unsigned qd, uint32_t len)
 		struct isc_cmd c;
 		isc_cmd_write16(&c, url.lun, rg[i]->lba, len / cap.block_size, cap.block_size, src[i], false);
 		if (!isc_submit(s, &c, qd_cb, &f)) {
-			check_report(false, what, strerror(errno));
+			check(what, false, "%s", strerror(errno));
 			goto out;
 		}
 	}
 	if (run_all(s, &f, qd) || f.failed) {
 		snprintf(why, sizeof(why), "WRITE: %s", f.why[0] ? f.why : isc_errmsg(s));
-		check_report(false, what, why);
+		check(what, false, "%s", why);
 		goto out;
 	}
 	f = (struct inflight){ 0 };
@@ -201,19 +201,19 @@ static void qd_check(struct isc_session *s, unsigned qd, uint32_t len)
 		struct isc_cmd c;
 		isc_cmd_read16(&c, url.lun, rg[i]->lba, len / cap.block_size, cap.block_size, dst[i]);
 		if (!isc_submit(s, &c, qd_cb, &f)) {
-			check_report(false, what, strerror(errno));
+			check(what, false, "%s", strerror(errno));
 			goto out;
 		}
 	}
 	if (run_all(s, &f, qd) || f.failed) {
 		snprintf(why, sizeof(why), "READ: %s", f.why[0] ? f.why : isc_errmsg(s));
-		check_report(false, what, why);
+		check(what, false, "%s", why);
 		goto out;
 	}
 	int bad = 0;
 	for (unsigned i = 0; i < qd && !bad; i++)
 		bad = pattern_compare(dst[i], len, rg[i]->seed, why, sizeof(why));
-	check_report(!bad, what, why);
+	check(what, !bad, "%s", why);
 out:
 	for (unsigned i = 0; src && dst && i < qd; i++) {
 		if (src[i])
@@ -233,12 +233,12 @@ static void verify_elsewhere(const struct isc_options *o, const char *vurl)
 	char err[300], what[600];
 	snprintf(what, sizeof(what), "all %u regions read back identical through %s", nregions, vurl);
 	if (isc_url_parse(vurl, false, &v, err, sizeof(err))) {
-		check_report(false, what, err);
+		check(what, false, "%s", err);
 		return;
 	}
 	struct isc_session *s = isc_session_new(o);
 	if (!s || isc_connect_url_sync(s, &v)) {
-		check_report(false, what, s ? isc_errmsg(s) : "out of memory");
+		check(what, false, "%s", s ? isc_errmsg(s) : "out of memory");
 		isc_session_free(s);
 		return;
 	}
@@ -256,7 +256,7 @@ static void verify_elsewhere(const struct isc_options *o, const char *vurl)
 		}
 		free(b);
 	}
-	check_report(!bad, what, err);
+	check(what, !bad, "%s", err);
 	isc_logout_sync(s);
 	isc_session_free(s);
 }
@@ -310,7 +310,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3 && isc_tur_sync(s, url.lun, NULL); i++)
 		;
 	int rc = isc_readcap16_sync(s, url.lun, &cap, NULL);
-	check_report(!rc, "READ CAPACITY (16)", isc_errmsg(s));
+	check("READ CAPACITY (16)", !rc, "%s", isc_errmsg(s));
 	if (rc)
 		return 1;
 	printf("# LUN %" PRIu64 ": %" PRIu64 " blocks of %u bytes\n", url.lun, cap.blocks, cap.block_size);
@@ -327,10 +327,10 @@ int main(int argc, char **argv)
 	readonly_check(s, 131072);
 	qd_check(s, qd, qd_len);
 	rc = isc_logout_sync(s);
-	check_report(!rc, "logout", isc_errmsg(s));
+	check("logout", !rc, "%s", isc_errmsg(s));
 	isc_session_free(s);
 	if (vurl)
 		verify_elsewhere(&o, vurl);
-	printf("# %u failed\n", check_failures);
-	return check_failures ? 1 : 0;
+	printf("# %u failed\n", check_failed);
+	return check_failed ? 1 : 0;
 }

@@ -158,7 +158,7 @@ static int do_reconnect(struct isc_session *s, uint32_t n, uint32_t qd, uint32_t
 	j.heap = malloc(half);
 	j.ncb = calloc(n, sizeof(*j.ncb));
 	if (!j.pool || !j.heap || !j.ncb) {
-		check_report(false, "reconnect: buffers", strerror(errno));
+		check("reconnect: buffers", false, "%s", strerror(errno));
 		return 1;
 	}
 	for (uint32_t i = 0; i < n; i++)
@@ -203,7 +203,7 @@ static int do_reconnect(struct isc_session *s, uint32_t n, uint32_t qd, uint32_t
 	else
 		snprintf(why, sizeof(why), "%u of %u done when killed (need at least 1 in flight and more to issue)",
 			 done_at_kill, n);
-	check_report(t_kill && flying_at_kill > 0 && done_at_kill < n, "reconnect: target killed with writes in flight", why);
+	check("reconnect: target killed with writes in flight", t_kill && flying_at_kill > 0 && done_at_kill < n, "%s", why);
 	unsigned dup = 0, lost = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		dup += j.ncb[i] > 1;
@@ -213,11 +213,11 @@ static int do_reconnect(struct isc_session *s, uint32_t n, uint32_t qd, uint32_t
 		 len >> 10);
 	snprintf(why, sizeof(why), "%u completed, %u twice, %u never, %u errors%s%s", j.done, dup, lost, j.errors,
 		 j.why[0] ? ", first: " : "", j.why);
-	check_report(j.done == n && !dup && !lost && !j.errors, what, why);
+	check(what, j.done == n && !dup && !lost && !j.errors, "%s", why);
 	snprintf(why, sizeof(why), "reconnects %u, logged in %s (%s)", p.reconnects, isc_logged_in(s) ? "yes" : "no",
 		 isc_errmsg(s));
-	check_report(p.reconnects >= 1 && isc_logged_in(s),
-		     "reconnect: the session re-logged in (isc_get_params: reconnects >= 1)", why);
+	check("reconnect: the session re-logged in (isc_get_params: reconnects >= 1)",
+	      p.reconnects >= 1 && isc_logged_in(s), "%s", why);
 	/* Read every region back through the reconnected session, 1 MiB at a time into a poisoned buffer. */
 	int rc = tur(s);
 	uint32_t per = len >= (1u << 20) ? 1 : (1u << 20) / len, bad = 0;
@@ -239,7 +239,7 @@ static int do_reconnect(struct isc_session *s, uint32_t n, uint32_t qd, uint32_t
 	else if (rc)
 		snprintf(why, sizeof(why), "%s", isc_errmsg(s));
 	snprintf(what, sizeof(what), "reconnect: all %u regions read back after the restart", n);
-	check_report(rb && !rc && !bad, what, why);
+	check(what, rb && !rc && !bad, "%s", why);
 	if (j.done == n) {
 		free(j.heap);
 		free(j.ncb);
@@ -296,7 +296,7 @@ static void usable_check(struct isc_session *s, const char *after, uint64_t lba,
 	isc_get_params(s, &p);
 	if (!why[0] && p.reconnects)
 		snprintf(why, sizeof(why), "the connection was lost and re-established (%u reconnects)", p.reconnects);
-	check_report(!why[0], what, why);
+	check(what, !why[0], "%s", why);
 	if (a)
 		isc_buf_free(s, a);
 	free(b);
@@ -320,7 +320,7 @@ static int do_abort(struct isc_session *s, uint32_t len, uint64_t lba, unsigned 
 	}
 	if (rc) {
 		snprintf(why, sizeof(why), "%s (%s)", isc_strerror(rc), isc_errmsg(s));
-		check_report(false, "ABORT TASK: the region written beforehand", why);
+		check("ABORT TASK: the region written beforehand", false, "%s", why);
 		return 1;
 	}
 	static struct task_seen ts;
@@ -385,7 +385,7 @@ static int do_abort(struct isc_session *s, uint32_t len, uint64_t lba, unsigned 
 		 "ABORT TASK of a READ in flight x%u: one callback each, TMF answered (%u function complete, %u no task, "
 		 "%u not sent yet)",
 		 rounds, complete, no_task, unsent);
-	check_report(!why[0], what, why);
+	check(what, !why[0], "%s", why);
 	usable_check(s, "after ABORT TASK", lba + bl, 0xab0b7000u);
 	return 0;
 }
@@ -419,7 +419,7 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 	uint8_t **buf = calloc(qd, sizeof(*buf));
 	bool pooled[128] = { 0 };
 	if (!j.ncb || !j.res || !args || !buf || qd > 128) {
-		check_report(false, "LU RESET: set-up", "out of memory or -q over 128");
+		check("LU RESET: set-up", false, "out of memory or -q over 128");
 		return 1;
 	}
 	int rc = 0;
@@ -437,7 +437,7 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 	}
 	if (rc) {
 		snprintf(why, sizeof(why), "%s (%s)", isc_strerror(rc), isc_errmsg(s));
-		check_report(false, "LU RESET: regions for the READs written beforehand", why);
+		check("LU RESET: regions for the READs written beforehand", false, "%s", why);
 		return 1;
 	}
 	for (uint32_t i = 0; i < qd; i++) {
@@ -452,7 +452,7 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 		args[i] = (struct qarg){ &j, i };
 		if (!isc_submit(s, &c, q_cb, &args[i])) {
 			snprintf(why, sizeof(why), "submit: %s", strerror(errno));
-			check_report(false, "LU RESET: commands submitted", why);
+			check("LU RESET: commands submitted", false, "%s", why);
 			return 1;
 		}
 	}
@@ -490,8 +490,8 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 	       pending, rc, tm.runs, tm.err, tm.response, took, good, canceled, scsi_err, scsi_err ? ", first: " : "",
 	       first_scsi, other, other ? ", first: " : "", first_other, nop);
 	snprintf(why, sizeof(why), "rc %d, TMF answers %d, err %d, response %d", rc, tm.runs, tm.err, tm.response);
-	check_report(!rc && tm.runs == 1 && !tm.err && tm.response == 0, "LU RESET with commands in flight: function complete",
-		     why);
+	check("LU RESET with commands in flight: function complete", !rc && tm.runs == 1 && !tm.err && tm.response == 0,
+	      "%s", why);
 	/*
 	 * Aborted tasks end -ECANCELED; a target may also have finished some
 	 * before the reset (GOOD) or fail later ones with a unit attention
@@ -501,7 +501,7 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 		 qd);
 	snprintf(why, sizeof(why), "%u completed, %u twice, %u never, %u transport errors%s%s", j.done, dup, lost,
 		 other, other ? ", first: " : "", first_other);
-	check_report(j.done == qd && !dup && !lost && !other, what, why);
+	check(what, j.done == qd && !dup && !lost && !other, "%s", why);
 	/* Data of the WRITEs that ended GOOD is on the LUN; READs that ended GOOD got the right data. */
 	uint8_t *rb = malloc(len);
 	unsigned wgood = 0;
@@ -523,7 +523,7 @@ static int do_lu_reset(struct isc_session *s, uint32_t qd, uint32_t len, uint64_
 	snprintf(why, sizeof(why), "%u regions wrong, rc %d (%s)", baddata, rc, rc ? isc_errmsg(s) : "");
 	snprintf(what, sizeof(what), "LU RESET: the %u WRITEs and %u READs that ended GOOD moved the right data",
 		 wgood, good - wgood);
-	check_report(rb && !baddata && !rc, what, why);
+	check(what, rb && !baddata && !rc, "%s", why);
 	free(rb);
 	/*
 	 * A command that never ended may still own its buffer and argument:
@@ -609,7 +609,7 @@ int main(int argc, char **argv)
 		return 1;
 	tur(s);
 	int rc = isc_readcap16_sync(s, url.lun, &cap, NULL);
-	check_report(!rc, "READ CAPACITY (16)", isc_errmsg(s));
+	check("READ CAPACITY (16)", !rc, "%s", isc_errmsg(s));
 	if (rc)
 		return 1;
 	if (rec)
@@ -621,8 +621,8 @@ int main(int argc, char **argv)
 	if (rc == 2)
 		return 2;
 	rc = isc_logout_sync(s);
-	check_report(!rc, "logout", isc_errmsg(s));
+	check("logout", !rc, "%s", isc_errmsg(s));
 	isc_session_free(s);
-	printf("# %u failed\n", check_failures);
-	return check_failures ? 1 : 0;
+	printf("# %u failed\n", check_failed);
+	return check_failed ? 1 : 0;
 }

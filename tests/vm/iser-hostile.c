@@ -412,7 +412,7 @@ static void check_serves(struct cli *proto, const char *after)
 				snprintf(c.why, sizeof(c.why), "GOOD, but the buffer still holds the poison");
 		}
 	}
-	check_report(!c.why[0], what, c.why);
+	check(what, !c.why[0], "%s", c.why);
 	cli_free(&c);
 	if (h)
 		iser_transport.mem_dereg(h);
@@ -428,7 +428,7 @@ static void crafted(struct cli *proto, const char *cmd)
 	uint8_t cdb[16];
 	const char *desc;
 	if (cli_login(c)) {
-		check_report(false, cmd, c->why);
+		check(cmd, false, "%s", c->why);
 		cli_free(c);
 		return;
 	}
@@ -441,9 +441,8 @@ static void crafted(struct cli *proto, const char *cmd)
 		cdb_rw10(cdb, 0x28, 0, 8);
 		scsi_cmd(c, 1, c->cmdsn + 1, cdb, PDU_CMD_READ, 8 * BLOCK, NULL);
 		wait_until(c, is_closed, 300);
-		check_report(!c->closed && c->nrsp == 0,
-			     "a READ without a read STag at ExpCmdSN + 1 waits in the queue",
-			     c->closed ? "the connection closed already" : "it was answered");
+		check("a READ without a read STag at ExpCmdSN + 1 waits in the queue", !c->closed && c->nrsp == 0,
+		      "%s", c->closed ? "the connection closed already" : "it was answered");
 		desc = "then a TEST UNIT READY at ExpCmdSN: the queue drains, isertd closes the connection, "
 		       "no response to the READ";
 		memset(cdb, 0, 16);
@@ -460,7 +459,7 @@ static void crafted(struct cli *proto, const char *cmd)
 		snprintf(why, sizeof(why), "the connection is still up after 10 s (%u responses)", c->nrsp);
 	else if (c->status[1] >= 0)
 		snprintf(why, sizeof(why), "the command was answered (status 0x%x) before the close", c->status[1]);
-	check_report(!why[0], desc, why);
+	check(desc, !why[0], "%s", why);
 	cli_free(c);
 }
 
@@ -576,7 +575,7 @@ static void reset_while_sending(struct cli *proto, unsigned rounds, unsigned par
 		 "%u rounds (%u at a time, at most every %u ms): %d READs of %u KiB, the connection dropped "
 		 "while isertd sends (%s, %s, %s in turn)",
 		 rounds, parallel, period, NREADS, READ_LEN >> 10, ways[0], ways[1], ways[2]);
-	check_report(!why[0], what, why);
+	check(what, !why[0], "%s", why);
 	check_serves(proto, "the dropped connections");
 }
 
@@ -613,6 +612,6 @@ int main(int argc, char **argv)
 		}
 		check_serves(&proto, argv[1]);
 	}
-	printf("# %u failed\n", check_failures);
-	return check_failures ? 1 : 0;
+	printf("# %u failed\n", check_failed);
+	return check_failed ? 1 : 0;
 }
