@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "target/backstore/backstore.h"
 #include "target/runtime/runtime_int.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 
 pthread_rwlock_t rt_lock = PTHREAD_RWLOCK_INITIALIZER;
 

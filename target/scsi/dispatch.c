@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/bufpool.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 #include "target/scsi/rod.h"
 #include "target/scsi/sanitize.h"
 #include "target/scsi/scsi_int.h"

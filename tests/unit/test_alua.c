@@ -15,7 +15,7 @@
 #include "common/bufpool.h"
 #include "common/util.h"
 #include "target/backstore/backstore.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 #include "target/scsi/scsi_int.h"
 
 extern struct bufpool *scsi_test_pool;

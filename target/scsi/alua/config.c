@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "target/backstore/backstore.h"
 #include "target/runtime/runtime.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 
 static const struct cfg_target *find_target(const struct config *c, const char *iqn)
 {

@@ -22,8 +22,8 @@
 
 #include "common/bufpool.h"
 #include "common/log.h"
-#include "target/scsi/alua.h"
-#include "target/scsi/alua_int.h"
+#include "target/scsi/alua/alua.h"
+#include "target/scsi/alua/alua_int.h"
 #include "target/scsi/scsi_int.h"
 #include "target/scsi/shared.h"
 

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "common/bufpool.h"
-#include "target/scsi/alua.h"
-#include "target/scsi/alua_int.h"
+#include "target/scsi/alua/alua.h"
+#include "target/scsi/alua/alua_int.h"
 #include "target/scsi/scsi_int.h"
 
 /* A SET TARGET PORT GROUPS parameter list: the header and one descriptor per group at most. */
