@@ -1,4 +1,4 @@
-/* Private to alua.c and alua_share.c: the target's groups and ports as they run. */
+/* Private to target/scsi/alua/: the target's groups and ports as they run. */
 #ifndef SCSI_ALUA_INT_H
 #define SCSI_ALUA_INT_H
 
@@ -30,7 +30,7 @@ struct scsi_alua {
 	struct alua_grp *groups;     /* (mu) */
 	size_t ngroups;              /* (mu) */
 	struct scsi_port *ports;     /* (mu) the ports made so far; never freed before exit */
-	/* Its states kept with the other gateways serving the target (alua_share.c), or NULL. */
+	/* Its states kept with the other gateways serving the target (share.c), or NULL. */
 	struct shared *share;
 	struct backstore *share_bs;  /* the store it is shared through */
 	uint16_t local[256];         /* the relative ports this process serves, for the failover */
@@ -51,7 +51,15 @@ struct alua_grp *alua_find_grp(struct alua_grp *g, size_t n, uint16_t id);
 /* Is the list valid for SET TARGET PORT GROUPS (under a->mu)?  False: cmd's sense set. */
 struct scsi_cmd;
 bool alua_stpg_check(struct scsi_cmd *cmd, struct scsi_alua *a, const uint8_t *p, uint32_t n);
-/* alua_share.c: SET TARGET PORT GROUPS of a shared target, answered once every gateway has it. */
+/* share.c: SET TARGET PORT GROUPS of a shared target, answered once every gateway has it. */
 void alua_share_stpg(struct scsi_alua *a, struct scsi_cmd *cmd);
+/* model.c: a running state changed other than by the configuration (scsi_alua_changes). */
+void alua_changed(void);
+/* config.c: target iqn of c, group id of t (either NULL: none). */
+struct config;
+struct cfg_target;
+struct cfg_alua_group;
+const struct cfg_target *alua_cfg_target(const struct config *c, const char *iqn);
+const struct cfg_alua_group *alua_cfg_group(const struct cfg_target *t, uint16_t id);
 
 #endif

@@ -22,6 +22,18 @@ _Static_assert(STPG_MAX_LEN <= SCSI_PR_OUT_MAX, "a shared STPG's list fits what 
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct scsi_alua *registry;
+/* Running states changed other than by the configuration, every target's together. */
+static uint32_t changes;
+
+void alua_changed(void)
+{
+	__atomic_add_fetch(&changes, 1, __ATOMIC_RELEASE);
+}
+
+uint32_t scsi_alua_changes(void)
+{
+	return __atomic_load_n(&changes, __ATOMIC_ACQUIRE);
+}
 
 struct scsi_alua *scsi_alua_get(const char *target_name)
 {
@@ -435,6 +447,7 @@ void alua_set_tpgs(struct scsi_cmd *cmd)
 	}
 	pthread_mutex_unlock(&a->mu);
 	if (gen) {
+		alua_changed();
 		/* SPC-4 5.16.2.6: every I_T nexus hears of it but the one that asked (for this LU). */
 		pthread_mutex_lock(&cmd->lu->mu);
 		struct lu_nexus *ln = lu_nexus_get(cmd->lu, cmd->nexus);
