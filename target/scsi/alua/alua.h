@@ -101,6 +101,21 @@ void scsi_alua_plan_free(struct scsi_alua_plan *p);
 void scsi_alua_states_into(struct config *c, pthread_rwlock_t *lock);
 /* Why group id of target iqn is in its state: "none", "set_by_initiator", "set_by_admin". */
 const char *scsi_alua_status_name(const char *iqn, uint16_t id);
+/*
+ * After start, a change or lun.add (old: the configuration before, NULL at start;
+ * c: the one now, its store i at store_at(i)): the ALUA states of each
+ * target with a shared store kept with every gateway serving it, states
+ * the admin changed told to them, targets without one (or gone) kept alone
+ * again.  -EEXIST with err when another live gateway serves one of a
+ * target's relative ports (a configuration the gateways disagree on);
+ * other failures are logged and leave that target's states its own.
+ */
+struct backstore;
+typedef struct backstore *scsi_alua_store_fn(size_t backstore_index);
+int scsi_alua_share_config(const struct config *old, const struct config *c, scsi_alua_store_fn *store_at, char *err,
+			   size_t errlen);
+/* Before the stores close: no target of c keeps its states with the others any more. */
+void scsi_alua_unshare_config(const struct config *c);
 
 /*
  * The target's states kept with every gateway serving it (share.c,
@@ -121,19 +136,5 @@ struct backstore *scsi_alua_shared_on(const struct scsi_alua *a);
 int scsi_alua_share_set(struct scsi_alua *a, const struct scsi_alua_group *groups, size_t n, char *err, size_t errlen);
 /* For the operator: the shared object and its gateways (NULL: not shared). */
 struct json_object *scsi_alua_share_json(struct scsi_alua *a);
-/*
- * After start or a change (old: the configuration before, NULL at start;
- * c: the one now, its store i at store_at(i)): the ALUA states of each
- * target with a shared store kept with every gateway serving it, states
- * the admin changed told to them, targets without one (or gone) kept alone
- * again.  -EEXIST with err when another live gateway serves one of a
- * target's relative ports (a configuration the gateways disagree on);
- * other failures are logged and leave that target's states its own.
- */
-typedef struct backstore *scsi_alua_store_fn(size_t backstore_index);
-int scsi_alua_share_config(const struct config *old, const struct config *c, scsi_alua_store_fn *store_at, char *err,
-			   size_t errlen);
-/* Before the stores close: no target of c keeps its states with the others any more. */
-void scsi_alua_unshare_config(const struct config *c);
 
 #endif

@@ -55,11 +55,5 @@ bool alua_stpg_check(struct scsi_cmd *cmd, struct scsi_alua *a, const uint8_t *p
 void alua_share_stpg(struct scsi_alua *a, struct scsi_cmd *cmd);
 /* model.c: a running state changed other than by the configuration (scsi_alua_changes). */
 void alua_changed(void);
-/* config.c: target iqn of c, group id of t (either NULL: none). */
-struct config;
-struct cfg_target;
-struct cfg_alua_group;
-const struct cfg_target *alua_cfg_target(const struct config *c, const char *iqn);
-const struct cfg_alua_group *alua_cfg_group(const struct cfg_target *t, uint16_t id);
 
 #endif

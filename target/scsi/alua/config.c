@@ -12,11 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
+#include "target/backstore/backstore.h"
 #include "target/config/config.h"
 #include "target/scsi/alua/alua.h"
-#include "target/scsi/alua/alua_int.h"
 
-const struct cfg_target *alua_cfg_target(const struct config *c, const char *iqn)
+static const struct cfg_target *find_target(const struct config *c, const char *iqn)
 {
 	for (size_t i = 0; c && i < c->ntargets; i++)
 		if (!strcmp(c->targets[i].iqn, iqn))
@@ -24,7 +25,7 @@ const struct cfg_target *alua_cfg_target(const struct config *c, const char *iqn
 	return NULL;
 }
 
-const struct cfg_alua_group *alua_cfg_group(const struct cfg_target *t, uint16_t id)
+static const struct cfg_alua_group *find_group(const struct cfg_target *t, uint16_t id)
 {
 	for (size_t i = 0; t && i < t->nalua_groups; i++)
 		if (t->alua_groups[i].id == id)
@@ -57,7 +58,7 @@ int scsi_alua_prepare(const struct config *old, const struct config *n, struct s
 		p->n = n->ntargets; /* tables not made stay NULL */
 
 	for (size_t i = 0; !rc && i < n->ntargets; i++) {
-		const struct cfg_target *t = &n->targets[i], *o = alua_cfg_target(old, t->iqn);
+		const struct cfg_target *t = &n->targets[i], *o = find_target(old, t->iqn);
 		struct scsi_alua_group *g = calloc(t->nalua_groups ? t->nalua_groups : 1, sizeof(*g));
 		uint16_t *ports = calloc((SCSI_ALUA_MAX_PORTS + 1) * (t->nalua_groups ? t->nalua_groups : 1),
 					 sizeof(*ports));
@@ -65,7 +66,7 @@ int scsi_alua_prepare(const struct config *old, const struct config *n, struct s
 		if (!p->tg[i].a || !g || !ports)
 			rc = -ENOMEM;
 		for (size_t j = 0; !rc && j < t->nalua_groups; j++) {
-			const struct cfg_alua_group *c = &t->alua_groups[j], *oc = alua_cfg_group(o, c->id);
+			const struct cfg_alua_group *c = &t->alua_groups[j], *oc = find_group(o, c->id);
 			uint16_t *pp = ports + (SCSI_ALUA_MAX_PORTS + 1) * j;
 			if (c->ntpgs + c->nremote > SCSI_ALUA_MAX_PORTS) {
 				rc = -EINVAL; /* the loader refuses this; never copied past the slot */
@@ -132,3 +133,74 @@ const char *scsi_alua_status_name(const char *iqn, uint16_t id)
 	return status == ALUA_STATUS_STPG ? "set_by_initiator" : status == ALUA_STATUS_IMPLICIT ? "set_by_admin" : "none";
 }
 
+/*
+ * The store a target keeps its ALUA states with (docs/cluster.md): one of
+ * the shared stores its LUNs use, the first by where their shared objects
+ * live (pool, then namespace), so that every gateway serving the same
+ * images picks the same; NULL: none of its LUNs is shared.
+ */
+static struct backstore *share_store(const struct cfg_target *t, scsi_alua_store_fn *store_at)
+{
+	struct backstore *best = NULL;
+	for (size_t j = 0; j < t->ntpgs; j++)
+		for (size_t k = 0; k < t->tpgs[j].nluns; k++) {
+			struct backstore *bs = store_at(t->tpgs[j].luns[k].backstore_index);
+			const char *home = backstore_shared_home(bs);
+			if (home && (!best || strcmp(home, backstore_shared_home(best)) < 0))
+				best = bs;
+		}
+	return best;
+}
+
+int scsi_alua_share_config(const struct config *old, const struct config *c, scsi_alua_store_fn *store_at, char *err,
+			   size_t errlen)
+{
+	/* Targets that left: their states are no longer kept with anyone. */
+	for (size_t i = 0; old && i < old->ntargets; i++)
+		if (!find_target(c, old->targets[i].iqn))
+			scsi_alua_unshare(scsi_alua_get(old->targets[i].iqn));
+	int rc = 0;
+	for (size_t i = 0; i < c->ntargets; i++) {
+		const struct cfg_target *t = &c->targets[i], *o = find_target(old, t->iqn);
+		struct scsi_alua *a = scsi_alua_get(t->iqn);
+		struct backstore *bs = share_store(t, store_at);
+		if (!a)
+			continue;
+		if (!bs) {
+			scsi_alua_unshare(a);
+			continue;
+		}
+		uint16_t local[256];
+		size_t n = 0;
+		for (size_t j = 0; j < t->ntpgs && n < 256; j++)
+			local[n++] = t->tpgs[j].tag;
+		char e[512];
+		int r = scsi_alua_share(a, bs, local, n, e, sizeof(e));
+		if (r == -EEXIST && !rc) {
+			snprintf(err, errlen, "%s", e);
+			rc = r;
+		} else if (r && r != -EEXIST) {
+			log_warn("ALUA states of %s: not shared with the other gateways (%s); each keeps its own", t->iqn, e);
+		}
+		if (r)
+			continue;
+		/* States the admin changed in the document (alua.set): to every gateway. */
+		struct scsi_alua_group changed[256];
+		size_t nc = 0;
+		for (size_t j = 0; o && j < t->nalua_groups && nc < 256; j++) {
+			const struct cfg_alua_group *cg = &t->alua_groups[j], *og = find_group(o, cg->id);
+			if (og && og->state != cg->state)
+				changed[nc++] = (struct scsi_alua_group){ .id = cg->id, .state = cg->state };
+		}
+		if (nc && scsi_alua_share_set(a, changed, nc, e, sizeof(e)))
+			log_err("ALUA states of %s: the change is made here but not stored for the other gateways: %s",
+				t->iqn, e);
+	}
+	return rc;
+}
+
+void scsi_alua_unshare_config(const struct config *c)
+{
+	for (size_t i = 0; c && i < c->ntargets; i++)
+		scsi_alua_unshare(scsi_alua_get(c->targets[i].iqn));
+}

@@ -22,8 +22,6 @@
 
 #include "common/bufpool.h"
 #include "common/log.h"
-#include "target/backstore/backstore.h"
-#include "target/config/config.h"
 #include "target/scsi/alua/alua.h"
 #include "target/scsi/alua/alua_int.h"
 #include "target/scsi/scsi_int.h"
@@ -361,76 +359,4 @@ struct json_object *scsi_alua_share_json(struct scsi_alua *a)
 {
 	struct shared *s = __atomic_load_n(&a->share, __ATOMIC_ACQUIRE);
 	return s ? shared_json(s) : NULL;
-}
-
-/*
- * The store a target keeps its ALUA states with (docs/cluster.md): one of
- * the shared stores its LUNs use, the first by where their shared objects
- * live (pool, then namespace), so that every gateway serving the same
- * images picks the same; NULL: none of its LUNs is shared.
- */
-static struct backstore *share_store(const struct cfg_target *t, scsi_alua_store_fn *store_at)
-{
-	struct backstore *best = NULL;
-	for (size_t j = 0; j < t->ntpgs; j++)
-		for (size_t k = 0; k < t->tpgs[j].nluns; k++) {
-			struct backstore *bs = store_at(t->tpgs[j].luns[k].backstore_index);
-			const char *home = backstore_shared_home(bs);
-			if (home && (!best || strcmp(home, backstore_shared_home(best)) < 0))
-				best = bs;
-		}
-	return best;
-}
-
-int scsi_alua_share_config(const struct config *old, const struct config *c, scsi_alua_store_fn *store_at, char *err,
-			   size_t errlen)
-{
-	/* Targets that left: their states are no longer kept with anyone. */
-	for (size_t i = 0; old && i < old->ntargets; i++)
-		if (!alua_cfg_target(c, old->targets[i].iqn))
-			scsi_alua_unshare(scsi_alua_get(old->targets[i].iqn));
-	int rc = 0;
-	for (size_t i = 0; i < c->ntargets; i++) {
-		const struct cfg_target *t = &c->targets[i], *o = alua_cfg_target(old, t->iqn);
-		struct scsi_alua *a = scsi_alua_get(t->iqn);
-		struct backstore *bs = share_store(t, store_at);
-		if (!a)
-			continue;
-		if (!bs) {
-			scsi_alua_unshare(a);
-			continue;
-		}
-		uint16_t local[256];
-		size_t n = 0;
-		for (size_t j = 0; j < t->ntpgs && n < 256; j++)
-			local[n++] = t->tpgs[j].tag;
-		char e[512];
-		int r = scsi_alua_share(a, bs, local, n, e, sizeof(e));
-		if (r == -EEXIST && !rc) {
-			snprintf(err, errlen, "%s", e);
-			rc = r;
-		} else if (r && r != -EEXIST) {
-			log_warn("ALUA states of %s: not shared with the other gateways (%s); each keeps its own", t->iqn, e);
-		}
-		if (r)
-			continue;
-		/* States the admin changed in the document (alua.set): to every gateway. */
-		struct scsi_alua_group changed[256];
-		size_t nc = 0;
-		for (size_t j = 0; o && j < t->nalua_groups && nc < 256; j++) {
-			const struct cfg_alua_group *cg = &t->alua_groups[j], *og = alua_cfg_group(o, cg->id);
-			if (og && og->state != cg->state)
-				changed[nc++] = (struct scsi_alua_group){ .id = cg->id, .state = cg->state };
-		}
-		if (nc && scsi_alua_share_set(a, changed, nc, e, sizeof(e)))
-			log_err("ALUA states of %s: the change is made here but not stored for the other gateways: %s",
-				t->iqn, e);
-	}
-	return rc;
-}
-
-void scsi_alua_unshare_config(const struct config *c)
-{
-	for (size_t i = 0; c && i < c->ntargets; i++)
-		scsi_alua_unshare(scsi_alua_get(c->targets[i].iqn));
 }
