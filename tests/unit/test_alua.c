@@ -1,5 +1,5 @@
 /*
- * ALUA in the SCSI layer (target/scsi/alua.c): which commands each access
+ * ALUA in the SCSI layer (target/scsi/alua/): which commands each access
  * state lets through (every opcode table entry against SPC-4 5.16.2.4's
  * lists, written out here independently of the table's flags), the unit
  * attention a change leaves for every nexus, REPORT TARGET PORT GROUPS
