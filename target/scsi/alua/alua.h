@@ -102,11 +102,11 @@ void scsi_alua_states_into(struct config *c, pthread_rwlock_t *lock);
 /* Why group id of target iqn is in its state: "none", "set_by_initiator", "set_by_admin". */
 const char *scsi_alua_status_name(const char *iqn, uint16_t id);
 /*
- * After start, a change or lun.add (old: the configuration before, NULL at start;
- * c: the one now, its store i at store_at(i)): the ALUA states of each
- * target with a shared store kept with every gateway serving it, states
- * the admin changed told to them, targets without one (or gone) kept alone
- * again.  -EEXIST with err when another live gateway serves one of a
+ * After start, a change or lun.add (old: the configuration before, NULL
+ * at start; c: the one now, its store i at store_at(i)): the ALUA states
+ * of each target with a shared store kept with every gateway serving it,
+ * states the admin changed told to them, targets without one (or gone)
+ * kept alone again.  -EEXIST with err when another live gateway serves one of a
  * target's relative ports (a configuration the gateways disagree on);
  * other failures are logged and leave that target's states its own.
  */
@@ -117,24 +117,8 @@ int scsi_alua_share_config(const struct config *old, const struct config *c, scs
 /* Before the stores close: no target of c keeps its states with the others any more. */
 void scsi_alua_unshare_config(const struct config *c);
 
-/*
- * The target's states kept with every gateway serving it (share.c,
- * docs/cluster.md), in the shared object "alua" of store bs; local: the
- * relative ports this process serves.  Blocking: the admin thread or
- * start-up.  0, or -errno with err (-EEXIST: another live gateway serves
- * one of these ports).  Shared already through bs: nothing to do; through
- * another store: moved.
- */
-struct backstore;
+/* share.c (docs/cluster.md): for the operator, the shared object and its gateways (NULL: not shared). */
 struct json_object;
-int scsi_alua_share(struct scsi_alua *a, struct backstore *bs, const uint16_t *local, size_t nlocal, char *err,
-		    size_t errlen);
-void scsi_alua_unshare(struct scsi_alua *a);
-/* The store a is shared through, or NULL. */
-struct backstore *scsi_alua_shared_on(const struct scsi_alua *a);
-/* The admin changed these groups' states: stored and told to every gateway (waited for). */
-int scsi_alua_share_set(struct scsi_alua *a, const struct scsi_alua_group *groups, size_t n, char *err, size_t errlen);
-/* For the operator: the shared object and its gateways (NULL: not shared). */
 struct json_object *scsi_alua_share_json(struct scsi_alua *a);
 
 #endif

@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "target/scsi/alua/alua.h"
+
+struct backstore;
 struct shared;
 
 /* scsi_port.word: state (bits 0-7), group id (8-23), PORT_IN_GROUP when a group lists the port. */
@@ -53,6 +56,23 @@ struct scsi_cmd;
 bool alua_stpg_check(struct scsi_cmd *cmd, struct scsi_alua *a, const uint8_t *p, uint32_t n);
 /* share.c: SET TARGET PORT GROUPS of a shared target, answered once every gateway has it. */
 void alua_share_stpg(struct scsi_alua *a, struct scsi_cmd *cmd);
+/* What a target's configuration asks of its sharing (config.c), carried out by share.c. */
+struct alua_share_want {
+	struct backstore *bs;                  /* the store its states are kept with; NULL: none, kept alone */
+	uint16_t local[256];                   /* the relative ports this process serves */
+	size_t nlocal;
+	struct scsi_alua_group changed[256];   /* the states the admin changed (alua.set) */
+	size_t nchanged;
+};
+/*
+ * share.c: target iqn shared as w asks (NULL: kept alone), blocking (the
+ * admin thread or start-up); 0, or -errno with err (-EEXIST: another live
+ * gateway serves one of its ports).  A failure to tell the others of
+ * changed states is logged: the change is made here.
+ */
+int alua_share_target(const char *iqn, const struct alua_share_want *w, char *err, size_t errlen);
+/* share.c: a's states kept alone (again). */
+void alua_unshare(struct scsi_alua *a);
 /* model.c: a running state changed other than by the configuration (scsi_alua_changes). */
 void alua_changed(void);
 

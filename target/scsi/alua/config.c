@@ -16,6 +16,7 @@
 #include "target/backstore/backstore.h"
 #include "target/config/config.h"
 #include "target/scsi/alua/alua.h"
+#include "target/scsi/alua/alua_int.h"
 
 static const struct cfg_target *find_target(const struct config *c, const char *iqn)
 {
@@ -152,55 +153,50 @@ static struct backstore *share_store(const struct cfg_target *t, scsi_alua_store
 	return best;
 }
 
+/* What target t (o in the configuration before) asks of its sharing, into w. */
+static void share_want(const struct cfg_target *t, const struct cfg_target *o, scsi_alua_store_fn *store_at,
+		       struct alua_share_want *w)
+{
+	w->bs = share_store(t, store_at);
+	w->nlocal = 0;
+	for (size_t j = 0; j < t->ntpgs && w->nlocal < 256; j++)
+		w->local[w->nlocal++] = t->tpgs[j].tag;
+	/* States the admin changed in the document (alua.set): to every gateway. */
+	w->nchanged = 0;
+	for (size_t j = 0; o && j < t->nalua_groups && w->nchanged < 256; j++) {
+		const struct cfg_alua_group *cg = &t->alua_groups[j], *og = find_group(o, cg->id);
+		if (og && og->state != cg->state)
+			w->changed[w->nchanged++] = (struct scsi_alua_group){ .id = cg->id, .state = cg->state };
+	}
+}
+
 int scsi_alua_share_config(const struct config *old, const struct config *c, scsi_alua_store_fn *store_at, char *err,
 			   size_t errlen)
 {
+	char e[512];
 	/* Targets that left: their states are no longer kept with anyone. */
 	for (size_t i = 0; old && i < old->ntargets; i++)
 		if (!find_target(c, old->targets[i].iqn))
-			scsi_alua_unshare(scsi_alua_get(old->targets[i].iqn));
+			alua_share_target(old->targets[i].iqn, NULL, e, sizeof(e));
 	int rc = 0;
+	struct alua_share_want w;
 	for (size_t i = 0; i < c->ntargets; i++) {
-		const struct cfg_target *t = &c->targets[i], *o = find_target(old, t->iqn);
-		struct scsi_alua *a = scsi_alua_get(t->iqn);
-		struct backstore *bs = share_store(t, store_at);
-		if (!a)
-			continue;
-		if (!bs) {
-			scsi_alua_unshare(a);
-			continue;
-		}
-		uint16_t local[256];
-		size_t n = 0;
-		for (size_t j = 0; j < t->ntpgs && n < 256; j++)
-			local[n++] = t->tpgs[j].tag;
-		char e[512];
-		int r = scsi_alua_share(a, bs, local, n, e, sizeof(e));
+		const struct cfg_target *t = &c->targets[i];
+		share_want(t, find_target(old, t->iqn), store_at, &w);
+		int r = alua_share_target(t->iqn, &w, e, sizeof(e));
 		if (r == -EEXIST && !rc) {
 			snprintf(err, errlen, "%s", e);
 			rc = r;
 		} else if (r && r != -EEXIST) {
 			log_warn("ALUA states of %s: not shared with the other gateways (%s); each keeps its own", t->iqn, e);
 		}
-		if (r)
-			continue;
-		/* States the admin changed in the document (alua.set): to every gateway. */
-		struct scsi_alua_group changed[256];
-		size_t nc = 0;
-		for (size_t j = 0; o && j < t->nalua_groups && nc < 256; j++) {
-			const struct cfg_alua_group *cg = &t->alua_groups[j], *og = find_group(o, cg->id);
-			if (og && og->state != cg->state)
-				changed[nc++] = (struct scsi_alua_group){ .id = cg->id, .state = cg->state };
-		}
-		if (nc && scsi_alua_share_set(a, changed, nc, e, sizeof(e)))
-			log_err("ALUA states of %s: the change is made here but not stored for the other gateways: %s",
-				t->iqn, e);
 	}
 	return rc;
 }
 
 void scsi_alua_unshare_config(const struct config *c)
 {
+	char e[8];
 	for (size_t i = 0; c && i < c->ntargets; i++)
-		scsi_alua_unshare(scsi_alua_get(c->targets[i].iqn));
+		alua_share_target(c->targets[i].iqn, NULL, e, sizeof(e));
 }

@@ -213,7 +213,7 @@ void scsi_alua_free_all(void)
 	while (registry) {
 		struct scsi_alua *a = registry;
 		registry = a->next;
-		scsi_alua_unshare(a);
+		alua_unshare(a);
 		while (a->ports) {
 			struct scsi_port *p = a->ports;
 			a->ports = p->next;
