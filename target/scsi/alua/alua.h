@@ -14,12 +14,13 @@
  * ACCESS STATE CHANGED with its next command to each LU.
  *
  * The one model of a target's ALUA state, in this room (target/scsi/alua/),
- * changed by events only: a configuration applied (config.c: prepare,
- * commit), the stores its LUs use and alua.set's states told to the other
- * gateways (share.c: scsi_alua_share_config after a change or lun.add),
- * SET TARGET PORT GROUPS (model.c), another gateway's update or a failover
- * (share.c).  The running configuration keeps a copy of the states for
- * `save` and the admin methods, taken when scsi_alua_changes moves.
+ * changed by events only: a configuration applied or a LUN added
+ * (configure.c: prepare and commit, then scsi_alua_share_config: the store
+ * its states are kept with, alua.set's states told to the other gateways,
+ * carried out by share.c), SET TARGET PORT GROUPS (commands.c), another
+ * gateway's update or a failover (share.c).  The running configuration
+ * keeps a copy of the states for `save` and the admin methods, taken when
+ * scsi_alua_changes moves.
  */
 #ifndef SCSI_ALUA_H
 #define SCSI_ALUA_H
@@ -82,7 +83,7 @@ uint32_t scsi_alua_changes(void);
 void scsi_alua_free_all(void);
 
 /*
- * config.c: the configuration's ALUA groups made running, in two steps so
+ * configure.c: the configuration's ALUA groups made running, in two steps so
  * that a change never half happens: prepare (what can fail: 0, or
  * -ENOMEM/-EINVAL with err written) before the configuration is switched,
  * commit (cannot fail; takes the plan) after.  States equal in old and n

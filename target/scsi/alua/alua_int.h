@@ -56,7 +56,7 @@ struct scsi_cmd;
 bool alua_stpg_check(struct scsi_cmd *cmd, struct scsi_alua *a, const uint8_t *p, uint32_t n);
 /* share.c: SET TARGET PORT GROUPS of a shared target, answered once every gateway has it. */
 void alua_share_stpg(struct scsi_alua *a, struct scsi_cmd *cmd);
-/* What a target's configuration asks of its sharing (config.c), carried out by share.c. */
+/* What a target's configuration asks of its sharing (configure.c), carried out by share.c. */
 struct alua_share_want {
 	struct backstore *bs;                  /* the store its states are kept with; NULL: none, kept alone */
 	uint16_t local[256];                   /* the relative ports this process serves */
