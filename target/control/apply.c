@@ -33,6 +33,7 @@
 #include "target/control/control.h"
 #include "target/iscsi/iscsi.h"
 #include "target/isns/isns.h"
+#include "target/scsi/alua/alua.h"
 
 #define DRAIN_TIMEOUT_MS 30000
 
@@ -392,7 +393,7 @@ void apply_free(void)
 static void share_after(const struct config *old)
 {
 	char err[768];
-	if (rt_alua_share(old, err, sizeof(err)) == -EEXIST)
+	if (scsi_alua_share_config(old, rt_config(), rt_backstore_at, err, sizeof(err)) == -EEXIST)
 		log_err("after the change: %s", err);
 	if (rt_share_targets(err, sizeof(err)) == -EEXIST)
 		log_err("after the change: %s", err);
@@ -403,7 +404,7 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 	struct config *n = p->next, *r = rt_config();
 	size_t nb = n->nbackstores, nstarted = 0, nportals = 0;
 	struct rt_store **st = calloc(nb ? nb : 1, sizeof(*st));
-	struct rt_alua_plan *alua = NULL;
+	struct scsi_alua_plan *alua = NULL;
 	for (size_t i = 0; i < n->ntargets; i++)
 		for (size_t j = 0; j < n->targets[i].ntpgs; j++)
 			nportals += n->targets[i].tpgs[j].nportals;
@@ -443,7 +444,7 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 			}
 	/* The ALUA groups, made now: after the switch they are only installed, which cannot fail. */
 	if (!rc)
-		rc = rt_alua_prepare(r, n, &alua, err, errlen);
+		rc = scsi_alua_prepare(r, n, &alua, err, errlen);
 	/* Growing last: a file grown stays grown, the one thing not undone when a later step fails. */
 	for (size_t i = 0; !rc && i < nb; i++) {
 		if (p->from[i] < 0)
@@ -466,7 +467,7 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 		}
 	}
 	if (rc) {
-		rt_alua_plan_free(alua);
+		scsi_alua_plan_free(alua);
 		for (size_t i = 0; st && i < nb; i++)
 			rt_store_put(st[i]); /* those kept go on; those opened here were never used */
 		for (size_t i = 0; i < nstarted; i++)
@@ -489,7 +490,7 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 	char ferr[160] = "";
 	if (admin_refresh_sessions(&res->sessions_closed, &res->maps_changed, ferr, sizeof(ferr)))
 		log_warn("after the change: %s; sessions there keep their LUN maps until they log in again", ferr);
-	rt_alua_commit(alua);
+	scsi_alua_commit(alua);
 	/* Before the stores that left close: a target may keep its ALUA states with one of them. */
 	share_after(p->next);
 	isns_configure(r); /* targets, portals, TPGs or global.isns may have changed: its thread registers the difference */

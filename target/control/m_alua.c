@@ -5,6 +5,7 @@
 #include "target/control/rpc.h"
 #include "target/control/rpc_int.h"
 #include "target/runtime/runtime.h"
+#include "target/scsi/alua/alua.h"
 
 /* alua.show: every target's (or one target's) ALUA groups with their running states. */
 static int m_alua_show(struct rpc_call *c)
@@ -26,7 +27,7 @@ static int m_alua_show(struct rpc_call *c)
 		json_object_object_get_ex(a, "groups", &gs);
 		for (size_t j = 0; j < json_object_array_length(gs); j++)
 			json_object_object_add(json_object_array_get_idx(gs, j), "status",
-					       json_object_new_string(rt_alua_status(t->iqn, t->alua_groups[j].id)));
+					       json_object_new_string(scsi_alua_status_name(t->iqn, t->alua_groups[j].id)));
 		json_object_array_add(ts, a);
 	}
 	if (iqn && !json_object_array_length(ts)) {

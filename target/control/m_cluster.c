@@ -7,7 +7,7 @@
 #include "target/control/rpc.h"
 #include "target/control/rpc_int.h"
 #include "target/runtime/runtime.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 #include "target/scsi/scsi.h"
 
 /* cluster.show: each shared LU's reservations and each shared target's ALUA states, with their gateways. */

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/utf8.h"
 #include "target/runtime/runtime.h"
+#include "target/scsi/alua/alua.h"
 #include "target/control/rpc_int.h"
 
 struct client {
@@ -50,6 +51,9 @@ static struct {
 	struct client clients[RPC_MAX_CLIENTS];
 	unsigned nclients;
 } srv = { .lfd = -1, .wakefd = -1, .reloadfd = -1 };
+
+/* scsi_alua_changes() when the running configuration last took the ALUA states (admin thread). */
+static uint32_t alua_seen;
 
 struct rpc_state rpc_st = { .generation = 1 };
 bool rpc_plan_only;
@@ -218,8 +222,12 @@ static char *handle_obj(json_object *req, uid_t uid)
 				      (long long)g, (unsigned long long)rpc_st.generation);
 		json_object_object_del(c.params, "generation");
 	}
-	/* What SET TARGET PORT GROUPS changed is part of the running configuration the method sees. */
-	rt_alua_sync();
+	/* What SET TARGET PORT GROUPS or another gateway changed is part of the running configuration the method sees. */
+	uint32_t alua = scsi_alua_changes();
+	if (alua != alua_seen) {
+		alua_seen = alua; /* read first: a change while copying is copied next time */
+		scsi_alua_states_into(rt_config(), &rt_lock);
+	}
 	if (!rc)
 		rc = rpc_check_params(m, &c);
 	if (!rc)

@@ -15,7 +15,7 @@
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/iscsi/iscsi.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 
 struct iscsi_globals iscsi_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 

@@ -16,7 +16,7 @@
 #include "common/serial.h"
 #include "common/util.h"
 #include "target/iscsi/iscsi.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 
 /* The most one command allocates: the SCSI layer refuses larger transfers (VPD B0). */
 #define SESSION_CMD_BUF_MAX (16u << 20)

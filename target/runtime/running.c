@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "target/backstore/backstore.h"
 #include "target/runtime/runtime_int.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 
 pthread_rwlock_t rt_lock = PTHREAD_RWLOCK_INITIALIZER;
 
@@ -29,6 +29,11 @@ struct config *rt_config(void)
 struct rt_store *rt_store_at(size_t i)
 {
 	return stores[i];
+}
+
+struct backstore *rt_backstore_at(size_t i)
+{
+	return rt_store_at(i)->bs;
 }
 
 struct rt_store *rt_store_named(const char *name, size_t *index)
@@ -81,11 +86,11 @@ int rt_start(struct config *cfg, char *err, size_t errlen)
 	pthread_rwlock_wrlock(&rt_lock);
 	rt_tpgs_point_at(cfg);
 	pthread_rwlock_unlock(&rt_lock);
-	struct rt_alua_plan *plan;
-	int rc = rt_alua_prepare(NULL, cfg, &plan, err, errlen);
+	struct scsi_alua_plan *plan;
+	int rc = scsi_alua_prepare(NULL, cfg, &plan, err, errlen);
 	if (!rc) {
-		rt_alua_commit(plan);
-		rc = rt_alua_share(NULL, err, errlen);
+		scsi_alua_commit(plan);
+		rc = scsi_alua_share_config(NULL, cfg, rt_backstore_at, err, errlen);
 	}
 	if (!rc)
 		rc = rt_share_targets(err, errlen);
@@ -161,7 +166,7 @@ int rt_flush(void)
 
 void rt_free(void)
 {
-	rt_alua_unshare_all();
+	scsi_alua_unshare_config(running);
 	for (size_t i = 0; running && stores && i < running->nbackstores; i++)
 		rt_store_put(stores[i]);
 	free(stores);

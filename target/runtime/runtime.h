@@ -8,7 +8,9 @@
  *   - TPG objects (tpgs.c), by target name and tag: logins and sessions
  *     point at them, and each points at its portal group in the running
  *     configuration (NULL once the group left it);
- *   - the running ALUA groups made from the configuration's (alua.c).
+ *   - the running ALUA groups made from the configuration's (their model,
+ *     target/scsi/alua/, is told of each configuration: rt_start here,
+ *     target/control/apply.c for a change).
  *
  * The lock, rt_lock (read-write), and its rule:
  *   - one writer, the admin thread (a change: target/control/), which holds
@@ -55,6 +57,8 @@ struct rt_store {
 
 /* Store i of the running configuration (its backstores[i]); rt_config's rules. */
 struct rt_store *rt_store_at(size_t i);
+/* Its backstore (for the ALUA model's choice of the store a target shares through). */
+struct backstore *rt_backstore_at(size_t i);
 /* The running store of backstore name (admin thread), or NULL. */
 struct rt_store *rt_store_named(const char *name, size_t *index);
 /* Open b's backstore and make its LU: one reference, the caller's; 0 or -errno with err filled. */
@@ -109,34 +113,5 @@ int rt_add_lun(size_t ti, size_t gi, struct cfg_lun *l);
 int rt_flush(void);
 /* At exit: the stores, the TPG objects, the ALUA groups and the running configuration freed. */
 void rt_free(void);
-
-/*
- * alua.c: the configuration's ALUA groups made running, in two steps so that
- * a change never half happens: prepare (what can fail: 0, or
- * -ENOMEM/-EINVAL with err written) before the configuration is switched,
- * commit (cannot fail; takes the plan) after.  States equal in old and n
- * keep what runs (SET TARGET PORT GROUPS may have set them).
- */
-struct rt_alua_plan;
-int rt_alua_prepare(const struct config *old, const struct config *n, struct rt_alua_plan **out, char *err,
-		    size_t errlen);
-void rt_alua_commit(struct rt_alua_plan *p);
-void rt_alua_plan_free(struct rt_alua_plan *p);
-/* Admin thread: states changed by SET TARGET PORT GROUPS into the running configuration (under rt_lock). */
-void rt_alua_sync(void);
-/* Why group id of target iqn is in its state: "none", "set_by_initiator", "set_by_admin". */
-const char *rt_alua_status(const char *iqn, uint16_t id);
-/*
- * After start or a change (old: the configuration before, NULL at start):
- * the ALUA states of each target with a shared store kept with every
- * gateway serving it (docs/cluster.md), states the admin changed told to
- * them, targets without one (or gone) kept alone again.  -EEXIST with err
- * when another live gateway serves one of a target's relative ports (a
- * configuration the gateways disagree on); other failures are logged and
- * leave that target's states its own.
- */
-int rt_alua_share(const struct config *old, char *err, size_t errlen);
-/* Before the stores close: no target keeps its states with the others any more. */
-void rt_alua_unshare_all(void);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "target/runtime/runtime_int.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 
 #define TPG_BUCKETS 256
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/bufpool.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 #include "target/scsi/cmd/sanitize.h"
 #include "target/scsi/copy/rod.h"
 #include "target/scsi/pr/pr.h"

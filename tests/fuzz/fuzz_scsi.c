@@ -55,7 +55,7 @@
 
 #include "common/bufpool.h"
 #include "fuzz.h"
-#include "target/scsi/alua.h"
+#include "target/scsi/alua/alua.h"
 #include "target/scsi/cmd/sanitize.h"
 #include "target/backstore/backstore_impl.h"
 #include "target/scsi/scsi_int.h"

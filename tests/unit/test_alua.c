@@ -1,5 +1,5 @@
 /*
- * ALUA in the SCSI layer (target/scsi/alua.c): which commands each access
+ * ALUA in the SCSI layer (target/scsi/alua/): which commands each access
  * state lets through (every opcode table entry against SPC-4 5.16.2.4's
  * lists, written out here independently of the table's flags), the unit
  * attention a change leaves for every nexus, REPORT TARGET PORT GROUPS
@@ -15,7 +15,8 @@
 #include "common/bufpool.h"
 #include "common/util.h"
 #include "target/backstore/backstore.h"
-#include "target/scsi/alua.h"
+#include "target/config/config.h"
+#include "target/scsi/alua/alua.h"
 #include "target/scsi/scsi_int.h"
 
 #include "scsi_harness.h"
@@ -328,6 +329,43 @@ static void test_stpg(void)
 	CU_ASSERT_EQUAL(rsoc_stpg_support(&NX1), 3);
 }
 
+/*
+ * The running configuration's copy of the states follows the model by its
+ * count of changes: SET TARGET PORT GROUPS moves it, a refused one or the
+ * configuration's own groups do not, and the copy takes what runs.
+ */
+static void test_states_copied(void)
+{
+	struct cfg_alua_group cg[] = { { .id = 10, .state = ALUA_ACTIVE_OPTIMIZED },
+				       { .id = 20, .state = ALUA_ACTIVE_NONOPTIMIZED } };
+	struct cfg_target ct = { .iqn = "iqn.test:t", .alua_groups = cg, .nalua_groups = 2 };
+	struct config cfg = { .targets = &ct, .ntargets = 1 };
+	pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+	uint8_t list[8] = { 0, 0, 0, 0, ALUA_STANDBY, 0, 0, 20 };
+	struct scsi_cmd c;
+
+	configure(SCSI_ALUA_IMPLICIT | SCSI_ALUA_EXPLICIT, ALUA_ACTIVE_OPTIMIZED, ALUA_ACTIVE_NONOPTIMIZED, false);
+	drain_ua(&NX1);
+	drain_ua(&NX2);
+	uint32_t n = scsi_alua_changes();
+	configure(SCSI_ALUA_IMPLICIT | SCSI_ALUA_EXPLICIT, ALUA_ACTIVE_OPTIMIZED, ALUA_ACTIVE_NONOPTIMIZED, false);
+	CU_ASSERT_EQUAL(scsi_alua_changes(), n);
+	list[4] = 0x0e;  /* offline: refused */
+	CU_ASSERT_EQUAL(stpg(&NX1, 8, list, 8, &c), SCSI_CHECK_CONDITION);
+	CU_ASSERT_EQUAL(scsi_alua_changes(), n);
+	list[4] = ALUA_STANDBY;
+	CU_ASSERT_EQUAL(stpg(&NX1, 8, list, 8, &c), SCSI_GOOD);
+	CU_ASSERT_NOT_EQUAL(scsi_alua_changes(), n);
+	scsi_alua_states_into(&cfg, &lock);
+	CU_ASSERT_EQUAL(cg[0].state, ALUA_ACTIVE_OPTIMIZED);
+	CU_ASSERT_EQUAL(cg[1].state, ALUA_STANDBY);
+	CU_ASSERT_TRUE(ct.alua_given);
+	CU_ASSERT_STRING_EQUAL(scsi_alua_status_name("iqn.test:t", 20), "set_by_initiator");
+	configure(SCSI_ALUA_IMPLICIT | SCSI_ALUA_EXPLICIT, ALUA_ACTIVE_OPTIMIZED, ALUA_ACTIVE_NONOPTIMIZED, false);
+	drain_ua(&NX1);
+	drain_ua(&NX2);
+}
+
 static void test_vpd83(void)
 {
 	uint8_t cdb[16] = { 0x12, 1, 0x83, 0, 255 };
@@ -356,6 +394,7 @@ int main(void)
 	CU_add_test(s, "rtpg", test_rtpg);
 	CU_add_test(s, "stpg", test_stpg);
 	CU_add_test(s, "vpd83", test_vpd83);
+	CU_add_test(s, "states_copied", test_states_copied);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	return unit_run();
 }

@@ -1,7 +1,7 @@
 /*
  * State that several targets keep together through a shared object of
  * their store (backstore.h): an LU's reservations (share.c), a target's
- * ALUA states (alua_share.c).  Private to target/scsi.
+ * ALUA states (alua/share.c).  Private to target/scsi.
  *
  * Each target keeps a copy under its owner's lock, which everything reads
  * as it would the state of one process.  A change runs on the commit

@@ -22,10 +22,10 @@
 
 #include "common/bufpool.h"
 #include "common/log.h"
-#include "target/scsi/alua.h"
-#include "target/scsi/alua_int.h"
+#include "target/scsi/alua/alua.h"
+#include "target/scsi/alua/alua_int.h"
 #include "target/scsi/scsi_int.h"
-#include "target/scsi/shared.h"
+#include "target/scsi/shared/shared.h"
 
 #define ALUA_FORMAT "isert-alua"
 
@@ -107,6 +107,7 @@ static int alua_install(void *owner, const char *text, size_t len, char *err, si
 	if (!rc && changed) {
 		alua_ports_update(a);
 		__atomic_add_fetch(&a->gen, 1, __ATOMIC_RELEASE);
+		alua_changed();
 	}
 	json_object_put(o);
 	if (tok)
@@ -283,7 +284,14 @@ void alua_share_stpg(struct scsi_alua *a, struct scsi_cmd *cmd)
 	shared_submit_cmd(a->share, OP_STPG, cmd);
 }
 
-int scsi_alua_share(struct scsi_alua *a, struct backstore *bs, const uint16_t *local, size_t nlocal, char *err,
+/*
+ * The target's states kept in the shared object "alua" of store bs; local:
+ * the relative ports this process serves.  Blocking: the admin thread or
+ * start-up.  0, or -errno with err (-EEXIST: another live gateway serves
+ * one of these ports).  Shared already through bs: nothing to do; through
+ * another store: moved.
+ */
+static int share_on(struct scsi_alua *a, struct backstore *bs, const uint16_t *local, size_t nlocal, char *err,
 		    size_t errlen)
 {
 	char *desc = NULL, *init;
@@ -291,7 +299,7 @@ int scsi_alua_share(struct scsi_alua *a, struct backstore *bs, const uint16_t *l
 	struct shared *s = NULL;
 	if (a->share && a->share_bs == bs)
 		return 0;
-	scsi_alua_unshare(a);
+	alua_unshare(a);
 	if (nlocal > 256)
 		nlocal = 256;
 	json_object *d = shared_desc_new(), *ps = json_object_new_array();
@@ -327,19 +335,15 @@ int scsi_alua_share(struct scsi_alua *a, struct backstore *bs, const uint16_t *l
 	return 0;
 }
 
-void scsi_alua_unshare(struct scsi_alua *a)
+void alua_unshare(struct scsi_alua *a)
 {
 	struct shared *s = __atomic_exchange_n(&a->share, NULL, __ATOMIC_ACQ_REL);
 	a->share_bs = NULL;
 	shared_close(s);
 }
 
-struct backstore *scsi_alua_shared_on(const struct scsi_alua *a)
-{
-	return a->share ? a->share_bs : NULL;
-}
-
-int scsi_alua_share_set(struct scsi_alua *a, const struct scsi_alua_group *groups, size_t n, char *err, size_t errlen)
+/* The admin changed these groups' states: stored and told to every gateway (waited for). */
+static int share_set(struct scsi_alua *a, const struct scsi_alua_group *groups, size_t n, char *err, size_t errlen)
 {
 	if (!a->share || !n)
 		return 0;
@@ -358,4 +362,20 @@ struct json_object *scsi_alua_share_json(struct scsi_alua *a)
 {
 	struct shared *s = __atomic_load_n(&a->share, __ATOMIC_ACQUIRE);
 	return s ? shared_json(s) : NULL;
+}
+
+int alua_share_target(const char *iqn, const struct alua_share_want *w, char *err, size_t errlen)
+{
+	struct scsi_alua *a = scsi_alua_get(iqn);
+	if (!a)
+		return 0;
+	if (!w || !w->bs) {
+		alua_unshare(a);
+		return 0;
+	}
+	int rc = share_on(a, w->bs, w->local, w->nlocal, err, errlen);
+	char e[512];
+	if (!rc && w->nchanged && share_set(a, w->changed, w->nchanged, e, sizeof(e)))
+		log_err("ALUA states of %s: the change is made here but not stored for the other gateways: %s", iqn, e);
+	return rc;
 }

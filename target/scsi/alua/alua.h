@@ -12,10 +12,20 @@
  * and every change are under the target's mutex.  Each state change bumps
  * the target's generation: a nexus that saw an older one gets ASYMMETRIC
  * ACCESS STATE CHANGED with its next command to each LU.
+ *
+ * The one model of a target's ALUA state, in this room (target/scsi/alua/),
+ * changed by events only: a configuration applied or a LUN added
+ * (configure.c: prepare and commit, then scsi_alua_share_config: the store
+ * its states are kept with, alua.set's states told to the other gateways,
+ * carried out by share.c), SET TARGET PORT GROUPS (commands.c), another
+ * gateway's update or a failover (share.c).  The running configuration
+ * keeps a copy of the states for `save` and the admin methods, taken when
+ * scsi_alua_changes moves.
  */
 #ifndef SCSI_ALUA_H
 #define SCSI_ALUA_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,27 +72,54 @@ int scsi_alua_configure(struct scsi_alua *a, uint8_t modes, uint8_t transition_t
 			const struct scsi_alua_group *groups, size_t n);
 /* The running state and status of group id: 0, or -ENOENT. */
 int scsi_alua_group_state(struct scsi_alua *a, uint16_t id, uint8_t *state, uint8_t *status);
+/*
+ * How many times a running state changed other than by the configuration
+ * (SET TARGET PORT GROUPS, another gateway's update, a failover): the
+ * running configuration's copy of the states (scsi_alua_states_into) is
+ * stale when this moved since it was made.
+ */
+uint32_t scsi_alua_changes(void);
 /* At exit. */
 void scsi_alua_free_all(void);
 
 /*
- * The target's states kept with every gateway serving it (alua_share.c,
- * docs/cluster.md), in the shared object "alua" of store bs; local: the
- * relative ports this process serves.  Blocking: the admin thread or
- * start-up.  0, or -errno with err (-EEXIST: another live gateway serves
- * one of these ports).  Shared already through bs: nothing to do; through
- * another store: moved.
+ * configure.c: the configuration's ALUA groups made running, in two steps so
+ * that a change never half happens: prepare (what can fail: 0, or
+ * -ENOMEM/-EINVAL with err written) before the configuration is switched,
+ * commit (cannot fail; takes the plan) after.  States equal in old and n
+ * keep what runs (SET TARGET PORT GROUPS may have set them).
+ */
+struct config;
+struct scsi_alua_plan;
+int scsi_alua_prepare(const struct config *old, const struct config *n, struct scsi_alua_plan **out, char *err,
+		      size_t errlen);
+void scsi_alua_commit(struct scsi_alua_plan *p);
+void scsi_alua_plan_free(struct scsi_alua_plan *p);
+/*
+ * The running states into c where they differ, each write under lock (c's
+ * write lock): c's one writer, when scsi_alua_changes moved.
+ */
+void scsi_alua_states_into(struct config *c, pthread_rwlock_t *lock);
+/* Why group id of target iqn is in its state: "none", "set_by_initiator", "set_by_admin". */
+const char *scsi_alua_status_name(const char *iqn, uint16_t id);
+/*
+ * After start, a change or lun.add (old: the configuration before, NULL
+ * at start; c: the one now, its store i at store_at(i)): the ALUA states
+ * of each target with a shared store kept with every gateway serving it,
+ * states the admin changed told to them, targets without one (or gone)
+ * kept alone again.  -EEXIST with err when another live gateway serves one of a
+ * target's relative ports (a configuration the gateways disagree on);
+ * other failures are logged and leave that target's states its own.
  */
 struct backstore;
+typedef struct backstore *scsi_alua_store_fn(size_t backstore_index);
+int scsi_alua_share_config(const struct config *old, const struct config *c, scsi_alua_store_fn *store_at, char *err,
+			   size_t errlen);
+/* Before the stores close: no target of c keeps its states with the others any more. */
+void scsi_alua_unshare_config(const struct config *c);
+
+/* share.c (docs/cluster.md): for the operator, the shared object and its gateways (NULL: not shared). */
 struct json_object;
-int scsi_alua_share(struct scsi_alua *a, struct backstore *bs, const uint16_t *local, size_t nlocal, char *err,
-		    size_t errlen);
-void scsi_alua_unshare(struct scsi_alua *a);
-/* The store a is shared through, or NULL. */
-struct backstore *scsi_alua_shared_on(const struct scsi_alua *a);
-/* The admin changed these groups' states: stored and told to every gateway (waited for). */
-int scsi_alua_share_set(struct scsi_alua *a, const struct scsi_alua_group *groups, size_t n, char *err, size_t errlen);
-/* For the operator: the shared object and its gateways (NULL: not shared). */
 struct json_object *scsi_alua_share_json(struct scsi_alua *a);
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * The configuration's ALUA target port groups (config.h, "alua" of a
- * target) carried to the SCSI layer's running groups (target/scsi/alua.h),
- * and the running states read back: SET TARGET PORT GROUPS changes a state
- * on a reactor, and the admin thread copies it into the running
- * configuration before it reads or changes that (so `save` keeps it).
+ * target) carried into the running groups (alua.h), and the running states
+ * read back: SET TARGET PORT GROUPS (or another gateway) changes a state,
+ * the model counts it (scsi_alua_changes), and the admin thread, seeing
+ * the count move, copies the states into the running configuration before
+ * its next method reads or changes that (so `save` keeps them).
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -13,8 +14,9 @@
 
 #include "common/log.h"
 #include "target/backstore/backstore.h"
-#include "target/runtime/runtime.h"
-#include "target/scsi/alua.h"
+#include "target/config/config.h"
+#include "target/scsi/alua/alua.h"
+#include "target/scsi/alua/alua_int.h"
 
 static const struct cfg_target *find_target(const struct config *c, const char *iqn)
 {
@@ -32,7 +34,7 @@ static const struct cfg_alua_group *find_group(const struct cfg_target *t, uint1
 	return NULL;
 }
 
-struct rt_alua_plan {
+struct scsi_alua_plan {
 	size_t n;
 	struct {
 		struct scsi_alua *a;
@@ -41,17 +43,17 @@ struct rt_alua_plan {
 	} tg[];
 };
 
-void rt_alua_plan_free(struct rt_alua_plan *p)
+void scsi_alua_plan_free(struct scsi_alua_plan *p)
 {
 	for (size_t i = 0; p && i < p->n; i++)
 		scsi_alua_table_free(p->tg[i].t);
 	free(p);
 }
 
-int rt_alua_prepare(const struct config *old, const struct config *n, struct rt_alua_plan **out, char *err,
-		       size_t errlen)
+int scsi_alua_prepare(const struct config *old, const struct config *n, struct scsi_alua_plan **out, char *err,
+		      size_t errlen)
 {
-	struct rt_alua_plan *p = calloc(1, sizeof(*p) + n->ntargets * sizeof(p->tg[0]));
+	struct scsi_alua_plan *p = calloc(1, sizeof(*p) + n->ntargets * sizeof(p->tg[0]));
 	int rc = p ? 0 : -ENOMEM;
 	if (p)
 		p->n = n->ntargets; /* tables not made stay NULL */
@@ -91,40 +93,39 @@ int rt_alua_prepare(const struct config *old, const struct config *n, struct rt_
 				 rc == -EINVAL ? "a group has more than 255 ports" : "out of memory");
 	}
 	if (rc) {
-		rt_alua_plan_free(p);
+		scsi_alua_plan_free(p);
 		return rc;
 	}
 	*out = p;
 	return 0;
 }
 
-void rt_alua_commit(struct rt_alua_plan *p)
+void scsi_alua_commit(struct scsi_alua_plan *p)
 {
 	for (size_t i = 0; i < p->n; i++)
 		scsi_alua_install(p->tg[i].a, p->tg[i].modes, p->tg[i].ttime, p->tg[i].t);
 	free(p);
 }
 
-void rt_alua_sync(void)
+void scsi_alua_states_into(struct config *c, pthread_rwlock_t *lock)
 {
-	struct config *c = rt_config();
-	for (size_t i = 0; i < c->ntargets; i++) {
+	for (size_t i = 0; c && i < c->ntargets; i++) {
 		struct cfg_target *t = &c->targets[i];
 		struct scsi_alua *a = scsi_alua_get(t->iqn);
 		for (size_t j = 0; a && j < t->nalua_groups; j++) {
 			uint8_t st, status;
 			if (scsi_alua_group_state(a, t->alua_groups[j].id, &st, &status) || st == t->alua_groups[j].state)
 				continue;
-			pthread_rwlock_wrlock(&rt_lock);
+			pthread_rwlock_wrlock(lock);
 			t->alua_groups[j].state = st;
 			/* The running groups are the document's now: the default group is written out too. */
 			t->alua_given = true;
-			pthread_rwlock_unlock(&rt_lock);
+			pthread_rwlock_unlock(lock);
 		}
 	}
 }
 
-const char *rt_alua_status(const char *iqn, uint16_t id)
+const char *scsi_alua_status_name(const char *iqn, uint16_t id)
 {
 	struct scsi_alua *a = scsi_alua_get(iqn);
 	uint8_t st, status;
@@ -139,12 +140,12 @@ const char *rt_alua_status(const char *iqn, uint16_t id)
  * live (pool, then namespace), so that every gateway serving the same
  * images picks the same; NULL: none of its LUNs is shared.
  */
-static struct backstore *share_store(const struct cfg_target *t)
+static struct backstore *share_store(const struct cfg_target *t, scsi_alua_store_fn *store_at)
 {
 	struct backstore *best = NULL;
 	for (size_t j = 0; j < t->ntpgs; j++)
 		for (size_t k = 0; k < t->tpgs[j].nluns; k++) {
-			struct backstore *bs = rt_store_at(t->tpgs[j].luns[k].backstore_index)->bs;
+			struct backstore *bs = store_at(t->tpgs[j].luns[k].backstore_index);
 			const char *home = backstore_shared_home(bs);
 			if (home && (!best || strcmp(home, backstore_shared_home(best)) < 0))
 				best = bs;
@@ -152,56 +153,50 @@ static struct backstore *share_store(const struct cfg_target *t)
 	return best;
 }
 
-int rt_alua_share(const struct config *old, char *err, size_t errlen)
+/* What target t (o in the configuration before) asks of its sharing, into w. */
+static void share_want(const struct cfg_target *t, const struct cfg_target *o, scsi_alua_store_fn *store_at,
+		       struct alua_share_want *w)
 {
-	const struct config *c = rt_config();
+	w->bs = share_store(t, store_at);
+	w->nlocal = 0;
+	for (size_t j = 0; j < t->ntpgs && w->nlocal < 256; j++)
+		w->local[w->nlocal++] = t->tpgs[j].tag;
+	/* States the admin changed in the document (alua.set): to every gateway. */
+	w->nchanged = 0;
+	for (size_t j = 0; o && j < t->nalua_groups && w->nchanged < 256; j++) {
+		const struct cfg_alua_group *cg = &t->alua_groups[j], *og = find_group(o, cg->id);
+		if (og && og->state != cg->state)
+			w->changed[w->nchanged++] = (struct scsi_alua_group){ .id = cg->id, .state = cg->state };
+	}
+}
+
+int scsi_alua_share_config(const struct config *old, const struct config *c, scsi_alua_store_fn *store_at, char *err,
+			   size_t errlen)
+{
+	char e[512];
 	/* Targets that left: their states are no longer kept with anyone. */
 	for (size_t i = 0; old && i < old->ntargets; i++)
 		if (!find_target(c, old->targets[i].iqn))
-			scsi_alua_unshare(scsi_alua_get(old->targets[i].iqn));
+			alua_share_target(old->targets[i].iqn, NULL, e, sizeof(e));
 	int rc = 0;
+	struct alua_share_want w;
 	for (size_t i = 0; i < c->ntargets; i++) {
-		const struct cfg_target *t = &c->targets[i], *o = find_target(old, t->iqn);
-		struct scsi_alua *a = scsi_alua_get(t->iqn);
-		struct backstore *bs = share_store(t);
-		if (!a)
-			continue;
-		if (!bs) {
-			scsi_alua_unshare(a);
-			continue;
-		}
-		uint16_t local[256];
-		size_t n = 0;
-		for (size_t j = 0; j < t->ntpgs && n < 256; j++)
-			local[n++] = t->tpgs[j].tag;
-		char e[512];
-		int r = scsi_alua_share(a, bs, local, n, e, sizeof(e));
+		const struct cfg_target *t = &c->targets[i];
+		share_want(t, find_target(old, t->iqn), store_at, &w);
+		int r = alua_share_target(t->iqn, &w, e, sizeof(e));
 		if (r == -EEXIST && !rc) {
 			snprintf(err, errlen, "%s", e);
 			rc = r;
 		} else if (r && r != -EEXIST) {
 			log_warn("ALUA states of %s: not shared with the other gateways (%s); each keeps its own", t->iqn, e);
 		}
-		if (r)
-			continue;
-		/* States the admin changed in the document (alua.set): to every gateway. */
-		struct scsi_alua_group changed[256];
-		size_t nc = 0;
-		for (size_t j = 0; o && j < t->nalua_groups && nc < 256; j++) {
-			const struct cfg_alua_group *cg = &t->alua_groups[j], *og = find_group(o, cg->id);
-			if (og && og->state != cg->state)
-				changed[nc++] = (struct scsi_alua_group){ .id = cg->id, .state = cg->state };
-		}
-		if (nc && scsi_alua_share_set(a, changed, nc, e, sizeof(e)))
-			log_err("ALUA states of %s: the change is made here but not stored for the other gateways: %s",
-				t->iqn, e);
 	}
 	return rc;
 }
 
-void rt_alua_unshare_all(void)
+void scsi_alua_unshare_config(const struct config *c)
 {
-	const struct config *c = rt_config();
+	char e[8];
 	for (size_t i = 0; c && i < c->ntargets; i++)
-		scsi_alua_unshare(scsi_alua_get(c->targets[i].iqn));
+		alua_share_target(c->targets[i].iqn, NULL, e, sizeof(e));
 }
