@@ -12,10 +12,10 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "common/iser.h"
+#include "common/transport/iser.h"
 #include "common/log.h"
 #include "common/reactor.h"
-#include "common/serial.h"
+#include "common/proto/serial.h"
 #include "common/util.h"
 #include "isc_internal.h"
 

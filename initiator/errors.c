@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/pdu.h"
+#include "common/proto/pdu.h"
 #include "common/util.h"
 #include "isc_internal.h"
 

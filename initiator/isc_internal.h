@@ -5,9 +5,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/pdu.h"
-#include "common/text.h"
-#include "common/transport.h"
+#include "common/proto/pdu.h"
+#include "common/proto/text.h"
+#include "common/transport/transport.h"
 #include "isert/initiator.h"
 
 struct reactor;

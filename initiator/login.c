@@ -1,7 +1,7 @@
 /*
  * Initiator login (RFC 7143 sec. 6.3): security stage with AuthMethod None
  * or CHAP (one-way or mutual, CHAP_A 5/6/7/8), then the operational stage
- * through the shared negotiation engine (common/text.h, role NEG_INITIATOR).
+ * through the shared negotiation engine (common/proto/text.h, role NEG_INITIATOR).
  * The login's own state (struct isc_login) lives from isc_login_start() to
  * the end of the login: done, refused, or the connection closed.
  */
@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/chap.h"
+#include "common/proto/chap.h"
 #include "common/log.h"
-#include "common/iser.h"
+#include "common/transport/iser.h"
 #include "common/reactor.h"
-#include "common/serial.h"
+#include "common/proto/serial.h"
 #include "common/util.h"
 #include "isc_internal.h"
 
@@ -80,7 +80,7 @@ int isc_login_start(struct isc_session *s)
 	local.first_burst = s->o.first_burst ? s->o.first_burst : 262144;
 	if (s->o.iser) {
 		/*
-		 * RFC 7145 sec. 6: our receive slots (common/rdma.c) hold 8 KiB of
+		 * RFC 7145 sec. 6: our receive slots (common/transport/rdma.c) hold 8 KiB of
 		 * data, and a Send of ours carries at most that much immediate data.
 		 * MaxRecvDataSegmentLength is declared as well, the same size: it is
 		 * what a target that ignores the iSER keys goes by.

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/scsi_proto.h"
+#include "common/proto/scsi_proto.h"
 #include "common/util.h"
 #include "isc_internal.h"
 

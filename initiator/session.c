@@ -14,7 +14,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "common/chap.h"
+#include "common/proto/chap.h"
 #include "common/reactor.h"
 #include "common/util.h"
 #include "isc_internal.h"

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/iser.h"
+#include "common/transport/iser.h"
 #include "common/reactor.h"
-#include "common/serial.h"
+#include "common/proto/serial.h"
 #include "common/util.h"
 #include "isc_internal.h"
 

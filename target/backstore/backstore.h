@@ -309,7 +309,7 @@ const uint8_t *backstore_read_view(struct backstore *bs, struct bs_view *v, uint
 void backstore_view_put(struct bs_view *v);
 /*
  * Where views may also go out over RDMA: the store's memory, registered
- * with each RDMA device on demand (common/memreg.h; a preallocated ram
+ * with each RDMA device on demand (common/transport/memreg.h; a preallocated ram
  * store), or NULL.
  */
 struct memreg *backstore_memreg(const struct backstore *bs);

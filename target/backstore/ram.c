@@ -37,7 +37,7 @@
  *
  * Preallocated (cfg "preallocate"): the mapping is committed memory, every
  * page written at open, and registered with each RDMA device on its first
- * large iSER READ there (common/memreg.h), after which views go out as
+ * large iSER READ there (common/transport/memreg.h), after which views go out as
  * RDMA WRITEs too.  A registration holds the pages it saw for good, which
  * is why a preallocated store is never thin: MADV_DONTNEED would leave the
  * device reading pages the store no longer uses.
@@ -51,7 +51,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common/memreg.h"
+#include "common/transport/memreg.h"
 #include "common/util.h"
 #include "target/backstore/backstore_impl.h"
 

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "common/reactor.h"
-#include "common/scsi_proto.h"
+#include "common/proto/scsi_proto.h"
 #include "target/backstore/backstore.h"
 
 struct cfg_chap {
@@ -110,7 +110,7 @@ struct cfg_tpg {
 /*
  * ALUA (SPC-4 5.16): target port groups of a target (docs/config.md, "alua").
  * States are SPC-4's asymmetric access state codes, and alua.mode the
- * INQUIRY TPGS bits, both from common/scsi_proto.h: the SCSI layer is
+ * INQUIRY TPGS bits, both from common/proto/scsi_proto.h: the SCSI layer is
  * handed them as they are.
  */
 struct cfg_alua_group {
@@ -181,7 +181,7 @@ struct config {
 	struct cfg_isns *isns;           /* global.isns; NULL: no iSNS */
 };
 
-/* global.iser_srq: at least as many receives as one connection posts of its own (RDMA_QUEUE, common/rdma.c). */
+/* global.iser_srq: at least as many receives as one connection posts of its own (RDMA_QUEUE, common/transport/rdma.c). */
 #define CFG_ISER_SRQ_MIN 160
 #define CFG_ISER_SRQ_MAX 65536
 

@@ -8,7 +8,7 @@
  * config_change.c's one-object checks use as well.
  */
 #include "target/config/config_int.h"
-#include "common/iscsi_name.h"
+#include "common/proto/iscsi_name.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
 
 #include "common/log.h"
 #include "common/reactor.h"
-#include "common/serial.h"
+#include "common/proto/serial.h"
 #include "common/util.h"
 #include "target/iscsi/iscsi.h"
 

@@ -12,9 +12,9 @@
 #include <stdint.h>
 
 #include "common/bufpool.h"
-#include "common/pdu.h"
-#include "common/text.h"
-#include "common/transport.h"
+#include "common/proto/pdu.h"
+#include "common/proto/text.h"
+#include "common/transport/transport.h"
 #include "target/config/config.h"
 #include "target/iscsi/stats.h"
 #include "target/runtime/runtime.h"

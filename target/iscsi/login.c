@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/chap.h"
-#include "common/iser.h"
+#include "common/proto/chap.h"
+#include "common/transport/iser.h"
 #include "common/log.h"
 #include "common/reactor.h"
 #include "common/util.h"

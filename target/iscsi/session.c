@@ -13,7 +13,7 @@
 #include "common/bufpool.h"
 #include "common/log.h"
 #include "common/reactor.h"
-#include "common/serial.h"
+#include "common/proto/serial.h"
 #include "common/util.h"
 #include "target/iscsi/iscsi.h"
 #include "target/scsi/alua/alua.h"

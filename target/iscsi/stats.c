@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/reactor.h"
-#include "common/scsi_proto.h"
+#include "common/proto/scsi_proto.h"
 #include "target/backstore/backstore.h"
 #include "target/iscsi/iscsi.h"
 #include "target/iscsi/stats.h"

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 /* ISERT_STATS (on unless the build says -Dstats=false) is defined once, there. */
-#include "common/transport.h"
+#include "common/transport/transport.h"
 
 struct json_object;
 struct iscsi_conn;

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/serial.h"
+#include "common/proto/serial.h"
 #include "target/iscsi/iscsi.h"
 
 struct tmf_pending {

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "common/chap.h"
+#include "common/proto/chap.h"
 #include "fuzz.h"
 
 static bool hex_equal_ci(const char *a, const char *b)

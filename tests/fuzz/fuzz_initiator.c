@@ -2,7 +2,7 @@
  * The initiator library (initiator/) against a target whose every PDU comes
  * from the input.  The library runs as in a program: a session, its private
  * reactor, the public API.  Under it is a fake transport: this file defines
- * tcp_transport, so common/tcp.c is not linked.  What the library sends is
+ * tcp_transport, so common/transport/tcp.c is not linked.  What the library sends is
  * recorded, so that generated PDUs can carry the ITTs, ISID and R2TSNs it
  * expects and reach deep states; events from the input then deliver target
  * PDUs through the transport's upcalls (rx_bhs, then rx_pdu; Data-In lands

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "common/pdu.h"
+#include "common/proto/pdu.h"
 #include "fuzz.h"
 
 static void check_bhs(const uint8_t *bhs, bool from_initiator, uint32_t max_dlen, size_t whylen)

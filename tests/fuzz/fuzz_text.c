@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "common/text.h"
+#include "common/proto/text.h"
 #include "fuzz.h"
 
 /* mode byte, then the target's and the initiator's local parameters */

@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/pdu.h"
+#include "common/proto/pdu.h"
 #include "common/util.h"
 
 struct conn {

@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "common/bufpool.h"
-#include "common/memreg.h"
+#include "common/transport/memreg.h"
 #include "common/reactor.h"
-#include "common/transport.h"
+#include "common/transport/transport.h"
 #include "target/backstore/fd.c"
 
 #include "unit_run.h"

@@ -1,9 +1,9 @@
-/* Unit tests for common/chap.c: digests against hashlib vectors, encodings, picking. */
+/* Unit tests for common/proto/chap.c: digests against hashlib vectors, encodings, picking. */
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <string.h>
 
-#include "common/chap.h"
+#include "common/proto/chap.h"
 
 #include "unit_run.h"
 

@@ -1,6 +1,6 @@
 /* CUnit tests for the configuration (target/config/): loading, validation messages, round-trip, save, changes. */
 #include "target/config/config.h"
-#include "common/iscsi_name.h"
+#include "common/proto/iscsi_name.h"
 
 #include <CUnit/Basic.h>
 #include <dirent.h>

@@ -1,9 +1,9 @@
-/* Unit tests for common/crc32c.c: RFC 3720 B.4 vectors on both implementations. */
+/* Unit tests for common/proto/crc32c.c: RFC 3720 B.4 vectors on both implementations. */
 #include <CUnit/Basic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/crc32c.h"
+#include "common/proto/crc32c.h"
 
 #include "unit_run.h"
 

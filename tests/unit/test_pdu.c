@@ -1,10 +1,10 @@
-/* Unit tests for common/pdu.c: BHS layouts, accessors, LUNs, header checks, AHS. */
+/* Unit tests for common/proto/pdu.c: BHS layouts, accessors, LUNs, header checks, AHS. */
 #include <CUnit/Basic.h>
 #include <endian.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "common/pdu.h"
+#include "common/proto/pdu.h"
 #include "common/util.h"
 
 #include "unit_run.h"

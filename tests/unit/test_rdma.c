@@ -1,5 +1,5 @@
 /*
- * Who owns a work request (common/rdma.c), with a QP whose post_send is
+ * Who owns a work request (common/transport/rdma.c), with a QP whose post_send is
  * ours: no device, no rdma_cm.  What the provider took is the device's and
  * ends once, by its completion; what it refused goes back to the queue and
  * ends once, by the close; a completion the device reports a second time
@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "common/rdma.c"
+#include "common/transport/rdma.c"
 
 #include "unit_run.h"
 

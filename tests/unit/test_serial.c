@@ -1,7 +1,7 @@
-/* Unit tests for common/serial.h: RFC 1982 comparisons with SERIAL_BITS = 32. */
+/* Unit tests for common/proto/serial.h: RFC 1982 comparisons with SERIAL_BITS = 32. */
 #include <CUnit/Basic.h>
 
-#include "common/serial.h"
+#include "common/proto/serial.h"
 
 #include "unit_run.h"
 

@@ -1,10 +1,10 @@
-/* Unit tests for common/text.c: key=value parsing/building and the negotiation engine. */
+/* Unit tests for common/proto/text.c: key=value parsing/building and the negotiation engine. */
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/text.h"
+#include "common/proto/text.h"
 
 #include "unit_run.h"
 

@@ -1,5 +1,5 @@
 /*
- * The connection lifecycle transports share (common/xp_conn.c), on a real
+ * The connection lifecycle transports share (common/transport/xp_conn.c), on a real
  * reactor with a connection of no transport: a deferred call outlives
  * destroy() and frees it, a PDU sent after the close hears back from a
  * deferred call and never inside send(), closed() comes once, and the
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/reactor.h"
-#include "common/transport.h"
+#include "common/transport/transport.h"
 
 #include "unit_run.h"
 

@@ -1,6 +1,6 @@
 /*
  * iser-hostile: an iSER initiator that misbehaves on purpose, for
- * t-isertd-iser.sh.  It sits on the transport seam alone (common/transport.h),
+ * t-isertd-iser.sh.  It sits on the transport seam alone (common/transport/transport.h),
  * not on the initiator library's task layer, so it can send what the library
  * never would.  Each connection logs in to LUN 0 of TARGET (operational stage
  * straight to full feature phase, RDMAExtensions=Yes, ImmediateData=No,
@@ -33,12 +33,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/chap.h"
-#include "common/pdu.h"
+#include "common/proto/chap.h"
+#include "common/proto/pdu.h"
 #include "common/reactor.h"
-#include "common/serial.h"
-#include "common/text.h"
-#include "common/transport.h"
+#include "common/proto/serial.h"
+#include "common/proto/text.h"
+#include "common/transport/transport.h"
 #include "common/util.h"
 #include "isc-check.h"
 

@@ -80,7 +80,7 @@ recovery() { local n=$1; shift; checks recovery-$n 120 $RC "$@"; }
 # ls_rounds N URL: iseradm ls N times; each makes a discovery connection and
 # then a login connection at once, the pattern that broke siw's listener
 # (EADDRNOTAVAIL, then "Connection refused", then a kernel BUG) until the
-# library waited a moment between iWARP connections (common/rdma.c).
+# library waited a moment between iWARP connections (common/transport/rdma.c).
 ls_rounds() {
 	local n=$1 i out; shift
 	for i in $(seq "$n"); do

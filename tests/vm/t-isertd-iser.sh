@@ -131,7 +131,7 @@ logout_gone() { iscsi_logout "$1" "$2" iser >/dev/null && iscsi_no_session "$1";
 # Both QPs go to error; the session must come back and fio verify.  isertd
 # must not close its connection with a DREQ while the port is down: on
 # Soft-RoCE that send moves the device's QP1 (GSI) to error for good and no
-# connection can be made on the device again (hold_disconnect, common/rdma.c).
+# connection can be made on the device again (hold_disconnect, common/transport/rdma.c).
 # Soft-RoCE also moves QP1 to error by itself in some such flaps (about 1 in
 # 3 here) when isertd closed no connection, so sent no DREQ at all: the
 # kernel initiator's session cannot come back then.  A dead QP1 is isertd's
@@ -356,7 +356,7 @@ log_count() { local n; n=$(grep -c "$1" "$VM_WORK/isertd.log" 2>/dev/null); echo
 # READ too: the use-after-free of issue 11, finding 8); connections dropped
 # while isertd sends are all freed (finding 9) and its memory stays flat; a
 # kernel login works after them and isertd stops with status 0.
-# On siw a connection dropped mid-READ waits out common/rdma.c's 5 s flush
+# On siw a connection dropped mid-READ waits out common/transport/rdma.c's 5 s flush
 # wait with its command buffers (8 MiB here) held, and the pool keeps the
 # most it ever held (up to a quarter of buffer_pool_mb), which depends on how
 # many of them overlapped: the memory check leaves the pools out (heap_kb).

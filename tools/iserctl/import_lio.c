@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/iscsi_name.h"
+#include "common/proto/iscsi_name.h"
 #include "import.h"
 #include "iserctl.h"
 

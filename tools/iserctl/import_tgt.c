@@ -25,7 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/iscsi_name.h"
+#include "common/proto/iscsi_name.h"
 #include "import.h"
 #include "iserctl.h"
 

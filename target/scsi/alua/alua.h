@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 /* The access state codes (enum scsi_alua_state) and SCSI_ALUA_IMPLICIT/EXPLICIT. */
-#include "common/scsi_proto.h"
+#include "common/proto/scsi_proto.h"
 
 struct scsi_alua;
 struct scsi_port;

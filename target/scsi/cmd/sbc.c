@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "common/bufpool.h"
-#include "common/memreg.h"
+#include "common/transport/memreg.h"
 #include "common/reactor.h"
-#include "common/transport.h" /* ISERT_STATS: the backstore's share of a command's latency */
+#include "common/transport/transport.h" /* ISERT_STATS: the backstore's share of a command's latency */
 #include "target/scsi/scsi_int.h"
 
 _Static_assert(sizeof(struct bs_io) <= sizeof(((struct scsi_cmd *)0)->io), "bs_io must fit in cmd->io");

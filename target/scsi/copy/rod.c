@@ -35,7 +35,7 @@
 #include <openssl/evp.h>
 
 #include "common/bufpool.h"
-#include "common/chap.h"
+#include "common/proto/chap.h"
 #include "target/scsi/copy/copy.h"
 #include "target/scsi/copy/rod.h"
 

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/scsi_proto.h"
+#include "common/proto/scsi_proto.h"
 #include "common/util.h"
 #include "target/backstore/backstore.h"
 #include "target/scsi/lu/din.h"

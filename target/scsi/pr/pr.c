@@ -28,7 +28,7 @@
 
 #include "common/bufpool.h"
 #include "common/log.h"
-#include "common/scsi_proto.h"
+#include "common/proto/scsi_proto.h"
 #include "common/util.h"
 #include "target/scsi/lu/din.h"
 #include "target/scsi/lu/sense.h"

@@ -15,8 +15,8 @@
 
 #include "common/bufpool.h"
 #include "common/log.h"
-#include "common/memreg.h"
-#include "common/transport.h"
+#include "common/transport/memreg.h"
+#include "common/transport/transport.h"
 
 struct memreg_dev {
 	void *dev;                       /* the transport's device (rdma_dev()) */

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/pdu.h"
+#include "common/proto/pdu.h"
 
 struct buf;
 struct bufpool;
@@ -181,7 +181,7 @@ struct transport_ops {
 	/*
 	 * RDMA, target side: registers memory that only the device's own work
 	 * requests read (an RDMA WRITE's source; no remote access), for its
-	 * lkey (common/memreg.h); freed with mem_dereg().  dev_name() names a
+	 * lkey (common/transport/memreg.h); freed with mem_dereg().  dev_name() names a
 	 * device in messages.
 	 */
 	int (*mem_reg_local)(void *dev, void *addr, size_t len, uint32_t *lkey, void **handle);
@@ -220,7 +220,7 @@ struct xp_stats {
 
 /* The transport-independent part of a connection, first in every transport's struct. */
 /*
- * A connection's life, the same for every transport (common/xp_conn.c):
+ * A connection's life, the same for every transport (common/transport/xp_conn.c):
  * an active connection starts XP_CONNECTING, an accepted one XP_UP;
  * close() makes it XP_CLOSING, and it is XP_CLOSED once the upper layer
  * has heard closed() (after the transport let go of every buffer of it).

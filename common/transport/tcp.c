@@ -4,7 +4,7 @@
  * layer chose; sends with sendmsg (MSG_NOSIGNAL), batching every PDU queued during one
  * reactor iteration into as few syscalls as possible.
  */
-#include "common/transport.h"
+#include "common/transport/transport.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "common/crc32c.h"
+#include "common/proto/crc32c.h"
 #include "common/log.h"
 #include "common/netaddr.h"
 #include "common/reactor.h"

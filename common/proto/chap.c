@@ -1,5 +1,5 @@
 /* CHAP hashing, challenge encoding and randomness for iSCSI authentication. */
-#include "common/chap.h"
+#include "common/proto/chap.h"
 
 #include <errno.h>
 #include <stdlib.h>

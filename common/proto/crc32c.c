@@ -1,5 +1,5 @@
 /* CRC32C (Castagnoli, reflected poly 0x82f63b78): slicing-by-8 table and SSE4.2. */
-#include "common/crc32c.h"
+#include "common/proto/crc32c.h"
 
 #include <string.h>
 

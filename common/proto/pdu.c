@@ -1,5 +1,5 @@
 /* iSCSI PDU helpers: BHS field access, LUN encoding and receive-side checks. */
-#include "common/pdu.h"
+#include "common/proto/pdu.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "common/iscsi_name.h"
+#include "common/proto/iscsi_name.h"
 
 static bool is_hex(const char *s, size_t n)
 {

@@ -16,7 +16,7 @@
 
 #include "common/log.h"
 #include "common/netaddr.h"
-#include "common/rdma_int.h"
+#include "common/transport/rdma_int.h"
 #include "common/util.h"
 
 _Atomic uint64_t iser_iwarp_destroyed_ns;

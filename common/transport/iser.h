@@ -54,7 +54,7 @@ struct iser_cm_hdr {
 
 /*
  * Our initiator keeps its login-sized receive buffers after login (160 are
- * posted per connection, common/rdma.c): SCSI commands in flight are capped
+ * posted per connection, common/transport/rdma.c): SCSI commands in flight are capped
  * below that so every response has a buffer, and the rest is what it
  * declares in MaxOutstandingUnexpectedPDUs (NOP-In pings, Async, Reject)
  * with room left for immediate requests (NOP-Out, TMF, Text, Logout).

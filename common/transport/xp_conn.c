@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "common/reactor.h"
-#include "common/transport.h"
+#include "common/transport/transport.h"
 
 bool xp_close_begin(struct xp_conn *xc)
 {

@@ -22,7 +22,7 @@
 
 #include "common/log.h"
 #include "common/netaddr.h"
-#include "common/rdma_int.h"
+#include "common/transport/rdma_int.h"
 #include "common/util.h"
 
 /* ---- posting work requests ------------------------------------------- */

@@ -20,9 +20,9 @@
 #include <stdint.h>
 
 #include "common/bufpool.h"
-#include "common/iser.h"
+#include "common/transport/iser.h"
 #include "common/reactor.h"
-#include "common/transport.h"
+#include "common/transport/transport.h"
 
 #define RDMA_RX_DATA ISER_TARGET_RECV_DSL
 #define RDMA_AHS_ROOM 64       /* an extended-CDB AHS of a 32-byte CDB fits */

@@ -13,7 +13,7 @@
 
 #include "common/log.h"
 #include "common/netaddr.h"
-#include "common/rdma_int.h"
+#include "common/transport/rdma_int.h"
 #include "common/util.h"
 
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;

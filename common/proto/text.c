@@ -1,5 +1,5 @@
 /* iSCSI text key=value parsing and building (RFC 7143 sec. 6). */
-#include "common/text.h"
+#include "common/proto/text.h"
 
 #include <errno.h>
 #include <stdarg.h>

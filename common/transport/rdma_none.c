@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "common/transport.h"
+#include "common/transport/transport.h"
 
 static int no_listen(const char *host, uint16_t port, struct reactor *r, const struct xp_listen_params *lp,
 		     struct xp_listener **out, char *err, size_t errlen)
