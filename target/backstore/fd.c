@@ -25,21 +25,10 @@
 
 #include "common/util.h"
 #include "target/backstore/backstore_impl.h"
+#include "target/backstore/fd_int.h"
 
 #define FD_MAX_IO   (1u << 30)   /* CQE res is an int */
 #define FD_FILL_MAX (1u << 20)   /* WRITE_SAME / zero-write buffer */
-
-enum fd_stage { ST_RW, ST_SYNC, ST_PUNCH, ST_ZERO, ST_FILL, ST_SYNC_AFTER };
-enum fd_kind { RQ_READ, RQ_WRITE, RQ_FSYNC, RQ_FALLOC };
-
-struct fd_req {
-	enum fd_kind kind;
-	void *buf;
-	uint32_t len;
-	uint64_t pos;
-	int rwf;
-	int mode;
-};
 
 /*
  * isertd-nodurable (target/meson.build) builds this file with
@@ -95,7 +84,7 @@ static int fd_zero_stage(struct backstore *bs, struct bs_io *io)
 	return fd_fill_buf(io, true);
 }
 
-static int fd_start(struct backstore *bs, struct bs_io *io)
+int fd_start(struct backstore *bs, struct bs_io *io)
 {
 	switch (io->op) {
 	case BS_READ:
@@ -125,7 +114,7 @@ static int fd_start(struct backstore *bs, struct bs_io *io)
 	return -EINVAL;
 }
 
-static void fd_next(struct backstore *bs, struct bs_io *io, struct fd_req *rq)
+void fd_next(struct backstore *bs, struct bs_io *io, struct fd_req *rq)
 {
 	memset(rq, 0, sizeof(*rq));
 	uint64_t left = io->len - io->done;
@@ -165,8 +154,7 @@ static void fd_next(struct backstore *bs, struct bs_io *io, struct fd_req *rq)
 	}
 }
 
-/* Account for one result: 1 = issue the next request, 0 = finished (io->err set). */
-static int fd_result(struct backstore *bs, struct bs_io *io, int res)
+int fd_result(struct backstore *bs, struct bs_io *io, int res)
 {
 	if (res == -EINTR || res == -EAGAIN)
 		return 1;

@@ -67,22 +67,10 @@
 #include "common/util.h"
 #include "target/backstore/backstore_impl.h"
 #include "target/backstore/nvme_cmd.h"
+#include "target/backstore/nvme_int.h"
 
 #define NV_FILL_MAX (1u << 20)   /* WRITE SAME / zero-write buffer */
 #define NV_ADMIN_IDENTIFY 0x06
-
-struct nvme_bs {
-	struct backstore bs;
-	int fd;                  /* the namespace's generic char device */
-	struct nvme_geo geo;
-	struct nvme_ctrl_id ctrl;
-	struct nvme_ns_id ns;
-	enum nvme_step unmap;    /* UNMAP on a thin backstore: NVME_STEP_DSM, _WZ_DEAC, or zeroing (_WZ) */
-	int claim_fd;            /* the namespace's block device, held O_EXCL; -1 if none */
-	int admin;               /* nv_probe_admin at open: 0, or -errno (SANITIZE's erases withheld) */
-	/* Learned at run time, shared by reactors: only ever set to true. */
-	_Atomic bool no_wz, no_dsm, logged;
-};
 
 static struct nvme_bs *nv(const struct backstore *bs)
 {
@@ -128,8 +116,7 @@ static int nv_identify_fail(struct backstore *bs, const char *path, const char *
 	return rc < 0 ? rc : -EIO;
 }
 
-/* "/dev/ng0n1" -> "nvme0n1", the block device of the same namespace (without native multipath). */
-static bool nv_block_name(const char *path, char *out, size_t outlen)
+bool nv_block_name(const char *path, char *out, size_t outlen)
 {
 	const char *b = strrchr(path, '/');
 	unsigned ctrl, ns;
@@ -243,7 +230,7 @@ out:
  * status from the controller still means the kernel let it through.
  * 0, or the -errno the kernel refused it with.
  */
-static int nv_probe_admin(int fd)
+int nv_probe_admin(int fd)
 {
 	uint8_t *page = bs_alloc_aligned(512);
 	if (!page)
@@ -255,10 +242,7 @@ static int nv_probe_admin(int fd)
 	return rc < 0 ? rc : 0;
 }
 
-static unsigned nv_sanitize_plans(const struct backstore *bs);
-
-/* For the open log line: how SANITIZE would erase, or why not. */
-static const char *nv_erase_word(const struct backstore *bs, bool crypto)
+const char *nv_erase_word(const struct backstore *bs, bool crypto)
 {
 	const struct nvme_bs *n = nv(bs);
 	struct nvme_erase e;
@@ -398,7 +382,7 @@ static int nv_device_size(struct backstore *bs, uint64_t *bytes, char *err, size
 
 /* --- I/O --- */
 
-static bool nv_fua(const struct backstore *bs, const struct bs_io *io)
+bool nv_fua(const struct backstore *bs, const struct bs_io *io)
 {
 	return io->fua || !backstore_write_cache(bs);
 }
@@ -454,8 +438,7 @@ static int nv_unmap_stage(struct backstore *bs, struct bs_io *io)
 	return 0;
 }
 
-/* Stage and buffers of a new request; 1: nothing to send (done), 0: go, <0: error. */
-static int nv_start(struct backstore *bs, struct bs_io *io)
+int nv_start(struct backstore *bs, struct bs_io *io)
 {
 	switch (io->op) {
 	case BS_READ:
@@ -520,8 +503,7 @@ static void nv_log(struct backstore *bs, const struct nvme_uring_cmd *cmd, int r
 			    cmd->opcode, slba, what);
 }
 
-/* One command ended with res: 1 = issue the next, 0 = finished (io->err set). */
-static int nv_result(struct backstore *bs, struct bs_io *io, int res)
+int nv_result(struct backstore *bs, struct bs_io *io, int res)
 {
 	struct nvme_bs *n = nv(bs);
 	struct nvme_uring_cmd cmd;
@@ -671,8 +653,7 @@ static bool nv_whole(const struct backstore *bs)
 	return bs->size == n->ns.nsze * n->ns.lba_size;
 }
 
-/* The erases the controller has for this LU, whether or not the kernel lets us send them. */
-static unsigned nv_sanitize_plans(const struct backstore *bs)
+unsigned nv_sanitize_plans(const struct backstore *bs)
 {
 	const struct nvme_bs *n = nv(bs);
 	struct nvme_erase e;

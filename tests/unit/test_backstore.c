@@ -1,6 +1,6 @@
 /*
  * Backstore tests: ram, file (io_uring and synchronous paths) and block (on
- * a loop device when the host allows one).  fd.c is included to reach the
+ * a loop device when the host allows one).  fd_int.h reaches the fd
  * engine's short-I/O bookkeeping directly.
  */
 #include <CUnit/Basic.h>
@@ -14,13 +14,15 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/bufpool.h"
 #include "common/transport/memreg.h"
 #include "common/reactor.h"
 #include "common/transport/transport.h"
-#include "target/backstore/fd.c"
+#include "target/backstore/backstore_impl.h"
+#include "target/backstore/fd_int.h"
 
 #include "unit_run.h"
 

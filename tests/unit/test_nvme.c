@@ -3,7 +3,7 @@
  * hand-built pages (hostile ones too), every dword of the command each
  * request piece becomes, splitting, status to errno, and the engine's
  * choice of commands and its fall-backs on a backstore filled in by hand
- * (nvme.c is included to reach them; no system call is made).  The device
+ * (nvme_int.h reaches them; no system call is made).  The device
  * path is tests/vm/t-isertd-nvme.sh's.
  */
 #include <CUnit/Basic.h>
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "target/backstore/nvme.c"
+#include "target/backstore/nvme_int.h"
 
 #include "unit_run.h"
 
