@@ -67,7 +67,7 @@ static void post_flush(void *arg);
  * start of the reactor's next iteration, before it sleeps: every WR of one
  * iteration, e.g. the RDMA WRITEs and Sends of 32 reads, goes in one post.
  */
-static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
+void iser_post_wr(struct rdma_conn *c, struct wr_ctx *w)
 {
 	if (w) {
 		w->next = NULL;
@@ -184,7 +184,7 @@ static void post_wr(struct rdma_conn *c, struct wr_ctx *w)
 	}
 	if (rc) {
 		log_warn("%s: ibv_post_send: %s", c->xc.peer, strerror(rc));
-		/* Not posted: back at the head of the queue, which fail_queues() empties. */
+		/* Not posted: back at the head of the queue, which iser_fail_queues() empties. */
 		if (rest) {
 			rest_tail->next = c->wrq_head;
 			if (!c->wrq_head)
@@ -201,7 +201,7 @@ static void post_flush(void *arg)
 	if (xp_deferred_gone(&c->xc))
 		return;
 	c->post_scheduled = false;
-	post_wr(c, NULL);
+	iser_post_wr(c, NULL);
 }
 
 static void send_pdu_now(struct rdma_conn *c, struct xp_pdu *p)
@@ -237,7 +237,7 @@ static void send_pdu_now(struct rdma_conn *c, struct xp_pdu *p)
 	w->sge = (struct ibv_sge){ .addr = (uintptr_t)m, .length = len, .lkey = c->tx_mr->lkey };
 	w->wr = (struct ibv_send_wr){ .wr_id = (uintptr_t)w, .sg_list = &w->sge, .num_sge = 1,
 				      .opcode = IBV_WR_SEND };
-	post_wr(c, w);
+	iser_post_wr(c, w);
 }
 
 static void pump_tx(struct rdma_conn *c)
@@ -251,7 +251,7 @@ static void pump_tx(struct rdma_conn *c)
 	}
 }
 
-static void rdma_send(struct xp_conn *xc, struct xp_pdu *p)
+void iser_send(struct xp_conn *xc, struct xp_pdu *p)
 {
 	struct rdma_conn *c = (struct rdma_conn *)xc;
 	p->next = NULL;
@@ -272,8 +272,8 @@ static void rdma_send(struct xp_conn *xc, struct xp_pdu *p)
 	pump_tx(c);
 }
 
-static int rdma_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint32_t off, uint32_t len, uint64_t va,
-		     uint32_t stag, void (*cb)(void *arg, int err), void *arg)
+int iser_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint32_t off, uint32_t len, uint64_t va,
+	      uint32_t stag, void (*cb)(void *arg, int err), void *arg)
 {
 	if (xp_closing(&c->xc))
 		return -ECONNRESET;
@@ -293,20 +293,20 @@ static int rdma_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint
 				      .opcode = kind == WR_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE };
 	w->wr.wr.rdma.remote_addr = va;
 	w->wr.wr.rdma.rkey = stag;
-	post_wr(c, w);
+	iser_post_wr(c, w);
 	return 0;
 }
 
 static int rdma_write(struct xp_conn *xc, struct buf *b, uint32_t off, uint32_t len, uint64_t va, uint32_t stag,
 		      void (*cb)(void *arg, int err), void *arg)
 {
-	return rdma_data((struct rdma_conn *)xc, WR_WRITE, b, off, len, va, stag, cb, arg);
+	return iser_data((struct rdma_conn *)xc, WR_WRITE, b, off, len, va, stag, cb, arg);
 }
 
 static int rdma_read(struct xp_conn *xc, struct buf *b, uint32_t off, uint32_t len, uint64_t va, uint32_t stag,
 		     void (*cb)(void *arg, int err), void *arg)
 {
-	return rdma_data((struct rdma_conn *)xc, WR_READ, b, off, len, va, stag, cb, arg);
+	return iser_data((struct rdma_conn *)xc, WR_READ, b, off, len, va, stag, cb, arg);
 }
 
 /* ---- receiving --------------------------------------------------------- */
@@ -330,7 +330,7 @@ static void hello_reply(struct rdma_conn *c, const struct iser_hello *h)
 	w->sge = (struct ibv_sge){ .addr = (uintptr_t)r, .length = sizeof(*r), .lkey = c->tx_mr->lkey };
 	w->wr = (struct ibv_send_wr){ .wr_id = (uintptr_t)w, .sg_list = &w->sge, .num_sge = 1,
 				      .opcode = IBV_WR_SEND };
-	post_wr(c, w);
+	iser_post_wr(c, w);
 }
 
 static void on_recv(struct rdma_conn *c, struct wr_ctx *w, uint32_t byte_len)
@@ -435,7 +435,7 @@ static bool wr_posted(struct rdma_conn *c, struct wr_ctx *w, const struct ibv_wc
 	return false;
 }
 
-static void complete(struct rdma_conn *c, struct ibv_wc *wc)
+void iser_complete(struct rdma_conn *c, struct ibv_wc *wc)
 {
 	struct wr_ctx *w = (struct wr_ctx *)(uintptr_t)wc->wr_id;
 	if (!w) {
@@ -498,7 +498,7 @@ static int poll_cq(struct rdma_conn *c)
 	while ((n = ibv_poll_cq(c->cq, 32, wc)) > 0) {
 		total += n;
 		for (int i = 0; i < n; i++)
-			complete(c, &wc[i]);
+			iser_complete(c, &wc[i]);
 	}
 	XP_STAT_ADD(&c->xc, completions, (uint64_t)total);
 	XP_STAT_ADD(&c->xc, cq_empty_polls, total == 0);
@@ -506,7 +506,7 @@ static int poll_cq(struct rdma_conn *c)
 		pump_tx(c);   /* PDUs that waited for a send slot the poll freed: queued, posted below */
 	c->in_poll = false;
 	if (!xp_closing(&c->xc))
-		post_wr(c, NULL);
+		iser_post_wr(c, NULL);
 	maybe_finish(c);
 	return total;
 }
@@ -547,7 +547,7 @@ int iser_cq_arm(void *arg)
 
 /* ---- teardown --------------------------------------------------------- */
 
-static void fail_queues(struct rdma_conn *c)
+void iser_fail_queues(struct rdma_conn *c)
 {
 	c->txq_tail = NULL;
 	xp_fail_pdus(&c->txq_head, -ECONNRESET);
@@ -692,7 +692,7 @@ static void rdma_close(struct xp_conn *xc)
 	if (c->gap_timer)
 		reactor_timer_cancel(c->xc.reactor, c->gap_timer);
 	c->gap_timer = NULL;
-	fail_queues(c);
+	iser_fail_queues(c);
 	if (c->st >= ISER_QP_READY) {
 		/* Moving the QP to error flushes every posted WR through the CQ. */
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
@@ -777,7 +777,7 @@ const struct transport_ops iser_transport = {
 	.listen = iser_listen,
 	.unlisten = iser_unlisten,
 	.start = iser_start,
-	.send = rdma_send,
+	.send = iser_send,
 	.close = rdma_close,
 	.destroy = iser_destroy,
 	.grant = iser_srq_grant,

@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "common/transport/rdma.c"
+#include "common/transport/rdma_int.h"
 
 #include "unit_run.h"
 
@@ -86,14 +86,14 @@ static struct rdma_conn *setup(void)
 static void report(struct rdma_conn *c, uint64_t wr_id, enum ibv_wc_status st)
 {
 	struct ibv_wc wc = { .wr_id = wr_id, .status = st };
-	complete(c, &wc);
+	iser_complete(c, &wc);
 }
 
 static void test_doorbell_failed(void)
 {
 	struct rdma_conn *c = setup();
 	post_rc = ENOTCONN;
-	CU_ASSERT_EQUAL(rdma_data(c, WR_READ, &b, 0, 4096, 0x1000, 9, data_cb, NULL), 0);
+	CU_ASSERT_EQUAL(iser_data(c, WR_READ, &b, 0, 4096, 0x1000, 9, data_cb, NULL), 0);
 	struct wr_ctx *w = c->fly;
 	/* The provider took it: in flight, not back in the queue, and the connection closes. */
 	CU_ASSERT_EQUAL(posts, 1);
@@ -101,7 +101,7 @@ static void test_doorbell_failed(void)
 	CU_ASSERT_PTR_NULL(c->wrq_head);
 	CU_ASSERT_EQUAL(c->wrs_out, 1);
 	CU_ASSERT_EQUAL(close_calls, 1);
-	fail_queues(c);
+	iser_fail_queues(c);
 	CU_ASSERT_EQUAL(cb_calls, 0);
 	/* Its flush ends it; the same flush reported again is ignored. */
 	report(c, (uintptr_t)w, IBV_WC_WR_FLUSH_ERR);
@@ -120,10 +120,10 @@ static void test_refused_goes_back(void)
 	post_rc = ENOMEM;
 	refuse_at = 1;
 	c->in_poll = true;   /* both queued, then one post */
-	CU_ASSERT_EQUAL(rdma_data(c, WR_WRITE, &b, 0, 2048, 0x1000, 9, data_cb, NULL), 0);
-	CU_ASSERT_EQUAL(rdma_data(c, WR_WRITE, &b, 2048, 2048, 0x1800, 9, data_cb, NULL), 0);
+	CU_ASSERT_EQUAL(iser_data(c, WR_WRITE, &b, 0, 2048, 0x1000, 9, data_cb, NULL), 0);
+	CU_ASSERT_EQUAL(iser_data(c, WR_WRITE, &b, 2048, 2048, 0x1800, 9, data_cb, NULL), 0);
 	c->in_poll = false;
-	post_wr(c, NULL);
+	iser_post_wr(c, NULL);
 	struct wr_ctx *w = c->fly;
 	CU_ASSERT_EQUAL(posts, 1);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
@@ -132,7 +132,7 @@ static void test_refused_goes_back(void)
 	CU_ASSERT_PTR_NULL(c->wrq_head->next);
 	CU_ASSERT_EQUAL(c->wrs_out, 1);
 	/* The refused one ends with the close, the posted one with its flush: each once. */
-	fail_queues(c);
+	iser_fail_queues(c);
 	CU_ASSERT_EQUAL(cb_calls, 1);
 	report(c, (uintptr_t)w, IBV_WC_WR_FLUSH_ERR);
 	CU_ASSERT_EQUAL(cb_calls, 2);
@@ -145,7 +145,7 @@ static void test_send_reported_twice(void)
 {
 	struct rdma_conn *c = setup();
 	struct xp_pdu p = { .done = pdu_done };
-	rdma_send(&c->xc, &p);
+	iser_send(&c->xc, &p);
 	CU_ASSERT_EQUAL(posts, 1);
 	CU_ASSERT_EQUAL(c->ntx_free, RDMA_QUEUE - 1);
 	uint32_t slot = c->tx_free[c->ntx_free];
