@@ -203,9 +203,8 @@ void iser_on_cq_event(void *arg, uint32_t events);
 void iser_conn_fail(struct rdma_conn *c, int err);
 void iser_conn_free(struct xp_conn *xc);
 void iser_destroy(struct xp_conn *xc);
-/* rdma.c's work-request path, for rdma_cm.c's neighbours and tests/unit/test_rdma.c (which
- * drives it with a QP whose post_send is its own): the iSCSI layer reaches it through the
- * transport ops only. */
+/* rdma.c's work-request path, declared for tests/unit/test_rdma.c, which drives it with a QP
+ * whose post_send is its own; everything else reaches it through the transport ops. */
 void iser_send(struct xp_conn *xc, struct xp_pdu *p);
 int iser_data(struct rdma_conn *c, enum wr_kind kind, struct buf *b, uint32_t off, uint32_t len, uint64_t va,
 	      uint32_t stag, void (*cb)(void *arg, int err), void *arg);
