@@ -322,7 +322,7 @@ struct memreg *backstore_memreg(const struct backstore *bs);
 int backstore_lba_status(struct backstore *bs, uint64_t offset, bool *mapped, uint64_t *run);
 
 /*
- * SANITIZE (target/scsi/sanitize.c): the erase methods the store does
+ * SANITIZE (target/scsi/cmd/sanitize.c): the erase methods the store does
  * itself.  OVERWRITE needs none: it is BS_WRITE of the pattern, chunk by
  * chunk.  BLOCK ERASE deallocates (thin stores only: reads return zeroes
  * afterwards, GET LBA STATUS reports deallocated where the store can

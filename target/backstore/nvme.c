@@ -639,7 +639,7 @@ static void nv_submit(struct backstore *bs, struct bs_io *io)
 }
 
 /*
- * SANITIZE's BLOCK ERASE and CRYPTO ERASE (target/scsi/sanitize.c): the
+ * SANITIZE's BLOCK ERASE and CRYPTO ERASE (target/scsi/cmd/sanitize.c): the
  * controller's own, where it has them for this namespace (nvme_erase_plan:
  * NVMe Sanitize when SANICAP has the action and this is the controller's
  * only namespace, else Format NVM with Secure Erase Settings in the current

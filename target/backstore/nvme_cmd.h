@@ -141,7 +141,7 @@ bool nvme_status_unsupported(int status);
 /* "SCT 2h SC 85h (Compare Failure)" style, for a log line. */
 const char *nvme_status_str(int status, char *buf, size_t len);
 
-/* SANITIZE's erase methods (target/scsi/sanitize.c) as NVMe admin commands. */
+/* SANITIZE's erase methods (target/scsi/cmd/sanitize.c) as NVMe admin commands. */
 enum { NVME_ADMIN_GET_LOG_PAGE = 0x02, NVME_ADMIN_FORMAT_NVM = 0x80, NVME_ADMIN_SANITIZE = 0x84 };
 #define NVME_OACS_FORMAT       (1u << 1)
 #define NVME_FNA_FORMAT_ALL    (1u << 0)   /* a format applies to every namespace */
