@@ -33,6 +33,7 @@ exit 0: every check passed; 1: a check failed (the report says which).
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import struct
@@ -571,6 +572,10 @@ def main():
         for p in (getattr(s, 'bench', None), getattr(s, 'perf', None), s.proc):
             if p and p.poll() is None:
                 p.kill()
+    # The work folder is in tmpfs, memory until removed (its RAM LUNs' files, about 130 MB a run):
+    # kept when a check failed, for the report and the logs, or when --work named it.
+    if checks.failed == 0 and not arg('--work'):
+        shutil.rmtree(s.work, ignore_errors=True)
     checks.finish()
 
 
