@@ -5,13 +5,15 @@
  * gateway add|remove edit the document's membership as any edit is made,
  * cluster export asks a gateway for another's configuration (fleet.export),
  * and cluster import makes the document from the gateways' own files
- * without a socket: the admin stores it with rados put.
+ * without a socket (config_fleet_import): the admin stores it with rados
+ * put.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "target/config/config.h"
+#include "target/config/fleet.h"
 #include "import.h"
 #include "iserctl.h"
 
@@ -85,6 +87,66 @@ static int status(int argc, char **argv, const char *what)
 	return 0;
 }
 
+/* cluster import --gateway NAME=FILE... [-o OUT]: the fleet's document from each gateway's file, here. */
+static int import(int argc, char **argv)
+{
+	const char *names[FLEET_MAX_GATEWAYS], *out = NULL;
+	json_object *cfgs[FLEET_MAX_GATEWAYS];
+	size_t n = 0;
+	char err[1024];
+	int rc = 0;
+	for (int i = 0; i < argc && !rc; i++) {
+		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+			out = argv[++i];
+			continue;
+		}
+		char *eq = i + 1 < argc && !strcmp(argv[i], "--gateway") ? strchr(argv[++i], '=') : NULL;
+		if (!eq) {
+			rc = die_usage("cluster import: unexpected '%s' (expected --gateway NAME=FILE... [-o OUT])",
+				       argv[i]);
+			break;
+		}
+		*eq = 0;
+		if (!config_fleet_name_ok(argv[i])) {
+			rc = die_usage("cluster import: '%s' is not a gateway name (1-63 of A-Z a-z 0-9 . _ -)",
+				       argv[i]);
+		} else if (n == FLEET_MAX_GATEWAYS) {
+			rc = die_usage("cluster import: more than %s gateways", "64");
+		} else {
+			struct config *c;
+			int e = config_load_file(eq + 1, &c, err, sizeof(err));
+			if (e) {
+				fprintf(stderr, "iserctl cluster import: gateway %s: %s\n", shown(argv[i]), shown(err));
+				rc = EX_REFUSED;
+				break;
+			}
+			cfgs[n] = config_to_obj(c);
+			names[n++] = argv[i];
+			config_free(c);
+			if (!cfgs[n - 1]) {
+				fprintf(stderr, "iserctl cluster import: out of memory\n");
+				rc = EX_REFUSED;
+			}
+		}
+	}
+	if (!rc && !n)
+		rc = die_usage("cluster import: expected --gateway NAME=FILE, once for each gateway%s", "");
+	json_object *doc = NULL;
+	if (!rc && config_fleet_import(cfgs, names, n, &doc, err, sizeof(err))) {
+		fprintf(stderr, "iserctl cluster import: %s\n", shown(err));
+		rc = EX_REFUSED;
+	}
+	if (!rc)
+		rc = write_doc("cluster import", out, json_object_to_json_string_ext(doc, IMPORT_JSON_FLAGS));
+	json_object_put(doc);
+	for (size_t i = 0; i < n; i++) {
+		/* The files may hold CHAP secrets: not left in freed memory. */
+		config_wipe_secrets(cfgs[i]);
+		json_object_put(cfgs[i]);
+	}
+	return rc;
+}
+
 /* cluster export --gateway GW [-o OUT]: GW's configuration as its own file, to leave the fleet with. */
 static int export(int argc, char **argv)
 {
@@ -120,6 +182,8 @@ int cmd_cluster_fleet(int argc, char **argv)
 {
 	if (!strcmp(argv[0], "status"))
 		return status(argc - 1, argv + 1, "cluster status: unexpected '%s' (cluster status [--json])");
+	if (!strcmp(argv[0], "import"))
+		return import(argc - 1, argv + 1);
 	if (!strcmp(argv[0], "export"))
 		return export(argc - 1, argv + 1);
 	/* cluster with anything else is cluster.show's, which says what it takes. */

@@ -51,7 +51,7 @@ _iserctl()
 		fi ;;
 	cluster)
 		if [ "$prev" = cluster ]; then
-			COMPREPLY=($(compgen -W "status export" -- "$cur"))
+			COMPREPLY=($(compgen -W "status import export" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur") $(compgen -W "--gateway -o --json" -- "$cur"))
 		fi ;;
