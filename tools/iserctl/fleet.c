@@ -171,9 +171,12 @@ static int export(int argc, char **argv)
 		fprintf(stderr, "iserctl cluster export: the answer has no configuration\n");
 		rc = EX_REFUSED;
 	} else {
-		rc = write_doc("cluster export", out, json_object_to_json_string_ext(cfg, IMPORT_JSON_FLAGS));
+		const char *text = json_object_to_json_string_ext(cfg, IMPORT_JSON_FLAGS);
+		rc = write_doc("cluster export", out, text);
+		/* A configuration may hold CHAP secrets: not left in freed memory. */
+		config_wipe_text(text);
+		config_wipe_secrets(cfg);
 	}
-	config_wipe_secrets(res);
 	json_object_put(res);
 	return rc;
 }
