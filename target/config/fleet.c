@@ -147,9 +147,11 @@ static json_object *compose_target(json_object *t, json_object *g)
 {
 	const char *iqn = get_str(t, "iqn");
 	json_object *out = json_object_new_object(), *tpgs = json_object_new_array(), *tags = tags_of(g, iqn ? iqn : "");
-	json_object_object_foreach(t, k, v) {
-		if (strcmp(k, "tpg") && strcmp(k, "alua"))
-			json_object_object_add(out, k, copy(v));
+	if (json_object_is_type(t, json_type_object)) { /* json-c cannot iterate anything else */
+		json_object_object_foreach(t, k, v) {
+			if (strcmp(k, "tpg") && strcmp(k, "alua"))
+				json_object_object_add(out, k, copy(v));
+		}
 	}
 	json_object *tp = get(g, "tpgs");
 	for (size_t i = 0; iqn && tp && i < json_object_array_length(tp); i++) {
@@ -181,8 +183,10 @@ int config_fleet_compose(json_object *doc, const char *gw, json_object **out, ch
 	json_object *c = json_object_new_object(), *global = copy(get(doc, "global"));
 	if (!global)
 		global = json_object_new_object();
-	json_object_object_foreach(get(g, "global"), gk, gv) {
-		json_object_object_add(global, gk, copy(gv));
+	if (json_object_is_type(get(g, "global"), json_type_object)) {
+		json_object_object_foreach(get(g, "global"), gk, gv) {
+			json_object_object_add(global, gk, copy(gv));
+		}
 	}
 	json_object_object_add(c, "global", global);
 	if (get(doc, "discovery"))
@@ -215,12 +219,14 @@ static const char *secret_in(json_object *o)
 				return s;
 		}
 	} else if (json_object_is_type(o, json_type_object)) {
-		json_object_object_foreach(o, k, v) {
-			if (in_list(keys, k))
-				return k;
-			const char *s = secret_in(v);
-			if (s)
-				return s;
+		if (json_object_is_type(o, json_type_object)) {
+			json_object_object_foreach(o, k, v) {
+				if (in_list(keys, k))
+					return k;
+				const char *s = secret_in(v);
+				if (s)
+					return s;
+			}
 		}
 	}
 	return NULL;
@@ -299,9 +305,11 @@ static int decompose_targets(json_object *old, json_object *nd, json_object *g, 
 		const char *iqn = get_str(t, "iqn");
 		json_object *ot = named(get(old, "targets"), "iqn", iqn), *tmpl = NULL;
 		json_object *nt = json_object_new_object();
-		json_object_object_foreach(t, k, v) {
-			if (strcmp(k, "tpgs") && strcmp(k, "alua"))
-				json_object_object_add(nt, k, copy(v));
+		if (json_object_is_type(t, json_type_object)) {
+			json_object_object_foreach(t, k, v) {
+				if (strcmp(k, "tpgs") && strcmp(k, "alua"))
+					json_object_object_add(nt, k, copy(v));
+			}
 		}
 		if (get(t, "alua"))
 			json_object_object_add(nt, "alua", decompose_alua(get(t, "alua")));
@@ -373,8 +381,10 @@ int config_fleet_decompose(json_object *doc, const char *gw, json_object *cfg, j
 	}
 	/* global: split between the fleet's keys and the gateway's own */
 	json_object *shared = json_object_new_object(), *own = json_object_new_object();
-	json_object_object_foreach(get(cfg, "global"), k, v) {
-		json_object_object_add(in_list(own_global, k) ? own : shared, k, copy(v));
+	if (json_object_is_type(get(cfg, "global"), json_type_object)) {
+		json_object_object_foreach(get(cfg, "global"), k, v) {
+			json_object_object_add(in_list(own_global, k) ? own : shared, k, copy(v));
+		}
 	}
 	json_object_object_add(nd, "global", shared);
 	json_object_object_add(g, "global", own);
@@ -459,12 +469,14 @@ static int check_shape(json_object *doc, char *err, size_t errlen)
 		snprintf(err, errlen, "format: expected \"%s\"", FLEET_FORMAT);
 		return -EINVAL;
 	}
-	json_object_object_foreach(doc, k, v) {
-		(void)v;
-		if (!in_list(keys, k)) {
-			snprintf(err, errlen, "%s: unknown key (expected one of format, global, discovery, backstores, "
-				 "targets, gateways)", k);
-			return -EINVAL;
+	if (json_object_is_type(doc, json_type_object)) {
+		json_object_object_foreach(doc, k, v) {
+			(void)v;
+			if (!in_list(keys, k)) {
+				snprintf(err, errlen, "%s: unknown key (expected one of format, global, discovery, backstores, "
+					 "targets, gateways)", k);
+				return -EINVAL;
+			}
 		}
 	}
 	json_object *gws = get(doc, "gateways"), *targets = get(doc, "targets");
@@ -498,12 +510,14 @@ static int check_shape(json_object *doc, char *err, size_t errlen)
 				snprintf(err, errlen, "gateways[%zu].name: '%s' twice", i, name);
 				return -EINVAL;
 			}
-		json_object_object_foreach(g, gk, gv) {
-			(void)gv;
-			if (!in_list(gkeys, gk)) {
-				snprintf(err, errlen, "gateway %s: %s: unknown key (expected name, global, backstores, tpgs)",
-					 name, gk);
-				return -EINVAL;
+		if (json_object_is_type(g, json_type_object)) {
+			json_object_object_foreach(g, gk, gv) {
+				(void)gv;
+				if (!in_list(gkeys, gk)) {
+					snprintf(err, errlen, "gateway %s: %s: unknown key (expected name, global, backstores, tpgs)",
+						 name, gk);
+					return -EINVAL;
+				}
 			}
 		}
 		if (tp && !json_object_is_type(tp, json_type_array)) {
@@ -591,11 +605,13 @@ static bool first_difference(json_object *a, json_object *b, char *path, size_t 
 	if (json_object_is_type(a, json_type_object) && json_object_is_type(b, json_type_object)) {
 		json_object *sides[2] = { a, b };
 		for (int s = 0; s < 2; s++) {
-			json_object_object_foreach(sides[s], k, v) {
-				(void)v;
-				snprintf(path + n, len - n, "%s%s", n ? "." : "", k);
-				if (first_difference(get(a, k), get(b, k), path, len))
-					return true;
+			if (json_object_is_type(sides[s], json_type_object)) {
+				json_object_object_foreach(sides[s], k, v) {
+					(void)v;
+					snprintf(path + n, len - n, "%s%s", n ? "." : "", k);
+					if (first_difference(get(a, k), get(b, k), path, len))
+						return true;
+				}
 			}
 		}
 	} else if (json_object_is_type(a, json_type_array) && json_object_is_type(b, json_type_array)) {
