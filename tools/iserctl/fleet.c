@@ -20,17 +20,18 @@
 void print_fleet(json_object *fleet)
 {
 	json_object *gws = get(fleet, "gateways");
-	if (!fleet || !gws)
+	size_t n = gws ? json_object_array_length(gws) : 0;
+	/* No gateway: nothing changed, so nothing was asked of the fleet. */
+	if (!n)
 		return;
-	if (get(fleet, "generation"))
-		printf("fleet at generation %s:\n", gets(fleet, "generation", "?"));
-	else
-		printf("fleet plan:\n");
-	for (size_t i = 0; i < json_object_array_length(gws); i++) {
+	/* A dry run answers each gateway's plan, a change each gateway's result. */
+	bool plans = get(json_object_array_get_idx(gws, 0), "plan") != NULL;
+	printf("fleet %s generation %s:\n", plans ? "plan, on" : "at", gets(fleet, "generation", "?"));
+	for (size_t i = 0; i < n; i++) {
 		json_object *g = json_object_array_get_idx(gws, i), *plan = get(g, "plan");
-		if (get(g, "plan") || !get(g, "result")) {
-			size_t n = plan ? json_object_array_length(plan) : 0;
-			printf("  gateway %s: %zu change%s\n", gets(g, "name", "?"), n, n == 1 ? "" : "s");
+		if (plans) {
+			size_t k = plan ? json_object_array_length(plan) : 0;
+			printf("  gateway %s: %zu change%s\n", gets(g, "name", "?"), k, k == 1 ? "" : "s");
 			print_plan(plan, "    ");
 			continue;
 		}
@@ -82,7 +83,11 @@ static int status(int argc, char **argv, const char *what)
 		/* Under its line: an error is as long as it is, and the table stays a table. */
 		if (get(g, "error"))
 			printf("  %s: %s\n", gets(g, "name", "?"), gets(g, "error", "?"));
+		if (json_object_get_boolean(get(g, "cached")))
+			printf("  %s: serving its cached copy (it cannot reach the cluster)\n", gets(g, "name", "?"));
 	}
+	if (get(res, "not_answering"))
+		printf("watching the document but not answering (stopped or hung): %s\n", gets(res, "not_answering", "?"));
 	json_object_put(res);
 	return 0;
 }
