@@ -22,8 +22,12 @@
 
 #define DEFAULT_SOCKET "/run/isertd.sock"
 #define TIMEOUT_MS     30000
+/* A change in a fleet is planned on every gateway (at most 10 s) and answered once each applied it (at most 30 s
+ * more, docs/fleet.md): within TIMEOUT_MS iserctl would say isertd did not answer a change it then made. */
+#define CHANGE_TIMEOUT_MS 60000
 
 static const char *sock_path = DEFAULT_SOCKET;
+static int timeout_ms = TIMEOUT_MS;
 bool as_json;
 int64_t generation;   /* 0: not given */
 
@@ -78,7 +82,7 @@ static void usage(FILE *f)
 		"                              explicit|both, transition_time=SECONDS\n"
 		"  cluster                     what is kept with the other gateways serving the same stores:\n"
 		"                              reservations, ALUA states, the gateways (docs/cluster.md)\n"
-		"  cluster status [--json]     the fleet this gateway is in (docs/cluster.md): per gateway\n"
+		"  cluster status [--json]     the fleet this gateway is in (docs/fleet.md): per gateway\n"
 		"                              whether it runs, the generation it applied, its result, fenced\n"
 		"  cluster import --gateway NAME=FILE... [-o OUT]\n"
 		"                              the fleet's document made from each gateway's file (no socket;\n"
@@ -125,7 +129,7 @@ int call(const char *method, json_object *params, json_object **result)
 		json_object_object_add(params, "generation", json_object_new_int64(generation));
 	json_object *rsp;
 	char why[512];
-	int e = admin_rpc(sock_path, method, params, TIMEOUT_MS, &rsp, why, sizeof(why));
+	int e = admin_rpc(sock_path, method, params, timeout_ms, &rsp, why, sizeof(why));
 	if (e) {
 		fprintf(stderr, "iserctl: %s%s\n", why,
 			e == -ENOENT || e == -ECONNREFUSED ? " (is isertd running with an admin socket, --admin-socket? "
@@ -569,7 +573,9 @@ int run_change(const char *what, const char *method, json_object *params)
 	if (dry_run)
 		json_object_object_add(params, "dry_run", json_object_new_boolean(true));
 	json_object *res;
+	timeout_ms = CHANGE_TIMEOUT_MS;
 	int rc = call(method, params, &res);
+	timeout_ms = TIMEOUT_MS;
 	if (!rc && res && json_object_object_get_ex(res, "plan", NULL))
 		print_change(what, res);
 	else if (!rc && as_json)
