@@ -187,6 +187,8 @@ static int read_doc(char **text, uint64_t *version)
 static json_object *parse(const char *text, size_t len)
 {
 	json_tokener *tok = len <= FLEET_DOC_MAX ? json_tokener_new_ex(64) : NULL;
+	if (tok) /* as the configuration loader reads a file */
+		json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
 	if (tok && json_tokener_get_error(tok) != json_tokener_success) {
 		json_object_put(o);
@@ -350,6 +352,12 @@ static json_object *answer_plan(json_object *doc)
 	struct config *n = NULL, *cur = NULL;
 	json_object_object_add(a, "gateway", json_object_new_string(f.gw));
 	json_object *c = NULL;
+	if (config_fleet_check(doc, err, sizeof(err))) { /* the planning gateway checked it; this one reads it anyway */
+		json_object_object_add(a, "ok", json_object_new_boolean(false));
+		json_object_object_add(a, "error", json_object_new_string(err));
+		json_object_object_add(a, "plan", steps);
+		return a;
+	}
 	if (config_fleet_compose(doc, f.gw, &c, err, sizeof(err)) == -ENOENT) {
 		/* Removed from the fleet: it leaves (fleet_catch_up), which it always can. */
 		config_step(steps, "leave", "/", NULL);
