@@ -76,6 +76,7 @@ int fleet_opts_check(const struct fleet_opts *o, char *err, size_t errlen)
 static struct {
 	pthread_mutex_t mu;
 	bool active, stop, connected, watching, cached, fenced;
+	bool watched;           /* cookie is a watch librados holds (broken or not): unwatched before the next */
 	char pool[256], name[FLEET_NAME_MAX + 1], gw[FLEET_NAME_MAX + 1], obj[96], where[360];
 	char conf[PATH_MAX], id[64], keyring[PATH_MAX], cache[PATH_MAX];
 	char *state_dir, *metrics; /* from the command line, or NULL */
@@ -540,9 +541,11 @@ static void *fleet_thread(void *arg)
 			}
 		}
 		if (connected && !watching && tick % FLEET_RETRY_S == 0) {
+			if (f.watched)
+				rados_unwatch2(f.io, f.cookie); /* the broken one */
 			int rc = rados_watch2(f.io, f.obj, &f.cookie, on_notify, on_watch_error, NULL);
 			pthread_mutex_lock(&f.mu);
-			f.watching = rc == 0;
+			f.watching = f.watched = rc == 0;
 			pthread_mutex_unlock(&f.mu);
 			if (rc)
 				set_error("watching %s: %s", f.where, strerror(-rc));
@@ -563,7 +566,7 @@ void fleet_run(void (*wake)(void))
 	f.wake = wake;
 	if (f.connected) {
 		int rc = rados_watch2(f.io, f.obj, &f.cookie, on_notify, on_watch_error, NULL);
-		f.watching = rc == 0;
+		f.watching = f.watched = rc == 0;
 		if (rc)
 			log_warn("fleet: watching %s: %s; trying again every %d s", f.where, strerror(-rc), FLEET_RETRY_S);
 	}
@@ -579,7 +582,7 @@ void fleet_stop(void)
 	pthread_mutex_unlock(&f.mu);
 	if (f.th_running)
 		pthread_join(f.th, NULL);
-	if (f.watching)
+	if (f.watched)
 		rados_unwatch2(f.io, f.cookie);
 	if (f.connected) {
 		rados_watch_flush(f.rados);
@@ -591,7 +594,7 @@ void fleet_stop(void)
 	free(f.state_dir);
 	free(f.metrics);
 	f.state_dir = f.metrics = NULL;
-	f.active = f.connected = f.watching = false;
+	f.active = f.connected = f.watching = f.watched = false;
 }
 
 static json_object *global_of(json_object *cfg)
