@@ -240,6 +240,7 @@ fl_dev() {
 	return 1
 }
 fl_devs() { local n; for n in 1 2 3; do fl_dev 127.0.0.$n $1; done | grep -c .; }
+fl_lun_everywhere() { [ "$(fl_devs $1)" -eq 3 ]; }   # fl_lun_everywhere LUN: a disk through each gateway
 fl_three_paths() {   # fl_three_paths D1 D2 D3: one map holds the three
 	[ -n "$(mp_map $1)" ] && [ "$(mp_map $1)" = "$(mp_map $2)" ] && [ "$(mp_map $1)" = "$(mp_map $3)" ] &&
 		[ -b /dev/$(mp_map $1) ]
@@ -279,7 +280,7 @@ cl_fleet() {
 		iscsi_node $FL_T 127.0.0.$n:3260
 		must "fleet: login through gateway $n" iscsi_login $FL_T 127.0.0.$n:3260
 	done
-	wait_for 30 bash -c "[ \$(fl_devs 0) -eq 3 ]"
+	must "fleet: LUN 0 is a disk through each gateway" wait_for 30 fl_lun_everywhere 0
 	d1=$(fl_dev 127.0.0.1 0) d2=$(fl_dev 127.0.0.2 0) d3=$(fl_dev 127.0.0.3 0)
 	echo "    LUN 0: /dev/$d1 /dev/$d2 /dev/$d3"
 	must "fleet: multipathd starts" mp_start
@@ -294,7 +295,7 @@ cl_fleet() {
 	ok "fleet: every gateway runs the new generation" wait_for 30 fl_generation_all
 	gwf 1 cluster status | sed 's/^/    /'
 	iscsiadm -m session --rescan >/dev/null
-	ok "fleet: after a rescan LUN 1 is a disk through all three gateways" wait_for 60 bash -c "[ \$(fl_devs 1) -eq 3 ]"
+	ok "fleet: after a rescan LUN 1 is a disk through all three gateways" wait_for 60 fl_lun_everywhere 1
 	e1=$(fl_dev 127.0.0.1 1) e2=$(fl_dev 127.0.0.2 1) e3=$(fl_dev 127.0.0.3 1)
 	ok "fleet: LUN 1 is one map of three paths" wait_for 30 fl_three_paths $e1 $e2 $e3
 	dm1=$(mp_map $e1)
