@@ -461,6 +461,8 @@ int main(int argc, char **argv)
 		return rc;
 	if (!a.core_dumps && not_dumpable())
 		return 1;
+	/* Before any thread starts (a fleet's librados client starts some in load_config): each inherits the mask. */
+	int sfd = signals_to_fd();
 	if ((rc = load_config(&a)) >= 0)
 		return rc;
 	if (a.check || a.print) {
@@ -471,7 +473,6 @@ int main(int argc, char **argv)
 	warn_exposed_secrets();
 	raise_fd_limit();
 	unsigned nr = reactor_count(a.nr);
-	int sfd = signals_to_fd();
 	reactors = calloc(nr, sizeof(*reactors));
 	if (!reactors || sfd < 0) {
 		fprintf(stderr, "isertd: out of resources\n");

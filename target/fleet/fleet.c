@@ -43,6 +43,7 @@
 #include "common/log.h"
 #include "target/config/config.h"
 #include "target/config/fleet.h"
+#include "target/scsi/shared/shared.h"
 
 #define FLEET_NOTIFY_MS    10000  /* a gateway's answer to a plan or a question */
 #define FLEET_RETRY_S      5      /* reconnecting, watching again */
@@ -405,7 +406,7 @@ static json_object *answer_ask(void)
 	json_object_object_add(a, "ok", json_object_new_boolean(!f.last_error[0]));
 	json_object_object_add(a, "error", f.last_error[0] ? json_object_new_string(f.last_error) : NULL);
 	json_object_object_add(a, "cached", json_object_new_boolean(f.cached));
-	json_object_object_add(a, "fenced", json_object_new_boolean(f.fenced));
+	json_object_object_add(a, "fenced", json_object_new_boolean(f.fenced || shared_fenced_any()));
 	json_object_object_add(a, "pid", json_object_new_int((int)getpid()));
 	pthread_mutex_unlock(&f.mu);
 	return a;
@@ -788,7 +789,7 @@ json_object *fleet_self_json(void)
 	json_object_object_add(o, "generation", json_object_new_uint64(f.generation));
 	json_object_object_add(o, "reachable", json_object_new_boolean(f.connected && f.watching));
 	json_object_object_add(o, "cached", json_object_new_boolean(f.cached));
-	json_object_object_add(o, "fenced", json_object_new_boolean(f.fenced));
+	json_object_object_add(o, "fenced", json_object_new_boolean(f.fenced || shared_fenced_any()));
 	json_object_object_add(o, "last_error", f.last_error[0] ? json_object_new_string(f.last_error) : NULL);
 	json_object_object_add(o, "copy", f.cache[0] ? json_object_new_string(f.cache) : NULL);
 	pthread_mutex_unlock(&f.mu);
