@@ -450,7 +450,10 @@ def scenario_stopped(g):
     caught = wait_for(lambda: g.generation('gw-c') is not None and g.generation('gw-c') == g.generation('gw-a'), 60,
                       step=0.5)
     st = g.rpc('gw-c', 'fleet.status')
-    print('     gw-c after SIGCONT: %s' % json.dumps({k: st.get(k) for k in ('generation', 'reachable', 'last_error')}))
+    seen = [x for x in g.rpc('gw-a', 'fleet.status').get('gateways') or [] if x.get('name') == 'gw-c']
+    print('     gw-c after SIGCONT: %s; fenced (as gw-a sees it): %s' %
+          (json.dumps({k: st.get(k) for k in ('generation', 'reachable', 'last_error')}),
+           seen[0].get('fenced') if seen else '?'))
     check('g. after SIGCONT, within 60 s gw-c runs the others\' generation', caught,
           (g.generation('gw-a'), st))
 
