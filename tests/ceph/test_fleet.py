@@ -27,8 +27,11 @@ g. gw-c stopped (SIGSTOP) through a change (refused naming gw-c, or applied
 h. gw-a restarted with a Ceph conf whose monitor cannot be reached: it
    serves the copy of the generation it cached (its LUNs readable), and
    fleet.status says cached;
-i. gateway remove gw-c through gw-a: gw-c stops serving the target, saying
-   so in its log.
+i. gw-c's configuration exported (iserctl cluster export) through gw-a;
+   gateway remove gw-c through gw-a: gw-c stops serving the target, saying
+   so in its log;
+j. gw-c leaves the fleet: restarted with the file it exported, it serves
+   the target with the fleet's LUNs, out of the fleet.
 
 usage: test_fleet.py ISERTD ISERCTL [PORT]"""
 import json
@@ -101,15 +104,17 @@ class Gateways:
         path = os.path.join(self.work, gw + '.log')
         return open(path, errors='replace').read() if os.path.exists(path) else ''
 
-    def start(self, gw, conf=CONF, seconds=60):
-        """isertd --cluster rbd/f1 --gateway gw: once its portal answers (or it exited), the process."""
+    def start(self, gw, conf=CONF, seconds=60, config=None):
+        """isertd --cluster rbd/f1 --gateway gw (with config: isertd -c config, out of the fleet): once its portal
+        answers (or it exited), the process."""
         state = os.path.join(self.work, gw)
         os.makedirs(state, exist_ok=True)
         if gw in self.procs:
             self.old.append(self.procs[gw])
         log = open(os.path.join(self.work, gw + '.log'), 'a')
-        p = subprocess.Popen([ISERTD, '--cluster', FLEET, '--gateway', gw, '--ceph-conf', conf, '--state-dir', state,
-                              '-a', self.sock(gw), '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
+        how = ['-c', config] if config else ['--cluster', FLEET, '--gateway', gw, '--ceph-conf', conf]
+        p = subprocess.Popen([ISERTD] + how + ['--state-dir', state, '-a', self.sock(gw), '-r', '2'], stdout=log,
+                             stderr=subprocess.STDOUT)
         log.close()
         self.procs[gw] = p
         wait_for(lambda: port_open(PORTAL[gw]) or p.poll() is not None, seconds)
@@ -517,8 +522,20 @@ def t_served(port):
         return False
 
 
-def scenario_remove(g):
-    """i: gateway remove gw-c through gw-a."""
+def scenario_remove(g, work):
+    """i: gateway remove gw-c through gw-a, its configuration exported first to leave with."""
+    left = os.path.join(work, 'gw-c-left.json')
+    rc, out, err = g.iserctl('gw-a', 'cluster', 'export', '--gateway', 'gw-c', '-o', left)
+    try:
+        cfg = json.load(open(left))
+        tpgs = [(tg['tag'], [p['port'] for p in tg['portals']]) for t in cfg['targets'] if t['iqn'] == T
+                for tg in t['tpgs']]
+        mode = os.stat(left).st_mode & 0o777
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        tpgs, mode = e, None
+    check('i. iserctl cluster export --gateway gw-c through gw-a: a file (0600) with gw-c\'s portal group %d on '
+          'port %d' % (TAG['gw-c'], PORTAL['gw-c']), rc == 0 and mode == 0o600 and
+          tpgs == [(TAG['gw-c'], [PORTAL['gw-c']])], (rc, err, tpgs, oct(mode or 0)))
     before = t_served(PORTAL['gw-c'])
     rc, out, err = g.iserctl('gw-a', 'gateway', 'remove', 'gw-c')
     print('\n'.join('     ' + line for line in (out + err).splitlines()))
@@ -536,6 +553,22 @@ def scenario_remove(g):
     print('\n'.join('     ' + line for line in out.splitlines()))
     check('i. iserctl gateway list through gw-b: gw-a and gw-b', rc == 0 and 'gw-a' in out and 'gw-b' in out and
           'gw-c' not in out, (rc, out, err))
+    return left
+
+
+def scenario_left(g, left):
+    """j: gw-c, out of the fleet, started with the file it exported (docs/fleet.md: leaving the fleet)."""
+    luns = doc_luns(g, 'gw-b')
+    rc = stop_isertd(g.procs['gw-c'])
+    check('j. removed gw-c stops cleanly', rc == 0, (rc, g.log('gw-c')[-800:]))
+    g.start('gw-c', config=left)
+    check('j. gw-c starts with isertd -c and the exported file', g.running('gw-c'), g.log('gw-c')[-800:])
+    listed = report_luns(PORTAL['gw-c'])
+    check('j. it serves %s through its portal again, with the fleet\'s LUNs (%s)' % (T, luns),
+          t_served(PORTAL['gw-c']) and luns and listed == luns, (listed, luns))
+    rc, out, err = g.iserctl('gw-c', 'cluster', 'status')
+    check('j. iserctl cluster status on it: exit 4, not in a fleet', rc == 4 and 'not in a fleet' in err,
+          (rc, out, err))
 
 
 def main():
@@ -546,7 +579,7 @@ def main():
         ('a', lambda: doc.update(path=scenario_import(work))), ('b', lambda: scenario_start(g, doc.get('path'))),
         ('c', lambda: scenario_add(g)), ('d', lambda: scenario_race(g)), ('e', lambda: scenario_refused(g)),
         ('f', lambda: scenario_killed(g)), ('g', lambda: scenario_stopped(g)), ('h', lambda: scenario_cached(g, work)),
-        ('i', lambda: scenario_remove(g)),
+        ('i', lambda: doc.update(left=scenario_remove(g, work))), ('j', lambda: scenario_left(g, doc.get('left'))),
     ]
     try:
         r = rbd('create', '--size', '16M', 'rbd/fleet-disk')
