@@ -456,6 +456,73 @@ int config_fleet_gateway_remove(json_object *doc, const char *gw, char *err, siz
 /* ------------------------------------------------------------------------ */
 /* The fleet's rules. */
 
+/* o[key] is there and not of type t. */
+static bool bad(json_object *o, const char *key, json_type t)
+{
+	json_object *v = get(o, key);
+	return v && !json_object_is_type(v, t);
+}
+
+static int type_err(char *err, size_t errlen, const char *where, size_t i, const char *key, const char *what)
+{
+	snprintf(err, errlen, "%s[%zu]%s%s: expected %s", where, i, key ? "." : "", key ? key : "", what);
+	return -EINVAL;
+}
+
+/* What composing and decomposing read has the type they take (the loader checks the rest, in each gateway's words). */
+static int check_types(json_object *doc, char *err, size_t errlen)
+{
+	static const char *const objs[] = { "global", "discovery" }, *const arrs[] = { "backstores", "targets", "gateways" };
+	for (int k = 0; k < 2; k++)
+		if (bad(doc, objs[k], json_type_object)) {
+			snprintf(err, errlen, "%s: expected an object", objs[k]);
+			return -EINVAL;
+		}
+	for (int k = 0; k < 3; k++)
+		if (bad(doc, arrs[k], json_type_array)) {
+			snprintf(err, errlen, "%s: expected an array", arrs[k]);
+			return -EINVAL;
+		}
+	json_object *targets = get(doc, "targets"), *gws = get(doc, "gateways");
+	for (size_t i = 0; targets && i < json_object_array_length(targets); i++) {
+		json_object *t = json_object_array_get_idx(targets, i), *alua = get(t, "alua"), *groups = get(alua, "groups");
+		if (!json_object_is_type(t, json_type_object))
+			return type_err(err, errlen, "targets", i, NULL, "an object");
+		if (!get_str(t, "iqn"))
+			return type_err(err, errlen, "targets", i, "iqn", "a string (the target's name)");
+		if (bad(t, "tpg", json_type_object) || bad(t, "alua", json_type_object))
+			return type_err(err, errlen, "targets", i, bad(t, "tpg", json_type_object) ? "tpg" : "alua",
+					"an object");
+		if (bad(alua, "groups", json_type_array))
+			return type_err(err, errlen, "targets", i, "alua.groups", "an array");
+		for (size_t k = 0; groups && k < json_object_array_length(groups); k++) {
+			json_object *g = json_object_array_get_idx(groups, k);
+			if (!json_object_is_type(g, json_type_object) || bad(g, "tpgs", json_type_array) ||
+			    bad(g, "remote_ports", json_type_array))
+				return type_err(err, errlen, "targets", i, "alua.groups",
+						"objects whose tpgs are an array of relative ports");
+		}
+	}
+	for (size_t i = 0; gws && i < json_object_array_length(gws); i++) {
+		json_object *g = json_object_array_get_idx(gws, i), *tp = get(g, "tpgs");
+		if (!json_object_is_type(g, json_type_object))
+			return type_err(err, errlen, "gateways", i, NULL, "an object");
+		if (bad(g, "global", json_type_object) || bad(g, "backstores", json_type_array) ||
+		    bad(g, "tpgs", json_type_array))
+			return type_err(err, errlen, "gateways", i, bad(g, "global", json_type_object) ? "global" :
+					bad(g, "backstores", json_type_array) ? "backstores" : "tpgs",
+					bad(g, "global", json_type_object) ? "an object" : "an array");
+		for (size_t k = 0; tp && k < json_object_array_length(tp); k++) {
+			json_object *e = json_object_array_get_idx(tp, k);
+			if (!json_object_is_type(e, json_type_object) || !json_object_is_type(get(e, "tag"), json_type_int) ||
+			    bad(e, "portals", json_type_array))
+				return type_err(err, errlen, "gateways", i, "tpgs",
+						"objects {\"target\", \"tag\" (an integer), \"portals\" (an array)}");
+		}
+	}
+	return 0;
+}
+
 static int check_shape(json_object *doc, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "format", "global", "discovery", "backstores", "targets", "gateways", NULL };
@@ -479,6 +546,9 @@ static int check_shape(json_object *doc, char *err, size_t errlen)
 			}
 		}
 	}
+	int rc = check_types(doc, err, errlen);
+	if (rc)
+		return rc;
 	json_object *gws = get(doc, "gateways"), *targets = get(doc, "targets");
 	if (!json_object_is_type(gws, json_type_array) || !json_object_array_length(gws) ||
 	    json_object_array_length(gws) > FLEET_MAX_GATEWAYS) {
@@ -562,6 +632,33 @@ static int check_ports(json_object *doc, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * A secret's file is each gateway's own: the check of every gateway's
+ * configuration on one host reads none of them (a stand-in takes its
+ * place); each gateway reads its own when it plans the document.
+ */
+static void stand_in_secrets(json_object *o)
+{
+	if (json_object_is_type(o, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			stand_in_secrets(json_object_array_get_idx(o, i));
+		return;
+	}
+	if (!json_object_is_type(o, json_type_object))
+		return;
+	static const char *const files[] = { "password_file", "mutual_password_file" };
+	for (int k = 0; k < 2; k++)
+		if (get(o, files[k])) {
+			json_object_object_del(o, files[k]);
+			json_object_object_add(o, k ? "mutual_password" : "password",
+					       json_object_new_string(k ? "fleet-stand-in-2" : "fleet-stand-in-1"));
+		}
+	json_object_object_foreach(o, key, v) {
+		(void)key;
+		stand_in_secrets(v);
+	}
+}
+
 int config_fleet_check(json_object *doc, char *err, size_t errlen)
 {
 	int rc = check_shape(doc, err, errlen);
@@ -581,8 +678,11 @@ int config_fleet_check(json_object *doc, char *err, size_t errlen)
 		json_object *c = NULL;
 		struct config *cfg = NULL;
 		char e[512] = "";
-		if (!(rc = config_fleet_compose(doc, name, &c, e, sizeof(e))))
+		if (!(rc = config_fleet_compose(doc, name, &c, e, sizeof(e)))) {
+			stand_in_secrets(c);
 			rc = config_load_doc(c, name, &cfg, e, sizeof(e));
+		}
+		config_wipe_secrets(c);
 		json_object_put(c);
 		config_free(cfg);
 		if (rc) {

@@ -117,6 +117,9 @@ int rpc_change(const struct rpc_method *m, struct rpc_call *c)
 	struct apply_result res = { 0 };
 	bool dry_run = rpc_bool(c, "dry_run") || rpc_plan_only;
 	char err[768] = "";
+	/* In a fleet the edit is made on the newest generation: one this gateway has not applied yet would refuse it. */
+	if (fleet_active() && strcmp(m->name, "alua.set"))
+		fleet_catch_up();
 	int rc = m->edit(c, &ch);
 	/* In a fleet the edit changes the fleet's document; an ALUA state is shared already (docs/cluster.md). */
 	if (!rc && fleet_active() && strcmp(m->name, "alua.set")) {

@@ -270,6 +270,7 @@ static int membership(struct rpc_call *c, bool add)
 {
 	if (!fleet_active())
 		return not_in_fleet(c);
+	fleet_catch_up(); /* the newest generation, as an edit (change.c) */
 	uint64_t gen;
 	json_object *doc = fleet_applied(&gen), *nd = NULL;
 	char err[512];

@@ -76,6 +76,7 @@ int fleet_opts_check(const struct fleet_opts *o, char *err, size_t errlen)
 static struct {
 	pthread_mutex_t mu;
 	bool active, stop, connected, watching, cached, fenced;
+	bool watched;           /* cookie is a watch librados holds (broken or not): unwatched before the next */
 	char pool[256], name[FLEET_NAME_MAX + 1], gw[FLEET_NAME_MAX + 1], obj[96], where[360];
 	char conf[PATH_MAX], id[64], keyring[PATH_MAX], cache[PATH_MAX];
 	char *state_dir, *metrics; /* from the command line, or NULL */
@@ -187,6 +188,8 @@ static int read_doc(char **text, uint64_t *version)
 static json_object *parse(const char *text, size_t len)
 {
 	json_tokener *tok = len <= FLEET_DOC_MAX ? json_tokener_new_ex(64) : NULL;
+	if (tok) /* as the configuration loader reads a file */
+		json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
 	if (tok && json_tokener_get_error(tok) != json_tokener_success) {
 		json_object_put(o);
@@ -350,6 +353,12 @@ static json_object *answer_plan(json_object *doc)
 	struct config *n = NULL, *cur = NULL;
 	json_object_object_add(a, "gateway", json_object_new_string(f.gw));
 	json_object *c = NULL;
+	if (config_fleet_check(doc, err, sizeof(err))) { /* the planning gateway checked it; this one reads it anyway */
+		json_object_object_add(a, "ok", json_object_new_boolean(false));
+		json_object_object_add(a, "error", json_object_new_string(err));
+		json_object_object_add(a, "plan", steps);
+		return a;
+	}
 	if (config_fleet_compose(doc, f.gw, &c, err, sizeof(err)) == -ENOENT) {
 		/* Removed from the fleet: it leaves (fleet_catch_up), which it always can. */
 		config_step(steps, "leave", "/", NULL);
@@ -532,9 +541,11 @@ static void *fleet_thread(void *arg)
 			}
 		}
 		if (connected && !watching && tick % FLEET_RETRY_S == 0) {
+			if (f.watched)
+				rados_unwatch2(f.io, f.cookie); /* the broken one */
 			int rc = rados_watch2(f.io, f.obj, &f.cookie, on_notify, on_watch_error, NULL);
 			pthread_mutex_lock(&f.mu);
-			f.watching = rc == 0;
+			f.watching = f.watched = rc == 0;
 			pthread_mutex_unlock(&f.mu);
 			if (rc)
 				set_error("watching %s: %s", f.where, strerror(-rc));
@@ -555,7 +566,7 @@ void fleet_run(void (*wake)(void))
 	f.wake = wake;
 	if (f.connected) {
 		int rc = rados_watch2(f.io, f.obj, &f.cookie, on_notify, on_watch_error, NULL);
-		f.watching = rc == 0;
+		f.watching = f.watched = rc == 0;
 		if (rc)
 			log_warn("fleet: watching %s: %s; trying again every %d s", f.where, strerror(-rc), FLEET_RETRY_S);
 	}
@@ -571,7 +582,7 @@ void fleet_stop(void)
 	pthread_mutex_unlock(&f.mu);
 	if (f.th_running)
 		pthread_join(f.th, NULL);
-	if (f.watching)
+	if (f.watched)
 		rados_unwatch2(f.io, f.cookie);
 	if (f.connected) {
 		rados_watch_flush(f.rados);
@@ -583,7 +594,7 @@ void fleet_stop(void)
 	free(f.state_dir);
 	free(f.metrics);
 	f.state_dir = f.metrics = NULL;
-	f.active = f.connected = f.watching = false;
+	f.active = f.connected = f.watching = f.watched = false;
 }
 
 static json_object *global_of(json_object *cfg)
