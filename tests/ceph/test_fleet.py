@@ -27,7 +27,8 @@ g. gw-c stopped (SIGSTOP) through a change (refused naming gw-c, or applied
 h. gw-a restarted with a Ceph conf whose monitor cannot be reached: it
    serves the copy of the generation it cached (its LUNs readable), and
    fleet.status says cached;
-i. gw-c's configuration exported (iserctl cluster export) through gw-a;
+i. gateway add gw-d (--dry-run: each gateway's plan; then made) and
+   remove; gw-c's configuration exported (iserctl cluster export) through gw-a;
    gateway remove gw-c through gw-a: gw-c stops serving the target, saying
    so in its log;
 j. gw-c leaves the fleet: restarted with the file it exported, it serves
@@ -522,8 +523,34 @@ def t_served(port):
         return False
 
 
+def doc_names(g, gw):
+    d = g.rpc(gw, 'fleet.document')
+    return [x.get('name') for x in (d.get('document') or {}).get('gateways', [])]
+
+
+def scenario_members(g):
+    """i: gateway add (planned, then made) and remove of a gateway that never runs."""
+    gen = g.generation('gw-a')
+    rc, out, err = g.iserctl('gw-a', '--dry-run', 'gateway', 'add', 'gw-d')
+    print('\n'.join('     ' + line for line in (out + err).splitlines()))
+    check('i. iserctl --dry-run gateway add gw-d through gw-a: each running gateway\'s plan, nothing done',
+          rc == 0 and 'fleet plan' in out and 'nothing done' in out and 'gw-d' not in doc_names(g, 'gw-b') and
+          g.generation('gw-a') == gen, (rc, out, err))
+    rc, out, err = g.iserctl('gw-a', 'gateway', 'add', 'gw-d')
+    check('i. iserctl gateway add gw-d through gw-a: the document names it', rc == 0 and
+          doc_names(g, 'gw-b') == GWS + ['gw-d'], (rc, out, err, doc_names(g, 'gw-b')))
+    rc, out, err = g.iserctl('gw-b', 'gateway', 'list')
+    row = [line.split() for line in out.splitlines() if line.startswith('gw-d ')]
+    check('i. iserctl gateway list through gw-b: gw-d, not running', rc == 0 and row and row[0][1] == 'no',
+          (rc, out, err))
+    rc, out, err = g.iserctl('gw-b', 'gateway', 'remove', 'gw-d')
+    check('i. iserctl gateway remove gw-d through gw-b: gone from the document', rc == 0 and
+          doc_names(g, 'gw-a') == GWS, (rc, out, err, doc_names(g, 'gw-a')))
+
+
 def scenario_remove(g, work):
     """i: gateway remove gw-c through gw-a, its configuration exported first to leave with."""
+    scenario_members(g)
     left = os.path.join(work, 'gw-c-left.json')
     rc, out, err = g.iserctl('gw-a', 'cluster', 'export', '--gateway', 'gw-c', '-o', left)
     try:
@@ -546,9 +573,8 @@ def scenario_remove(g, work):
     check('i. gw-c\'s log says it was removed from the fleet', wait_for(lambda: 'removed' in g.log('gw-c'), 10),
           g.log('gw-c')[-800:])
     check('i. gw-a and gw-b still serve it', t_served(PORTAL['gw-a']) and t_served(PORTAL['gw-b']))
-    d = g.rpc('gw-b', 'fleet.document')
-    names = [x.get('name') for x in (d.get('document') or {}).get('gateways', [])]
-    check('i. the document names gw-a and gw-b only', names == ['gw-a', 'gw-b'], d)
+    names = doc_names(g, 'gw-b')
+    check('i. the document names gw-a and gw-b only', names == ['gw-a', 'gw-b'], names)
     rc, out, err = g.iserctl('gw-b', 'gateway', 'list')
     print('\n'.join('     ' + line for line in out.splitlines()))
     check('i. iserctl gateway list through gw-b: gw-a and gw-b', rc == 0 and 'gw-a' in out and 'gw-b' in out and
