@@ -27,8 +27,12 @@ g. gw-c stopped (SIGSTOP) through a change (refused naming gw-c, or applied
 h. gw-a restarted with a Ceph conf whose monitor cannot be reached: it
    serves the copy of the generation it cached (its LUNs readable), and
    fleet.status says cached;
-i. gateway remove gw-c through gw-a: gw-c stops serving the target, saying
-   so in its log.
+i. gateway add gw-d (--dry-run: each gateway's plan; then made) and
+   remove; gw-c's configuration exported (iserctl cluster export) through gw-a;
+   gateway remove gw-c through gw-a: gw-c stops serving the target, saying
+   so in its log;
+j. gw-c leaves the fleet: restarted with the file it exported, it serves
+   the target with the fleet's LUNs, out of the fleet.
 
 usage: test_fleet.py ISERTD ISERCTL [PORT]"""
 import json
@@ -101,15 +105,17 @@ class Gateways:
         path = os.path.join(self.work, gw + '.log')
         return open(path, errors='replace').read() if os.path.exists(path) else ''
 
-    def start(self, gw, conf=CONF, seconds=60):
-        """isertd --cluster rbd/f1 --gateway gw: once its portal answers (or it exited), the process."""
+    def start(self, gw, conf=CONF, seconds=60, config=None):
+        """isertd --cluster rbd/f1 --gateway gw (with config: isertd -c config, out of the fleet): once its portal
+        answers (or it exited), the process."""
         state = os.path.join(self.work, gw)
         os.makedirs(state, exist_ok=True)
         if gw in self.procs:
             self.old.append(self.procs[gw])
         log = open(os.path.join(self.work, gw + '.log'), 'a')
-        p = subprocess.Popen([ISERTD, '--cluster', FLEET, '--gateway', gw, '--ceph-conf', conf, '--state-dir', state,
-                              '-a', self.sock(gw), '-r', '2'], stdout=log, stderr=subprocess.STDOUT)
+        how = ['-c', config] if config else ['--cluster', FLEET, '--gateway', gw, '--ceph-conf', conf]
+        p = subprocess.Popen([ISERTD] + how + ['--state-dir', state, '-a', self.sock(gw), '-r', '2'], stdout=log,
+                             stderr=subprocess.STDOUT)
         log.close()
         self.procs[gw] = p
         wait_for(lambda: port_open(PORTAL[gw]) or p.poll() is not None, seconds)
@@ -184,6 +190,19 @@ def inquiry_read(port, lun=0):
         st_i, d, _ = c.command(bytes([0x12, 0, 0, 0, 96, 0]), 96, read=True, lun=lun)
         st_r, _, _ = c.command(bytes([0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0]), 512, read=True, lun=lun)
         return st_i, st_r
+    finally:
+        c.close()
+
+
+def read_sense(port, lun):
+    """A READ(10) of block 0 through port: (status, (sense key, ASC, ASCQ) or None)."""
+    try:
+        c = session(port, lun)
+    except (OSError, RuntimeError, AssertionError) as e:
+        return repr(e), None
+    try:
+        st, _, sense = c.command(bytes([0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0]), 512, read=True, lun=lun)
+        return st, ((sense[2] & 0x0F, sense[12], sense[13]) if st != GOOD and len(sense) > 13 else None)
     finally:
         c.close()
 
@@ -339,7 +358,7 @@ def scenario_race(g):
     lost = {gw: err for gw, (rc, _, err) in res.items() if rc != 0}
     print('     applied: LUN %s; refused: %s' % (won, lost or 'none'))
     check('d. two LUNs added at once through gw-a and gw-b: at least one applied; one refused says the '
-          'fleet\'s configuration moved', won and all('moved to generation' in e for e in lost.values()), res)
+          'fleet\'s configuration moved', won and all('configuration moved' in e for e in lost.values()), res)
     luns = doc_luns(g)
     check('d. fleet.document holds exactly what was applied', before is not None and luns == sorted(before + won),
           (before, won, luns))
@@ -373,10 +392,13 @@ def scenario_killed(g):
     g.procs['gw-b'].wait()
 
     def b_gone():
+        # Not running (it does not answer), and its watch lapsed (no client left that watches and does not
+        # answer): until then a change is refused (docs/fleet.md, "A gateway that does not answer").
         st = g.rpc('gw-a', 'fleet.status')
-        return any(x.get('name') == 'gw-b' and x.get('running') is False for x in st.get('gateways') or [])
-    check('f. gw-b killed (-9): gw-a\'s fleet.status says gw-b is not running within 30 s', wait_for(b_gone, 30),
-          g.rpc('gw-a', 'fleet.status'))
+        return 'not_answering' not in st and any(x.get('name') == 'gw-b' and x.get('running') is False
+                                                 for x in st.get('gateways') or [])
+    check('f. gw-b killed (-9): gw-a\'s fleet.status says gw-b is not running, its watch lapsed, within 60 s',
+          wait_for(b_gone, 60), g.rpc('gw-a', 'fleet.status'))
     rc, out, err = add_lun(g, 'gw-a', 6, 'fleet-f6')
     ans = fleet_answer(out)
     check('f. LUN 6 added through gw-a: applied, gw-b "not running"', rc == 0 and
@@ -385,12 +407,29 @@ def scenario_killed(g):
     g.start('gw-b')
     check('f. gw-b restarts', g.running('gw-b'), g.log('gw-b')[-800:])
     same = wait_for(lambda: g.generation('gw-b') is not None and g.generation('gw-b') == g.generation('gw-a'), 30)
+    listed = report_luns(PORTAL['gw-b'])
     try:
-        got = 6 in (report_luns(PORTAL['gw-b']) or []) and inquiry_read(PORTAL['gw-b'], 6) == (GOOD, GOOD)
+        got = inquiry_read(PORTAL['gw-b'], 6)
     except (OSError, RuntimeError, AssertionError) as e:
         got = e
-    check('f. restarted gw-b runs gw-a\'s generation and serves LUN 6 through its portal', same and got is True,
-          (g.generation('gw-a'), g.generation('gw-b'), got))
+    check('f. restarted gw-b runs gw-a\'s generation and serves LUN 6 through its portal (REPORT LUNS, INQUIRY)',
+          same and 6 in (listed or []) and isinstance(got, tuple) and got[0] == GOOD,
+          (g.generation('gw-a'), g.generation('gw-b'), listed, got))
+    # Killed, gw-b was fenced, and the gateway that fenced it made its ALUA group unavailable; a gateway that
+    # starts takes the states there are (docs/cluster.md, "ALUA states"): its reads wait for an admin.
+    sense = read_sense(PORTAL['gw-b'], 6)
+    print('     a READ of LUN 6 through restarted gw-b: status %s, sense %s' % sense)
+    rc, out, err = g.iserctl('gw-b', 'alua', 'set', T, str(TAG['gw-b']), 'active_optimized')
+    check('f. iserctl alua set %s %d active_optimized through gw-b (its group, unavailable since it was fenced)'
+          % (T, TAG['gw-b']), rc == 0, (rc, out, err))
+    data = os.urandom(512)
+    try:
+        wrote = write_block(PORTAL['gw-a'], 6, 9, data)
+        back = read_block(PORTAL['gw-b'], 6, 9)
+    except (OSError, RuntimeError, AssertionError) as e:
+        wrote, back = e, None
+    check('f. then LUN 6 written through gw-a\'s portal reads back the same through gw-b\'s',
+          wrote == GOOD and back == data, (wrote, back is not None, read_sense(PORTAL['gw-b'], 6)))
 
 
 def scenario_stopped(g):
@@ -409,14 +448,18 @@ def scenario_stopped(g):
           ('was applied' if rc == 0 else 'was refused', took,
            ': gw-c %s' % ans.get('gw-c', {}).get('result') if rc == 0 else ': ' + err.strip()))
     applied = rc == 0 and ans.get('gw-a', {}).get('result') == 'applied'
-    refused = rc not in (0, EX_UNREACHABLE) and 'gw-c' in err
-    check('g. a change through gw-a while gw-c is stopped: refused naming gw-c, or applied once gw-c\'s watch '
-          'lapsed', applied or refused, (rc, out[-1500:], err))
+    # The refusal names the Ceph client that watches and does not answer (docs/fleet.md).
+    refused = rc not in (0, EX_UNREACHABLE) and ('gw-c' in err or 'did not answer' in err)
+    check('g. a change through gw-a while gw-c is stopped: refused (a gateway did not answer), or applied once '
+          'gw-c\'s watch lapsed', applied or refused, (rc, out[-1500:], err))
     g.procs['gw-c'].send_signal(signal.SIGCONT)
     caught = wait_for(lambda: g.generation('gw-c') is not None and g.generation('gw-c') == g.generation('gw-a'), 60,
                       step=0.5)
     st = g.rpc('gw-c', 'fleet.status')
-    print('     gw-c after SIGCONT: %s' % json.dumps({k: st.get(k) for k in ('generation', 'reachable', 'last_error')}))
+    seen = [x for x in g.rpc('gw-a', 'fleet.status').get('gateways') or [] if x.get('name') == 'gw-c']
+    print('     gw-c after SIGCONT: %s; fenced (as gw-a sees it): %s' %
+          (json.dumps({k: st.get(k) for k in ('generation', 'reachable', 'last_error')}),
+           seen[0].get('fenced') if seen else '?'))
     check('g. after SIGCONT, within 60 s gw-c runs the others\' generation', caught,
           (g.generation('gw-a'), st))
 
@@ -425,7 +468,8 @@ def scenario_cached(g, work):
     """h: gw-a restarted with the cluster unreachable serves its cached copy."""
     gen = g.generation('gw-a')
     luns = report_luns(PORTAL['gw-a'])
-    check('h. gw-a stops cleanly', stop_isertd(g.procs['gw-a']) == 0)
+    rc = stop_isertd(g.procs['gw-a'])
+    check('h. gw-a stops cleanly', rc == 0, (rc, g.log('gw-a')[-1500:]))
     cached = os.path.join(work, 'gw-a', 'fleet-f1.json')
     mode = os.stat(cached).st_mode & 0o777 if os.path.exists(cached) else None
     check('h. gw-a kept the applied document in its state folder, 0600 (fleet-f1.json)', mode == 0o600,
@@ -440,12 +484,16 @@ def scenario_cached(g, work):
     check('h. restarted with a monitor that does not answer (mon_host 127.0.0.1:1), gw-a serves: fleet.status '
           'cached, the generation it had', g.running('gw-a') and st.get('cached') is True and
           st.get('generation') == gen, (st, g.log('gw-a')[-800:]))
-    try:
-        ok = report_luns(PORTAL['gw-a']) == luns and all(inquiry_read(PORTAL['gw-a'], lun) == (GOOD, GOOD)
-                                                         for lun in luns or [])
-    except (OSError, RuntimeError, AssertionError) as e:
-        ok = e
-    check('h. its LUNs (%s) listed and readable through its portal' % luns, luns and ok is True, ok)
+    listed = report_luns(PORTAL['gw-a'])
+    got = {}
+    for lun in luns or []:
+        try:
+            got[lun] = inquiry_read(PORTAL['gw-a'], lun)
+        except (OSError, RuntimeError, AssertionError) as e:
+            got[lun] = e
+    check('h. its LUNs (%s) listed and readable through its portal' % luns,
+          luns and listed == luns and all(v == (GOOD, GOOD) for v in got.values()),
+          (listed, got, read_sense(PORTAL['gw-a'], 0)))
     rc, out, err = g.iserctl('gw-a', 'cluster', 'status')
     print('\n'.join('     ' + line for line in out.splitlines()))
     check('h. iserctl cluster status says it serves the cached copy', rc == 0 and 'SERVING THE CACHED COPY' in out,
@@ -475,8 +523,46 @@ def t_served(port):
         return False
 
 
-def scenario_remove(g):
-    """i: gateway remove gw-c through gw-a."""
+def doc_names(g, gw):
+    d = g.rpc(gw, 'fleet.document')
+    return [x.get('name') for x in (d.get('document') or {}).get('gateways', [])]
+
+
+def scenario_members(g):
+    """i: gateway add (planned, then made) and remove of a gateway that never runs."""
+    gen = g.generation('gw-a')
+    rc, out, err = g.iserctl('gw-a', '--dry-run', 'gateway', 'add', 'gw-d')
+    print('\n'.join('     ' + line for line in (out + err).splitlines()))
+    check('i. iserctl --dry-run gateway add gw-d through gw-a: each running gateway\'s plan, nothing done',
+          rc == 0 and 'fleet plan' in out and 'nothing done' in out and 'gw-d' not in doc_names(g, 'gw-b') and
+          g.generation('gw-a') == gen, (rc, out, err))
+    rc, out, err = g.iserctl('gw-a', 'gateway', 'add', 'gw-d')
+    check('i. iserctl gateway add gw-d through gw-a: the document names it', rc == 0 and
+          doc_names(g, 'gw-b') == GWS + ['gw-d'], (rc, out, err, doc_names(g, 'gw-b')))
+    rc, out, err = g.iserctl('gw-b', 'gateway', 'list')
+    row = [line.split() for line in out.splitlines() if line.startswith('gw-d ')]
+    check('i. iserctl gateway list through gw-b: gw-d, not running', rc == 0 and row and row[0][1] == 'no',
+          (rc, out, err))
+    rc, out, err = g.iserctl('gw-b', 'gateway', 'remove', 'gw-d')
+    check('i. iserctl gateway remove gw-d through gw-b: gone from the document', rc == 0 and
+          doc_names(g, 'gw-a') == GWS, (rc, out, err, doc_names(g, 'gw-a')))
+
+
+def scenario_remove(g, work):
+    """i: gateway remove gw-c through gw-a, its configuration exported first to leave with."""
+    scenario_members(g)
+    left = os.path.join(work, 'gw-c-left.json')
+    rc, out, err = g.iserctl('gw-a', 'cluster', 'export', '--gateway', 'gw-c', '-o', left)
+    try:
+        cfg = json.load(open(left))
+        tpgs = [(tg['tag'], [p['port'] for p in tg['portals']]) for t in cfg['targets'] if t['iqn'] == T
+                for tg in t['tpgs']]
+        mode = os.stat(left).st_mode & 0o777
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        tpgs, mode = e, None
+    check('i. iserctl cluster export --gateway gw-c through gw-a: a file (0600) with gw-c\'s portal group %d on '
+          'port %d' % (TAG['gw-c'], PORTAL['gw-c']), rc == 0 and mode == 0o600 and
+          tpgs == [(TAG['gw-c'], [PORTAL['gw-c']])], (rc, err, tpgs, oct(mode or 0)))
     before = t_served(PORTAL['gw-c'])
     rc, out, err = g.iserctl('gw-a', 'gateway', 'remove', 'gw-c')
     print('\n'.join('     ' + line for line in (out + err).splitlines()))
@@ -487,13 +573,28 @@ def scenario_remove(g):
     check('i. gw-c\'s log says it was removed from the fleet', wait_for(lambda: 'removed' in g.log('gw-c'), 10),
           g.log('gw-c')[-800:])
     check('i. gw-a and gw-b still serve it', t_served(PORTAL['gw-a']) and t_served(PORTAL['gw-b']))
-    d = g.rpc('gw-b', 'fleet.document')
-    names = [x.get('name') for x in (d.get('document') or {}).get('gateways', [])]
-    check('i. the document names gw-a and gw-b only', names == ['gw-a', 'gw-b'], d)
+    names = doc_names(g, 'gw-b')
+    check('i. the document names gw-a and gw-b only', names == ['gw-a', 'gw-b'], names)
     rc, out, err = g.iserctl('gw-b', 'gateway', 'list')
     print('\n'.join('     ' + line for line in out.splitlines()))
     check('i. iserctl gateway list through gw-b: gw-a and gw-b', rc == 0 and 'gw-a' in out and 'gw-b' in out and
           'gw-c' not in out, (rc, out, err))
+    return left
+
+
+def scenario_left(g, left):
+    """j: gw-c, out of the fleet, started with the file it exported (docs/fleet.md: leaving the fleet)."""
+    luns = doc_luns(g, 'gw-b')
+    rc = stop_isertd(g.procs['gw-c'])
+    check('j. removed gw-c stops cleanly', rc == 0, (rc, g.log('gw-c')[-800:]))
+    g.start('gw-c', config=left)
+    check('j. gw-c starts with isertd -c and the exported file', g.running('gw-c'), g.log('gw-c')[-800:])
+    listed = report_luns(PORTAL['gw-c'])
+    check('j. it serves %s through its portal again, with the fleet\'s LUNs (%s)' % (T, luns),
+          t_served(PORTAL['gw-c']) and luns and listed == luns, (listed, luns))
+    rc, out, err = g.iserctl('gw-c', 'cluster', 'status')
+    check('j. iserctl cluster status on it: exit 4, not in a fleet', rc == 4 and 'not in a fleet' in err,
+          (rc, out, err))
 
 
 def main():
@@ -504,7 +605,7 @@ def main():
         ('a', lambda: doc.update(path=scenario_import(work))), ('b', lambda: scenario_start(g, doc.get('path'))),
         ('c', lambda: scenario_add(g)), ('d', lambda: scenario_race(g)), ('e', lambda: scenario_refused(g)),
         ('f', lambda: scenario_killed(g)), ('g', lambda: scenario_stopped(g)), ('h', lambda: scenario_cached(g, work)),
-        ('i', lambda: scenario_remove(g)),
+        ('i', lambda: doc.update(left=scenario_remove(g, work))), ('j', lambda: scenario_left(g, doc.get('left'))),
     ]
     try:
         r = rbd('create', '--size', '16M', 'rbd/fleet-disk')

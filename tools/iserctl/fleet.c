@@ -67,10 +67,14 @@ static int status(int argc, char **argv, const char *what)
 		json_object_put(res);
 		return 0;
 	}
-	printf("fleet %s, this gateway %s at generation %s\n", gets(res, "cluster", "?"), gets(res, "gateway", "?"),
-	       gets(res, "generation", "?"));
+	printf("fleet %s, this gateway %s at generation %s%s\n", gets(res, "cluster", "?"), gets(res, "gateway", "?"),
+	       gets(res, "generation", "?"), json_object_get_boolean(get(res, "fenced")) ? ", THIS GATEWAY IS FENCED" : "");
+	json_object *reachable = get(res, "reachable");
 	if (json_object_get_boolean(get(res, "cached")))
 		printf("SERVING THE CACHED COPY: cluster unreachable: %s\n", gets(res, "last_error", "?"));
+	else if (reachable && !json_object_get_boolean(reachable))
+		printf("cluster unreachable: %s (this gateway runs the generation it applied)\n",
+		       gets(res, "last_error", "?"));
 	else if (get(res, "last_error"))
 		printf("last error: %s\n", gets(res, "last_error", "?"));
 	json_object *gws = get(res, "gateways");

@@ -557,7 +557,10 @@ static void print_change(const char *what, json_object *res)
 		printf("%s: %zu change%s planned, nothing done (dry run)\n", what, n, n == 1 ? "" : "s");
 		return;
 	}
-	printf("%s: %s", what, n ? "done" : "nothing to change");
+	/* In a fleet a change may leave this gateway's part as it was (another gateway's removed): the gateways say. */
+	json_object *fgws = get(get(res, "fleet"), "gateways");
+	bool fleet_changed = fgws && json_object_array_length(fgws);
+	printf("%s: %s", what, n || fleet_changed ? "done" : "nothing to change");
 	json_object *closed = get(res, "sessions_closed"), *maps = get(res, "sessions_with_new_luns");
 	if (closed && json_object_get_int(closed))
 		printf(", %d session%s closed", json_object_get_int(closed), json_object_get_int(closed) == 1 ? "" : "s");
