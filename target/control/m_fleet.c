@@ -258,6 +258,19 @@ static int m_fleet_status(struct rpc_call *c)
 	char err[256] = "";
 	fleet_ask(&a, err, sizeof(err));
 	c->result = fleet_self_json();
+	if (!answer_of(a.answers, fleet_gateway())) {
+		/* Not asked through the cluster (it cannot be reached): this gateway answers for itself. */
+		json_object *me = json_object_new_object(), *s = c->result;
+		static const char *const keys[] = { "generation", "cached", "fenced" };
+		json_object_object_add(me, "gateway", json_object_new_string(fleet_gateway()));
+		for (int k = 0; k < 3; k++)
+			json_object_object_add(me, keys[k], json_object_get(get(s, keys[k])));
+		json_object_object_add(me, "ok", json_object_new_boolean(!get(s, "last_error")));
+		json_object_object_add(me, "error", json_object_get(get(s, "last_error")));
+		if (!a.answers)
+			a.answers = json_object_new_array();
+		json_object_array_add(a.answers, me);
+	}
 	json_object_object_add(c->result, "gateways", gateways_of(doc, a.answers, 0));
 	if (a.missed)
 		json_object_object_add(c->result, "not_answering", json_object_new_string(a.missed_ids));
@@ -335,9 +348,9 @@ const struct rpc_method rpc_methods_fleet[] = {
 	{ "fleet.status", m_fleet_status, NULL, false, p_none, NULL,
 	  "the fleet this gateway is in: its document's place and generation, and each gateway's (running, "
 	  "generation applied, last error, fenced) (docs/fleet.md)" },
-	{ "fleet.gateway_add", m_gateway_add, NULL, false, p_member, NULL,
+	{ "fleet.gateway_add", m_gateway_add, NULL, true, p_member, NULL,
 	  "add a gateway (by name) to the fleet's document; it then joins with isertd --cluster --gateway NAME" },
-	{ "fleet.gateway_remove", m_gateway_remove, NULL, false, p_member, NULL,
+	{ "fleet.gateway_remove", m_gateway_remove, NULL, true, p_member, NULL,
 	  "remove a gateway and its portal groups from the fleet's document: it stops serving the fleet's targets" },
 	{ "fleet.document", m_fleet_document, NULL, false, p_none, NULL,
 	  "the fleet's document this gateway runs, and its generation" },

@@ -239,7 +239,10 @@ static int cache_write(json_object *doc, uint64_t generation)
 		return 0;
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "format", json_object_new_string("isert-fleet-copy"));
-	json_object_object_add(o, "cluster", json_object_new_string(f.where));
+	char cluster[sizeof(f.pool) + sizeof(f.name) + 1];
+	snprintf(cluster, sizeof(cluster), "%s/%s", f.pool, f.name);
+	json_object_object_add(o, "cluster", json_object_new_string(cluster));
+	json_object_object_add(o, "object", json_object_new_string(f.where));
 	json_object_object_add(o, "generation", json_object_new_uint64(generation));
 	json_object_object_add(o, "document", json_object_get(doc));
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
