@@ -184,9 +184,10 @@ static int propose(struct rpc_call *c, json_object *nd, bool dry_run)
 			mine = get(x, "plan");
 	}
 	if (a.missed && n < sizeof(err))
-		n += (size_t)snprintf(err + n, sizeof(err) - n, "%s%zu gateway%s watching the document did not answer "
-				      "within 10 s (%s): stopped or hung; once its watch lapses (30 s) the fleet goes "
-				      "on without it", n ? "; " : "", a.missed, a.missed > 1 ? "s" : "", a.missed_ids);
+		n += (size_t)snprintf(err + n, sizeof(err) - n, "%s%s watch%s the document and did not answer within "
+				      "%d s: stopped or hung; once its watch lapses (osd_client_watch_timeout, 30 s by "
+				      "default) the fleet goes on without it", n ? "; " : "", a.missed_ids,
+				      a.missed > 1 ? "" : "es", FLEET_ANSWER_S);
 	if (n) {
 		fleet_answers_free(&a);
 		return rpc_fail(c, RPC_REFUSED, "the fleet refuses the change: %s", err);

@@ -45,7 +45,7 @@
 #include "target/config/fleet.h"
 #include "target/scsi/shared/shared.h"
 
-#define FLEET_NOTIFY_MS    10000  /* a gateway's answer to a plan or a question */
+#define FLEET_NOTIFY_MS    (FLEET_ANSWER_S * 1000)
 #define FLEET_RETRY_S      5      /* reconnecting, watching again */
 #define FLEET_RECHECK_S    30     /* the admin thread reads the document again, in case a notification was lost */
 #define FLEET_CONNECT_S    "10"   /* rados_connect: how long the monitors may take unless ceph.conf says */
@@ -90,6 +90,12 @@ static struct {
 	pthread_t th;
 	bool th_running;
 	void (*wake)(void);
+	/* Who answered before, by Ceph client id: one that no longer answers is named (admin thread only). */
+	struct {
+		uint64_t id;
+		char name[FLEET_NAME_MAX + 1];
+	} seen[2 * FLEET_MAX_GATEWAYS];
+	unsigned nseen;
 } f = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 bool fleet_active(void)
@@ -686,6 +692,28 @@ void fleet_answers_free(struct fleet_answers *a)
 	a->answers = NULL;
 }
 
+static void remember(uint64_t id, const char *name)
+{
+	unsigned n = sizeof(f.seen) / sizeof(f.seen[0]), i;
+	for (i = 0; i < f.nseen && i < n && f.seen[i].id != id; i++)
+		;
+	if (i == n)
+		i = f.nseen++ % n; /* full: the oldest goes */
+	else if (i == f.nseen)
+		f.nseen++;
+	f.seen[i].id = id;
+	snprintf(f.seen[i].name, sizeof(f.seen[i].name), "%s", name);
+}
+
+static const char *known_as(uint64_t id)
+{
+	unsigned n = sizeof(f.seen) / sizeof(f.seen[0]);
+	for (unsigned i = 0; i < f.nseen && i < n; i++)
+		if (f.seen[i].id == id)
+			return f.seen[i].name;
+	return NULL;
+}
+
 static int notify(json_object *msg, struct fleet_answers *a, char *err, size_t errlen)
 {
 	memset(a, 0, sizeof(*a));
@@ -713,14 +741,18 @@ static int notify(json_object *msg, struct fleet_answers *a, char *err, size_t e
 	}
 	a->answers = json_object_new_array();
 	for (size_t i = 0; i < nacks; i++) {
-		json_object *o = acks[i].payload_len ? parse(acks[i].payload, acks[i].payload_len) : NULL;
-		if (o)
-			json_object_array_add(a->answers, o);
+		json_object *o = acks[i].payload_len ? parse(acks[i].payload, acks[i].payload_len) : NULL, *g = NULL;
+		if (!o)
+			continue;
+		json_object_array_add(a->answers, o);
+		if (json_object_object_get_ex(o, "gateway", &g) && json_object_is_type(g, json_type_string))
+			remember(acks[i].notifier_id, json_object_get_string(g));
 	}
 	size_t n = 0;
 	for (size_t i = 0; i < ntos; i++) {
-		int w = snprintf(a->missed_ids + n, sizeof(a->missed_ids) - n, "%sclient.%llu", i ? ", " : "",
-				 (unsigned long long)tos[i].notifier_id);
+		const char *name = known_as(tos[i].notifier_id);
+		int w = snprintf(a->missed_ids + n, sizeof(a->missed_ids) - n, "%s%s%sclient.%llu%s", i ? ", " : "",
+				 name ? name : "", name ? " (" : "", (unsigned long long)tos[i].notifier_id, name ? ")" : "");
 		if (w > 0 && (size_t)w < sizeof(a->missed_ids) - n)
 			n += (size_t)w;
 	}

@@ -17,6 +17,9 @@
 struct json_object;
 struct config;
 
+/* A gateway answers a plan or a question within this (it takes milliseconds), or is not answering. */
+#define FLEET_ANSWER_S 5
+
 struct fleet_opts {
 	const char *cluster;   /* "POOL/NAME" */
 	const char *gateway;   /* this gateway's name in the document */

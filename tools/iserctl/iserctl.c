@@ -22,7 +22,7 @@
 
 #define DEFAULT_SOCKET "/run/isertd.sock"
 #define TIMEOUT_MS     30000
-/* A change in a fleet is planned on every gateway (at most 10 s) and answered once each applied it (at most 30 s
+/* A change in a fleet is planned on every gateway (at most 5 s) and answered once each applied it (at most 30 s
  * more, docs/fleet.md): within TIMEOUT_MS iserctl would say isertd did not answer a change it then made. */
 #define CHANGE_TIMEOUT_MS 60000
 
