@@ -25,6 +25,10 @@ g. gw-c stopped (SIGSTOP): a change at once is refused naming gw-c as not
    answering, and nothing is written; once its watch lapsed the change is
    applied with gw-c "not running"; after SIGCONT it runs the others'
    generation within 60 s;
+k. the document written with rados put, no gateway told (as a gateway
+   killed between its write and its notification leaves it): each gateway
+   applies it by its periodic read, within 30 s (gw-c, fenced in g, cannot
+   open the new image and says so in fleet.status);
 h. gw-a restarted with a Ceph conf whose monitor cannot be reached: it
    serves the copy of the generation it cached (its LUNs readable), and
    fleet.status says cached;
@@ -476,6 +480,37 @@ def scenario_stopped(g):
           (g.generation('gw-a'), st))
 
 
+def scenario_unannounced(g, work):
+    """k: the document written with no notification (as by a gateway killed between its write and its
+    notification, or by rados put): every gateway applies it by its periodic read (FLEET_RECHECK_S, 30 s)."""
+    d = g.rpc('gw-a', 'fleet.document')['document']
+    r = rbd('create', '--size', '16M', 'rbd/fleet-k8')
+    d['backstores'].append({'name': 'fleet-k8', 'type': 'rbd', 'pool': 'rbd', 'image': 'fleet-k8', 'conf': CONF})
+    [t for t in d['targets'] if t['iqn'] == T][0]['tpg']['luns'].append({'lun': 8, 'backstore': 'fleet-k8'})
+    path = os.path.join(work, 'doc-k.json')
+    with open(path, 'w') as f:
+        json.dump(d, f)
+    put = subprocess.run(['rados', '--conf', CONF, '-p', 'rbd', 'put', 'isert_config.f1', path],
+                         capture_output=True, text=True, timeout=60)
+    check('k. a document with LUN 8 written with rados put (no gateway told)', r.returncode == 0 and
+          put.returncode == 0, (r.stderr, put.stderr))
+    t0 = time.time()
+    # gw-c was fenced in g (its Ceph client for the images is blocklisted): it cannot open the new image, and
+    # says so where the fleet asks it, instead of serving.
+    def applied():
+        c = [x for x in g.rpc('gw-a', 'fleet.status').get('gateways') or [] if x.get('name') == 'gw-c']
+        c_said = bool(c) and c[0].get('ok') is False and 'fleet-k8' in (c[0].get('error') or '')
+        return all(8 in (report_luns(PORTAL[gw]) or []) for gw in ('gw-a', 'gw-b')) and \
+            (c_said or 8 in (report_luns(PORTAL['gw-c']) or []))
+    done = wait_for(applied, 45, step=1)
+    c = [x for x in g.rpc('gw-a', 'fleet.status').get('gateways') or [] if x.get('name') == 'gw-c']
+    print('     after %.1f s: LUN 8 through %s; gw-c (fenced in g): %s' %
+          (time.time() - t0, [gw for gw in ('gw-a', 'gw-b', 'gw-c') if 8 in (report_luns(PORTAL[gw]) or [])],
+           c[0].get('error') if c else '?'))
+    check('k. each gateway read it by its periodic read (30 s): gw-a and gw-b serve LUN 8, the fenced gw-c says '
+          'why it cannot', done, {gw: report_luns(PORTAL[gw]) for gw in ('gw-a', 'gw-b', 'gw-c')})
+
+
 def scenario_cached(g, work):
     """h: gw-a restarted with the cluster unreachable serves its cached copy."""
     gen = g.generation('gw-a')
@@ -616,7 +651,8 @@ def main():
     steps = [
         ('a', lambda: doc.update(path=scenario_import(work))), ('b', lambda: scenario_start(g, doc.get('path'))),
         ('c', lambda: scenario_add(g)), ('d', lambda: scenario_race(g)), ('e', lambda: scenario_refused(g)),
-        ('f', lambda: scenario_killed(g)), ('g', lambda: scenario_stopped(g)), ('h', lambda: scenario_cached(g, work)),
+        ('f', lambda: scenario_killed(g)), ('g', lambda: scenario_stopped(g)), ('k', lambda: scenario_unannounced(g, work)),
+        ('h', lambda: scenario_cached(g, work)),
         ('i', lambda: doc.update(left=scenario_remove(g, work))), ('j', lambda: scenario_left(g, doc.get('left'))),
     ]
     try:
