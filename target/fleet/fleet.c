@@ -71,7 +71,7 @@ int fleet_opts_check(const struct fleet_opts *o, char *err, size_t errlen)
 }
 
 #if ISERT_RBD
-#include <rados/librados.h>
+#include "target/backstore/rbd_int.h"
 
 static struct {
 	pthread_mutex_t mu;
@@ -722,21 +722,12 @@ static int notify(json_object *msg, struct fleet_answers *a, char *err, size_t e
 		return -ENOTCONN;
 	}
 	const char *s = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
-	char *reply = NULL;
-	size_t rlen = 0;
-	int rc = rados_notify2(f.io, f.obj, s, (int)strlen(s), FLEET_NOTIFY_MS, &reply, &rlen);
-	if (rc < 0 && rc != -ETIMEDOUT) {
-		rados_buffer_free(reply);
-		snprintf(err, errlen, "notifying the gateways through %s: %s", f.where, strerror(-rc));
-		return rc;
-	}
-	struct notify_ack_t *acks = NULL;
-	struct notify_timeout_t *tos = NULL;
-	size_t nacks = 0, ntos = 0;
-	rc = reply ? rados_decode_notify_response(reply, rlen, &acks, &nacks, &tos, &ntos) : -EIO;
-	rados_buffer_free(reply);
+	struct notify_ack_t *acks;
+	struct notify_timeout_t *tos;
+	size_t nacks, ntos;
+	int rc = rbd_notify(f.io, f.obj, s, strlen(s), FLEET_NOTIFY_MS, &acks, &nacks, &tos, &ntos);
 	if (rc < 0) {
-		snprintf(err, errlen, "the gateways' answers through %s: %s", f.where, strerror(-rc));
+		snprintf(err, errlen, "asking the gateways through %s: %s", f.where, strerror(-rc));
 		return rc;
 	}
 	a->answers = json_object_new_array();
