@@ -216,6 +216,10 @@ static int fetch(json_object **doc, uint64_t *version, char *err, size_t errlen)
 			 "store it (rados -p %s put %s FILE)", f.where, f.pool, f.obj);
 		return rc;
 	}
+	if (rc == -EFBIG) {
+		snprintf(err, errlen, "%s is larger than the %u bytes a fleet's document may be", f.where, FLEET_DOC_MAX);
+		return -EINVAL; /* what the cluster says is wrong: no kept copy stands in for it */
+	}
 	if (rc < 0) {
 		snprintf(err, errlen, "reading %s: %s", f.where, strerror(-rc));
 		return rc;

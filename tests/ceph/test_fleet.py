@@ -292,6 +292,20 @@ def scenario_start(g, doc):
     r = subprocess.run(['rados', '--conf', CONF, '-p', 'rbd', 'put', OBJECT, doc], capture_output=True, text=True,
                        timeout=60)
     check('b. rados put of the document as %s' % OBJECT, r.returncode == 0, r.stderr)
+    # What a gateway refuses to join: a name the document lacks; a document past FLEET_DOC_MAX (4 MiB).
+    big = doc + '.big'
+    with open(doc) as f, open(big, 'w') as o:
+        d = json.load(f)
+        d['global'] = dict(d.get('global') or {}, pad=' ' * (4 << 20))
+        json.dump(d, o)
+    subprocess.run(['rados', '--conf', CONF, '-p', 'rbd', 'put', 'isert_config.big', big], capture_output=True,
+                   timeout=60)
+    for name, cluster, want in (('gw-x', FLEET, "the fleet's document has no gateway 'gw-x'"),
+                                ('gw-a', 'rbd/big', 'larger than the 4194304 bytes')):
+        r = subprocess.run([ISERTD, '--cluster', cluster, '--gateway', name, '--ceph-conf', CONF, '--state-dir',
+                            'none', '--admin-socket', 'none'], capture_output=True, text=True, timeout=60)
+        check('b. a gateway does not join %s as %s: %s' % (cluster, name, want), r.returncode == 1 and want in r.stderr,
+              (r.returncode, r.stderr[-600:]))
     for gw in GWS:
         g.start(gw)
     check('b. the three gateways start with --cluster %s' % FLEET, all(g.running(gw) for gw in GWS),

@@ -187,6 +187,19 @@ static void test_membership(void)
 	CU_ASSERT_EQUAL(json_object_array_length(at(at(idx(at(nd, "targets"), 0), "tpg"), "luns")), 1);
 	CU_ASSERT_EQUAL(config_fleet_gateway_remove(nd, "gw-d", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(config_fleet_gateway_remove(nd, "gw-d", err, sizeof(err)), -ENOENT);
+	/* FLEET_MAX_GATEWAYS: the one past it refused, by the method and by the check. */
+	char name[16];
+	for (int i = 3; i < FLEET_MAX_GATEWAYS; i++) {
+		snprintf(name, sizeof(name), "more-%d", i);
+		CU_ASSERT_EQUAL(config_fleet_gateway_add(nd, name, err, sizeof(err)), 0);
+	}
+	CU_ASSERT_EQUAL(config_fleet_check(nd, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_fleet_gateway_add(nd, "one-more", err, sizeof(err)), -ENOSPC);
+	json_object *g = json_object_new_object();
+	json_object_object_add(g, "name", json_object_new_string("one-more"));
+	json_object_array_add(at(nd, "gateways"), g);
+	CU_ASSERT_EQUAL(config_fleet_check(nd, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "1-64 gateways"));
 	json_object_put(nd);
 	json_object_put(d);
 	json_object_put(doc);
