@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "target/config/config.h"
+#include "target/config/config_int.h"
 
 /* The global keys each gateway keeps for itself (docs/config.md, "global"); the others are the fleet's. */
 static const char *const own_global[] = { "reactors", "poll_mode", "iser_srq", "admin_socket", "buffer_pool_mb",
@@ -57,6 +58,12 @@ static const char *get_str(json_object *o, const char *key)
 {
 	json_object *v = get(o, key);
 	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* An array's length; 0 for anything else (json-c asserts on it). */
+static size_t len_of(json_object *a)
+{
+	return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
 }
 
 static json_object *copy(json_object *o)
@@ -555,8 +562,10 @@ static int check_shape(json_object *doc, char *err, size_t errlen)
 		snprintf(err, errlen, "gateways: expected an array of 1-%d gateways", FLEET_MAX_GATEWAYS);
 		return -EINVAL;
 	}
-	if (targets && !json_object_is_type(targets, json_type_array)) {
-		snprintf(err, errlen, "targets: expected an array");
+	/* A gateway's configuration holds as many at most (docs/config.md); the fleet's rules count on it. */
+	if (len_of(targets) > CFG_MAX_TARGETS || len_of(get(doc, "backstores")) > CFG_MAX_BACKSTORES) {
+		bool t = len_of(targets) > CFG_MAX_TARGETS;
+		snprintf(err, errlen, "%s: at most %u", t ? "targets" : "backstores", t ? CFG_MAX_TARGETS : CFG_MAX_BACKSTORES);
 		return -EINVAL;
 	}
 	for (size_t i = 0; targets && i < json_object_array_length(targets); i++) {
@@ -607,29 +616,111 @@ static int check_shape(json_object *doc, char *err, size_t errlen)
 	return 0;
 }
 
-/* docs/cluster.md: one relative port of a target, one gateway (an I_T nexus must name one port). */
-static int check_ports(json_object *doc, char *err, size_t errlen)
+/* One portal group of the document: target (its index), tag, the gateway serving it (its index). */
+struct port {
+	size_t t, g;
+	int64_t tag;
+};
+
+static int cmp_port(const void *a, const void *b)
 {
-	json_object *gws = get(doc, "gateways");
-	for (size_t i = 0; i < json_object_array_length(gws); i++) {
-		json_object *a = json_object_array_get_idx(gws, i), *ta = get(a, "tpgs");
-		for (size_t j = i; j < json_object_array_length(gws); j++) {
-			json_object *b = json_object_array_get_idx(gws, j), *tb = get(b, "tpgs");
-			for (size_t x = 0; ta && x < json_object_array_length(ta); x++)
-				for (size_t y = i == j ? x + 1 : 0; tb && y < json_object_array_length(tb); y++) {
-					json_object *ea = json_object_array_get_idx(ta, x), *eb = json_object_array_get_idx(tb, y);
-					if (strcmp(get_str(ea, "target"), get_str(eb, "target")) ||
-					    json_object_get_int64(get(ea, "tag")) != json_object_get_int64(get(eb, "tag")))
-						continue;
-					snprintf(err, errlen, "relative port %lld of target %s is served by gateway %s and by "
-						 "gateway %s: give one of them another portal group tag",
-						 (long long)json_object_get_int64(get(ea, "tag")), get_str(ea, "target"),
-						 get_str(a, "name"), get_str(b, "name"));
-					return -EINVAL;
-				}
+	const struct port *x = a, *y = b;
+	return x->t != y->t ? (x->t < y->t ? -1 : 1) : x->tag != y->tag ? (x->tag < y->tag ? -1 : 1) : 0;
+}
+
+static size_t target_index(json_object *targets, const char *iqn)
+{
+	for (size_t i = 0; i < len_of(targets); i++)
+		if (!strcmp(get_str(json_object_array_get_idx(targets, i), "iqn"), iqn))
+			return i;
+	return (size_t)-1;
+}
+
+/*
+ * docs/cluster.md's rules, on the whole fleet: one relative port of a
+ * target, one gateway (an I_T nexus must name one port); and a gateway
+ * serving a shared store serves it under every target name the others do
+ * (under another it would be a second SCSI target with the same LU).
+ * Sorted and as bitmaps: the document may hold 1024 targets, 4096 stores.
+ */
+#define TWORDS ((CFG_MAX_TARGETS + 63) / 64)
+
+static int check_fleet_rules(json_object *doc, char *err, size_t errlen)
+{
+	json_object *gws = get(doc, "gateways"), *targets = get(doc, "targets"), *bs = get(doc, "backstores");
+	size_t ng = len_of(gws), nt = len_of(targets), nb = len_of(bs), np = 0, cap = 0;
+	for (size_t i = 0; i < ng; i++)
+		cap += len_of(get(json_object_array_get_idx(gws, i), "tpgs"));
+	struct port *ports = calloc(cap ? cap : 1, sizeof(*ports));
+	uint64_t (*served)[TWORDS] = calloc(ng ? ng : 1, sizeof(*served)), (*users)[TWORDS] = calloc(nb ? nb : 1,
+												  sizeof(*users));
+	int rc = ports && served && users ? 0 : -ENOMEM;
+	if (rc)
+		snprintf(err, errlen, "out of memory");
+	for (size_t i = 0; !rc && i < ng; i++) {
+		json_object *tp = get(json_object_array_get_idx(gws, i), "tpgs");
+		for (size_t k = 0; k < len_of(tp); k++) {
+			json_object *e = json_object_array_get_idx(tp, k);
+			ports[np] = (struct port){ target_index(targets, get_str(e, "target")), i,
+						   json_object_get_int64(get(e, "tag")) };
+			if (ports[np].t >= nt)
+				continue; /* check_shape refused it already */
+			served[i][ports[np].t / 64] |= 1ull << (ports[np].t % 64);
+			np++;
 		}
 	}
-	return 0;
+	if (!rc) {
+		qsort(ports, np, sizeof(*ports), cmp_port);
+		for (size_t k = 1; k < np; k++)
+			if (!cmp_port(&ports[k - 1], &ports[k])) {
+				snprintf(err, errlen, "relative port %lld of target %s is served by gateway %s and by gateway "
+					 "%s: give one of them another portal group tag", (long long)ports[k].tag,
+					 get_str(json_object_array_get_idx(targets, ports[k].t), "iqn"),
+					 get_str(json_object_array_get_idx(gws, ports[k - 1].g), "name"),
+					 get_str(json_object_array_get_idx(gws, ports[k].g), "name"));
+				rc = -EINVAL;
+				break;
+			}
+	}
+	/* Which targets hold a LUN of each shared store. */
+	for (size_t t = 0; !rc && t < nt; t++) {
+		json_object *luns = get(get(json_object_array_get_idx(targets, t), "tpg"), "luns");
+		for (size_t l = 0; l < len_of(luns); l++) {
+			const char *b = get_str(json_object_array_get_idx(luns, l), "backstore");
+			for (size_t k = 0; b && k < nb; k++) {
+				const char *name = get_str(json_object_array_get_idx(bs, k), "name");
+				if (name && !strcmp(b, name)) {
+					users[k][t / 64] |= 1ull << (t % 64);
+					break;
+				}
+			}
+		}
+	}
+	for (size_t g = 0; !rc && g < ng; g++)
+		for (size_t k = 0; !rc && k < nb; k++) {
+			bool some = false, all = true;
+			for (size_t w = 0; w < TWORDS; w++) {
+				some |= (served[g][w] & users[k][w]) != 0;
+				all &= (served[g][w] & users[k][w]) == users[k][w];
+			}
+			if (!some || all)
+				continue;
+			size_t t = 0;
+			while (!(users[k][t / 64] & (1ull << (t % 64))) || (served[g][t / 64] & (1ull << (t % 64))))
+				t++;
+			snprintf(err, errlen, "backstore %s is a LUN of target %s, and gateway %s serves other targets "
+				 "with it but has no portal group of %s: every gateway of a shared store serves it under "
+				 "every target name it has (docs/cluster.md)",
+				 get_str(json_object_array_get_idx(bs, k), "name"),
+				 get_str(json_object_array_get_idx(targets, t), "iqn"),
+				 get_str(json_object_array_get_idx(gws, g), "name"),
+				 get_str(json_object_array_get_idx(targets, t), "iqn"));
+			rc = -EINVAL;
+		}
+	free(ports);
+	free(served);
+	free(users);
+	return rc;
 }
 
 /*
@@ -663,7 +754,7 @@ int config_fleet_check(json_object *doc, char *err, size_t errlen)
 {
 	int rc = check_shape(doc, err, errlen);
 	if (!rc)
-		rc = check_ports(doc, err, errlen);
+		rc = check_fleet_rules(doc, err, errlen);
 	if (rc)
 		return rc;
 	const char *s = secret_in(doc);

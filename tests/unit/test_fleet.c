@@ -217,6 +217,20 @@ static void test_rules(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "relative port 2 of target " T " is served by gateway gw-b and by gateway gw-c"));
 	json_object_object_add(e, "tag", json_object_new_int(3));
 	CU_ASSERT_EQUAL(config_fleet_check(doc, err, sizeof(err)), 0);
+	/* A shared store under two target names: a gateway serving one serves both. */
+	static const char *const two =
+		"{\"format\": \"isert-fleet\", \"backstores\": [{\"name\": \"disk\", \"type\": \"rbd\", \"pool\": \"rbd\","
+		" \"image\": \"i\"}], \"targets\": [{\"iqn\": \"" T "\", \"tpg\": {\"luns\": [{\"lun\": 0, \"backstore\": \"disk\"}]}},"
+		" {\"iqn\": \"" T "2\", \"tpg\": {\"luns\": [{\"lun\": 0, \"backstore\": \"disk\"}]}}],"
+		" \"gateways\": [{\"name\": \"a\", \"tpgs\": [{\"target\": \"" T "\", \"tag\": 1}, {\"target\": \"" T "2\", \"tag\": 1}]},"
+		" {\"name\": \"b\", \"tpgs\": [{\"target\": \"" T "\", \"tag\": 2}]}]}";
+	json_object *o = json_tokener_parse(two);
+	CU_ASSERT_EQUAL(config_fleet_check(o, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "backstore disk is a LUN of target " T "2, and gateway b serves other targets"));
+	json_object *e2 = json_tokener_parse("{\"target\": \"" T "2\", \"tag\": 2}");
+	json_object_array_add(at(idx(at(o, "gateways"), 1), "tpgs"), e2);
+	CU_ASSERT_EQUAL(config_fleet_check(o, err, sizeof(err)), 0);
+	json_object_put(o);
 	/* A secret is never written in the document. */
 	CU_ASSERT_EQUAL_FATAL(config_fleet_compose(doc, "gw-a", &a, err, sizeof(err)), 0);
 	json_object *chap = json_object_new_object();
