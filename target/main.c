@@ -26,6 +26,7 @@
 #include "target/control/metrics.h"
 #include "target/control/notify.h"
 #include "target/control/rpc.h"
+#include "target/fleet/fleet.h"
 #include "target/iscsi/iscsi.h"
 #include "target/isns/isns.h"
 
@@ -55,6 +56,13 @@ static void usage(FILE *f)
 		"                         (PORT alone: 127.0.0.1; default: global.metrics, else off)\n"
 		"      --state-dir DIR    keep persistent reservations (APTPL) in DIR\n"
 		"                         (default: global.state_dir, else " CONFIG_DEFAULT_STATE_DIR "; none: off)\n"
+		"      --cluster POOL/NAME  serve this gateway's part of the fleet whose document is\n"
+		"                         the RADOS object isert_config.NAME in POOL (docs/fleet.md),\n"
+		"                         instead of a file; with --gateway\n"
+		"      --gateway NAME     this gateway's name in the fleet's document\n"
+		"      --ceph-conf FILE   the fleet's ceph.conf (default: librados' search, $CEPH_CONF)\n"
+		"      --ceph-id ID       the Ceph client id (default: admin)\n"
+		"      --keyring FILE     the Ceph client's keyring (default: ceph.conf's)\n"
 		"      --check            validate the configuration and exit\n"
 		"      --print-config     print the configuration in effect as JSON and exit\n"
 		"                         (CHAP secrets masked as " CONFIG_REDACTED ")\n"
@@ -188,6 +196,7 @@ static void warn_exposed_secrets(void)
 /* The command line, as main() acts on it. */
 struct args {
 	const char *config_path, *admin_socket, *metrics, *state_dir;
+	struct fleet_opts fleet;
 	const char *portals[64];
 	unsigned nportals, nr;
 	bool check, print, secrets, core_dumps;
@@ -203,6 +212,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "state-dir", required_argument, NULL, 'S' },
 		{ "print-config", no_argument, NULL, 'P' },   { "show-secrets", no_argument, NULL, 'X' },
 		{ "core-dumps", no_argument, NULL, 'D' },     { "debug", no_argument, NULL, 'd' },
+		{ "cluster", required_argument, NULL, 'F' },  { "gateway", required_argument, NULL, 'G' },
+		{ "ceph-conf", required_argument, NULL, 'K' }, { "ceph-id", required_argument, NULL, 'I' },
+		{ "keyring", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -254,6 +266,21 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'D':
 			a->core_dumps = true;
 			break;
+		case 'F':
+			a->fleet.cluster = optarg;
+			break;
+		case 'G':
+			a->fleet.gateway = optarg;
+			break;
+		case 'K':
+			a->fleet.conf = optarg;
+			break;
+		case 'I':
+			a->fleet.id = optarg;
+			break;
+		case 'R':
+			a->fleet.keyring = optarg;
+			break;
 		case 'd':
 			log_threshold = LOG_DEBUG;
 			break;
@@ -269,6 +296,28 @@ static int parse_args(int argc, char **argv, struct args *a)
 		fprintf(stderr, "isertd: unexpected argument '%s' (try --help)\n", argv[optind]);
 		return 2;
 	}
+	if ((a->fleet.gateway || a->fleet.conf || a->fleet.id || a->fleet.keyring) && !a->fleet.cluster) {
+		fprintf(stderr, "isertd: --gateway, --ceph-conf, --ceph-id and --keyring go with --cluster\n");
+		return 2;
+	}
+	if (a->fleet.cluster) {
+		char err[512];
+		if (a->config_path) {
+			fprintf(stderr, "isertd: --cluster and --config: a gateway of a fleet runs the fleet's document, "
+					"not a file (iserctl cluster export makes one to leave the fleet)\n");
+			return 2;
+		}
+		if (a->nportals) {
+			fprintf(stderr, "isertd: --portal and --cluster: a gateway's portals are in the fleet's document\n");
+			return 2;
+		}
+		a->fleet.state_dir = a->state_dir;
+		a->fleet.metrics = a->metrics;
+		if (fleet_opts_check(&a->fleet, err, sizeof(err))) {
+			fprintf(stderr, "isertd: %s\n", err);
+			return 2;
+		}
+	}
 	if (a->secrets && !a->print) {
 		fprintf(stderr, "isertd: --show-secrets goes with --print-config\n");
 		return 2;
@@ -282,11 +331,23 @@ static int parse_args(int argc, char **argv, struct args *a)
  */
 static int load_config(const struct args *a)
 {
-	char err[512] = "";
-	int rc = a->config_path ? config_load_file(a->config_path, &cfg, err, sizeof(err))
-				: config_load_string(config_default_json, "<embedded default>", &cfg, err, sizeof(err));
+	char err[768] = "";
+	int rc;
+	if (a->fleet.cluster) {
+		json_object *doc = NULL;
+		char origin[400];
+		snprintf(origin, sizeof(origin), "the fleet %s (gateway %s)", a->fleet.cluster, a->fleet.gateway);
+		rc = fleet_start(&a->fleet, &doc, err, sizeof(err));
+		if (!rc)
+			rc = config_load_doc(doc, origin, &cfg, err, sizeof(err));
+		json_object_put(doc);
+	} else {
+		rc = a->config_path ? config_load_file(a->config_path, &cfg, err, sizeof(err))
+				    : config_load_string(config_default_json, "<embedded default>", &cfg, err, sizeof(err));
+	}
 	if (rc) {
 		fprintf(stderr, "isertd: %s\n", err);
+		fleet_stop();
 		return 1;
 	}
 	if (a->nportals) {
@@ -400,16 +461,18 @@ int main(int argc, char **argv)
 		return rc;
 	if (!a.core_dumps && not_dumpable())
 		return 1;
+	/* Before any thread starts (a fleet's librados client starts some in load_config): each inherits the mask. */
+	int sfd = signals_to_fd();
 	if ((rc = load_config(&a)) >= 0)
 		return rc;
 	if (a.check || a.print) {
 		check_or_print(a.print, a.secrets);
+		fleet_stop();
 		return 0;
 	}
 	warn_exposed_secrets();
 	raise_fd_limit();
 	unsigned nr = reactor_count(a.nr);
-	int sfd = signals_to_fd();
 	reactors = calloc(nr, sizeof(*reactors));
 	if (!reactors || sfd < 0) {
 		fprintf(stderr, "isertd: out of resources\n");
@@ -434,11 +497,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "isertd: %s\n", err);
 		/* Leave cleanly what was joined (the gateways sharing a store would otherwise wait for this one). */
 		rpc_stop();
+		fleet_stop();
 		isns_stop();
 		metrics_stop();
 		iscsi_free();
 		return 1;
 	}
+	fleet_run(rpc_fleet_wake); /* from now on another gateway's change is applied here */
 	reactor_add_fd(reactors[0], sfd, EPOLLIN, on_signal, &sfd);
 	check_fd_budget(max_connections);
 	log_info("isertd %s", status);
@@ -446,6 +511,7 @@ int main(int argc, char **argv)
 	reactors_run(nr);
 	metrics_stop(); /* before iscsi_free: a scrape may still be inside stats_collect() */
 	rpc_stop();
+	fleet_stop();
 	isns_stop();
 	/* Nothing runs any more: what a write cache holds goes to stable storage now. */
 	if (iscsi_flush())

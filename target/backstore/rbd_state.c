@@ -198,23 +198,33 @@ static void st_unwatch(struct bs_shared *o)
 	st->watching = false;
 }
 
-static int st_notify(struct bs_shared *o, const void *data, size_t len, unsigned timeout_ms,
-		     struct bs_notify_result *res)
+int rbd_notify(rados_ioctx_t io, const char *obj, const void *data, size_t len, unsigned timeout_ms,
+	       struct notify_ack_t **acks, size_t *nacks, struct notify_timeout_t **tos, size_t *ntos)
 {
-	struct rbd_state *st = state_of(o);
 	char *reply = NULL;
 	size_t reply_len = 0;
 	/* -ETIMEDOUT when a watcher did not acknowledge: the reply still says who did and who did not. */
-	int rc = rados_notify2(st->io, st->obj, data, (int)len, timeout_ms, &reply, &reply_len);
+	int rc = rados_notify2(io, obj, data, (int)len, timeout_ms, &reply, &reply_len);
 	if (rc < 0 && rc != -ETIMEDOUT) {
 		rados_buffer_free(reply);
 		return rc;
 	}
-	struct notify_ack_t *acks = NULL;
-	struct notify_timeout_t *tos = NULL;
-	size_t nacks = 0, ntos = 0;
-	rc = reply ? rados_decode_notify_response(reply, reply_len, &acks, &nacks, &tos, &ntos) : -EIO;
+	*acks = NULL;
+	*tos = NULL;
+	*nacks = *ntos = 0;
+	rc = reply ? rados_decode_notify_response(reply, reply_len, acks, nacks, tos, ntos) : -EIO;
 	rados_buffer_free(reply);
+	return rc < 0 ? rc : 0;
+}
+
+static int st_notify(struct bs_shared *o, const void *data, size_t len, unsigned timeout_ms,
+		     struct bs_notify_result *res)
+{
+	struct rbd_state *st = state_of(o);
+	struct notify_ack_t *acks;
+	struct notify_timeout_t *tos;
+	size_t nacks, ntos;
+	int rc = rbd_notify(st->io, st->obj, data, len, timeout_ms, &acks, &nacks, &tos, &ntos);
 	if (rc < 0)
 		return rc;
 	res->acked = calloc(nacks ? nacks : 1, sizeof(*res->acked));

@@ -12,6 +12,7 @@
 #include "target/control/control.h"
 #include "target/control/rpc.h"
 #include "target/control/rpc_int.h"
+#include "target/fleet/fleet.h"
 #include "target/runtime/runtime.h"
 
 struct change {
@@ -116,7 +117,22 @@ int rpc_change(const struct rpc_method *m, struct rpc_call *c)
 	struct apply_result res = { 0 };
 	bool dry_run = rpc_bool(c, "dry_run") || rpc_plan_only;
 	char err[768] = "";
+	/*
+	 * In a fleet the edit changes the fleet's document (an ALUA state is
+	 * shared already, docs/cluster.md), made on the newest generation: one
+	 * this gateway has not applied yet would refuse it.
+	 */
+	bool fleet = fleet_active() && strcmp(m->name, "alua.set");
+	if (fleet)
+		fleet_catch_up();
 	int rc = m->edit(c, &ch);
+	if (!rc && fleet) {
+		json_object *cfg = ch.whole ? config_to_obj(ch.whole) : json_object_get(change_doc(c, &ch));
+		rc = cfg ? fleet_edit(c, cfg, dry_run) : rpc_fail(c, RPC_INTERNAL, "out of memory");
+		json_object_put(cfg);
+		change_clear(&ch);
+		return rc;
+	}
 	if (!rc)
 		rc = plan(c, &ch, &p);
 	change_clear(&ch);

@@ -28,6 +28,7 @@
 #include "common/util.h"
 #include "target/control/metrics.h"
 #include "target/control/stats.h"
+#include "target/fleet/fleet.h"
 
 /* ------------------------------------------------------------------------ */
 /* Text */
@@ -483,6 +484,25 @@ static void reactor_pool(struct metrics_gen *g, size_t i, const struct family *f
 		     field(&g->reactors[k], f->off));
 }
 
+/* A gateway of a fleet (docs/fleet.md): one sample each, read from the fleet's own state under its lock. */
+static size_t n_fleet(const struct metrics_gen *g)
+{
+	(void)g;
+	return fleet_active();
+}
+
+static void fleet_one(struct metrics_gen *g, size_t i, const struct family *f)
+{
+	static const char *const keys[] = { "generation", "cached", "reachable" };
+	(void)i;
+	json_object *o = fleet_self_json(), *v = NULL;
+	json_object_object_get_ex(o, keys[f->off], &v);
+	putf(&g->out, "%s %" PRIu64 "\n", f->name,
+	     json_object_is_type(v, json_type_boolean) ? (uint64_t)json_object_get_boolean(v) :
+							 (uint64_t)json_object_get_uint64(v));
+	json_object_put(o);
+}
+
 #define ROW(f) offsetof(struct mrow, f)
 #define PORTAL(f) offsetof(struct stats_portal_row, c.f)
 
@@ -560,6 +580,12 @@ static const struct family families[] = {
 	  reactor_pool, offsetof(struct stats_reactor_row, pool_bytes) },
 	{ "isert_reactor_buffers_in_use", "gauge", "Data buffers of the reactor's pool handed out now.", n_once,
 	  reactor_pool, offsetof(struct stats_reactor_row, pool_in_use) },
+	{ "isert_fleet_generation", "gauge", "The fleet's generation this gateway runs (docs/fleet.md).", n_fleet,
+	  fleet_one, 0 },
+	{ "isert_fleet_cached", "gauge", "1: this gateway serves the copy it kept, the cluster not reached.", n_fleet,
+	  fleet_one, 1 },
+	{ "isert_fleet_reachable", "gauge", "1: this gateway watches the fleet's document in the cluster.", n_fleet,
+	  fleet_one, 2 },
 };
 
 /* The next piece of text into g->out: false when everything was written. */

@@ -28,6 +28,7 @@
 #include "target/runtime/runtime.h"
 #include "target/scsi/alua/alua.h"
 #include "target/control/rpc_int.h"
+#include "target/fleet/fleet.h"
 
 struct client {
 	int fd;
@@ -44,13 +45,13 @@ struct client {
 };
 
 static struct {
-	int lfd, wakefd, reloadfd;
+	int lfd, wakefd, reloadfd, fleetfd;
 	char path[108];
 	pthread_t th;
 	bool running;
 	struct client clients[RPC_MAX_CLIENTS];
 	unsigned nclients;
-} srv = { .lfd = -1, .wakefd = -1, .reloadfd = -1 };
+} srv = { .lfd = -1, .wakefd = -1, .reloadfd = -1, .fleetfd = -1 };
 
 /* scsi_alua_changes() when the running configuration last took the ALUA states (admin thread). */
 static uint32_t alua_seen;
@@ -128,7 +129,7 @@ static char *error_text(json_object *id, int code, const char *msg)
 static const struct rpc_method *const method_tables[] = { rpc_methods_config, rpc_methods_backstore,
 							  rpc_methods_target, rpc_methods_acl,
 							  rpc_methods_alua,   rpc_methods_session,
-							  rpc_methods_cluster };
+							  rpc_methods_cluster, rpc_methods_fleet };
 
 static const struct rpc_method *table_end(const struct rpc_method *m)
 {
@@ -462,6 +463,11 @@ static bool client_io(struct client *c, short revents)
 /* SIGHUP: the file isertd was started with becomes the running configuration (as apply). */
 static void reload(void)
 {
+	if (fleet_active()) {
+		log_info("SIGHUP: reading the fleet's document again");
+		fleet_catch_up();
+		return;
+	}
 	if (!rpc_st.config_path) {
 		log_warn("SIGHUP: isertd runs the embedded default configuration, there is no file to apply");
 		return;
@@ -488,19 +494,30 @@ void rpc_reload(void)
 		log_warn("SIGHUP: the admin thread is not running; nothing reloaded");
 }
 
+/* Another gateway of the fleet wrote a new generation (or one may have been missed): apply it here. */
+void rpc_fleet_wake(void)
+{
+	uint64_t one = 1;
+	if (srv.fleetfd < 0 || write(srv.fleetfd, &one, sizeof(one)) != sizeof(one))
+		log_warn("fleet: the admin thread is not running; the new generation is applied once it is");
+}
+
+#define FIXED_FDS 4 /* wake, listen, reload, fleet */
+
 static void *rpc_thread(void *arg)
 {
 	(void)arg;
-	struct pollfd pf[RPC_MAX_CLIENTS + 3];
+	struct pollfd pf[RPC_MAX_CLIENTS + FIXED_FDS];
 	for (;;) {
 		pf[0] = (struct pollfd){ .fd = srv.wakefd, .events = POLLIN };
 		pf[1] = (struct pollfd){ .fd = srv.lfd, .events = POLLIN }; /* -1 (ignored): no socket */
 		pf[2] = (struct pollfd){ .fd = srv.reloadfd, .events = POLLIN };
+		pf[3] = (struct pollfd){ .fd = srv.fleetfd, .events = POLLIN };
 		for (unsigned i = 0; i < srv.nclients; i++)
-			pf[i + 3] = (struct pollfd){ .fd = srv.clients[i].fd,
+			pf[i + FIXED_FDS] = (struct pollfd){ .fd = srv.clients[i].fd,
 						     .events = srv.clients[i].out ? POLLOUT : POLLIN };
 		unsigned n = srv.nclients;
-		int rc = poll(pf, n + 3, 1000);
+		int rc = poll(pf, n + FIXED_FDS, 1000);
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
@@ -510,10 +527,15 @@ static void *rpc_thread(void *arg)
 			if (read(srv.reloadfd, &v, sizeof(v)) == sizeof(v))
 				reload();
 		}
+		if (rc > 0 && pf[3].revents) {
+			uint64_t v;
+			if (read(srv.fleetfd, &v, sizeof(v)) == sizeof(v))
+				fleet_catch_up();
+		}
 		uint64_t now = now_ms();
 		for (unsigned i = n; i-- > 0;) {
 			struct client *c = &srv.clients[i];
-			bool keep = rc > 0 && pf[i + 3].revents ? client_io(c, pf[i + 3].revents) : true;
+			bool keep = rc > 0 && pf[i + FIXED_FDS].revents ? client_io(c, pf[i + FIXED_FDS].revents) : true;
 			if (keep && c->last_ms + RPC_IDLE_MS < now)
 				keep = false;
 			if (!keep)
@@ -564,7 +586,8 @@ static int start_thread(char *err, size_t errlen)
 {
 	srv.wakefd = eventfd(0, EFD_CLOEXEC);
 	srv.reloadfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (srv.wakefd < 0 || srv.reloadfd < 0 || pthread_create(&srv.th, NULL, rpc_thread, NULL)) {
+	srv.fleetfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (srv.wakefd < 0 || srv.reloadfd < 0 || srv.fleetfd < 0 || pthread_create(&srv.th, NULL, rpc_thread, NULL)) {
 		snprintf(err, errlen, "admin socket: cannot start its thread");
 		rpc_stop();
 		return -ENOMEM;
@@ -641,7 +664,9 @@ void rpc_stop(void)
 		close(srv.wakefd);
 	if (srv.reloadfd >= 0)
 		close(srv.reloadfd);
-	srv.wakefd = srv.reloadfd = -1;
+	if (srv.fleetfd >= 0)
+		close(srv.fleetfd);
+	srv.wakefd = srv.reloadfd = srv.fleetfd = -1;
 	free(rpc_st.config_path);
 	rpc_st.config_path = NULL;
 }

@@ -42,6 +42,7 @@ enum {
 int rpc_start(struct config *cfg, const char *path, const char *config_path, char *err, size_t errlen);
 /* SIGHUP (any thread): the admin thread applies the file isertd was started with. */
 void rpc_reload(void);
+void rpc_fleet_wake(void);
 /* SIGTERM: refuse further requests (the socket stays until rpc_stop). */
 void rpc_shutdown(void);
 /* Stop the thread, remove the socket. */

@@ -84,7 +84,7 @@ struct rpc_method {
 
 /* The methods, one table per file of them, each ending with a NULL name. */
 extern const struct rpc_method rpc_methods_config[], rpc_methods_backstore[], rpc_methods_target[],
-	rpc_methods_acl[], rpc_methods_alua[], rpc_methods_session[], rpc_methods_cluster[];
+	rpc_methods_acl[], rpc_methods_alua[], rpc_methods_session[], rpc_methods_cluster[], rpc_methods_fleet[];
 /* Every method in turn: m = rpc_method_next(NULL) first, NULL after the last. */
 const struct rpc_method *rpc_method_next(const struct rpc_method *m);
 const struct rpc_method *rpc_method_named(const char *name);
@@ -122,6 +122,15 @@ void change_whole(struct change *ch, struct config *n);            /* takes n */
 void change_add_backstore(struct change *ch, json_object *b);      /* takes b */
 void change_add_lun(struct change *ch, size_t ti, size_t gi, json_object *l); /* takes l */
 int rpc_change(const struct rpc_method *m, struct rpc_call *c);
+
+/*
+ * m_fleet.c: in a fleet, an edit's configuration (cfg, the file's format)
+ * becomes the fleet's document, planned on every gateway and committed
+ * (or only planned: dry_run); the admin thread applies a newer document
+ * when woken (rpc_fleet_wake).
+ */
+int fleet_edit(struct rpc_call *c, json_object *cfg, bool dry_run);
+void fleet_catch_up(void);
 
 /* doc.c: objects of a document (the running one, edited) found and changed. */
 json_object *doc_array(json_object *o, const char *key);   /* o[key], made an empty array if missing */

@@ -17,9 +17,10 @@
 # tests/ceph/conformance-rbd.sh runs them on an RBD image, tests/vm/t-isertd-nvme.sh
 # on an NVMe namespace.  CONFORMANCE_KEEP=DIR keeps isertd's log and each
 # run's iscsi-test-cu output there (the VM tests keep their work folder).
-# CONFORMANCE_CONFIG2: a second isertd (another gateway of the same LUs,
-# tests/ceph/conformance-rbd.sh) serves the second path, 127.0.0.2, and the
-# first only 127.0.0.1; a run KIND:LUN:FAMILY:FLAG:ba gives iscsi-test-cu
+# CONFORMANCE_PIDS="PID1 PID2": two isertd serving 127.0.0.1 and 127.0.0.2
+# run already (a fleet's gateways, tests/ceph/conformance-rbd.sh), each
+# another gateway of the same LUs; they are stopped at the end as the one
+# started here would be.  A run KIND:LUN:FAMILY:FLAG:ba gives iscsi-test-cu
 # the second path first, so its one-path tests go through the second.
 set -u
 isertd=${1:?usage: run-conformance.sh ISERTD [PORT]}
@@ -32,17 +33,13 @@ trap 'for p in $pid $pid2; do kill $p 2>/dev/null; wait $p 2>/dev/null; done; [ 
 command -v iscsi-test-cu >/dev/null || { echo "iscsi-test-cu not found: apt-get install libiscsi-bin"; exit 1; }
 
 # APTPL state in the work folder, never in the host's /var/lib/isert.
-if [ -n "${CONFORMANCE_CONFIG2:-}" ]; then
-	"$isertd" --config "$CONFORMANCE_CONFIG2" --portal "127.0.0.2:$port" --admin-socket none \
-		--state-dir "$work/state2" >"$work/isertd2.log" 2>&1 &
-	pid2=$!
-	paths=("--portal" "127.0.0.1:$port")
+if [ -n "${CONFORMANCE_PIDS:-}" ]; then
+	read -r pid pid2 <<<"$CONFORMANCE_PIDS"   # started by the caller (a fleet's gateways); stopped here
 else
-	paths=("--portal" "127.0.0.1:$port" "--portal" "127.0.0.2:$port")
+	"$isertd" --config "${CONFORMANCE_CONFIG:-$here/conformance.json}" --portal "127.0.0.1:$port" \
+		--portal "127.0.0.2:$port" --state-dir "$work/state" >"$work/isertd.log" 2>&1 &
+	pid=$!
 fi
-"$isertd" --config "${CONFORMANCE_CONFIG:-$here/conformance.json}" "${paths[@]}" \
-	--state-dir "$work/state" >"$work/isertd.log" 2>&1 &
-pid=$!
 for _ in $(seq 300); do
 	iscsi-ls "iscsi://127.0.0.1:$port" >/dev/null 2>&1 && iscsi-ls "iscsi://127.0.0.2:$port" >/dev/null 2>&1 && break
 	for p in $pid $pid2; do

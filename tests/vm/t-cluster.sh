@@ -22,6 +22,17 @@
 # unavailable, the I/O goes on through B, every fio round verifies, and
 # `rbd export` of the image equals what the map reads.  The longest a write
 # waited around the kill is printed as the time to resume.
+#
+# A fleet (cl_fleet, docs/fleet.md): three gateways' own files (127.0.0.1-3,
+# one portal group each) imported into one document with iserctl cluster
+# import, stored in RADOS, and the gateways started with --cluster; one
+# host logged in through all three, dm-multipath over the three paths, fio
+# write+verify rounds on the map; meanwhile LUN 1 (another image) is added
+# through gateway 2 alone: after a rescan it is a disk on every path and a
+# map of three paths, and a full write+verify on it passes; then gateway 3
+# is removed from the fleet (iserctl gateway remove, through gateway 1): its
+# path takes no more I/O, the I/O goes on through the other two, every fio
+# round verifies, and gateway 3 says why it serves nothing.
 source "$VM_LIB"
 source "$(dirname "$VM_LIB")/multipath.sh"
 CL_T=iqn.2026-11.org.isert.vm:cluster
@@ -198,11 +209,120 @@ for o in json.load(sys.stdin).get("reservations", []):
 	ok "multipath: gateway B stops cleanly" [ $r -eq 0 ]
 }
 
+FL_T=iqn.2026-11.org.isert.vm:fleet
+FL_GW=()
+# fl_file N: gateway N's own file: portal group N on 127.0.0.N:3260, image rbd/fl at LUN 0, three ALUA
+# groups (its own in "tpgs", the others' ports in "remote_ports"), as gateways that each keep a file do.
+fl_file() {
+	local n=$1 g key groups=
+	for g in 1 2 3; do
+		key=remote_ports; [ $g = $n ] && key=tpgs
+		groups="$groups${groups:+,} { \"id\": $g, \"state\": \"active_optimized\", \"$key\": [ $g ] }"
+	done
+	cat <<EOF
+{ "backstores": [ { "name": "fl", "type": "rbd", "pool": "rbd", "image": "fl", "conf": "$CEPH_CONF" } ],
+  "targets": [ { "iqn": "$FL_T", "alua": { "mode": "both", "groups": [ $groups ] },
+    "tpgs": [ { "tag": $n, "demo_mode": true, "portals": [ { "ip": "127.0.0.$n", "port": 3260 } ],
+      "luns": [ { "lun": 0, "backstore": "fl" } ] } ] } ],
+  "global": { "reactors": 1 } }
+EOF
+}
+gwf() { "$ISERT_BUILD/tools/iserctl/iserctl" -s /run/fl-$1.sock "${@:2}"; }
+# fl_dev IP LUN: the disk of LUN through the session to IP.
+fl_dev() {
+	local c s
+	for c in /sys/class/iscsi_connection/connection*; do
+		[ "$(cat $c/persistent_address 2>/dev/null)" = "$1" ] || continue
+		s=${c##*/connection}; s=${s%%:*}
+		ls /sys/class/iscsi_session/session$s/device/target*/*:*:*:$2/block 2>/dev/null | head -1
+		return 0
+	done
+	return 1
+}
+fl_devs() { local n; for n in 1 2 3; do fl_dev 127.0.0.$n $1; done | grep -c .; }
+fl_lun_everywhere() { [ "$(fl_devs $1)" -eq 3 ]; }   # fl_lun_everywhere LUN: a disk through each gateway
+fl_three_paths() {   # fl_three_paths D1 D2 D3: one map holds the three
+	[ -n "$(mp_map $1)" ] && [ "$(mp_map $1)" = "$(mp_map $2)" ] && [ "$(mp_map $1)" = "$(mp_map $3)" ] &&
+		[ -b /dev/$(mp_map $1) ]
+}
+# fl_io_on_not D1 D2 D3: over one second I/O reaches D1 or D2, none D3.
+fl_io_on_not() {
+	local a1 b1 c1 a2 b2 c2
+	a1=$(mp_sectors $1) b1=$(mp_sectors $2) c1=$(mp_sectors $3); sleep 1
+	a2=$(mp_sectors $1) b2=$(mp_sectors $2) c2=$(mp_sectors $3)
+	[ $((a2 - a1 + b2 - b1)) -gt 0 ] && [ $((c2 - c1)) -eq 0 ]
+}
+fl_generation_all() {   # every running gateway of the fleet (asked through gateway 1) runs one generation
+	gwf 1 --json cluster status | python3 -c '
+import json, sys
+d = json.load(sys.stdin); g = {x["generation"] for x in d["gateways"] if x["running"]}
+sys.exit(0 if len(g) == 1 and None not in g else 1)'
+}
+
+cl_fleet() {
+	local n d1 d2 d3 e1 e2 e3 dm dm1 fio_pid r
+	vm_log "=== a fleet of three gateways: a LUN added through one under multipath I/O, a gateway removed"
+	must "fleet: images rbd/fl and rbd/fl1" bash -c "rbd create --size 192M --image-feature layering rbd/fl &&
+		rbd create --size 64M --image-feature layering rbd/fl1"
+	for n in 1 2 3; do fl_file $n > /tmp/fl-$n.json; done
+	must "fleet: iserctl cluster import of the three gateways' files" "$ISERT_BUILD/tools/iserctl/iserctl" cluster \
+		import --gateway gw-1=/tmp/fl-1.json --gateway gw-2=/tmp/fl-2.json --gateway gw-3=/tmp/fl-3.json -o /tmp/fleet.json
+	must "fleet: the document stored in RADOS" rados -p rbd put isert_config.vm /tmp/fleet.json
+	for n in 1 2 3; do
+		mkdir -p /tmp/fl-state-$n
+		"$ISERT_BUILD/target/isertd" --cluster rbd/vm --gateway gw-$n --state-dir /tmp/fl-state-$n \
+			--admin-socket /run/fl-$n.sock >> "$VM_WORK/fl-$n.log" 2>&1 &
+		FL_GW[$n]=$!
+		must "fleet: gateway $n starts (portal group $n, 127.0.0.$n)" \
+			wait_for 60 bash -c "ss -Hltn 'src 127.0.0.$n and sport = :3260' | grep -q ."
+	done
+	for n in 1 2 3; do
+		iscsi_node $FL_T 127.0.0.$n:3260
+		must "fleet: login through gateway $n" iscsi_login $FL_T 127.0.0.$n:3260
+	done
+	must "fleet: LUN 0 is a disk through each gateway" wait_for 30 fl_lun_everywhere 0
+	d1=$(fl_dev 127.0.0.1 0) d2=$(fl_dev 127.0.0.2 0) d3=$(fl_dev 127.0.0.3 0)
+	echo "    LUN 0: /dev/$d1 /dev/$d2 /dev/$d3"
+	must "fleet: multipathd starts" mp_start
+	must "fleet: one map holds the three paths" wait_for 30 fl_three_paths $d1 $d2 $d3
+	dm=$(mp_map $d1)
+	rm -f "$VM_WORK/mp.stop"
+	mp_fio_loop $dm & fio_pid=$!
+	ok "fleet: a fio round verified on LUN 0's map" wait_for 240 mp_rounds_ge 1
+	ok "fleet: backstore fl1 added through gateway 2" gwf 2 create /backstores/fl1 type=rbd pool=rbd image=fl1 \
+		"conf=$CEPH_CONF"
+	ok "fleet: LUN 1 added through gateway 2 (its portal group 2)" gwf 2 create /iscsi/$FL_T/tpg2/luns/lun1 backstore=fl1
+	ok "fleet: every gateway runs the new generation" wait_for 30 fl_generation_all
+	gwf 1 cluster status | sed 's/^/    /'
+	iscsiadm -m session --rescan >/dev/null
+	ok "fleet: after a rescan LUN 1 is a disk through all three gateways" wait_for 60 fl_lun_everywhere 1
+	e1=$(fl_dev 127.0.0.1 1) e2=$(fl_dev 127.0.0.2 1) e3=$(fl_dev 127.0.0.3 1)
+	ok "fleet: LUN 1 is one map of three paths" wait_for 30 fl_three_paths $e1 $e2 $e3
+	dm1=$(mp_map $e1)
+	ok "fleet: LUN 1 written and verified in full through its map" fio --name=l1 --filename=/dev/$dm1 --direct=1 \
+		--ioengine=libaio --iodepth=8 --rw=write --bs=64k --verify=crc32c --verify_fatal=1 --do_verify=1 \
+		--eta=never --output="$VM_WORK/fl-lun1.txt"
+	r=$(grep -c "^round" "$VM_WORK/mp-fio.txt")
+	ok "fleet: gateway 3 removed from the fleet through gateway 1, under I/O" gwf 1 gateway remove gw-3
+	ok "fleet: gateway 3's path takes no I/O, gateways 1 and 2 do" wait_for 120 fl_io_on_not $d1 $d2 $d3
+	ok "fleet: gateway 3 says it was removed" grep -q "is not in the fleet's document" "$VM_WORK/fl-3.log"
+	ok "fleet: fio went on (2 more rounds)" wait_for 300 mp_rounds_ge $((r + 2))
+	touch "$VM_WORK/mp.stop"
+	wait $fio_pid
+	ok "fleet: every fio round on LUN 0 wrote and verified with no error" mp_fio_clean $((r + 2))
+	mp_stop
+	iscsiadm -m node -T $FL_T --logout >/dev/null 2>&1
+	for n in 1 2 3; do
+		kill ${FL_GW[$n]}; wait ${FL_GW[$n]}; r=$?; FL_GW[$n]=
+		ok "fleet: gateway $n stops cleanly" [ $r -eq 0 ]
+	done
+}
+
 vm_cleanup_hook() {
 	touch "$VM_WORK/mp.stop"
 	mp_stop
 	iscsiadm -m node --logoutall=all >/dev/null 2>&1
-	for p in $GW_A $GW_B; do kill -9 $p 2>/dev/null; done
+	for p in $GW_A $GW_B "${FL_GW[@]}"; do kill -9 $p 2>/dev/null; done
 	"$ISERT_SRC/tests/ceph/cluster.sh" stop $CL_DIR >/dev/null 2>&1
 }
 
@@ -217,4 +337,5 @@ must "gateway B starts (portal group 2, 127.0.0.2)" gateway b 2 127.0.0.2
 must "iscsid starts" iscsi_start
 cl_nodes
 cl_multipath
+cl_fleet
 vm_done

@@ -14,15 +14,14 @@
 #include "import.h"
 #include "iserctl.h"
 
-/* The document written with mode 0600 (it may hold CHAP secrets), through a temporary file renamed over OUT. */
-static int write_out(const char *out, const char *text)
+int write_doc(const char *who, const char *out, const char *text)
 {
 	if (!out) {
 		/* Likely a terminal: json-c writes DEL and C1 controls (U+009B is CSI) as they are; esc_json writes them as
 		 * \u00NN, the same document. */
 		char *safe = esc_json(text);
 		if (!safe) {
-			fprintf(stderr, "iserctl import: out of memory\n");
+			fprintf(stderr, "iserctl %s: out of memory\n", who);
 			return EX_REFUSED;
 		}
 		puts(safe);
@@ -34,14 +33,14 @@ static int write_out(const char *out, const char *text)
 		return die_usage("-o %s: name too long", out);
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
-		fprintf(stderr, "iserctl import: %s: %s\n", out, strerror(errno));
+		fprintf(stderr, "iserctl %s: %s: %s\n", who, out, strerror(errno));
 		return EX_REFUSED;
 	}
 	size_t n = strlen(text);
 	bool ok = write(fd, text, n) == (ssize_t)n && write(fd, "\n", 1) == 1 && !fsync(fd);
 	ok = !close(fd) && ok && !rename(tmp, out);
 	if (!ok) {
-		fprintf(stderr, "iserctl import: %s: %s\n", out, strerror(errno));
+		fprintf(stderr, "iserctl %s: %s: %s\n", who, out, strerror(errno));
 		unlink(tmp);
 		return EX_REFUSED;
 	}
@@ -84,7 +83,7 @@ int cmd_import(int argc, char **argv)
 	unsigned dropped;
 	json_object *doc = import_doc(kind, file, &rc, &dropped);
 	if (!rc && (out || !(apply || dry)))
-		rc = write_out(out, json_object_to_json_string_ext(doc, IMPORT_JSON_FLAGS));
+		rc = write_doc("import", out, json_object_to_json_string_ext(doc, IMPORT_JSON_FLAGS));
 	if (!rc && (apply || dry))
 		rc = apply_doc(doc, dry);
 	json_object_put(doc);

@@ -31,7 +31,7 @@ _iserctl()
 	--by) COMPREPLY=($(compgen -W "lun initiator" -- "$cur")); return ;;
 	esac
 	if [ -z "$cmd" ]; then
-		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top alua cluster import
+		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top alua cluster gateway import
 			-s --socket -j --json -g --generation -n --dry-run -h --help" -- "$cur"))
 		return
 	fi
@@ -49,6 +49,14 @@ _iserctl()
 		else
 			COMPREPLY=($(compgen -f -- "$cur") $(compgen -W "-o --apply --dry-run" -- "$cur"))
 		fi ;;
+	cluster)
+		if [ "$prev" = cluster ]; then
+			COMPREPLY=($(compgen -W "status import export" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -f -- "$cur") $(compgen -W "--gateway -o --json" -- "$cur"))
+		fi ;;
+	gateway)
+		[ "$prev" = gateway ] && COMPREPLY=($(compgen -W "add remove list" -- "$cur")) ;;
 	sessions)
 		COMPREPLY=($(compgen -W "close" -- "$cur")) ;;
 	stats)

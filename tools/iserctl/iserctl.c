@@ -22,8 +22,12 @@
 
 #define DEFAULT_SOCKET "/run/isertd.sock"
 #define TIMEOUT_MS     30000
+/* A change in a fleet is planned on every gateway (at most 5 s) and answered once each applied it (at most 30 s
+ * more, docs/fleet.md): within TIMEOUT_MS iserctl would say isertd did not answer a change it then made. */
+#define CHANGE_TIMEOUT_MS 60000
 
 static const char *sock_path = DEFAULT_SOCKET;
+static int timeout_ms = TIMEOUT_MS;
 bool as_json;
 int64_t generation;   /* 0: not given */
 
@@ -78,6 +82,18 @@ static void usage(FILE *f)
 		"                              explicit|both, transition_time=SECONDS\n"
 		"  cluster                     what is kept with the other gateways serving the same stores:\n"
 		"                              reservations, ALUA states, the gateways (docs/cluster.md)\n"
+		"  cluster status [--json]     the fleet this gateway is in (docs/fleet.md): per gateway\n"
+		"                              whether it runs, the generation it applied, its result, fenced\n"
+		"  cluster import --gateway NAME=FILE... [-o OUT]\n"
+		"                              the fleet's document made from each gateway's file (no socket;\n"
+		"                              refused where they differ, showing the difference), on stdout\n"
+		"                              or in OUT; then store it in the cluster, in the gateways'\n"
+		"                              POOL/FLEET: rados put isert_config.FLEET OUT, in pool POOL\n"
+		"  cluster export --gateway GW [-o OUT]\n"
+		"                              GW's configuration from the fleet, as a file of its own (to\n"
+		"                              leave the fleet with)\n"
+		"  gateway add|remove NAME     a gateway into or out of the fleet's document\n"
+		"  gateway list [--json]       the fleet's gateways, as cluster status\n"
 		"  top [-d SECONDS] [-n ITERATIONS] [-b] [--by lun|initiator]\n"
 		"                              live per-LUN (or per-initiator) IOPS, MB/s, latency, queue\n"
 		"                              depth every -d seconds (default 2), -n frames, -b plain text\n"
@@ -113,7 +129,7 @@ int call(const char *method, json_object *params, json_object **result)
 		json_object_object_add(params, "generation", json_object_new_int64(generation));
 	json_object *rsp;
 	char why[512];
-	int e = admin_rpc(sock_path, method, params, TIMEOUT_MS, &rsp, why, sizeof(why));
+	int e = admin_rpc(sock_path, method, params, timeout_ms, &rsp, why, sizeof(why));
 	if (e) {
 		fprintf(stderr, "iserctl: %s%s\n", why,
 			e == -ENOENT || e == -ECONNREFUSED ? " (is isertd running with an admin socket, --admin-socket? "
@@ -513,6 +529,17 @@ static int parse_path(const char *path, struct opath *o)
 
 static bool dry_run;
 
+void print_plan(json_object *plan, const char *indent)
+{
+	for (size_t i = 0; plan && i < json_object_array_length(plan); i++) {
+		json_object *st = json_object_array_get_idx(plan, i), *v = get(st, "value");
+		char *value = v ? esc_json(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)) : NULL;
+		printf("%s%-7s %s%s%s\n", indent, gets(st, "op", "?"), gets(st, "path", "?"), v ? " = " : "",
+		       value ? value : "");
+		free(value);
+	}
+}
+
 /* The answer of a change: its plan, what needs a restart, and what happened to sessions. */
 static void print_change(const char *what, json_object *res)
 {
@@ -522,19 +549,18 @@ static void print_change(const char *what, json_object *res)
 	}
 	json_object *plan = get(res, "plan"), *restart = get(res, "restart_needed");
 	size_t n = plan ? json_object_array_length(plan) : 0;
-	for (size_t i = 0; i < n; i++) {
-		json_object *st = json_object_array_get_idx(plan, i), *v = get(st, "value");
-		char *value = v ? esc_json(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)) : NULL;
-		printf("  %-7s %s%s%s\n", gets(st, "op", "?"), gets(st, "path", "?"), v ? " = " : "", value ? value : "");
-		free(value);
-	}
+	print_plan(plan, "  ");
 	for (size_t i = 0; restart && i < json_object_array_length(restart); i++)
 		printf("  not applied: global.%s needs a restart\n", shown_of(json_object_array_get_idx(restart, i)));
 	if (dry_run || json_object_get_boolean(get(res, "dry_run"))) {
+		print_fleet(get(res, "fleet"));
 		printf("%s: %zu change%s planned, nothing done (dry run)\n", what, n, n == 1 ? "" : "s");
 		return;
 	}
-	printf("%s: %s", what, n ? "done" : "nothing to change");
+	/* In a fleet a change may leave this gateway's part as it was (another gateway's removed): the gateways say. */
+	json_object *fgws = get(get(res, "fleet"), "gateways");
+	bool fleet_changed = fgws && json_object_array_length(fgws);
+	printf("%s: %s", what, n || fleet_changed ? "done" : "nothing to change");
 	json_object *closed = get(res, "sessions_closed"), *maps = get(res, "sessions_with_new_luns");
 	if (closed && json_object_get_int(closed))
 		printf(", %d session%s closed", json_object_get_int(closed), json_object_get_int(closed) == 1 ? "" : "s");
@@ -542,6 +568,7 @@ static void print_change(const char *what, json_object *res)
 		printf(", %d session%s told their LUNs changed", json_object_get_int(maps),
 		       json_object_get_int(maps) == 1 ? "" : "s");
 	printf(" (generation %s)\n", gets(res, "generation", "?"));
+	print_fleet(get(res, "fleet"));
 }
 
 int run_change(const char *what, const char *method, json_object *params)
@@ -549,11 +576,17 @@ int run_change(const char *what, const char *method, json_object *params)
 	if (dry_run)
 		json_object_object_add(params, "dry_run", json_object_new_boolean(true));
 	json_object *res;
+	timeout_ms = CHANGE_TIMEOUT_MS;
 	int rc = call(method, params, &res);
+	timeout_ms = TIMEOUT_MS;
 	if (!rc && res && json_object_object_get_ex(res, "plan", NULL))
 		print_change(what, res);
-	else if (!rc)
-		as_json ? print_json(res) : (void)printf("%s: done\n", what);
+	else if (!rc && as_json)
+		print_json(res);
+	else if (!rc) {
+		printf("%s: done\n", what);
+		print_fleet(get(res, "fleet"));
+	}
 	json_object_put(res);
 	return rc;
 }
@@ -754,7 +787,9 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "import"))
 		return cmd_import(n, args);
 	if (!strcmp(cmd, "cluster"))
-		return cmd_cluster(n, args);
+		return n ? cmd_cluster_fleet(n, args) : cmd_cluster(n, args);
+	if (!strcmp(cmd, "gateway"))
+		return cmd_gateway(n, args);
 	if (!strcmp(cmd, "config") && (!n || (n == 1 && !strcmp(args[0], "--show-secrets")))) {
 		json_object *params = NULL;
 		if (n) {

@@ -30,6 +30,11 @@ int die_usage(const char *fmt, const char *arg);
 
 /* A change method: its plan and outcome printed (--dry-run, --json honoured); the exit status. */
 int run_change(const char *what, const char *method, json_object *params);
+/* A change's plan, a step a line, each line begun with indent. */
+void print_plan(json_object *plan, const char *indent);
+/* A document written with mode 0600 (it may hold CHAP secrets) to out (a temporary file renamed over it), or to
+ * stdout when out is NULL; who names the command in its messages; 0 or the exit status. */
+int write_doc(const char *who, const char *out, const char *text);
 
 /* call.c: iserctl call METHOD [JSON-OBJECT | KEY=VALUE...] */
 int cmd_call(int argc, char **argv);
@@ -39,6 +44,12 @@ int cmd_alua(int argc, char **argv);
 
 /* cluster.c */
 int cmd_cluster(int argc, char **argv);
+
+/* fleet.c: cluster status|import|export (else cmd_cluster), gateway add|remove|list */
+int cmd_cluster_fleet(int argc, char **argv);
+int cmd_gateway(int argc, char **argv);
+/* A change's "fleet" member (each gateway's plan, or its result): nothing when fleet is NULL. */
+void print_fleet(json_object *fleet);
 
 /* import.c: iserctl import lio|tgt FILE (EX_DROPPED: written, some items not carried) */
 int cmd_import(int argc, char **argv);

@@ -92,6 +92,7 @@ static struct {
 	struct queue notifications;
 	struct shared *all;
 	bool stop;
+	bool cut;                    /* this gateway was fenced for some object (atomic) */
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
 
 static uint64_t now_ns(void)
@@ -179,6 +180,7 @@ static void cut_off(struct shared *s)
 	bool first = !s->fenced;
 	s->fenced = true;
 	pthread_mutex_unlock(s->mu);
+	__atomic_store_n(&g.cut, true, __ATOMIC_RELAXED);
 	if (first)
 		log_err("%s of %s: this gateway was fenced (blocklisted) by the others; its I/O to the store fails "
 			"from now on: restart isertd once the cause is found", s->kind->what, s->name);
@@ -808,6 +810,11 @@ int shared_others(struct shared *s, struct bs_sharer **list, size_t *n)
 int shared_describe(struct shared *s, const char *desc)
 {
 	return backstore_shared_join(s->obj, desc);
+}
+
+bool shared_fenced_any(void)
+{
+	return __atomic_load_n(&g.cut, __ATOMIC_RELAXED);
 }
 
 bool shared_fenced(struct shared *s)

@@ -128,6 +128,8 @@ int shared_others(struct shared *s, struct bs_sharer **list, size_t *n);
 int shared_describe(struct shared *s, const char *desc);
 /* The others fenced this target. */
 bool shared_fenced(struct shared *s);
+/* The others fenced this gateway for some object (its Ceph client is blocklisted): any thread. */
+bool shared_fenced_any(void);
 /* Its place, version, state and the sharers as last listed, for the operator (JSON object; NULL: no memory). */
 struct json_object *shared_json(struct shared *s);
 
