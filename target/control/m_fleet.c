@@ -266,7 +266,7 @@ static int m_fleet_status(struct rpc_call *c)
 		json_object_object_add(me, "gateway", json_object_new_string(fleet_gateway()));
 		for (int k = 0; k < 3; k++)
 			json_object_object_add(me, keys[k], json_object_get(get(s, keys[k])));
-		json_object_object_add(me, "ok", json_object_new_boolean(!get(s, "last_error")));
+		json_object_object_add(me, "ok", json_object_get(get(s, "ok")));
 		json_object_object_add(me, "error", json_object_get(get(s, "last_error")));
 		if (!a.answers)
 			a.answers = json_object_new_array();
