@@ -127,6 +127,8 @@ static json_object *wait_applied(json_object *doc, uint64_t gen)
 {
 	json_object *list = NULL;
 	time_t until = time(NULL) + FLEET_APPLY_WAIT_S;
+	/* A gateway applies within milliseconds mostly: ask again soon, then less often. */
+	useconds_t pause = 10 * 1000;
 	for (;;) {
 		struct fleet_answers a;
 		char err[256];
@@ -140,7 +142,8 @@ static json_object *wait_applied(json_object *doc, uint64_t gen)
 					   "pending");
 		if (!pending || time(NULL) >= until)
 			return list;
-		usleep(200 * 1000);
+		usleep(pause);
+		pause = pause < 200 * 1000 ? pause * 2 : pause;
 	}
 }
 
