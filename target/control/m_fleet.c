@@ -127,6 +127,8 @@ static json_object *wait_applied(json_object *doc, uint64_t gen)
 {
 	json_object *list = NULL;
 	time_t until = time(NULL) + FLEET_APPLY_WAIT_S;
+	/* A gateway applies within milliseconds mostly: ask again soon, then less often. */
+	useconds_t pause = 10 * 1000;
 	for (;;) {
 		struct fleet_answers a;
 		char err[256];
@@ -140,7 +142,8 @@ static json_object *wait_applied(json_object *doc, uint64_t gen)
 					   "pending");
 		if (!pending || time(NULL) >= until)
 			return list;
-		usleep(200 * 1000);
+		usleep(pause);
+		pause = pause < 200 * 1000 ? pause * 2 : pause;
 	}
 }
 
@@ -266,7 +269,7 @@ static int m_fleet_status(struct rpc_call *c)
 		json_object_object_add(me, "gateway", json_object_new_string(fleet_gateway()));
 		for (int k = 0; k < 3; k++)
 			json_object_object_add(me, keys[k], json_object_get(get(s, keys[k])));
-		json_object_object_add(me, "ok", json_object_new_boolean(!get(s, "last_error")));
+		json_object_object_add(me, "ok", json_object_get(get(s, "ok")));
 		json_object_object_add(me, "error", json_object_get(get(s, "last_error")));
 		if (!a.answers)
 			a.answers = json_object_new_array();

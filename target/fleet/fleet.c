@@ -37,7 +37,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -85,8 +84,8 @@ static struct {
 	uint64_t cookie;
 	json_object *doc;       /* applied */
 	uint64_t generation;
-	char last_error[512];
-	time_t last_error_at;
+	char last_error[512];   /* the last thing that went wrong: reaching the cluster, or applying */
+	bool apply_failed;      /* the newest generation could not be applied here */
 	pthread_t th;
 	bool th_running;
 	void (*wake)(void);
@@ -116,7 +115,6 @@ static void set_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(f.last_error, sizeof(f.last_error), fmt, ap);
 	va_end(ap);
-	f.last_error_at = time(NULL);
 	pthread_mutex_unlock(&f.mu);
 }
 
@@ -425,7 +423,7 @@ static json_object *answer_ask(void)
 	pthread_mutex_lock(&f.mu);
 	json_object_object_add(a, "gateway", json_object_new_string(f.gw));
 	json_object_object_add(a, "generation", json_object_new_uint64(f.generation));
-	json_object_object_add(a, "ok", json_object_new_boolean(!f.last_error[0]));
+	json_object_object_add(a, "ok", json_object_new_boolean(!f.apply_failed));
 	json_object_object_add(a, "error", f.last_error[0] ? json_object_new_string(f.last_error) : NULL);
 	json_object_object_add(a, "cached", json_object_new_boolean(f.cached));
 	json_object_object_add(a, "fenced", json_object_new_boolean(f.fenced || shared_fenced_any()));
@@ -674,13 +672,14 @@ void fleet_applied_set(json_object *doc, uint64_t generation, const char *err)
 	pthread_mutex_lock(&f.mu);
 	if (err) {
 		snprintf(f.last_error, sizeof(f.last_error), "generation %llu: %s", (unsigned long long)generation, err);
-		f.last_error_at = time(NULL);
+		f.apply_failed = true;
 	} else {
 		json_object_put(f.doc);
 		f.doc = json_object_get(doc);
 		f.generation = generation;
 		f.cached = false;
 		f.last_error[0] = 0;
+		f.apply_failed = false;
 	}
 	pthread_mutex_unlock(&f.mu);
 	if (!err)
@@ -831,6 +830,7 @@ json_object *fleet_self_json(void)
 	json_object_object_add(o, "reachable", json_object_new_boolean(f.connected && f.watching));
 	json_object_object_add(o, "cached", json_object_new_boolean(f.cached));
 	json_object_object_add(o, "fenced", json_object_new_boolean(f.fenced || shared_fenced_any()));
+	json_object_object_add(o, "ok", json_object_new_boolean(!f.apply_failed));
 	json_object_object_add(o, "last_error", f.last_error[0] ? json_object_new_string(f.last_error) : NULL);
 	json_object_object_add(o, "copy", f.cache[0] ? json_object_new_string(f.cache) : NULL);
 	pthread_mutex_unlock(&f.mu);
