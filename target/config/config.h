@@ -150,6 +150,40 @@ struct cfg_isns {
 /* global.isns.server: "IP[:PORT]" / "[V6]:PORT", port 3205 when none is given; 0 or -EINVAL. */
 int config_parse_isns_server(const char *s, char **host, uint16_t *port);
 
+/*
+ * global.admin_https (docs/admin.md "Remote administration"): the HTTPS
+ * door to the admin methods, and who may use it.  A principal is named by
+ * exactly one of a client certificate's subject, one of its
+ * subjectAltNames, or a bearer token (only its SHA-256 is kept).
+ */
+enum cfg_role { CFG_ROLE_READER = 1, CFG_ROLE_OPERATOR, CFG_ROLE_ADMIN };
+#define CFG_HTTPS_PRINCIPALS_MAX 256
+#define CFG_HTTPS_TARGETS_MAX    256  /* a principal's "targets" */
+struct cfg_principal {
+	char *name;
+	enum cfg_role role;
+	char *subject;           /* RFC 4514 form, as `openssl x509 -subject -nameopt RFC2253` writes it; or NULL */
+	char *san;               /* a DNS name, e-mail address or URI of the certificate's subjectAltName; or NULL */
+	char *token_hash_file;   /* a file holding "sha256:HEX" of the token; or NULL */
+	uint8_t token_sha256[32];
+	char **targets;          /* NULL: every target */
+	size_t ntargets;
+};
+struct cfg_admin_https {
+	char *listen;            /* HOST:PORT or PORT (loopback), as global.metrics */
+	char *certificate, *key; /* PEM files: the server's chain and its key */
+	char *client_ca;         /* PEM file of the CAs client certificates must chain to; NULL: none asked for */
+	struct cfg_principal *principals;
+	size_t nprincipals;
+	unsigned max_connections, max_connections_per_address;
+	unsigned request_timeout_s;   /* to send each whole request, from connecting or from the last answer */
+};
+const char *config_role_name(enum cfg_role r);
+/* As the file writes it (NULL: out of memory). */
+struct json_object *cfg_admin_https_to_json(const struct cfg_admin_https *h);
+/* Each principal's token_hash_file read again (SIGHUP: a token rotated); 0, or -EINVAL with none changed after it. */
+int config_reread_token_hashes(struct cfg_admin_https *h, char *err, size_t errlen);
+
 /* A target's "alua" object as the file writes it, the default group included (NULL: out of memory). */
 struct json_object;
 struct json_object *config_alua_obj(const struct cfg_target *tg);
@@ -179,6 +213,7 @@ struct config {
 	unsigned shutdown_timeout_s;
 	unsigned file_mode;              /* permission bits of the file loaded (0: not a file) */
 	struct cfg_isns *isns;           /* global.isns; NULL: no iSNS */
+	struct cfg_admin_https *admin_https; /* global.admin_https; NULL: the local socket only */
 };
 
 /* global.iser_srq: at least as many receives as one connection posts of its own (RDMA_QUEUE, common/transport/rdma.c). */

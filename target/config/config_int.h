@@ -117,6 +117,10 @@ int cfg_parse_isns(struct pctx *p, json_object *g, struct config *c);
 json_object *cfg_isns_to_json(const struct cfg_isns *s);
 void cfg_isns_free(struct cfg_isns *s);
 
+/* admin_https.c: global.admin_https (a member of the global object g), and back to JSON. */
+int cfg_parse_admin_https(struct pctx *p, json_object *g, struct config *c);
+void cfg_admin_https_free(struct cfg_admin_https *h);
+
 /* What peers may hold: defaults (docs/security.md) and ranges. */
 struct limit_key {
 	const char *key;

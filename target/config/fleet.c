@@ -26,7 +26,7 @@
 
 /* The global keys each gateway keeps for itself (docs/config.md, "global"); the others are the fleet's. */
 static const char *const own_global[] = { "reactors", "poll_mode", "iser_srq", "admin_socket", "buffer_pool_mb",
-					  "adaptive_spin_us", "metrics", "state_dir", NULL };
+					  "adaptive_spin_us", "metrics", "state_dir", "admin_https", NULL };
 
 static bool in_list(const char *const *l, const char *s)
 {

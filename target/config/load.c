@@ -1114,7 +1114,7 @@ static int parse_global(struct pctx *p, json_object *v, struct config *c)
 					    "max_connections", "max_connections_per_portal",
 					    "max_connections_per_host", "max_sessions", "tcp_keepalive",
 					    "buffer_pool_mb", "shutdown_timeout", "adaptive_spin_us", "metrics", "state_dir",
-					    "isns", NULL };
+					    "isns", "admin_https", NULL };
 	char *mode = NULL;
 	uint32_t n = 0;
 	int r;
@@ -1160,7 +1160,7 @@ static int parse_global(struct pctx *p, json_object *v, struct config *c)
 	/* sun_path holds 108 bytes with the terminator */
 	if ((r = cfg_get_str(p, v, "admin_socket", false, 107, &c->admin_socket)) < 0)
 		return r;
-	if ((r = parse_state_dir(p, v, c)) || (r = cfg_parse_isns(p, v, c)))
+	if ((r = parse_state_dir(p, v, c)) || (r = cfg_parse_isns(p, v, c)) || (r = cfg_parse_admin_https(p, v, c)))
 		return r;
 	return parse_metrics(p, v, c);
 }
@@ -1431,6 +1431,7 @@ void config_free(struct config *c)
 	free(c->metrics);
 	free(c->state_dir);
 	cfg_isns_free(c->isns);
+	cfg_admin_https_free(c->admin_https);
 	free(c->origin);
 	free(c);
 }

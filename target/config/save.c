@@ -275,7 +275,8 @@ static json_object *to_obj(const struct config *c, bool compare)
 	     cfg_put(glob, "iser_srq", json_object_new_int64(c->iser_srq)) &&
 	     put_str(glob, "admin_socket", c->admin_socket) && put_str(glob, "metrics", c->metrics) &&
 	     put_str(glob, "state_dir", c->state_dir) &&
-	     (!c->isns || cfg_put(glob, "isns", cfg_isns_to_json(c->isns)));
+	     (!c->isns || cfg_put(glob, "isns", cfg_isns_to_json(c->isns))) &&
+	     (!c->admin_https || cfg_put(glob, "admin_https", cfg_admin_https_to_json(c->admin_https)));
 	for (size_t i = 0; ok && i < cfg_nlimit_keys; i++)
 		ok = cfg_put(glob, cfg_limit_keys[i].key,
 			 json_object_new_int64(*cfg_limit_field((struct config *)c, &cfg_limit_keys[i])));

@@ -32,6 +32,7 @@
 #include "target/backstore/backstore.h"
 #include "target/control/control.h"
 #include "target/iscsi/iscsi.h"
+#include "target/control/https.h"
 #include "target/isns/isns.h"
 #include "target/scsi/alua/alua.h"
 
@@ -399,6 +400,18 @@ static void share_after(const struct config *old)
 		log_err("after the change: %s", err);
 }
 
+/* Does n keep r's global.admin_https?  (Else its files are read and checked: an unrelated change never reads them.) */
+static bool same_admin_https(const struct config *r, const struct config *n)
+{
+	if (!r->admin_https || !n->admin_https)
+		return !r->admin_https && !n->admin_https;
+	json_object *a = cfg_admin_https_to_json(r->admin_https), *b = cfg_admin_https_to_json(n->admin_https);
+	bool same = a && b && json_object_equal(a, b);
+	json_object_put(a);
+	json_object_put(b);
+	return same;
+}
+
 static int execute_whole(struct apply_plan *p, struct apply_result *res, char *err, size_t errlen)
 {
 	struct config *n = p->next, *r = rt_config();
@@ -445,6 +458,9 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 	/* The ALUA groups, made now: after the switch they are only installed, which cannot fail. */
 	if (!rc)
 		rc = scsi_alua_prepare(r, n, &alua, err, errlen);
+	/* The HTTPS door's certificates and address, checked now: a change cannot leave it unable to start. */
+	if (!rc && !same_admin_https(r, n))
+		rc = https_prepare(n, err, errlen);
 	/* Growing last: a file grown stays grown, the one thing not undone when a later step fails. */
 	for (size_t i = 0; !rc && i < nb; i++) {
 		if (p->from[i] < 0)
@@ -494,6 +510,7 @@ static int execute_whole(struct apply_plan *p, struct apply_result *res, char *e
 	/* Before the stores that left close: a target may keep its ALUA states with one of them. */
 	share_after(p->next);
 	isns_configure(r); /* targets, portals, TPGs or global.isns may have changed: its thread registers the difference */
+	https_commit();
 	drop_stores(st, p->next->nbackstores);
 	free(st);
 	free(started);

@@ -57,8 +57,11 @@ static int m_isns_status(struct rpc_call *c)
 static int m_config_get(struct rpc_call *c)
 {
 	bool secrets = rpc_bool(c, "show_secrets");
-	/* isertd's own uid may use the socket when isertd is not root; the secrets are root's only. */
-	if (secrets && c->uid != 0)
+	/* isertd's own uid may use the socket when isertd is not root; the secrets are root's only, and an admin's. */
+	if (secrets && c->who && c->who->principal->role < CFG_ROLE_ADMIN)
+		return rpc_fail(c, RPC_PERMISSION, "show_secrets: only a principal with role admin may read the secrets "
+				"(%s has role %s)", c->who->name, config_role_name(c->who->principal->role));
+	if (secrets && !c->who && c->uid != 0)
 		return rpc_fail(c, RPC_PERMISSION, "show_secrets: only root may read the secrets (uid %u)",
 				(unsigned)c->uid);
 	json_object *cfg = config_to_obj(rt_config());

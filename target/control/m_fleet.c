@@ -228,7 +228,9 @@ static int propose(struct rpc_call *c, json_object *nd, bool dry_run)
 	json_object_object_add(fo, "gateways", wait_applied(nd, now));
 	json_object_object_add(c->result, "generation", json_object_new_uint64(rpc_st.generation));
 	c->unchanged = true; /* fleet_catch_up counted it */
-	log_info("admin (uid %u): fleet generation %llu written", (unsigned)c->uid, (unsigned long long)now);
+	char who[160];
+	log_info("admin (%s): fleet generation %llu written", rpc_who_label(c, who, sizeof(who)),
+		 (unsigned long long)now);
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 #include "common/util.h"
 #include "target/control/metrics.h"
 #include "target/control/stats.h"
+#include "target/control/https.h"
 #include "target/fleet/fleet.h"
 
 /* ------------------------------------------------------------------------ */
@@ -503,6 +504,14 @@ static void fleet_one(struct metrics_gen *g, size_t i, const struct family *f)
 	json_object_put(o);
 }
 
+/* The HTTPS admin door's refusals (target/control/https.h), counted on the admin thread. */
+static void https_refusals(struct metrics_gen *g, size_t i, const struct family *f)
+{
+	(void)i;
+	for (enum https_refusal r = 0; r < HTTPS_NREFUSALS; r++)
+		putf(&g->out, "%s{reason=\"%s\"} %" PRIu64 "\n", f->name, https_refusal_name(r), https_refused(r));
+}
+
 #define ROW(f) offsetof(struct mrow, f)
 #define PORTAL(f) offsetof(struct stats_portal_row, c.f)
 
@@ -580,6 +589,9 @@ static const struct family families[] = {
 	  reactor_pool, offsetof(struct stats_reactor_row, pool_bytes) },
 	{ "isert_reactor_buffers_in_use", "gauge", "Data buffers of the reactor's pool handed out now.", n_once,
 	  reactor_pool, offsetof(struct stats_reactor_row, pool_in_use) },
+	{ "isert_admin_https_refused_total", "counter",
+	  "Requests to the HTTPS admin door refused, by reason (authentication, backoff, role).", n_once,
+	  https_refusals, 0 },
 	{ "isert_fleet_generation", "gauge", "The fleet's generation this gateway runs (docs/fleet.md).", n_fleet,
 	  fleet_one, 0 },
 	{ "isert_fleet_cached", "gauge", "1: this gateway serves the copy it kept, the cluster not reached.", n_fleet,

@@ -28,6 +28,7 @@
 #include "target/runtime/runtime.h"
 #include "target/scsi/alua/alua.h"
 #include "target/control/rpc_int.h"
+#include "target/control/https.h"
 #include "target/fleet/fleet.h"
 
 struct client {
@@ -162,10 +163,95 @@ const struct rpc_method *rpc_method_named(const char *name)
 	return NULL;
 }
 
-/* A parsed request object -> response text (NULL: a notification, no answer). */
-static char *handle_obj(json_object *req, uid_t uid)
+/* Methods whose role is not the one their kind gives (rpc_method_role). */
+static const struct {
+	const char *method;
+	enum cfg_role role;
+} role_of[] = {
+	{ "stats.reset", CFG_ROLE_OPERATOR },   { "session.close", CFG_ROLE_OPERATOR },
+	{ "alua.set", CFG_ROLE_OPERATOR },      { "save", CFG_ROLE_ADMIN }, /* writes a file of isertd's host */
+};
+
+enum cfg_role rpc_method_role(const struct rpc_method *m)
 {
+	for (size_t i = 0; i < sizeof(role_of) / sizeof(role_of[0]); i++)
+		if (!strcmp(role_of[i].method, m->name))
+			return role_of[i].role;
+	return RPC_CHANGES(m) ? CFG_ROLE_ADMIN : CFG_ROLE_READER;
+}
+
+const char *rpc_who_label(const struct rpc_call *c, char *buf, size_t n)
+{
+	if (c->who)
+		snprintf(buf, n, "principal %s from %s", c->who->name, c->who->from);
+	else
+		snprintf(buf, n, "uid %u", (unsigned)c->uid);
+	return buf;
+}
+
+/* The target a request names: params target (most methods) or iqn (target.create, target.delete); NULL: none. */
+static const char *named_target(const struct rpc_method *m, json_object *params)
+{
+	static const char *const keys[] = { "target", "iqn" };
+	for (size_t i = 0; i < 2; i++) {
+		json_object *v;
+		if (rpc_has_param(m, keys[i]) && params && json_object_object_get_ex(params, keys[i], &v) &&
+		    json_object_is_type(v, json_type_string))
+			return json_object_get_string(v);
+	}
+	return NULL;
+}
+
+/* May who call m with params?  0, or -1 with msg filled. */
+static int allowed(const struct rpc_who *who, const struct rpc_method *m, json_object *params, char *msg, size_t n)
+{
+	const struct cfg_principal *p = who->principal;
+	enum cfg_role need = rpc_method_role(m);
+	if (p->role < need) {
+		snprintf(msg, n, "permission denied: principal %s has role %s, and %s needs %s", who->name,
+			 config_role_name(p->role), m->name, config_role_name(need));
+		return -1;
+	}
+	if (!p->targets || !strcmp(m->name, "rpc.methods"))
+		return 0;
+	const char *t = named_target(m, params);
+	for (size_t i = 0; t && i < p->ntargets; i++)
+		if (!strcmp(p->targets[i], t))
+			return 0;
+	if (t)
+		snprintf(msg, n, "permission denied: principal %s may administer only its targets (%zu), and %.223s "
+			 "is not one of them", who->name, p->ntargets, t);
+	else
+		snprintf(msg, n, "permission denied: principal %s may administer only its targets: %s must name one "
+			 "(%s)", who->name, m->name, rpc_has_param(m, "target") || rpc_has_param(m, "iqn") ?
+			 "give its target" : "it names no target, so it is not open to a principal limited to targets");
+	return -1;
+}
+
+/* The audit line of a request that is more than a reader's (docs/security.md "Audit"). */
+static void audit(const struct rpc_call *c, const struct rpc_method *m, json_object *params, int rc)
+{
+	char who[160], result[900];
+	if (rc)
+		snprintf(result, sizeof(result), "refused (%d): %s", c->code, c->msg);
+	else if (RPC_CHANGES(m) && c->unchanged)
+		snprintf(result, sizeof(result), "done, nothing changed, generation %llu",
+			 (unsigned long long)rpc_st.generation);
+	else
+		snprintf(result, sizeof(result), "done, generation %llu", (unsigned long long)rpc_st.generation);
+	json_object *shown = config_redacted(NULL, "params", params);
+	/* The socket's words stay as they were ("admin (uid 0): ..."): scripts read them. */
+	log_info("%s (%s): %s %.200s: %s", c->who ? "audit https" : "admin", rpc_who_label(c, who, sizeof(who)),
+		 m->name, json_object_to_json_string_ext(shown, JSON_C_TO_STRING_PLAIN), result);
+	json_object_put(shown);
+}
+
+/* A parsed request object -> response text (NULL: a notification, no answer); *code: the error's, or 0. */
+static char *handle_obj(json_object *req, uid_t uid, const struct rpc_who *who, int *code)
+{
+	*code = 0;
 	json_object *id = NULL, *v, *params = NULL;
+	*code = RPC_INVALID_REQUEST; /* until the request is one */
 	if (!json_object_is_type(req, json_type_object))
 		return error_text(NULL, RPC_INVALID_REQUEST,
 				  json_object_is_type(req, json_type_array) ? "batch requests are not supported: send one "
@@ -190,27 +276,38 @@ static char *handle_obj(json_object *req, uid_t uid)
 		return error_text(id, RPC_INVALID_REQUEST, "method: must be a string");
 	const char *name = json_object_get_string(v);
 	if (json_object_object_get_ex(req, "params", &params) && !json_object_is_type(params, json_type_object))
-		return error_text(id, RPC_INVALID_PARAMS, "params: must be an object (named parameters)");
+		return error_text(id, *code = RPC_INVALID_PARAMS, "params: must be an object (named parameters)");
+	*code = 0;
 	const struct rpc_method *m = rpc_method_named(name);
 	char *out = NULL;
 	if (!m) {
 		char msg[160];
 		snprintf(msg, sizeof(msg), "unknown method '%.64s' (rpc.methods lists them)", name);
-		out = error_text(id, RPC_METHOD_NOT_FOUND, msg);
+		out = error_text(id, *code = RPC_METHOD_NOT_FOUND, msg);
 		goto done;
 	}
-	if (uid != 0 && uid != geteuid()) {
+	if (!who && uid != 0 && uid != geteuid()) {
 		char msg[160];
 		snprintf(msg, sizeof(msg), "permission denied: uid %u is neither root nor isertd's uid %u", (unsigned)uid,
 			 (unsigned)geteuid());
-		out = error_text(id, RPC_PERMISSION, msg);
+		out = error_text(id, *code = RPC_PERMISSION, msg);
+		goto done;
+	}
+	struct rpc_call c = { .params = params ? json_object_get(params) : json_object_new_object(), .uid = uid,
+			      .who = who };
+	if (who && allowed(who, m, params, c.msg, sizeof(c.msg))) {
+		c.code = *code = RPC_PERMISSION;
+		if (rpc_method_role(m) > CFG_ROLE_READER)
+			audit(&c, m, c.params, -1);
+		out = error_text(id, RPC_PERMISSION, c.msg);
+		json_object_put(c.params);
 		goto done;
 	}
 	if (__atomic_load_n(&rpc_st.stopping, __ATOMIC_RELAXED)) {
-		out = error_text(id, RPC_UNAVAILABLE, "isertd is shutting down");
+		json_object_put(c.params);
+		out = error_text(id, *code = RPC_UNAVAILABLE, "isertd is shutting down");
 		goto done;
 	}
-	struct rpc_call c = { .params = params ? json_object_get(params) : json_object_new_object(), .uid = uid };
 	int rc = 0;
 	if (RPC_CHANGES(m) && json_object_object_get_ex(c.params, "generation", &v)) {
 		int64_t g = json_object_get_int64(v);
@@ -235,12 +332,11 @@ static char *handle_obj(json_object *req, uid_t uid)
 		rc = m->edit ? rpc_change(m, &c) : m->fn(&c);
 	if (!rc && RPC_CHANGES(m) && !c.unchanged) {
 		rpc_st.generation++;
-		json_object *shown = config_redacted(NULL, "params", params ? params : c.params);
-		log_info("admin (uid %u): %s %.200s: done, generation %llu", (unsigned)uid, m->name,
-			 json_object_to_json_string_ext(shown, JSON_C_TO_STRING_PLAIN),
-			 (unsigned long long)rpc_st.generation);
-		json_object_put(shown);
 	}
+	/* Every change and every operator's action, done or refused; the socket's, as before, when done. */
+	if (rpc_method_role(m) > CFG_ROLE_READER && (who || (!rc && RPC_CHANGES(m) && !c.unchanged)))
+		audit(&c, m, params ? params : c.params, rc);
+	*code = rc ? c.code : 0;
 	if (!has_id) {
 		config_wipe_secrets(c.result);
 		json_object_put(c.result);
@@ -262,7 +358,25 @@ done:
 	return has_id ? out : (free(out), NULL);
 }
 
+char *rpc_error_text(int code, const char *msg)
+{
+	return error_text(NULL, code, msg);
+}
+
+static char *handle_text(const char *req, size_t len, uid_t uid, const struct rpc_who *who, int *code);
+
 char *rpc_handle(const char *req, size_t len, uid_t uid)
+{
+	int code;
+	return handle_text(req, len, uid, NULL, &code);
+}
+
+char *rpc_handle_as(const char *req, size_t len, const struct rpc_who *who, int *code)
+{
+	return handle_text(req, len, geteuid(), who, code);
+}
+
+static char *handle_text(const char *req, size_t len, uid_t uid, const struct rpc_who *who, int *code)
 {
 	json_tokener *tok = json_tokener_new_ex(32);
 	if (!tok)
@@ -274,9 +388,9 @@ char *rpc_handle(const char *req, size_t len, uid_t uid)
 		char msg[160];
 		snprintf(msg, sizeof(msg), "not JSON: %s", e == json_tokener_continue ? "the text ends early"
 											: json_tokener_error_desc(e));
-		out = error_text(NULL, RPC_PARSE_ERROR, msg);
+		out = error_text(NULL, *code = RPC_PARSE_ERROR, msg);
 	} else {
-		out = handle_obj(o, uid);
+		out = handle_obj(o, uid, who, code);
 	}
 	config_wipe_secrets(o);
 	json_object_put(o);
@@ -358,7 +472,8 @@ static size_t client_parse(struct client *c, const char *buf, size_t len)
 		c->close_after = true; /* where the next request starts is unknown */
 		return len;
 	}
-	char *text = handle_obj(o, c->uid);
+	int code;
+	char *text = handle_obj(o, c->uid, NULL, &code);
 	config_wipe_secrets(o); /* the request's (acl.add, apply with a document, ...) */
 	json_object_put(o);
 	if (text)
@@ -463,6 +578,7 @@ static bool client_io(struct client *c, short revents)
 /* SIGHUP: the file isertd was started with becomes the running configuration (as apply). */
 static void reload(void)
 {
+	https_reload(); /* certificates and token hashes, whatever the configuration does */
 	if (fleet_active()) {
 		log_info("SIGHUP: reading the fleet's document again");
 		fleet_catch_up();
@@ -502,7 +618,7 @@ void rpc_fleet_wake(void)
 		log_warn("fleet: the admin thread is not running; the new generation is applied once it is");
 }
 
-#define FIXED_FDS 4 /* wake, listen, reload, fleet */
+#define FIXED_FDS 5 /* wake, listen, reload, fleet, the HTTPS door's */
 
 static void *rpc_thread(void *arg)
 {
@@ -513,11 +629,12 @@ static void *rpc_thread(void *arg)
 		pf[1] = (struct pollfd){ .fd = srv.lfd, .events = POLLIN }; /* -1 (ignored): no socket */
 		pf[2] = (struct pollfd){ .fd = srv.reloadfd, .events = POLLIN };
 		pf[3] = (struct pollfd){ .fd = srv.fleetfd, .events = POLLIN };
+		pf[4] = (struct pollfd){ .fd = https_fd(), .events = POLLIN };
 		for (unsigned i = 0; i < srv.nclients; i++)
 			pf[i + FIXED_FDS] = (struct pollfd){ .fd = srv.clients[i].fd,
 						     .events = srv.clients[i].out ? POLLOUT : POLLIN };
 		unsigned n = srv.nclients;
-		int rc = poll(pf, n + FIXED_FDS, 1000);
+		int rc = poll(pf, n + FIXED_FDS, https_timeout_ms(1000));
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
@@ -543,9 +660,11 @@ static void *rpc_thread(void *arg)
 		}
 		if (rc > 0 && (pf[1].revents & POLLIN))
 			client_accept();
+		https_run(); /* its timers too: MHD's, and each connection's deadline */
 	}
 	while (srv.nclients)
 		client_close(srv.nclients - 1);
+	https_stop();
 	return NULL;
 }
 
@@ -598,6 +717,10 @@ static int start_thread(char *err, size_t errlen)
 
 int rpc_start(struct config *cfg, const char *path, const char *config_path, char *err, size_t errlen)
 {
+	int hrc = https_prepare(cfg, err, errlen);
+	if (hrc)
+		return hrc;
+	https_commit(); /* the admin thread starts it */
 	bool asked = path || cfg->admin_socket;
 	if (!path)
 		path = cfg->admin_socket ? cfg->admin_socket : RPC_DEFAULT_SOCKET;
@@ -667,6 +790,7 @@ void rpc_stop(void)
 	if (srv.fleetfd >= 0)
 		close(srv.fleetfd);
 	srv.wakefd = srv.reloadfd = srv.fleetfd = -1;
+	https_stop(); /* when the thread never ran */
 	free(rpc_st.config_path);
 	rpc_st.config_path = NULL;
 }

@@ -51,6 +51,22 @@ void rpc_stop(void);
 /* One request (a JSON text) from a peer with uid; the response text (malloc'd), or NULL for a notification. */
 char *rpc_handle(const char *req, size_t len, uid_t uid);
 
+/*
+ * Who sends a request through the HTTPS door (https.c): a principal of
+ * global.admin_https, and where from.  principal is read only before the
+ * method runs (a change may free it); name and from outlive it.
+ */
+struct cfg_principal;
+struct rpc_who {
+	const struct cfg_principal *principal;
+	const char *name;        /* the principal's name */
+	const char *from;        /* the client's address, [IP]:PORT */
+};
+/* As rpc_handle, for who; *code is the answer's JSON-RPC error code (0: a result, or no answer). */
+char *rpc_handle_as(const char *req, size_t len, const struct rpc_who *who, int *code);
+/* A JSON-RPC error answer with id null (malloc'd; NULL: out of memory). */
+char *rpc_error_text(int code, const char *msg);
+
 /* For the fuzzer: nothing outside memory changes (save refuses, changes are planned, not carried out). */
 extern bool rpc_plan_only;
 

@@ -23,15 +23,27 @@
 #include <sys/types.h>
 
 #include "target/config/config.h"
+#include "target/control/rpc.h"
 
 struct rpc_call {
 	json_object *params;     /* an object (empty when the request had none) */
 	json_object *result;     /* set by the method on success */
 	int code;                /* RPC_* on failure */
 	bool unchanged;          /* a change method that changed nothing (dry run, or nothing differed) */
-	uid_t uid;               /* of the peer: root or isertd's own */
+	uid_t uid;               /* of the peer: root or isertd's own (isertd's own for HTTPS) */
+	const struct rpc_who *who; /* HTTPS: its principal; NULL: the local socket */
 	char msg[768];
 };
+/* Who made a request, for the log: "uid 0" or "principal NAME from [IP]:PORT" (lives as long as c). */
+const char *rpc_who_label(const struct rpc_call *c, char *buf, size_t n);
+/*
+ * The least role that may call m over HTTPS (docs/admin.md "Roles"): a
+ * reader's methods answer from what runs; operators also reset statistics,
+ * close sessions and set ALUA states; everything else that changes isertd
+ * is an admin's.
+ */
+struct rpc_method;
+enum cfg_role rpc_method_role(const struct rpc_method *m);
 
 /*
  * One named parameter of a method: unknown names, required ones, types
