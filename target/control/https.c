@@ -44,7 +44,8 @@
 /* GnuTLS's priority string: the floor the issue and docs/security.md state. */
 #define HTTPS_PRIORITIES                                                                                   \
 	"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305:" \
-	"-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-SIGN-RSA-SHA1:-SIGN-ECDSA-SHA1:-SIGN-DSA-SHA1:"     \
+	"-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:"       \
+	"+GROUP-SECP384R1:+GROUP-X448:+GROUP-SECP521R1:-SIGN-RSA-SHA1:-SIGN-ECDSA-SHA1:-SIGN-DSA-SHA1:"     \
 	"%SERVER_PRECEDENCE"
 #define PEM_MAX         (1u << 20)  /* a certificate chain, key or CA file */
 #define BACKOFF_SLOTS   256         /* addresses remembered after a failed authentication */
@@ -312,8 +313,8 @@ int https_prepare(const struct config *c, char *err, size_t errlen)
 /* Taken in https_run: this may run inside a request the running daemon is answering. */
 void https_commit(void)
 {
-	hs.next_ready = hs.prepared;
-	hs.stop_asked = hs.stop_prepared;
+	hs.next_ready |= hs.prepared;
+	hs.stop_asked |= hs.stop_prepared;
 	hs.prepared = hs.stop_prepared = false;
 }
 

@@ -343,7 +343,8 @@ static const struct rpc_param p_restore[] = { P_STR("path", true), P_STR("target
 /* The loader checks their values, as in the file. */
 static const struct rpc_param p_global_set[] = { P_VALUE("login_timeout"), P_VALUE("max_connections"),
 						 P_VALUE("max_connections_per_portal"), P_VALUE("max_connections_per_host"),
-						 P_VALUE("max_sessions"), P_VALUE("shutdown_timeout"), P_VALUE("isns"), P_END };
+						 P_VALUE("max_sessions"), P_VALUE("shutdown_timeout"), P_VALUE("isns"),
+						 P_VALUE("admin_https"), P_END };
 static const struct rpc_param p_discovery_set[] = { P_SECRET("chap"), P_END };
 
 const struct rpc_method rpc_methods_config[] = {
@@ -364,7 +365,8 @@ const struct rpc_method rpc_methods_config[] = {
 	{ "global.set", NULL, e_global_set, true, p_global_set,
 	  "global keys that need a restart are refused by name",
 	  "change global limits that apply at once (login_timeout, max_*, "
-	  "shutdown_timeout) and the iSNS registration (isns: an object whose keys are merged, null: off)" },
+	  "shutdown_timeout), the iSNS registration (isns: an object whose keys are merged, null: off) and the "
+	  "HTTPS admin door (admin_https: the whole object, null: off)" },
 	{ "isns.status", m_isns_status, NULL, false, p_none, NULL,
 	  "where the iSNS registration stands: server, entity, registered, targets and portals, "
 	  "esi_port, failures in a row, the last error and how long ago, the last registration's age" },

@@ -169,6 +169,7 @@ json_object *rpc_methods_json(void)
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "name", json_object_new_string(m->name));
 		json_object_object_add(o, "change", json_object_new_boolean(RPC_CHANGES(m)));
+		json_object_object_add(o, "role", json_object_new_string(config_role_name(rpc_method_role(m))));
 		json_object_object_add(o, "help", json_object_new_string(m->help));
 		json_object *ps = json_object_new_array();
 		for (const struct rpc_param *p = m->params; p->name; p++)
