@@ -27,7 +27,7 @@ from admin_rpc import Rpc, end_isertd, start_isertd  # noqa: E402
 from checks import check, wait_for  # noqa: E402
 
 ISERTD = sys.argv[1]
-PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3660
+PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 3690
 HPORT, MPORT = PORT + 1, PORT + 2
 T1, T2 = 'iqn.2026-11.org.isert:https1', 'iqn.2026-11.org.isert:https2'
 TIMEOUT = 3  # admin_https.request_timeout in this test
