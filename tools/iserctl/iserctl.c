@@ -19,6 +19,7 @@
 #include "adminrpc.h"
 #include "escape.h"
 #include "iserctl.h"
+#include "version.h"
 
 #define DEFAULT_SOCKET "/run/isertd.sock"
 #define TIMEOUT_MS     30000
@@ -108,7 +109,8 @@ static void usage(FILE *f)
 		"  -j, --json            print the answer as JSON\n"
 		"  -g, --generation N    refuse the change unless the configuration is still at generation N\n"
 		"  -n, --dry-run         show what a change would do, do nothing\n"
-		"  -h, --help            this help\n\n"
+		"  -h, --help            this help\n"
+		"      --version         print iserctl's version and exit (the first argument)\n\n"
 		"Exit status: 0 done, 1 refused, 2 usage, 3 isertd not reachable, 4 no such object,\n"
 		"5 stale generation, 6 imported with items not carried.\n");
 }
@@ -724,6 +726,10 @@ static int cmd_save(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--version")) {
+		puts("iserctl " ISERT_VERSION);
+		return 0;
+	}
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },     { "json", no_argument, NULL, 'j' },
 		{ "generation", required_argument, NULL, 'g' }, { "help", no_argument, NULL, 'h' },
