@@ -472,6 +472,8 @@ int main(int argc, char **argv)
 	if ((rc = load_config(&a)) >= 0)
 		return rc;
 	if (a.check || a.print) {
+		if (a.check)
+			warn_exposed_secrets(); /* what start-up would warn of, a check says too */
 		check_or_print(a.print, a.secrets);
 		fleet_stop();
 		return 0;
