@@ -61,6 +61,7 @@ static void usage(FILE *f)
 		"      /backstores/NAME write_cache=true|false\n"
 		"      /iscsi/IQN/tpgN enable=false demo_mode=true params.MaxBurstLength=262144 ...\n"
 		"      /iscsi/IQN/tpgN redirect=IP:PORT [redirect_type=permanent]   (redirect=null: none)\n"
+		"      /iscsi/IQN/tpgN redirect_balance='[\"IP:PORT\",...]'   (a VALUE that is JSON is that JSON)\n"
 		"      /iscsi/IQN/tpgN/acls/INITIATOR chap.userid=U chap.password=P (chap=null: off)\n"
 		"      /discovery auth_required=true chap.userid=U chap.password=P\n"
 		"      /global login_timeout=N max_connections=N max_sessions=N ...\n"
@@ -425,21 +426,6 @@ static int cmd_sessions(int argc, char **argv)
 	return 0;
 }
 
-/* KEY=VALUE: numbers, true/false and null become JSON numbers, booleans and null, the rest strings. */
-static json_object *value_of(const char *v)
-{
-	if (!strcmp(v, "true") || !strcmp(v, "false"))
-		return json_object_new_boolean(!strcmp(v, "true"));
-	if (!strcmp(v, "null"))
-		return NULL;
-	char *end;
-	errno = 0;
-	long long n = strtoll(v, &end, 10);
-	if (*v && !*end && !errno)
-		return json_object_new_int64(n);
-	return json_object_new_string(v);
-}
-
 /* KEY=VALUE arguments into o; a dotted key (chap.userid, params.MaxBurstLength) makes nested objects. */
 static int add_kv(json_object *o, int argc, char **argv)
 {
@@ -460,7 +446,7 @@ static int add_kv(json_object *o, int argc, char **argv)
 			at = sub;
 			key = dot + 1;
 		}
-		json_object_object_add(at, key, value_of(eq + 1));
+		json_object_object_add(at, key, arg_value(eq + 1));
 	}
 	return 0;
 }
