@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/netaddr.h"
 #include "isert/initiator.h"
 #include "map.h"
 #include "ua.h"
@@ -185,9 +186,9 @@ static int do_discover(const char *portal)
 		for (unsigned i = 0; i < d->ntargets; i++)
 			for (unsigned j = 0; j < d->targets[i].nportals; j++) {
 				const struct isc_portal *p = &d->targets[i].portals[j];
-				bool v6 = strchr(p->addr, ':');
-				printf("%s%s%s:%u,%u %s\n", v6 ? "[" : "", p->addr, v6 ? "]" : "", p->port, p->tpgt,
-				       d->targets[i].name);
+				char at[NETADDR_HOST_LEN];
+				netaddr_join(at, sizeof(at), p->addr, p->port);
+				printf("%s,%u %s\n", at, p->tpgt, d->targets[i].name);
 			}
 	}
 	isc_discovery_free(d);

@@ -19,6 +19,7 @@
 #include "adminrpc.h"
 #include "escape.h"
 #include "iserctl.h"
+#include "common/netaddr.h"
 #include "version.h"
 
 #define DEFAULT_SOCKET "/run/isertd.sock"
@@ -226,6 +227,14 @@ static void human_size(uint64_t b, char *out, size_t n)
 	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
+/* A portal of the configuration as ls and paths write it: IP:PORT, [IPv6]:PORT (the port 3260 when not given). */
+static const char *portal_of(json_object *p, char *buf, size_t n)
+{
+	json_object *port = get(p, "port");
+	netaddr_join(buf, n, gets(p, "ip", "?"), port ? (unsigned)json_object_get_int(port) : 3260);
+	return buf;
+}
+
 /* ls: the tree targetcli users expect, with sizes, states and who is logged in. */
 static int cmd_ls(void)
 {
@@ -297,7 +306,8 @@ static int cmd_ls(void)
 			printf("    |   o- portals\n");
 			for (size_t k = 0; ps && k < json_object_array_length(ps); k++) {
 				json_object *p = json_object_array_get_idx(ps, k);
-				printf("    |   | o- %s:%s [%s%s%s]\n", gets(p, "ip", "?"), gets(p, "port", "3260"),
+				char at[NETADDR_LEN];
+				printf("    |   | o- %s [%s%s%s]\n", portal_of(p, at, sizeof(at)),
 				       json_object_get_boolean(get(p, "iser")) ? "iser" : "tcp", get(p, "tos") ? ", tos " : "",
 				       get(p, "tos") ? gets(p, "tos", "") : "");
 			}
@@ -355,11 +365,9 @@ static int cmd_paths(void)
 			const char *tag = gets(g, "tag", "?");
 			printf("/iscsi/%s/tpg%s\n/iscsi/%s/tpg%s/luns\n", iqn, tag, iqn, tag);
 			for (size_t k = 0; ps && k < json_object_array_length(ps); k++) {
-				json_object *p = json_object_array_get_idx(ps, k);
-				const char *ip = gets(p, "ip", "?");
-				bool v6 = strchr(ip, ':') != NULL;
-				printf("/iscsi/%s/tpg%s/portals/%s%s%s:%s\n", iqn, tag, v6 ? "[" : "", ip, v6 ? "]" : "",
-				       gets(p, "port", "3260"));
+				char at[NETADDR_LEN];
+				printf("/iscsi/%s/tpg%s/portals/%s\n", iqn, tag,
+				       portal_of(json_object_array_get_idx(ps, k), at, sizeof(at)));
 			}
 			for (size_t k = 0; ls && k < json_object_array_length(ls); k++)
 				printf("/iscsi/%s/tpg%s/luns/lun%s\n", iqn, tag, gets(json_object_array_get_idx(ls, k), "lun", "?"));
