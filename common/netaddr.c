@@ -12,12 +12,12 @@ void netaddr_format(const struct sockaddr *sa, char *out, size_t len, char *ip, 
 		const struct sockaddr_in *s = (const void *)sa;
 		inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
 		p = ntohs(s->sin_port);
-		snprintf(out, len, "%s:%u", host, p);
+		netaddr_join(out, len, host, p);
 	} else if (sa && sa->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *s = (const void *)sa;
 		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
 		p = ntohs(s->sin6_port);
-		snprintf(out, len, "[%s]:%u", host, p);
+		netaddr_join(out, len, host, p);
 	} else {
 		snprintf(out, len, "?");
 	}

@@ -101,9 +101,10 @@ int isc_mem_attach(struct isc_session *s, struct xp_conn *xc)
 		return 0;
 	int rc = xc->ops->pool_register(dev, reactor_bufpool(s->r));
 	if (rc == -E2BIG) {
-		isc_seterr(s, "iSER connection to %s:%u: the session's buffer pool is registered with %d RDMA devices "
+		char at[NETADDR_HOST_LEN];
+		isc_seterr(s, "iSER connection to %s: the session's buffer pool is registered with %d RDMA devices "
 			      "already, the most it serves",
-			   s->host, s->port, BUFPOOL_MAX_DEVS);
+			   isc_at(s, at, sizeof(at)), BUFPOOL_MAX_DEVS);
 		return rc;
 	}
 	if (rc < 0) {

@@ -198,8 +198,8 @@ void isc_arm_timer(struct isc_session *s)
 /* The session's error as a log line: it may quote the target (login keys), so escaped. */
 static void warn_errmsg(const struct isc_session *s, const char *what)
 {
-	char esc[sizeof(s->errmsg) + 64];
-	isc_log(ISC_LOG_WARN, "%s:%u: %s%s", s->host, s->port, log_escape(s->errmsg, esc, sizeof(esc)), what);
+	char esc[sizeof(s->errmsg) + 64], at[NETADDR_HOST_LEN];
+	isc_log(ISC_LOG_WARN, "%s: %s%s", isc_at(s, at, sizeof(at)), log_escape(s->errmsg, esc, sizeof(esc)), what);
 }
 
 /* One line per connection: the first violation is the reason, the rest follow from it. */
@@ -408,7 +408,8 @@ static void give_up(struct isc_session *s, int err)
 /* Connection events at debug level (ISC_DEBUG in the environment: on stderr without a callback). */
 static void dbg(const struct isc_session *s, const char *what, int err)
 {
-	isc_log(ISC_LOG_DEBUG, "%s:%u: %s (state %d, err %d, tasks %u)", s->host, s->port, what, s->state, err,
+	char at[NETADDR_HOST_LEN];
+	isc_log(ISC_LOG_DEBUG, "%s: %s (state %d, err %d, tasks %u)", isc_at(s, at, sizeof(at)), what, s->state, err,
 		s->ntasks);
 }
 
@@ -476,8 +477,9 @@ static void up_closed(struct xp_conn *c, int err)
 			s->reconnecting = true;
 			s->reconnect_start_ns = reactor_now_ns();
 			s->backoff_ms = ISC_BACKOFF_MIN_MS;
+			char at[NETADDR_HOST_LEN];
 			if (!s->errmsg[0])
-				isc_seterr(s, "connection to %s:%u lost", s->host, s->port);
+				isc_seterr(s, "connection to %s lost", isc_at(s, at, sizeof(at)));
 		}
 		s->state = ISC_S_RECONNECT;
 		s->reconnect_next_ns = reactor_now_ns() + (uint64_t)s->backoff_ms * 1000000ull;
@@ -486,8 +488,9 @@ static void up_closed(struct xp_conn *c, int err)
 		isc_arm_timer(s);
 		return;
 	}
+	char at[NETADDR_HOST_LEN];
 	if (s->state == ISC_S_LOGIN && !s->errmsg[0])
-		isc_seterr(s, "connection to %s:%u closed during login", s->host, s->port);
+		isc_seterr(s, "connection to %s closed during login", isc_at(s, at, sizeof(at)));
 	give_up(s, s->login_err ? s->login_err : err);
 }
 
@@ -497,9 +500,10 @@ static void up_connected(struct xp_conn *c)
 	if (!s || s->xc != c || s->state != ISC_S_CONNECT)
 		return;
 	dbg(s, "connected", 0);
+	char at[NETADDR_HOST_LEN];
 	int rc = s->o.iser ? isc_mem_attach(s, c) : 0;
 	if (!rc && (rc = c->ops->start(c, s->r)))
-		isc_seterr(s, "cannot start the connection to %s:%u: %s", s->host, s->port, strerror(-rc));
+		isc_seterr(s, "cannot start the connection to %s: %s", isc_at(s, at, sizeof(at)), strerror(-rc));
 	if (!rc) {
 		s->last_rx_ns = reactor_now_ns();
 		s->state = ISC_S_LOGIN;

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/netaddr.h"
 #include "common/proto/pdu.h"
 #include "common/proto/text.h"
 #include "common/transport/transport.h"
@@ -180,6 +181,12 @@ void isc_log(enum isc_log_level lvl, const char *fmt, ...) __attribute__((format
 
 /* session.c */
 void isc_seterr(struct isc_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Where the connection goes, as messages write it: host:port, [IPv6]:port (common/netaddr.h); buf of NETADDR_HOST_LEN. */
+static inline const char *isc_at(const struct isc_session *s, char *buf, size_t n)
+{
+	netaddr_join(buf, n, s->host, s->port);
+	return buf;
+}
 
 /* conn.c */
 void isc_on_tick(void *arg, uint32_t events);

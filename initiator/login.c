@@ -150,7 +150,8 @@ static void login_fail(struct isc_session *s, int err, const char *fmt, const ch
 {
 	char msg[400];
 	snprintf(msg, sizeof(msg), fmt, arg ? arg : "");
-	isc_seterr(s, "login to %s:%u failed: %s", s->host, s->port, msg);
+	char at[NETADDR_HOST_LEN];
+	isc_seterr(s, "login to %s failed: %s", isc_at(s, at, sizeof(at)), msg);
 	s->login_err = err;
 	isc_conn_lost(s, err, NULL);
 }
@@ -367,9 +368,10 @@ static void redirected(struct isc_session *s, struct xp_rx *rx, uint16_t status)
 		login_fail(s, -ELOOP, "%s", msg);
 		return;
 	}
-	isc_log(ISC_LOG_INFO, "%s:%u: login redirected (%s) to %s:%u", s->host, s->port,
-		status == PDU_LOGIN_REDIRECT_PERM ? "moved permanently" : "moved temporarily", s->redir_host,
-		s->redir_port);
+	char at[NETADDR_HOST_LEN], to[NETADDR_HOST_LEN];
+	netaddr_join(to, sizeof(to), s->redir_host, s->redir_port);
+	isc_log(ISC_LOG_INFO, "%s: login redirected (%s) to %s", isc_at(s, at, sizeof(at)),
+		status == PDU_LOGIN_REDIRECT_PERM ? "moved permanently" : "moved temporarily", to);
 	if (status == PDU_LOGIN_REDIRECT_PERM) {
 		snprintf(s->home_host, sizeof(s->home_host), "%s", s->redir_host);
 		s->home_port = s->redir_port;

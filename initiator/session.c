@@ -222,7 +222,7 @@ int isc_get_params(const struct isc_session *s, struct isc_params *p)
 	snprintf(p->target_alias, sizeof(p->target_alias), "%s", s->target_alias);
 	p->auth = !s->chap_alg ? "None" : s->mutual ? "CHAP (mutual)" : "CHAP";
 	p->chap_alg = s->chap_alg;
-	snprintf(p->portal, sizeof(p->portal), "%s:%u", s->host, s->port);
+	isc_at(s, p->portal, sizeof(p->portal));
 	p->reconnects = s->reconnects;
 	if (s->o.iser) {
 		p->iser = true;

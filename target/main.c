@@ -29,6 +29,7 @@
 #include "target/fleet/fleet.h"
 #include "target/iscsi/iscsi.h"
 #include "target/isns/isns.h"
+#include "version.h"
 
 /* After the forced close, how long connections get to be freed before we give up on them. */
 #define FORCED_FREE_MS 3000
@@ -70,7 +71,8 @@ static void usage(FILE *f)
 		"      --core-dumps       stay dumpable, for debugging: a crash leaves a core, and\n"
 		"                         isertd's uid may trace it (both then hold the CHAP secrets)\n"
 		"  -d, --debug            verbose logging\n"
-		"  -h, --help             this help\n");
+		"  -h, --help             this help\n"
+		"      --version          print isertd's version and exit\n");
 }
 
 /*
@@ -202,7 +204,7 @@ struct args {
 	bool check, print, secrets, core_dumps;
 };
 
-/* -1: go on; else the exit status (0 after --help, 2 for a command line refused, as said on stderr). */
+/* -1: go on; else the exit status (0 after --help or --version, 2 for a command line refused, as said on stderr). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
@@ -215,7 +217,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "cluster", required_argument, NULL, 'F' },  { "gateway", required_argument, NULL, 'G' },
 		{ "ceph-conf", required_argument, NULL, 'K' }, { "ceph-id", required_argument, NULL, 'I' },
 		{ "keyring", required_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },	      { "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int o;
 	while ((o = getopt_long(argc, argv, "c:p:r:a:dh", opts, NULL)) != -1) {
@@ -286,6 +289,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			puts("isertd " ISERT_VERSION);
 			return 0;
 		default:
 			usage(stderr);
@@ -466,6 +472,8 @@ int main(int argc, char **argv)
 	if ((rc = load_config(&a)) >= 0)
 		return rc;
 	if (a.check || a.print) {
+		if (a.check)
+			warn_exposed_secrets(); /* what start-up would warn of, a check says too */
 		check_or_print(a.print, a.secrets);
 		fleet_stop();
 		return 0;

@@ -293,11 +293,12 @@ static int addr_lookup(const char *host, uint16_t port, int flags, struct addrin
 		       char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_flags = flags, .ai_socktype = SOCK_STREAM };
-	char ps[8];
+	char ps[8], at[NETADDR_HOST_LEN];
 	snprintf(ps, sizeof(ps), "%u", port);
 	int rc = getaddrinfo(host, ps, &hints, ai);
+	netaddr_join(at, sizeof(at), host, port);
 	if (rc)
-		snprintf(err, errlen, "%s %s:%u: %s", what, host, port, gai_strerror(rc));
+		snprintf(err, errlen, "%s %s: %s", what, at, gai_strerror(rc));
 	return rc;
 }
 
@@ -306,6 +307,8 @@ int iser_listen(const char *host, uint16_t port, struct reactor *r, const struct
 {
 	struct addrinfo *ai;
 	int rc;
+	char at[NETADDR_LEN];
+	netaddr_join(at, sizeof(at), host, port);
 	if (addr_lookup(host, port, AI_PASSIVE | AI_NUMERICHOST, &ai, "iSER portal", err, errlen))
 		return -EINVAL;
 	struct xp_listener *l = calloc(1, sizeof(*l));
@@ -315,34 +318,34 @@ int iser_listen(const char *host, uint16_t port, struct reactor *r, const struct
 	}
 	l->r = r;
 	l->lp = *lp;
-	snprintf(l->name, sizeof(l->name), "%s:%u", host, port);
+	netaddr_join(l->name, sizeof(l->name), host, port);
 	l->ch = rdma_create_event_channel();
 	if (!l->ch) {
 		rc = -errno;
-		snprintf(err, errlen, "iSER portal %s:%u: no RDMA stack (%s)", host, port, strerror(errno));
+		snprintf(err, errlen, "iSER portal %s: no RDMA stack (%s)", at, strerror(errno));
 		goto fail;
 	}
 	if (rdma_create_id(l->ch, &l->id, l, RDMA_PS_TCP)) {
 		rc = -errno;
-		snprintf(err, errlen, "iSER portal %s:%u: rdma_create_id: %s", host, port, strerror(errno));
+		snprintf(err, errlen, "iSER portal %s: rdma_create_id: %s", at, strerror(errno));
 		goto fail;
 	}
 	/* Before listening: rdma_cm hands the listener's ToS to each device's listen id then. */
 	if (lp->tos && rdma_set_option(l->id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, (void *)&lp->tos, sizeof(lp->tos))) {
 		rc = -errno;
-		snprintf(err, errlen, "iSER portal %s:%u: tos %u: %s", host, port, lp->tos, strerror(errno));
+		snprintf(err, errlen, "iSER portal %s: tos %u: %s", at, lp->tos, strerror(errno));
 		goto fail;
 	}
 	if (rdma_bind_addr(l->id, ai->ai_addr)) {
 		rc = -errno;
-		snprintf(err, errlen, "iSER portal %s:%u: %s", host, port,
+		snprintf(err, errlen, "iSER portal %s: %s", at,
 			 errno == ENODEV || errno == EADDRNOTAVAIL ? "no RDMA device serves this address"
 								   : strerror(errno));
 		goto fail;
 	}
 	if (rdma_listen(l->id, 128)) {
 		rc = -errno;
-		snprintf(err, errlen, "iSER portal %s:%u: rdma_listen: %s", host, port, strerror(errno));
+		snprintf(err, errlen, "iSER portal %s: rdma_listen: %s", at, strerror(errno));
 		goto fail;
 	}
 	fcntl(l->ch->fd, F_SETFL, fcntl(l->ch->fd, F_GETFL) | O_NONBLOCK);
@@ -511,12 +514,14 @@ int iser_connect(const char *host, uint16_t port, struct reactor *r, unsigned ti
 {
 	struct addrinfo *ai;
 	int rc;
+	char at[NETADDR_HOST_LEN];
+	netaddr_join(at, sizeof(at), host, port);
 	if (addr_lookup(host, port, 0, &ai, "iSER connection to", err, errlen))
 		return -EINVAL;
 	struct rdma_conn *c = calloc(1, sizeof(*c));
 	if (!c) {
 		freeaddrinfo(ai);
-		snprintf(err, errlen, "iSER connection to %s:%u: out of memory", host, port);
+		snprintf(err, errlen, "iSER connection to %s: out of memory", at);
 		return -ENOMEM;
 	}
 	c->active = true;
@@ -524,7 +529,7 @@ int iser_connect(const char *host, uint16_t port, struct reactor *r, unsigned ti
 	c->xc.ops = &iser_transport;
 	c->xc.free = iser_conn_free;
 	c->xc.connect_failed = connect_failed;
-	snprintf(c->xc.peer, sizeof(c->xc.peer), "%s:%u", host, port);
+	netaddr_join(c->xc.peer, sizeof(c->xc.peer), host, port);
 	c->ch = rdma_create_event_channel();
 	if (!c->ch) {
 		rc = -ENODEV;

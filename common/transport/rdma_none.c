@@ -2,21 +2,24 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "common/netaddr.h"
 #include "common/transport/transport.h"
 
 static int no_listen(const char *host, uint16_t port, struct reactor *r, const struct xp_listen_params *lp,
 		     struct xp_listener **out, char *err, size_t errlen)
 {
-	snprintf(err, errlen, "iSER portal %s:%u: this build has no RDMA support (rdma-core was not found)", host,
-		 port);
+	char at[NETADDR_LEN];
+	netaddr_join(at, sizeof(at), host, port);
+	snprintf(err, errlen, "iSER portal %s: this build has no RDMA support (rdma-core was not found)", at);
 	return -EOPNOTSUPP;
 }
 
 static int no_connect(const char *host, uint16_t port, struct reactor *r, unsigned timeout_ms, struct xp_conn **out,
 		      char *err, size_t errlen)
 {
-	snprintf(err, errlen, "iSER connection to %s:%u: this build has no RDMA support (rdma-core was not found)",
-		 host, port);
+	char at[NETADDR_HOST_LEN];
+	netaddr_join(at, sizeof(at), host, port);
+	snprintf(err, errlen, "iSER connection to %s: this build has no RDMA support (rdma-core was not found)", at);
 	return -EPROTONOSUPPORT;
 }
 

@@ -617,6 +617,8 @@ static int tcp_listen(const char *host, uint16_t port, struct reactor *r, const 
 		      struct xp_listener **out, char *err, size_t errlen)
 {
 	struct addrinfo *ai;
+	char at[NETADDR_LEN];
+	netaddr_join(at, sizeof(at), host, port);
 	int rc = resolve(host, port, AI_PASSIVE | AI_NUMERICHOST, &ai, err, errlen);
 	if (rc)
 		return rc;
@@ -630,13 +632,13 @@ static int tcp_listen(const char *host, uint16_t port, struct reactor *r, const 
 	if (ai->ai_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (lp->tos && (rc = sock_set_tos(fd, ai->ai_family, lp->tos))) {
-		snprintf(err, errlen, "portal %s:%u: tos %u: %s", host, port, lp->tos, strerror(-rc));
+		snprintf(err, errlen, "portal %s: tos %u: %s", at, lp->tos, strerror(-rc));
 		close(fd);
 		goto out;
 	}
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, TCP_BACKLOG)) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot listen on %s:%u: %s", host, port, strerror(errno));
+		snprintf(err, errlen, "cannot listen on %s: %s", at, strerror(errno));
 		close(fd);
 		goto out;
 	}
@@ -647,7 +649,7 @@ static int tcp_listen(const char *host, uint16_t port, struct reactor *r, const 
 		goto out;
 	}
 	*l = (struct xp_listener){ .fd = fd, .r = r, .lp = *lp, .spare = open("/dev/null", O_RDONLY | O_CLOEXEC) };
-	snprintf(l->name, sizeof(l->name), "%s:%u", host, port);
+	netaddr_join(l->name, sizeof(l->name), host, port);
 	rc = reactor_add_fd(r, fd, EPOLLIN, on_accept, l);
 	if (rc) {
 		close(fd);
@@ -741,25 +743,27 @@ static int tcp_connect(const char *host, uint16_t port, struct reactor *r, unsig
 		       char *err, size_t errlen)
 {
 	struct addrinfo *ai;
+	char at[NETADDR_HOST_LEN];
+	netaddr_join(at, sizeof(at), host, port);
 	int rc = resolve(host, port, 0, &ai, err, errlen);
 	if (rc)
 		return rc;
 	struct tcp_conn *c = conn_new(-1);
 	if (!c) {
 		freeaddrinfo(ai);
-		snprintf(err, errlen, "cannot connect to %s:%u: out of memory", host, port);
+		snprintf(err, errlen, "cannot connect to %s: out of memory", at);
 		return -ENOMEM;
 	}
 	c->xc.reactor = r;
 	c->xc.state = XP_CONNECTING;
 	c->xc.connect_failed = connect_failed;
-	snprintf(c->xc.peer, sizeof(c->xc.peer), "%s:%u", host, port);
+	netaddr_join(c->xc.peer, sizeof(c->xc.peer), host, port);
 	c->ai = c->ai_next = ai;
 	rc = connect_next(c);
 	if (!rc)
 		rc = xp_connect_timer_start(&c->xc, timeout_ms ? timeout_ms : 15000);
 	if (rc) {
-		snprintf(err, errlen, "cannot connect to %s:%u: %s", host, port, strerror(-rc));
+		snprintf(err, errlen, "cannot connect to %s: %s", at, strerror(-rc));
 		connect_end(c);
 		if (c->fd >= 0) {
 			reactor_del_fd(r, c->fd);

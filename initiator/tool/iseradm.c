@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/netaddr.h"
 #include "isert/initiator.h"
 #include "map.h"
 #include "ua.h"
+#include "version.h"
 
 enum { EX_OK = 0, EX_USAGE = 1, EX_CONNECT = 2, EX_LOGIN = 3, EX_AUTH = 4, EX_SCSI = 5, EX_OTHER = 6 };
 
@@ -54,6 +56,7 @@ static void usage(FILE *f)
 		"  --target-user U --target-password P   mutual CHAP (the target proves itself)\n"
 		"  --chap-alg LIST            CHAP_A preference, e.g. 8,7 (5 MD5, 6 SHA-1, 7 SHA-256, 8 SHA3-256)\n"
 		"  --header-digest, --data-digest   offer CRC32C digests\n"
+		"  --version                  print iseradm's version and the library's, and exit\n"
 		"map options:\n"
 		"  --queues N                 ublk queues, one thread and one session each (default 1)\n"
 		"  --depth N                  requests per queue (default 64, at most 1024)\n"
@@ -183,9 +186,9 @@ static int do_discover(const char *portal)
 		for (unsigned i = 0; i < d->ntargets; i++)
 			for (unsigned j = 0; j < d->targets[i].nportals; j++) {
 				const struct isc_portal *p = &d->targets[i].portals[j];
-				bool v6 = strchr(p->addr, ':');
-				printf("%s%s%s:%u,%u %s\n", v6 ? "[" : "", p->addr, v6 ? "]" : "", p->port, p->tpgt,
-				       d->targets[i].name);
+				char at[NETADDR_HOST_LEN];
+				netaddr_join(at, sizeof(at), p->addr, p->port);
+				printf("%s,%u %s\n", at, p->tpgt, d->targets[i].name);
 			}
 	}
 	isc_discovery_free(d);
@@ -506,7 +509,8 @@ static int do_logout(const struct isc_url *u)
 int main(int argc, char **argv)
 {
 	enum { O_JSON = 256, O_NAME, O_USER, O_PASS, O_TUSER, O_TPASS, O_ALG, O_HD, O_DD, O_TARGET, O_PORTAL,
-	       O_VPD, O_HELP, O_QUEUES, O_DEPTH, O_MAXIO, O_TIMEOUT, O_DAEMON, O_RECOVERABLE, O_RECOVER, O_POLICY };
+	       O_VPD, O_HELP, O_QUEUES, O_DEPTH, O_MAXIO, O_TIMEOUT, O_DAEMON, O_RECOVERABLE, O_RECOVER, O_POLICY,
+	       O_VERSION };
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, O_JSON },
 		{ "initiator-name", required_argument, NULL, O_NAME },
@@ -521,6 +525,7 @@ int main(int argc, char **argv)
 		{ "portal", required_argument, NULL, O_PORTAL },
 		{ "vpd", required_argument, NULL, O_VPD },
 		{ "help", no_argument, NULL, O_HELP },
+		{ "version", no_argument, NULL, O_VERSION },
 		{ "queues", required_argument, NULL, O_QUEUES },
 		{ "depth", required_argument, NULL, O_DEPTH },
 		{ "max-io", required_argument, NULL, O_MAXIO },
@@ -593,6 +598,7 @@ int main(int argc, char **argv)
 		}
 		case 'h':
 		case O_HELP: usage(stdout); return EX_OK;
+		case O_VERSION: puts("iseradm " ISERT_VERSION " (libisert-initiator " ISC_LIB_VERSION ")"); return EX_OK;
 		default: usage(stderr); return EX_USAGE;
 		}
 	}

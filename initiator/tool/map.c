@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/netaddr.h"
 #include "common/reactor.h"
 #include "common/util.h"
 #include "ua.h"
@@ -891,8 +892,10 @@ static struct map_dev *map_dev_new(const struct isc_url *urls, unsigned nurls, c
 	for (unsigned i = 0; i < nurls; i++) {
 		const struct isc_url *u = &urls[i];
 		d->paths[i].u = *u;
-		snprintf(d->paths[i].url, sizeof(d->paths[i].url), "%s://%s:%u/%s/%" PRIu64, u->iser ? "iser" : "iscsi",
-			 u->host, u->port, u->target, u->lun);
+		char at[NETADDR_HOST_LEN];
+		netaddr_join(at, sizeof(at), u->host, u->port);
+		snprintf(d->paths[i].url, sizeof(d->paths[i].url), "%s://%s/%s/%" PRIu64, u->iser ? "iser" : "iscsi", at,
+			 u->target, u->lun);
 	}
 	d->o = *o;
 	d->mo = *mo;

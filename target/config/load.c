@@ -8,6 +8,7 @@
  * config_change.c's one-object checks use as well.
  */
 #include "target/config/config_int.h"
+#include "common/netaddr.h"
 #include "common/proto/iscsi_name.h"
 
 #include <arpa/inet.h>
@@ -768,10 +769,12 @@ static int parse_one_portal(struct pctx *p, json_object *el, struct cfg_tpg *t, 
 	if (r)
 		return r;
 	for (size_t j = 0; j < i; j++)
-		if (portal_same(&t->portals[j], &t->portals[i]))
-			return cfg_perr(p, "duplicate portal %s:%u (iser %s), same as portals[%zu]",
-					t->portals[i].host, t->portals[i].port,
+		if (portal_same(&t->portals[j], &t->portals[i])) {
+			char at[NETADDR_LEN];
+			netaddr_join(at, sizeof(at), t->portals[i].host, t->portals[i].port);
+			return cfg_perr(p, "duplicate portal %s (iser %s), same as portals[%zu]", at,
 					t->portals[i].iser ? "true" : "false", j);
+		}
 	return 0;
 }
 

@@ -4,6 +4,7 @@
  * round trip); config_save_file replaces the file atomically.  Apart from the
  * limits table (config_load.c), nothing here shares code with the loader.
  */
+#include "common/netaddr.h"
 #include "target/config/config_int.h"
 
 #include <errno.h>
@@ -152,8 +153,7 @@ static json_object *acl_to_json(const struct cfg_acl *a, bool compare)
 /* "IP:PORT", "[IPv6]:PORT": the form redirect and redirect_balance are written in. */
 static const char *hostport(char *buf, size_t n, const char *host, uint16_t port)
 {
-	bool v6 = strchr(host, ':') && host[0] != '[';
-	snprintf(buf, n, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);
+	netaddr_join(buf, n, host, port);
 	return buf;
 }
 

@@ -19,6 +19,7 @@
 #include <microhttpd.h>
 
 #include "common/log.h"
+#include "common/netaddr.h"
 #include "target/config/config.h"
 #include "target/control/metrics.h"
 #include "target/control/stats.h"
@@ -126,7 +127,7 @@ static int open_listener(const char *addr, char *err, size_t errlen)
 		v6->sin6_port = htons(port);
 		sl = sizeof(*v6);
 	}
-	snprintf(shown, sizeof(shown), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+	netaddr_join(shown, sizeof(shown), host, port);
 	free(host);
 	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/netaddr.h"
 #include "common/util.h"
 #include "target/iscsi/iscsi.h"
 
@@ -73,9 +74,9 @@ static void add_target(struct text_buf *tb, const struct cfg_target *t, const ch
 				text_add(tb, "TargetName", t->iqn);
 				named = true;
 			}
-			bool v6 = strchr(g->redirect_host, ':');
-			text_addf(tb, "TargetAddress", "%s%s%s:%u,%u", v6 ? "[" : "", g->redirect_host, v6 ? "]" : "",
-				  g->redirect_port, g->tag);
+			char at[NETADDR_LEN];
+			netaddr_join(at, sizeof(at), g->redirect_host, g->redirect_port);
+			text_addf(tb, "TargetAddress", "%s,%u", at, g->tag);
 			continue;
 		}
 		for (size_t k = 0; k < tpg->cfg->nportals; k++) {
@@ -88,9 +89,9 @@ static void add_target(struct text_buf *tb, const struct cfg_target *t, const ch
 			}
 			/* A wildcard portal is reported as the address the initiator reached. */
 			const char *host = wildcard(p->host) ? xp->local_ip : p->host;
-			bool v6 = strchr(host, ':') && host[0] != '[';
-			text_addf(tb, "TargetAddress", "%s%s%s:%u,%u", v6 ? "[" : "", host, v6 ? "]" : "", p->port,
-				  tpg->cfg->tag);
+			char at[NETADDR_LEN];
+			netaddr_join(at, sizeof(at), host, p->port);
+			text_addf(tb, "TargetAddress", "%s,%u", at, tpg->cfg->tag);
 		}
 	}
 }

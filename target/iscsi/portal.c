@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/netaddr.h"
 #include "common/reactor.h"
 #include "common/util.h"
 #include "target/backstore/backstore.h"
@@ -113,7 +114,9 @@ int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, st
 		snprintf(ip->host, sizeof(ip->host), "%s", p->host);
 		ip->port = p->port;
 		ip->iser = p->iser;
-		snprintf(ip->name, sizeof(ip->name), "%s:%u (%s)", p->host, p->port, ip->ops->name);
+		netaddr_join(ip->name, sizeof(ip->name), p->host, p->port);
+		size_t at = strlen(ip->name);
+		snprintf(ip->name + at, sizeof(ip->name) - at, " (%s)", ip->ops->name);
 		if (stats_portal_init(ip, iscsi_g.nreactors)) {
 			free(ip);
 			return -ENOMEM;
@@ -126,10 +129,13 @@ int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, st
 	if (ip->l)
 		return 0;
 	const struct cfg_portal *clash = p->iser ? tcp_clash(cfg, p) : NULL;
-	if (clash)
-		log_warn("iSER portal %s:%u and TCP portal %s:%u share a port: fine on RoCE and InfiniBand, "
-			 "but on iWARP the RDMA listener uses the TCP port space and cannot coexist",
-			 p->host, p->port, clash->host, clash->port);
+	char at[NETADDR_LEN], clash_at[NETADDR_LEN];
+	netaddr_join(at, sizeof(at), p->host, p->port);
+	if (clash) {
+		netaddr_join(clash_at, sizeof(clash_at), clash->host, clash->port);
+		log_warn("iSER portal %s and TCP portal %s share a port: fine on RoCE and InfiniBand, "
+			 "but on iWARP the RDMA listener uses the TCP port space and cannot coexist", at, clash_at);
+	}
 	struct xp_listen_params lp = {
 		.admit = admit_conn, .accept = conn_accept, .dropped = admit_dropped, .arg = ip,
 		.keepalive_s = cfg->tcp_keepalive_s,
@@ -140,9 +146,8 @@ int iscsi_portal_listen(const struct config *cfg, const struct cfg_portal *p, st
 	if (rc) {
 		ip->l = NULL;
 		if (rc == -EADDRINUSE && clash)
-			snprintf(err, errlen, "iSER portal %s:%u cannot listen: TCP portal %s:%u holds the port (iWARP "
-				 "shares TCP's port space); move one of them to another address or port",
-				 p->host, p->port, clash->host, clash->port);
+			snprintf(err, errlen, "iSER portal %s cannot listen: TCP portal %s holds the port (iWARP "
+				 "shares TCP's port space); move one of them to another address or port", at, clash_at);
 		return rc;
 	}
 	ip->tos = p->tos;
@@ -188,8 +193,11 @@ static int iscsi_listen_all(const struct config *cfg, char *err, size_t errlen)
 						log_err("%s; this portal is not served, the others are", err);
 						err[0] = 0;
 					} else if (rc) {
-						if (!err[0])
-							snprintf(err, errlen, "%s:%u: %s", p->host, p->port, strerror(-rc));
+						if (!err[0]) {
+							char at[NETADDR_LEN];
+							netaddr_join(at, sizeof(at), p->host, p->port);
+							snprintf(err, errlen, "%s: %s", at, strerror(-rc));
+						}
 						return rc;
 					}
 				}

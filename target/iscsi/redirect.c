@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/netaddr.h"
 #include "target/iscsi/iscsi.h"
 
 /* Numeric addresses compared as addresses ("::1" and "0:0::1" are one). */
@@ -40,9 +41,8 @@ static unsigned sessions_at(const char *host, uint16_t port, bool iser)
 
 static void format_addr(char *out, size_t n, const char *host, uint16_t port)
 {
-	bool v6 = strchr(host, ':') != NULL;
 	/* No ",tag": RFC 7143 sec. 13.8 leaves the portal group tag out of a redirection's TargetAddress. */
-	snprintf(out, n, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);
+	netaddr_join(out, n, host, port);
 }
 
 uint16_t redirect_login(const struct rt_tpg *tpg, const struct xp_conn *xp, char *addr, size_t n)

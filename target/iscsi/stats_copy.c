@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/bufpool.h"
+#include "common/netaddr.h"
 #include "common/reactor.h"
 #include "target/iscsi/iscsi.h"
 #include "target/iscsi/stats.h"
@@ -275,7 +276,7 @@ int stats_copy_take(struct stats_copy *k, struct stats_snap *s)
 		for (size_t i = 0; i < k->nportals; i++) {
 			const struct portal_copy *pc = &k->portals[i];
 			struct stats_portal_row *o = &s->portals[s->nportals++];
-			snprintf(o->portal, sizeof(o->portal), "%s:%u", pc->p->host, pc->p->port);
+			netaddr_join(o->portal, sizeof(o->portal), pc->p->host, pc->p->port);
 			o->iser = pc->p->iser;
 			o->listening = __atomic_load_n(&pc->p->l, __ATOMIC_RELAXED) != NULL;
 			o->connections = pc->live;

@@ -37,6 +37,7 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "common/netaddr.h"
 #include "common/util.h"
 #include "target/isns/isns_int.h"
 
@@ -161,7 +162,7 @@ static void dd_clear(struct isns_eng *e)
 
 static const char *server_name(const char *host, uint16_t port, char *buf, size_t n)
 {
-	snprintf(buf, n, strchr(host ? host : "", ':') ? "[%s]:%u" : "%s:%u", host ? host : "?", port);
+	netaddr_join(buf, n, host ? host : "?", port);
 	return buf;
 }
 
@@ -490,9 +491,9 @@ static void build_whole(struct isns_eng *e, const struct reg *r)
 	}
 	for (size_t p = 0; p < r->nportals; p++) {
 		struct portal_item it = { r, p };
-		char ip[64];
-		snprintf(what, sizeof(what), "portal %s:%u with a portal group for each of %zu targets",
-			 isns_ip_str(r->portals[p].ip, ip, sizeof(ip)), r->portals[p].port, r->nnodes);
+		char ip[64], at[NETADDR_LEN];
+		netaddr_join(at, sizeof(at), isns_ip_str(r->portals[p].ip, ip, sizeof(ip)), r->portals[p].port);
+		snprintf(what, sizeof(what), "portal %s with a portal group for each of %zu targets", at, r->nnodes);
 		pack(&k, put_portal_item, &it, what);
 	}
 	pack_end(&k);
@@ -826,7 +827,8 @@ void isns_eng_connected(struct isns_eng *e, const uint8_t local[16], uint64_t no
 		return;
 	e->conn = C_UP;
 	memcpy(e->local, local, 16);
-	log_debug("iSNS server %s:%u: connected", e->conn_host, e->conn_port);
+	char srv[96];
+	log_debug("iSNS server %s: connected", server_name(e->conn_host, e->conn_port, srv, sizeof(srv)));
 	(void)now;
 }
 
@@ -902,9 +904,10 @@ static bool check_holds(struct isns_eng *e, const struct isns_msg *m, const char
 				memcpy(p.ip, pg_ip, 16);
 				long k = find_portal(e->have, &p);
 				if (k < 0 || tag_on(node, (uint32_t)k) != v) {
-					char ip[64];
-					snprintf(why, n, "it has a portal group %s:%u tag %u for %s that isertd did not register",
-						 isns_ip_str(pg_ip, ip, sizeof(ip)), p.port, v, name);
+					char ip[64], at[NETADDR_LEN];
+					netaddr_join(at, sizeof(at), isns_ip_str(pg_ip, ip, sizeof(ip)), p.port);
+					snprintf(why, n, "it has a portal group %s tag %u for %s that isertd did not register", at,
+						 v, name);
 					return false;
 				}
 				got++;
@@ -1328,9 +1331,9 @@ void isns_eng_report(const struct isns_eng *e, uint64_t now, struct isns_report 
 	const struct reg *r = e->have ? e->have : e->resolved;
 	st->registered = isns_eng_synced(e);
 	if (e->conn_host)
-		snprintf(st->server, sizeof(st->server), "%s:%u", e->conn_host, e->conn_port);
+		server_name(e->conn_host, e->conn_port, st->server, sizeof(st->server));
 	else if (e->want)
-		snprintf(st->server, sizeof(st->server), "%s:%u", e->want->host, e->want->port);
+		server_name(e->want->host, e->want->port, st->server, sizeof(st->server));
 	snprintf(st->entity, sizeof(st->entity), "%s", isns_eng_eid(e) ? isns_eng_eid(e) : "");
 	st->targets = r ? r->nnodes : e->want ? e->want->nnodes : 0;
 	st->portals = r ? r->nportals : e->want ? e->want->nportals : 0;

@@ -314,6 +314,16 @@ def main():
         check('enabled again, it takes logins', rc == 0 and o3.login('iqn.2026-11.org.test:other', T2) == 0)
         o3.close()
 
+        # set reads a value as call does (one parser): an array (or object) is the JSON it is.
+        def balance():
+            tpg = [t for t in running()['config']['targets'] if t['iqn'] == T2][0]['tpgs'][0]
+            return tpg.get('redirect_balance')
+        rc, out, err = iserctl(sock, 'set', f'/iscsi/{T2}/tpg1', f'redirect_balance=["127.0.0.1:{PORT}"]')
+        check('iserctl set redirect_balance=["IP:PORT"] (an array, as call tpg.set takes it): config.get has it',
+              rc == 0 and balance() == [f'127.0.0.1:{PORT}'], (rc, out + err, balance()))
+        rc, out, err = iserctl(sock, 'set', f'/iscsi/{T2}/tpg1', 'redirect_balance=null')
+        check('... and redirect_balance=null takes it away', rc == 0 and balance() is None, (rc, out + err, balance()))
+
         # The write cache turned on live: WCE follows, the sessions are told (2A/01).
         ver.uas.clear()
         rc, out, err = iserctl(sock, 'set', '/backstores/f0', 'write_cache=true')

@@ -8,7 +8,9 @@ the new address once the move is permanent.  Where the ACL requires CHAP
 the redirection waits for it: no secret or a wrong one gets 0201 and no
 address, the right one is redirected as the security stage ends (libiscsi
 and iseradm follow it with CHAP).  libiscsi (iscsi-inq), our
-initiator library (iseradm) and iserctl set/null live; redirect_balance
+initiator library (iseradm) and iserctl set/null live; libiscsi 1.19
+follows a temporary redirection (0101) but not a permanent one (0102),
+which iseradm follows; redirect_balance
 spreads new sessions over the TPG's portals by their session counts; a
 redirection loop ends in our initiator with a clear error; bad values are
 refused naming the key.  (open-iscsi follows redirects in the guest:
@@ -225,6 +227,13 @@ def main():
         st, rk, _ = first_login(P, T1)
         check('then: status 0102 (moved permanently)', st == 0x0102 and rk.get('TargetAddress') == f'{L}:{P + 1}',
               (hex(st), rk))
+        # libiscsi 1.19 (Debian 12's) follows status 0101 only: its login compares the status with
+        # SCSI_STATUS_REDIRECT (0x101) and takes 0102 for a refused login (docs/config.md says so).
+        r = run('iscsi-inq', '-i', INI, f'iscsi://{L}:{P}/{T1}/0')
+        check('libiscsi (iscsi-inq) does not follow a permanent redirection: "Target moved permanently(258)"',
+              r.returncode != 0 and 'Target moved permanently(258)' in r.stdout + r.stderr, r.stdout + r.stderr)
+        r = run(ISERADM, '--initiator-name', INI, 'inq', f'iscsi://{L}:{P}/{T1}/0')
+        check('our initiator (iseradm inq) follows it', r.returncode == 0, r.stdout + r.stderr)
         d = ic.Conn(P)
         d.login(INI, discovery=True)
         lines = d.send_targets()

@@ -9,7 +9,9 @@ in a plan, an error, config.get, iserctl config or --print-config; only
 config.get show_secrets (iserctl config --show-secrets, isertd
 --print-config --show-secrets) shows them.  Secrets kept in files
 (password_file, a systemd credential) work for logins, are refused when
-others can read them, and stay files when the configuration is saved.
+others can read them, and stay files when the configuration is saved; a
+configuration file holding a secret that others may read gets the same
+warning from --check as at start-up.
 Initiator names with a newline, CR, ESC and invalid UTF-8 never start a
 log line of their own or reach it raw.  What isertd no longer needs of a
 secret is wiped: its memory (/proc/PID/mem) holds no secret file's read
@@ -160,6 +162,21 @@ def check_config_files(work):
     rc, out = run(with_chap({'userid': 'u0', 'password_file': 'isertd-acl'}), env={'PATH': os.environ['PATH']})
     check('a credential name without $CREDENTIALS_DIRECTORY is refused, naming LoadCredential=',
           rc != 0 and 'CREDENTIALS_DIRECTORY' in out and 'LoadCredential=isertd-acl:' in out, out)
+    # The configuration itself holding a secret (discovery's, inline): start-up warns when others or its
+    # group may read it, and --check says the same on stderr, still valid (a warning is not an error).
+    path = os.path.join(work, 'loose.json')
+    with open(path, 'w') as f:
+        json.dump(config(work), f)
+    for mode, who in ((0o644, 'group and others'), (0o604, 'others'), (0o640, 'its group')):
+        os.chmod(path, mode)
+        p = subprocess.run([ISERTD, '--check', '-c', path], capture_output=True, text=True, timeout=30)
+        check(f'--check of a configuration holding a secret, mode {mode:04o}: valid, and warns as start-up does',
+              p.returncode == 0 and 'configuration is valid' in p.stdout and
+              f'{path} holds CHAP secrets and is readable by {who}: chmod 600 it' in p.stderr and
+              not leaked(p.stdout + p.stderr), (p.returncode, p.stdout, p.stderr))
+    os.chmod(path, 0o600)
+    p = subprocess.run([ISERTD, '--check', '-c', path], capture_output=True, text=True, timeout=30)
+    check('... and mode 0600: no warning', p.returncode == 0 and 'readable by' not in p.stderr, p.stderr)
 
 
 def dumpable_checks():

@@ -464,7 +464,7 @@ static void test_errors_luns_acls(void)
 	load_bad(DOC("\"tag\":1,\"portals\":[{\"ip\":\"localhost\"}]"),
 		 "portals[0].ip: must be a numeric IPv4 or IPv6 address");
 	load_bad(DOC("\"tag\":1,\"portals\":[{\"ip\":\"::1\",\"port\":3260},{\"ip\":\"0:0::1\"}]"),
-		 "portals[1]: duplicate portal 0:0::1:3260 (iser false), same as portals[0]");
+		 "portals[1]: duplicate portal [0:0::1]:3260 (iser false), same as portals[0]");
 	/* same address and port over TCP and iSER are distinct listeners */
 	struct config *c = load_ok(DOC("\"tag\":1,\"portals\":[{\"ip\":\"0.0.0.0\"},{\"ip\":\"0.0.0.0\",\"iser\":true}]"));
 	if (c)

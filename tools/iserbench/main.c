@@ -12,6 +12,7 @@
 
 #include "ib.h"
 #include "lun.h"
+#include "version.h"
 
 static volatile int stop;
 
@@ -40,6 +41,7 @@ static void usage(FILE *f)
 		"               beside iserbench's own\n"
 		"  var=value    replaces $var in the parameter file\n"
 		"  -h           this help\n"
+		"  --version    print iserbench's version and the initiator library's, and exit\n"
 		"SD lun= takes iscsi://host[:port]/target-iqn/LUN, iser://..., a file or a block device.\n"
 		"Exit codes: 0 ok, 1 usage or parameter error, 2 data validation error,\n"
 		"3 I/O error or an SD cannot be opened, 130 interrupted.\n");
@@ -61,6 +63,9 @@ static int run(int argc, char **argv, char **vars)
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--version")) {
+			puts("iserbench " ISERT_VERSION " (libisert-initiator " ISC_LIB_VERSION ")");
 			return 0;
 		} else if (!strcmp(a, "-v")) {
 			validate = true;

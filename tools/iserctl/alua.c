@@ -4,7 +4,6 @@
  * Scripts flip a group to standby and back with `iserctl alua set IQN
  * GROUP standby`; the exit status says whether it was done.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,19 +62,6 @@ static int show(const char *iqn)
 	return 0;
 }
 
-/* A value as JSON: integers and true/false as such, the rest a string (the loader checks it). */
-static json_object *value(const char *v)
-{
-	if (!strcmp(v, "true") || !strcmp(v, "false"))
-		return json_object_new_boolean(!strcmp(v, "true"));
-	char *end;
-	errno = 0;
-	long long n = strtoll(v, &end, 10);
-	if (*v && !*end && !errno)
-		return json_object_new_int64(n);
-	return json_object_new_string(v);
-}
-
 static int set(int argc, char **argv)
 {
 	if (argc < 2)
@@ -100,7 +86,7 @@ static int set(int argc, char **argv)
 			return json_object_put(params), die_usage("alua set: '%s' is not KEY=VALUE", argv[i]);
 		char key[32];
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - argv[i]), argv[i]);
-		json_object_object_add(params, key, value(eq + 1));
+		json_object_object_add(params, key, arg_value(eq + 1));
 	}
 	char what[320];
 	snprintf(what, sizeof(what), "/iscsi/%s/alua", argv[0]);

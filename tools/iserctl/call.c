@@ -7,7 +7,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <json-c/json.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,26 +31,6 @@ static json_object *method_of(json_object *methods, const char *name)
 static json_object *param_of(json_object *m, const char *key)
 {
 	return method_of(get(m, "params"), key);
-}
-
-/* A value as text: JSON when the whole text is one JSON value (strict), else the text as a string. */
-static json_object *json_or_string(const char *v)
-{
-	struct json_tokener *tok = json_tokener_new();
-	size_t len = strlen(v);
-	json_object *o = NULL;
-	bool whole = false;
-	if (tok) {
-		json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-		o = json_tokener_parse_ex(tok, v, (int)len + 1);
-		whole = json_tokener_get_error(tok) == json_tokener_success && json_tokener_get_parse_end(tok) == len;
-		json_tokener_free(tok);
-	}
-	/* NaN and Infinity are no JSON to send. */
-	if (whole && !(json_object_is_type(o, json_type_double) && !isfinite(json_object_get_double(o))))
-		return o; /* NULL for null */
-	json_object_put(o);
-	return json_object_new_string(v);
 }
 
 /* A refusal before anything is sent: the message printed with die_usage's words around it. */
@@ -126,7 +105,7 @@ static int typed_value(const char *method, json_object *m, const char *key, cons
 		*out = json_object_new_boolean(t);
 	} else {
 		/* object, array, value, and the keys of the file that doc_keys methods pass on. */
-		*out = type && !strcmp(type, "string") ? json_object_new_string(v) : json_or_string(v);
+		*out = type && !strcmp(type, "string") ? json_object_new_string(v) : arg_value(v);
 	}
 	return 0;
 }

@@ -19,6 +19,8 @@
 #include "adminrpc.h"
 #include "escape.h"
 #include "iserctl.h"
+#include "common/netaddr.h"
+#include "version.h"
 
 #define DEFAULT_SOCKET "/run/isertd.sock"
 #define TIMEOUT_MS     30000
@@ -60,6 +62,7 @@ static void usage(FILE *f)
 		"      /backstores/NAME write_cache=true|false\n"
 		"      /iscsi/IQN/tpgN enable=false demo_mode=true params.MaxBurstLength=262144 ...\n"
 		"      /iscsi/IQN/tpgN redirect=IP:PORT [redirect_type=permanent]   (redirect=null: none)\n"
+		"      /iscsi/IQN/tpgN redirect_balance='[\"IP:PORT\",...]'   (a VALUE that is JSON is that JSON)\n"
 		"      /iscsi/IQN/tpgN/acls/INITIATOR chap.userid=U chap.password=P (chap=null: off)\n"
 		"      /discovery auth_required=true chap.userid=U chap.password=P\n"
 		"      /global login_timeout=N max_connections=N max_sessions=N ...\n"
@@ -108,7 +111,8 @@ static void usage(FILE *f)
 		"  -j, --json            print the answer as JSON\n"
 		"  -g, --generation N    refuse the change unless the configuration is still at generation N\n"
 		"  -n, --dry-run         show what a change would do, do nothing\n"
-		"  -h, --help            this help\n\n"
+		"  -h, --help            this help\n"
+		"      --version         print iserctl's version and exit (the first argument)\n\n"
 		"Exit status: 0 done, 1 refused, 2 usage, 3 isertd not reachable, 4 no such object,\n"
 		"5 stale generation, 6 imported with items not carried.\n");
 }
@@ -223,6 +227,14 @@ static void human_size(uint64_t b, char *out, size_t n)
 	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
+/* A portal of the configuration as ls and paths write it: IP:PORT, [IPv6]:PORT (the port 3260 when not given). */
+static const char *portal_of(json_object *p, char *buf, size_t n)
+{
+	json_object *port = get(p, "port");
+	netaddr_join(buf, n, gets(p, "ip", "?"), port ? (unsigned)json_object_get_int(port) : 3260);
+	return buf;
+}
+
 /* ls: the tree targetcli users expect, with sizes, states and who is logged in. */
 static int cmd_ls(void)
 {
@@ -294,7 +306,8 @@ static int cmd_ls(void)
 			printf("    |   o- portals\n");
 			for (size_t k = 0; ps && k < json_object_array_length(ps); k++) {
 				json_object *p = json_object_array_get_idx(ps, k);
-				printf("    |   | o- %s:%s [%s%s%s]\n", gets(p, "ip", "?"), gets(p, "port", "3260"),
+				char at[NETADDR_LEN];
+				printf("    |   | o- %s [%s%s%s]\n", portal_of(p, at, sizeof(at)),
 				       json_object_get_boolean(get(p, "iser")) ? "iser" : "tcp", get(p, "tos") ? ", tos " : "",
 				       get(p, "tos") ? gets(p, "tos", "") : "");
 			}
@@ -352,11 +365,9 @@ static int cmd_paths(void)
 			const char *tag = gets(g, "tag", "?");
 			printf("/iscsi/%s/tpg%s\n/iscsi/%s/tpg%s/luns\n", iqn, tag, iqn, tag);
 			for (size_t k = 0; ps && k < json_object_array_length(ps); k++) {
-				json_object *p = json_object_array_get_idx(ps, k);
-				const char *ip = gets(p, "ip", "?");
-				bool v6 = strchr(ip, ':') != NULL;
-				printf("/iscsi/%s/tpg%s/portals/%s%s%s:%s\n", iqn, tag, v6 ? "[" : "", ip, v6 ? "]" : "",
-				       gets(p, "port", "3260"));
+				char at[NETADDR_LEN];
+				printf("/iscsi/%s/tpg%s/portals/%s\n", iqn, tag,
+				       portal_of(json_object_array_get_idx(ps, k), at, sizeof(at)));
 			}
 			for (size_t k = 0; ls && k < json_object_array_length(ls); k++)
 				printf("/iscsi/%s/tpg%s/luns/lun%s\n", iqn, tag, gets(json_object_array_get_idx(ls, k), "lun", "?"));
@@ -423,21 +434,6 @@ static int cmd_sessions(int argc, char **argv)
 	return 0;
 }
 
-/* KEY=VALUE: numbers, true/false and null become JSON numbers, booleans and null, the rest strings. */
-static json_object *value_of(const char *v)
-{
-	if (!strcmp(v, "true") || !strcmp(v, "false"))
-		return json_object_new_boolean(!strcmp(v, "true"));
-	if (!strcmp(v, "null"))
-		return NULL;
-	char *end;
-	errno = 0;
-	long long n = strtoll(v, &end, 10);
-	if (*v && !*end && !errno)
-		return json_object_new_int64(n);
-	return json_object_new_string(v);
-}
-
 /* KEY=VALUE arguments into o; a dotted key (chap.userid, params.MaxBurstLength) makes nested objects. */
 static int add_kv(json_object *o, int argc, char **argv)
 {
@@ -458,7 +454,7 @@ static int add_kv(json_object *o, int argc, char **argv)
 			at = sub;
 			key = dot + 1;
 		}
-		json_object_object_add(at, key, value_of(eq + 1));
+		json_object_object_add(at, key, arg_value(eq + 1));
 	}
 	return 0;
 }
@@ -724,6 +720,10 @@ static int cmd_save(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--version")) {
+		puts("iserctl " ISERT_VERSION);
+		return 0;
+	}
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },     { "json", no_argument, NULL, 'j' },
 		{ "generation", required_argument, NULL, 'g' }, { "help", no_argument, NULL, 'h' },

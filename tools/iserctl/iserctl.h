@@ -36,6 +36,13 @@ void print_plan(json_object *plan, const char *indent);
  * stdout when out is NULL; who names the command in its messages; 0 or the exit status. */
 int write_doc(const char *who, const char *out, const char *text);
 
+/*
+ * value.c: a KEY=VALUE argument's value as JSON: the JSON the whole text is
+ * (strict: numbers, true, false, null (NULL), "strings", arrays, objects),
+ * else the text as a string.
+ */
+json_object *arg_value(const char *v);
+
 /* call.c: iserctl call METHOD [JSON-OBJECT | KEY=VALUE...] */
 int cmd_call(int argc, char **argv);
 

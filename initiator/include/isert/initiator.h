@@ -176,7 +176,7 @@ struct isc_params {
 	char target_alias[256];
 	const char *auth;             /* "None", "CHAP", "CHAP (mutual)" */
 	int chap_alg;                 /* 5 MD5, 6 SHA-1, 7 SHA-256, 8 SHA3-256; 0 without CHAP */
-	char portal[272];             /* host:port we logged in to */
+	char portal[272];             /* host:port ([IPv6]:port) we logged in to */
 	unsigned reconnects;          /* successful re-logins so far */
 	/* iSER (RFC 7145): zero when the session runs over TCP */
 	bool iser;
