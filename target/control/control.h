@@ -17,6 +17,13 @@
 struct json_object;
 struct scsi_lu;
 
+/*
+ * listen.c: a non-blocking TCP listener on addr ("HOST:PORT" or "PORT",
+ * config_parse_metrics) for an HTTP door: the descriptor, or -errno with err
+ * naming field; shown gets the address as the log writes it.
+ */
+int control_listen(const char *field, const char *addr, char *shown, size_t shownlen, char *err, size_t errlen);
+
 /* fanout.c: what the admin socket asks of the reactors (from its own thread) */
 /* A peer's text (an initiator name) as the admin socket gives it: its shown form (common/utf8.h). */
 struct json_object *admin_json_shown(const char *s);

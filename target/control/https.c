@@ -37,7 +37,9 @@
 #include <microhttpd.h>
 
 #include "common/log.h"
+#include "common/netaddr.h"
 #include "target/config/config.h"
+#include "target/control/control.h"
 #include "target/control/rpc.h"
 #include "target/runtime/runtime.h"
 
@@ -66,14 +68,14 @@ struct material {
 	char *cert, *key, *ca;   /* PEM text, NUL-terminated; ca NULL: no client certificates */
 	unsigned max_conns, per_addr, timeout_s;
 	int lfd;                 /* the listening socket (-1: take the running one's) */
-	char shown[INET6_ADDRSTRLEN + 8];
+	char shown[NETADDR_LEN];
 };
 
 /* A connection, from accept to close. */
 struct hconn {
 	int fd;
 	uint64_t deadline_ms;    /* to have sent its next whole request */
-	char from[INET6_ADDRSTRLEN + 8];
+	char from[NETADDR_LEN];
 	unsigned char addr[16];  /* the address alone, for the backoff (IPv4 as ::ffff:a.b.c.d) */
 	struct hconn *prev, *next;
 };
@@ -223,37 +225,9 @@ static int check_tls(const struct material *m, char *err, size_t errlen)
 
 static int open_listener(struct material *m, char *err, size_t errlen)
 {
-	struct sockaddr_storage ss = { 0 };
-	char *host = NULL;
-	uint16_t port;
-	socklen_t sl;
-	if (config_parse_metrics(m->listen, &host, &port)) {
-		snprintf(err, errlen, "global.admin_https.listen: '%s' is not HOST:PORT or PORT", m->listen);
-		return -EINVAL;
-	}
-	struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
-		v4->sin_family = AF_INET;
-		v4->sin_port = htons(port);
-		sl = sizeof(*v4);
-	} else {
-		inet_pton(AF_INET6, host, &v6->sin6_addr);
-		v6->sin6_family = AF_INET6;
-		v6->sin6_port = htons(port);
-		sl = sizeof(*v6);
-	}
-	snprintf(m->shown, sizeof(m->shown), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
-	free(host);
-	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 64)) {
-		int e = errno;
-		snprintf(err, errlen, "global.admin_https.listen: cannot listen on %s: %s", m->shown, strerror(e));
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
+	int fd = control_listen("global.admin_https.listen", m->listen, m->shown, sizeof(m->shown), err, errlen);
+	if (fd < 0)
+		return fd;
 	m->lfd = fd;
 	return 0;
 }
@@ -321,27 +295,17 @@ void https_commit(void)
 /* ------------------------------------------------------------------------ */
 /* Authentication. */
 
-static void fmt_addr(const struct sockaddr *sa, char *out, size_t n, unsigned char key[16])
+/* The address as the log writes it, and alone (IPv4 as ::ffff:a.b.c.d) as the backoff's key. */
+static void peer_of(const struct sockaddr *sa, char *out, size_t n, unsigned char key[16])
 {
-	char ip[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
 	memset(key, 0, 16);
+	netaddr_format(sa, out, n, NULL, 0, NULL);
 	if (sa && sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s = (const struct sockaddr_in *)sa;
-		inet_ntop(AF_INET, &s->sin_addr, ip, sizeof(ip));
-		port = ntohs(s->sin_port);
 		key[10] = key[11] = 0xff;
-		memcpy(key + 12, &s->sin_addr, 4);
-		snprintf(out, n, "%s:%u", ip, port);
-		return;
+		memcpy(key + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		memcpy(key, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
 	}
-	if (sa && sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)sa;
-		inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof(ip));
-		port = ntohs(s->sin6_port);
-		memcpy(key, &s->sin6_addr, 16);
-	}
-	snprintf(out, n, "[%s]:%u", ip, port);
 }
 
 static struct backoff *backoff_of(const unsigned char addr[16], bool make)
@@ -687,7 +651,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		return; /* conn_of finds nothing: its requests are dropped */
 	hc->fd = fd ? fd->connect_fd : -1;
 	hc->deadline_ms = now_ms() + 1000ull * hs.run.timeout_s;
-	fmt_addr(ad ? ad->client_addr : NULL, hc->from, sizeof(hc->from), hc->addr);
+	peer_of(ad ? ad->client_addr : NULL, hc->from, sizeof(hc->from), hc->addr);
 	hc->next = hs.conns;
 	if (hs.conns)
 		hs.conns->prev = hc;

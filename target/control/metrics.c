@@ -7,9 +7,7 @@
  * every other peer-facing door (docs/security.md): 16 connections, at most
  * 4 from one address, 10 s idle.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +19,7 @@
 #include "common/log.h"
 #include "common/netaddr.h"
 #include "target/config/config.h"
+#include "target/control/control.h"
 #include "target/control/metrics.h"
 #include "target/control/stats.h"
 
@@ -31,7 +30,7 @@
 static struct MHD_Daemon *daemon_;
 static int listen_fd = -1;     /* ours: MHD is given it, and hands it back at quiesce */
 static bool quiesced;
-static char shown[INET6_ADDRSTRLEN + 8]; /* HOST:PORT as it listens, for the log and errors */
+static char shown[NETADDR_LEN]; /* HOST:PORT as it listens, for the log and errors */
 
 static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, char *body, size_t len,
 			      const char *type)
@@ -104,48 +103,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return ret;
 }
 
-/* Our own listener, so a bind failure says why (MHD_start_daemon only says NULL). */
-static int open_listener(const char *addr, char *err, size_t errlen)
-{
-	struct sockaddr_storage ss = { 0 };
-	char *host = NULL;
-	uint16_t port;
-	socklen_t sl;
-	if (config_parse_metrics(addr, &host, &port)) {
-		snprintf(err, errlen, "global.metrics: '%s' is not HOST:PORT or PORT", addr);
-		return -EINVAL;
-	}
-	struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
-		v4->sin_family = AF_INET;
-		v4->sin_port = htons(port);
-		sl = sizeof(*v4);
-	} else {
-		inet_pton(AF_INET6, host, &v6->sin6_addr); /* config_parse_metrics checked it is one */
-		v6->sin6_family = AF_INET6;
-		v6->sin6_port = htons(port);
-		sl = sizeof(*v6);
-	}
-	netaddr_join(shown, sizeof(shown), host, port);
-	free(host);
-	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 64)) {
-		int e = errno;
-		snprintf(err, errlen, "global.metrics: cannot listen on %s: %s", shown, strerror(e));
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
-	return fd;
-}
-
 int metrics_start(const char *addr, char *err, size_t errlen)
 {
 	if (!addr || !*addr)
 		return 0;
-	int fd = open_listener(addr, err, errlen);
+	int fd = control_listen("global.metrics", addr, shown, sizeof(shown), err, errlen);
 	if (fd < 0)
 		return fd;
 	/*
