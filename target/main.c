@@ -23,6 +23,7 @@
 #include "common/reactor.h"
 #include "target/config/config.h"
 #include "target/control/control.h"
+#include "target/control/https.h"
 #include "target/control/metrics.h"
 #include "target/control/notify.h"
 #include "target/control/rpc.h"
@@ -472,6 +473,14 @@ int main(int argc, char **argv)
 	if ((rc = load_config(&a)) >= 0)
 		return rc;
 	if (a.check || a.print) {
+		char herr[512];
+		if (a.check && https_check(cfg, herr, sizeof(herr))) {
+			/* the HTTPS door's certificate, key and CA: what start-up would refuse, a check refuses */
+			fprintf(stderr, "isertd: %s\n", herr);
+			config_free(cfg);
+			fleet_stop();
+			return 1;
+		}
 		if (a.check)
 			warn_exposed_secrets(); /* what start-up would warn of, a check says too */
 		check_or_print(a.print, a.secrets);

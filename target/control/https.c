@@ -244,6 +244,29 @@ static bool same_material(const struct material *a, const struct material *b)
 	       a->timeout_s == b->timeout_s;
 }
 
+/* h's files read into m and checked as GnuTLS will take them. */
+static int load_material(const struct cfg_admin_https *h, struct material *m, char *err, size_t errlen)
+{
+	snprintf(m->listen, sizeof(m->listen), "%s", h->listen);
+	m->max_conns = h->max_connections;
+	m->per_addr = h->max_connections_per_address;
+	m->timeout_s = h->request_timeout_s;
+	int rc = read_pem("certificate", h->certificate, false, &m->cert, err, errlen);
+	if (!rc)
+		rc = read_pem("key", h->key, true, &m->key, err, errlen);
+	if (!rc && h->client_ca)
+		rc = read_pem("client_ca", h->client_ca, false, &m->ca, err, errlen);
+	return rc ? rc : check_tls(m, err, errlen);
+}
+
+int https_check(const struct config *c, char *err, size_t errlen)
+{
+	struct material m = { .lfd = -1 };
+	int rc = c->admin_https ? load_material(c->admin_https, &m, err, errlen) : 0;
+	material_free(&m);
+	return rc;
+}
+
 int https_prepare(const struct config *c, char *err, size_t errlen)
 {
 	const struct cfg_admin_https *h = c->admin_https;
@@ -257,17 +280,7 @@ int https_prepare(const struct config *c, char *err, size_t errlen)
 		return 0;
 	}
 	struct material *m = &hs.next;
-	snprintf(m->listen, sizeof(m->listen), "%s", h->listen);
-	m->max_conns = h->max_connections;
-	m->per_addr = h->max_connections_per_address;
-	m->timeout_s = h->request_timeout_s;
-	int rc = read_pem("certificate", h->certificate, false, &m->cert, err, errlen);
-	if (!rc)
-		rc = read_pem("key", h->key, true, &m->key, err, errlen);
-	if (!rc && h->client_ca)
-		rc = read_pem("client_ca", h->client_ca, false, &m->ca, err, errlen);
-	if (!rc)
-		rc = check_tls(m, err, errlen);
+	int rc = load_material(h, m, err, errlen);
 	if (!rc && hs.d && same_material(m, &hs.run)) {
 		material_free(m); /* nothing to do */
 		return 0;

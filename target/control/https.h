@@ -28,6 +28,8 @@ enum https_refusal {
 const char *https_refusal_name(enum https_refusal r);
 uint64_t https_refused(enum https_refusal r);  /* any thread */
 
+/* isertd --check: c's admin_https files read and checked as at start (nothing listens); 0, or -errno with err. */
+int https_check(const struct config *c, char *err, size_t errlen);
 /*
  * Check what c's admin_https needs (its files, its address) and keep it
  * for https_commit; nothing changes yet.  0, or -errno with err naming the

@@ -26,6 +26,11 @@ int https_prepare(const struct config *c, char *err, size_t errlen)
 	return -ENOTSUP;
 }
 
+int https_check(const struct config *c, char *err, size_t errlen)
+{
+	return https_prepare(c, err, errlen);
+}
+
 void https_commit(void) {}
 void https_reload(void) {}
 int https_fd(void)

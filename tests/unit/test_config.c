@@ -1415,6 +1415,97 @@ static void test_fuzz(void)
 }
 
 /* global.state_dir: where APTPL state lives (docs/reservations.md). */
+/* global.admin_https: its shape, principals, token hash files; and what config_to_json writes back. */
+static void test_admin_https(void)
+{
+	char dir[] = "/tmp/isert-unit-https-XXXXXX", hash[PATH_MAX], doc[4096], bad[PATH_MAX];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(hash, sizeof(hash), "%s/t.sha256", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.sha256", dir);
+	FILE *f = fopen(hash, "w");
+	fputs("sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", f);
+	fclose(f);
+	chmod(hash, 0600);
+	f = fopen(bad, "w");
+	fputs("sha256:XYZ\n", f);
+	fclose(f);
+	chmod(bad, 0600);
+#define HTTPS(extra, principals)                                                                        \
+	snprintf(doc, sizeof(doc),                                                                   \
+		 "{\"global\":{\"admin_https\":{\"listen\":\"127.0.0.1:8443\",\"certificate\":\"/c.pem\","  \
+		 "\"key\":\"/k.pem\"%s,\"principals\":[%s]}}," BS_RAM "," TGT("\"tag\":1") "}", extra, principals)
+	HTTPS(",\"client_ca\":\"/ca.pem\"", "{\"name\":\"ops\",\"role\":\"operator\",\"subject\":\"CN=ops\"},"
+	      "{\"name\":\"csi\",\"role\":\"admin\",\"token_hash_file\":\"%s\",\"targets\":[\"iqn.2026-11.org.test:t\"]}");
+	char doc2[4096];
+	snprintf(doc2, sizeof(doc2), doc, hash);
+	struct config *c = load_ok(doc2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	const struct cfg_admin_https *h = c->admin_https;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	CU_ASSERT_EQUAL(h->nprincipals, 2);
+	CU_ASSERT_EQUAL(h->principals[0].role, CFG_ROLE_OPERATOR);
+	CU_ASSERT_EQUAL(h->principals[1].role, CFG_ROLE_ADMIN);
+	CU_ASSERT_EQUAL(h->principals[1].token_sha256[1], 0x11);
+	CU_ASSERT_EQUAL(h->principals[1].token_sha256[31], 0xff);
+	CU_ASSERT_EQUAL(h->principals[1].ntargets, 1);
+	CU_ASSERT_EQUAL(h->max_connections, 32);
+	CU_ASSERT_EQUAL(h->max_connections_per_address, 4);
+	CU_ASSERT_EQUAL(h->request_timeout_s, 10);
+	char *text = config_to_json(c);
+	struct config *c2 = load_ok(text);
+	char *text2 = c2 ? config_to_json(c2) : NULL;
+	CU_ASSERT_STRING_EQUAL(text, text2 ? text2 : "");
+	CU_ASSERT_PTR_NULL(strstr(text, "0011223344")); /* the hash stays in its file */
+	free(text);
+	free(text2);
+	config_free(c2);
+	config_free(c);
+
+	HTTPS("", "");
+	load_bad(doc, "global.admin_https.principals: is empty");
+	HTTPS("", "{\"name\":\"a\",\"role\":\"root\",\"token_hash_file\":\"/x\"}");
+	load_bad(doc, "principals[0].role: must be \"reader\", \"operator\" or \"admin\", got \"root\"");
+	HTTPS("", "{\"name\":\"a b\",\"role\":\"admin\",\"token_hash_file\":\"/x\"}");
+	load_bad(doc, "principals[0].name: 'a b': use letters, digits");
+	HTTPS("", "{\"name\":\"a\",\"role\":\"admin\"}");
+	load_bad(doc, "principals[0]: give exactly one of subject, san");
+	HTTPS("", "{\"name\":\"a\",\"role\":\"admin\",\"subject\":\"CN=a\"}");
+	load_bad(doc, "principals[0]: names a client certificate, but admin_https has no client_ca");
+	HTTPS(",\"client_ca\":\"/ca\"", "{\"name\":\"a\",\"role\":\"admin\",\"subject\":\"CN=a\",\"san\":\"a\"}");
+	load_bad(doc, "give exactly one of subject, san");
+	HTTPS(",\"client_ca\":\"/ca\"", "{\"name\":\"a\",\"role\":\"admin\",\"san\":\"a\"},"
+	      "{\"name\":\"a\",\"role\":\"reader\",\"san\":\"b\"}");
+	load_bad(doc, "principals[1].name: 'a' is also principals[0]'s name");
+	HTTPS(",\"client_ca\":\"/ca\"", "{\"name\":\"a\",\"role\":\"admin\",\"san\":\"a\",\"targets\":[]}");
+	load_bad(doc, "principals[0].targets: is empty");
+	HTTPS(",\"client_ca\":\"/ca\"", "{\"name\":\"a\",\"role\":\"admin\",\"san\":\"a\",\"targets\":[5]}");
+	load_bad(doc, "principals[0].targets[0]: must be a target's name");
+	HTTPS(",\"request_timeout\":0", "{\"name\":\"a\",\"role\":\"admin\",\"token_hash_file\":\"/x\"}");
+	load_bad(doc, "admin_https.request_timeout");
+	HTTPS(",\"listen\":1", "");
+	load_bad(doc, "admin_https");
+	HTTPS(",\"colour\":1", "{\"name\":\"a\",\"role\":\"admin\",\"token_hash_file\":\"/x\"}");
+	load_bad(doc, "admin_https.colour: unknown key");
+	HTTPS("", "{\"name\":\"a\",\"role\":\"admin\",\"token_hash_file\":\"%s\"}");
+	snprintf(doc2, sizeof(doc2), doc, bad);
+	load_bad(doc2, "global.admin_https.principals[0].token_hash_file: ");
+	load_bad(doc2, "must hold one line \"sha256:\" and 64 lowercase hex digits");
+	HTTPS("", "{\"name\":\"a\",\"role\":\"admin\",\"token_hash_file\":\"%s/none\"}");
+	snprintf(doc2, sizeof(doc2), doc, dir);
+	load_bad(doc2, "cannot open");
+	chmod(hash, 0644);
+	HTTPS("", "{\"name\":\"a\",\"role\":\"admin\",\"token_hash_file\":\"%s\"}");
+	snprintf(doc2, sizeof(doc2), doc, hash);
+	load_bad(doc2, "chmod 600");
+	snprintf(doc, sizeof(doc), "{\"global\":{\"admin_https\":{\"listen\":\"localhost:1\",\"certificate\":\"/c\","
+		 "\"key\":\"/k\",\"principals\":[]}}}");
+	load_bad(doc, "admin_https.listen: must be HOST:PORT with a numeric address");
+#undef HTTPS
+	unlink(hash);
+	unlink(bad);
+	rmdir(dir);
+}
+
 static void test_state_dir(void)
 {
 	struct config *c, *c2;
@@ -1480,6 +1571,7 @@ int main(void)
 	CU_add_test(s, "rbd backstores", test_rbd);
 	CU_add_test(s, "nvme backstores", test_nvme);
 	CU_add_test(s, "global.state_dir", test_state_dir);
+	CU_add_test(s, "global.admin_https", test_admin_https);
 	CU_add_test(s, "save file", test_save_file);
 	CU_add_test(s, "load file errors", test_load_file_errors);
 	CU_add_test(s, "fuzz", test_fuzz);
