@@ -50,6 +50,7 @@
 	"+GROUP-SECP384R1:+GROUP-X448:+GROUP-SECP521R1:-SIGN-RSA-SHA1:-SIGN-ECDSA-SHA1:-SIGN-DSA-SHA1:"     \
 	"%SERVER_PRECEDENCE"
 #define PEM_MAX         (1u << 20)  /* a certificate chain, key or CA file */
+#define HTTPS_CONN_MEMORY (32u << 10) /* what libmicrohttpd gives a connection for its headers and buffers */
 #define BACKOFF_SLOTS   256         /* addresses remembered after a failed authentication */
 #define BACKOFF_FREE    5           /* failures before an address must wait */
 #define BACKOFF_MAX_S   60
@@ -131,6 +132,11 @@ static void wipe_free(char *s)
 	if (s)
 		explicit_bzero(s, strlen(s));
 	free(s);
+}
+
+static void wipe_free_cb(void *s)
+{
+	wipe_free(s);
 }
 
 static void material_free(struct material *m)
@@ -474,12 +480,12 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned status, char *b
 {
 	if (!body)
 		return MHD_NO;
-	size_t n = strlen(body);
-	struct MHD_Response *r = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_COPY);
-	explicit_bzero(body, n); /* an answer may hold secrets (config.get with show_secrets) */
-	free(body);
-	if (!r)
+	/* An answer may hold secrets (config.get with show_secrets): wiped when libmicrohttpd is done with it. */
+	struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(strlen(body), body, wipe_free_cb);
+	if (!r) {
+		wipe_free(body);
 		return MHD_NO;
+	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	MHD_add_response_header(r, "Cache-Control", "no-store");
 	if (status == MHD_HTTP_UNAUTHORIZED)
@@ -711,7 +717,7 @@ static void take_next(void)
 					MHD_OPTION_PER_IP_CONNECTION_LIMIT, m->per_addr,
 					MHD_OPTION_CONNECTION_TIMEOUT, m->timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
 					on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-					MHD_OPTION_END);
+					MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPS_CONN_MEMORY, MHD_OPTION_END);
 	else
 		hs.d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, m->lfd,
 					MHD_OPTION_HTTPS_MEM_CERT, m->cert, MHD_OPTION_HTTPS_MEM_KEY, m->key,
@@ -719,7 +725,7 @@ static void take_next(void)
 					m->max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, m->per_addr,
 					MHD_OPTION_CONNECTION_TIMEOUT, m->timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
 					on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-					MHD_OPTION_END);
+					MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPS_CONN_MEMORY, MHD_OPTION_END);
 	if (!hs.d) {
 		log_err("admin https: cannot start the HTTPS server on %s; no remote administration until the next "
 			"change or SIGHUP", m->shown);
