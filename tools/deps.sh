@@ -4,13 +4,14 @@
 # client tools.
 set -euo pipefail
 build=(build-essential meson ninja-build pkg-config
-       liburing-dev libjson-c-dev libssl-dev libibverbs-dev librdmacm-dev libsystemd-dev)
+       liburing-dev libjson-c-dev libssl-dev libibverbs-dev librdmacm-dev libsystemd-dev
+       libmicrohttpd-dev libgnutls28-dev)
 if [ "${1:-}" = --demo ]; then
 	pkgs=("${build[@]}" libiscsi-bin)
 else
 	pkgs=("${build[@]}" python3 libcunit1-dev scdoc tmux
 	      libiscsi-dev libiscsi-bin tgt sg3-utils fio iperf3
-	      libmicrohttpd-dev prometheus curl
+	      prometheus curl sslscan
 	      clang libclang-rt-14-dev
 	      qemu-system-x86 busybox-static cpio kmod xz-utils open-iscsi e2fsprogs util-linux iproute2
 	      multipath-tools udev fence-agents targetcli-fb ibverbs-utils perftest
