@@ -170,7 +170,7 @@ static unsigned check_answers(const char *buf, size_t len, bool admin, bool read
 			      uint64_t gen)
 {
 	unsigned n = 0;
-	while (len) {
+	while (buf && len) {
 		FUZZ_CHECK(len >= 12 && !memcmp(buf, "HTTP/1.", 7), "not an HTTP response: %.*s", (int)(len < 200 ? len : 200),
 			   buf);
 		int status = atoi(buf + 9);
@@ -230,6 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fd = connect_tls(&s, cr);
 	size_t sent = 0;
 	char *in = malloc(ANSWER_MAX);
+	FUZZ_CHECK(in, "out of memory");
 	size_t got = 0;
 	bool closed = false;
 	bool bye = false;
