@@ -140,7 +140,7 @@ static void setup(void)
 static void turn(int cfd)
 {
 	struct pollfd p[2] = { { .fd = https_fd(), .events = POLLIN }, { .fd = cfd, .events = POLLIN } };
-	poll(p, 2, 1);
+	poll(p, 2, https_timeout_ms(1));
 	https_run();
 }
 
