@@ -7,9 +7,15 @@ TSIH from start to end, every block verified); refusals must be clear
 JSON-RPC errors that change nothing (the running configuration compared
 before and after).
 
-usage: test_admin.py ISERTD ISERCTL [PORT]"""
+With "https" after PORT, the same scenario runs with every iserctl command
+(but those about the socket itself) sent over the HTTPS admin door
+(`iserctl --url`, a CA file and a token file; docs/admin.md, "Remote
+administration"), which listens on PORT+5.
+
+usage: test_admin.py ISERTD ISERCTL [PORT [https]]"""
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -22,11 +28,14 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import iscsi_client as ic  # noqa: E402
 import checks  # noqa: E402
-from admin_rpc import Rpc, start_isertd, stop_isertd  # noqa: E402
+from admin_rpc import Rpc, port_open, start_isertd, stop_isertd  # noqa: E402
 from checks import check, wait_for  # noqa: E402
 
 ISERTD, ISERCTL = sys.argv[1], sys.argv[2]
 PORT = int(sys.argv[3]) if len(sys.argv) > 3 else 3470
+HTTPS = len(sys.argv) > 4 and sys.argv[4] == 'https'
+REMOTE = []  # iserctl's options for the HTTPS door, in place of -s SOCKET (HTTPS only)
+MAIN_SOCK = None
 T1, T2 = 'iqn.2026-11.org.isert:admin1', 'iqn.2026-11.org.isert:admin2'
 MB = 1 << 20
 
@@ -50,7 +59,8 @@ def config(work):
 
 
 def iserctl(sock, *args, user=None):
-    cmd = [ISERCTL, '-s', sock, *args]
+    remote = REMOTE and sock == MAIN_SOCK and user is None
+    cmd = [ISERCTL, *(REMOTE if remote else ['-s', sock]), *args]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
                        user=user)
     return p.returncode, p.stdout, p.stderr
@@ -139,9 +149,24 @@ def main():
     cfgfile = os.path.join(work, 'isertd.json')
     with open(cfgfile, 'w') as f:
         json.dump(config(work), f)
+    if HTTPS:
+        import tls_util
+        m = tls_util.Material(work)
+        _t, tok, hsh = tls_util.token(work, 'admin')
+        doc = config(work)
+        doc['global'] = {'admin_https': {'listen': f'127.0.0.1:{PORT + 5}', 'certificate': m.server[0],
+                                         'key': m.server[1], 'principals': [
+                                             {'name': 'admin', 'role': 'admin', 'token_hash_file': hsh}]}}
+        with open(cfgfile, 'w') as f:
+            json.dump(doc, f)
+        REMOTE.extend(['--url', f'https://localhost:{PORT + 5}', '--cacert', m.ca[0], '--token-file', tok])
     os.chmod(cfgfile, 0o600)
     state = os.path.join(work, 'state')
     proc, sock = start_isertd(ISERTD, work, cfgfile, '-r', '2')
+    global MAIN_SOCK
+    MAIN_SOCK = sock
+    if HTTPS:
+        check('the HTTPS door listens', wait_for(lambda: port_open(PORT + 5), 10))
     perf = None
     try:
         rpc = Rpc(sock)
@@ -498,6 +523,11 @@ def main():
         rc = stop_isertd(proc)
         check('isertd exits 0', rc == 0, f'exit {rc}')
         check('the socket is removed at exit', not os.path.exists(sock))
+        if HTTPS:
+            text = open(os.path.join(work, 'isertd.log')).read()
+            check('iserctl --url\'s changes are audited with the principal and address', re.search(
+                r'audit https \(principal admin from 127\.0\.0\.1:\d+\): tpg\.set \{[^\n]*: done, generation \d+',
+                text) is not None)
         if checks.failed:
             print(open(os.path.join(work, 'isertd.log')).read()[-3000:])
         shutil.rmtree(work, ignore_errors=True)
