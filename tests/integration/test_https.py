@@ -107,6 +107,7 @@ def main():
         roles = {x['name']: x.get('role') for x in b['result']}
         check('rpc.methods gives each method its role', roles.get('config.get') == 'reader' and
               roles.get('stats.reset') == 'operator' and roles.get('alua.set') == 'operator' and
+              roles.get('session.close') == 'operator' and
               roles.get('backstore.create') == 'admin' and roles.get('save') == 'admin', json.dumps(roles))
 
         # Each role, per kind of method.
