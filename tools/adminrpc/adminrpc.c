@@ -1,8 +1,9 @@
-/* The admin socket's client side shared by iserctl and iserbench (adminrpc.h). */
+/* The admin socket's and HTTPS listener's client side, shared by iserctl and iserbench (adminrpc.h). */
 #include "adminrpc.h"
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +11,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "https.h"
 
 #define REPLY_MAX (256u << 20)
 
@@ -38,24 +41,14 @@ static int connect_unix(const char *sock, char *err, size_t errlen)
 	return fd;
 }
 
-int admin_rpc(const char *sock, const char *method, json_object *params, int timeout_ms, json_object **reply,
-	      char *err, size_t errlen)
+/* One request on the socket: it reads one per line, answers one JSON value. */
+static int rpc_unix(const char *sock, const char *text, size_t len, int timeout_ms, json_object **reply, char *err,
+		    size_t errlen)
 {
-	*reply = NULL;
-	json_object *req = json_object_new_object();
-	json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
-	json_object_object_add(req, "id", json_object_new_int(1));
-	json_object_object_add(req, "method", json_object_new_string(method));
-	if (params)
-		json_object_object_add(req, "params", params);
 	int fd = connect_unix(sock, err, errlen);
-	if (fd < 0) {
-		json_object_put(req);
+	if (fd < 0)
 		return fd;
-	}
-	/* PLAIN: the socket reads one request per line, so no newline inside. */
-	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	size_t len = strlen(text), off = 0;
+	size_t off = 0;
 	int rc = 0;
 	while (off < len && !rc) {
 		ssize_t n = write(fd, text + off, len - off);
@@ -64,7 +57,6 @@ int admin_rpc(const char *sock, const char *method, json_object *params, int tim
 		else
 			off += (size_t)n;
 	}
-	json_object_put(req);
 	json_tokener *tok = json_tokener_new();
 	size_t got = 0;
 	char buf[65536];
@@ -88,9 +80,64 @@ int admin_rpc(const char *sock, const char *method, json_object *params, int tim
 		if (!*reply && (e != json_tokener_continue || got > REPLY_MAX))
 			rc = fail(err, errlen, EPROTO, "the answer is not JSON: %s", json_tokener_error_desc(e));
 	}
+	explicit_bzero(buf, sizeof(buf));
 	json_tokener_free(tok);
 	close(fd);
 	return rc;
+}
+
+/* One request over HTTPS: the body is the answer whatever the status, when it is JSON. */
+static int rpc_https(const struct admin_endpoint *ep, const char *text, size_t len, int timeout_ms,
+		     json_object **reply, char *err, size_t errlen)
+{
+	struct https_answer a;
+	int rc = https_post(ep, text, len, timeout_ms, &a, err, errlen);
+	if (rc)
+		return rc;
+	json_tokener *tok = json_tokener_new();
+	*reply = tok && a.len <= INT_MAX ? json_tokener_parse_ex(tok, a.body, (int)a.len) : NULL;
+	/* One JSON value and nothing after it but white space. */
+	size_t end = *reply ? json_tokener_get_parse_end(tok) : 0;
+	if (*reply && a.body[end + strspn(a.body + end, " \t\r\n")]) {
+		json_object_put(*reply);
+		*reply = NULL;
+	}
+	if (!*reply)
+		rc = fail(err, errlen, EPROTO, "HTTP %d %s from %s: the answer is not JSON-RPC (not JSON)", a.status,
+			  a.reason, ep->url);
+	json_tokener_free(tok);
+	https_answer_free(&a);
+	return rc;
+}
+
+int admin_rpc_to(const struct admin_endpoint *ep, const char *method, json_object *params, int timeout_ms,
+		 json_object **reply, char *err, size_t errlen)
+{
+	*reply = NULL;
+	json_object *req = json_object_new_object();
+	json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(req, "id", json_object_new_int(1));
+	json_object_object_add(req, "method", json_object_new_string(method));
+	if (params)
+		json_object_object_add(req, "params", params);
+	/* PLAIN: the socket reads one request per line, so no newline inside. */
+	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	size_t len = strlen(text);
+	int rc = ep->url ? rpc_https(ep, text, len, timeout_ms, reply, err, errlen)
+			 : rpc_unix(ep->sock, text, len, timeout_ms, reply, err, errlen);
+	/*
+	 * json-c's own buffer for the text, ours.  Not the strings of params: a caller may hold them still (import
+	 * plans, then applies the same document) and wipes its secrets itself once done.
+	 */
+	explicit_bzero((char *)text, len);
+	json_object_put(req);
+	return rc;
+}
+
+int admin_rpc(const char *sock, const char *method, json_object *params, int timeout_ms, json_object **reply,
+	      char *err, size_t errlen)
+{
+	return admin_rpc_to(&(struct admin_endpoint){ .sock = sock }, method, params, timeout_ms, reply, err, errlen);
 }
 
 json_object *admin_stats_next(json_object *params, json_object *result)

@@ -1,6 +1,7 @@
 /*
- * The tools' side of isertd's admin socket (docs/admin.md), shared by
- * iserctl and iserbench: one JSON-RPC call, and the latency histograms of
+ * The tools' side of isertd's admin socket (docs/admin.md) and of its
+ * HTTPS admin listener, shared by iserctl and iserbench: one JSON-RPC
+ * call, and the latency histograms of
  * the `stats` method (docs/stats.md) as numbers to subtract and rank.
  */
 #ifndef TOOLS_ADMINRPC_H
@@ -22,6 +23,33 @@ struct json_object;
  */
 int admin_rpc(const char *sock, const char *method, struct json_object *params, int timeout_ms,
 	      struct json_object **reply, char *err, size_t errlen);
+
+/*
+ * Where isertd is administered: its local socket, or its HTTPS admin
+ * listener (docs/admin-remote-client.md).  Every member is borrowed.
+ */
+struct admin_endpoint {
+	const char *sock;       /* the admin socket, used when url is NULL */
+	const char *url;        /* https://HOST[:PORT] (url.h); IPv6 in brackets */
+	const char *cacert;     /* PEM file of the CAs the server's certificate is checked against; NULL: the system's */
+	const char *cert, *key; /* the client certificate (PEM, with its chain) and its key: both or neither */
+	const char *token;      /* the bearer token, 64 lowercase hex characters (token.h), or NULL */
+};
+
+/*
+ * admin_rpc to ep: over its socket, or over HTTPS (POST /rpc, one request
+ * per connection; timeout_ms covers connect, TLS handshake, write and
+ * read).  Over HTTPS the answer's body is the reply whatever the HTTP
+ * status (401, 403, 413, 429 come with a JSON-RPC error object); a body
+ * that is not JSON is -EPROTO with err "HTTP <status> <reason>: ...".
+ * More -errno: -EINVAL a URL, certificate, key or token that cannot be used
+ * (err says which and why); -EPROTO a TLS failure (an untrusted
+ * certificate, a name mismatch, an alert from the server); -EMSGSIZE a
+ * request past 1 MiB or an answer past 64 MiB.  The request's text and
+ * what was read are wiped before they are freed.
+ */
+int admin_rpc_to(const struct admin_endpoint *ep, const char *method, struct json_object *params, int timeout_ms,
+		 struct json_object **reply, char *err, size_t errlen);
 
 /*
  * `stats` answers its luns section in pages (docs/admin.md): the
