@@ -1,6 +1,7 @@
 /*
  * iserctl: the admin CLI of isertd, a thin client of its JSON-RPC admin
- * socket (docs/admin.md).  Objects are named by targetcli-like paths:
+ * socket (docs/admin.md), or of its HTTPS admin listener with --url
+ * (docs/admin-remote-client.md).  Objects are named by targetcli-like paths:
  * /backstores/NAME, /iscsi/IQN/tpgN, /global.  Exit status: 0 done,
  * 1 refused (the message names the object and the rule), 2 usage,
  * 3 isertd cannot be reached, 4 no such object, 5 stale generation,
@@ -28,7 +29,7 @@
  * more, docs/fleet.md): within TIMEOUT_MS iserctl would say isertd did not answer a change it then made. */
 #define CHANGE_TIMEOUT_MS 60000
 
-static const char *sock_path = DEFAULT_SOCKET;
+static struct admin_endpoint endpoint = { .sock = DEFAULT_SOCKET };
 static int timeout_ms = TIMEOUT_MS;
 bool as_json;
 int64_t generation;   /* 0: not given */
@@ -37,7 +38,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: iserctl [OPTIONS] COMMAND [ARGS]\n"
-		"Administer a running isertd through its admin socket.\n\n"
+		"Administer a running isertd through its admin socket, or its HTTPS admin listener (--url).\n\n"
 		"Commands:\n"
 		"  ls                          the object tree: backstores, targets, TPGs, portals, LUNs,\n"
 		"                              ACLs with mapped LUNs, and sessions\n"
@@ -105,9 +106,21 @@ static void usage(FILE *f)
 		"                              LIO's saveconfig.json or tgt's targets.conf as an isertd\n"
 		"                              configuration (stdout, or OUT); what is not carried is listed\n"
 		"                              on stderr; --apply makes it the running one (plan first),\n"
-		"                              --dry-run shows only the plan\n\n"
+		"                              --dry-run shows only the plan\n"
+		"  token create TOKEN_FILE HASH_FILE\n"
+		"                              a bearer token for --url (no isertd needed): TOKEN_FILE for\n"
+		"                              the client, HASH_FILE (sha256:HEX) for isertd's principal\n"
+		"                              (token_hash_file); both new, mode 0600\n"
+		"  token hash TOKEN_FILE       the sha256: line of an existing token\n\n"
 		"Options:\n"
 		"  -s, --socket PATH     the admin socket (default " DEFAULT_SOCKET ")\n"
+		"  --url https://HOST:PORT  isertd's HTTPS admin listener instead ($ISERCTL_URL; IPv6:\n"
+		"                        https://[::1]:PORT); no user-info, query or fragment in it\n"
+		"  --cacert FILE         the CAs the listener's certificate is checked against\n"
+		"                        ($ISERCTL_CACERT; default: the system's)\n"
+		"  --cert FILE --key FILE  a client certificate and its key ($ISERCTL_CERT, $ISERCTL_KEY)\n"
+		"  --token-file FILE     the bearer token, a file of mode 0600 ($ISERCTL_TOKEN_FILE, or the\n"
+		"                        token itself in $ISERCTL_TOKEN; never on the command line)\n"
 		"  -j, --json            print the answer as JSON\n"
 		"  -g, --generation N    refuse the change unless the configuration is still at generation N\n"
 		"  -n, --dry-run         show what a change would do, do nothing\n"
@@ -133,7 +146,17 @@ int call(const char *method, json_object *params, json_object **result)
 		json_object_object_add(params, "generation", json_object_new_int64(generation));
 	json_object *rsp;
 	char why[512];
-	int e = admin_rpc(sock_path, method, params, timeout_ms, &rsp, why, sizeof(why));
+	int e = remote_token(&endpoint);
+	if (e) {
+		json_object_put(params);
+		return e;
+	}
+	e = admin_rpc_to(&endpoint, method, params, timeout_ms, &rsp, why, sizeof(why));
+	if (e && endpoint.url) {
+		fprintf(stderr, "iserctl: %s%s\n", why,
+			e == -ECONNREFUSED ? " (is admin_https in isertd's configuration, on that address and port?)" : "");
+		return e == -EINVAL ? EX_USAGE : EX_UNREACHABLE;
+	}
 	if (e) {
 		fprintf(stderr, "iserctl: %s%s\n", why,
 			e == -ENOENT || e == -ECONNREFUSED ? " (is isertd running with an admin socket, --admin-socket? "
@@ -727,14 +750,33 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },     { "json", no_argument, NULL, 'j' },
 		{ "generation", required_argument, NULL, 'g' }, { "help", no_argument, NULL, 'h' },
-		{ "dry-run", no_argument, NULL, 'n' },
+		{ "dry-run", no_argument, NULL, 'n' },          { "url", required_argument, NULL, 'U' },
+		{ "cacert", required_argument, NULL, 'A' },     { "cert", required_argument, NULL, 'C' },
+		{ "key", required_argument, NULL, 'K' },        { "token-file", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int o;
+	struct remote_args remote = { 0 };
+	int o, rc;
 	while ((o = getopt_long(argc, argv, "+s:jg:nh", opts, NULL)) != -1) {
 		switch (o) {
 		case 's':
-			sock_path = optarg;
+			endpoint.sock = optarg;
+			remote.socket_given = true;
+			break;
+		case 'U':
+			remote.url = optarg;
+			break;
+		case 'A':
+			remote.cacert = optarg;
+			break;
+		case 'C':
+			remote.cert = optarg;
+			break;
+		case 'K':
+			remote.key = optarg;
+			break;
+		case 'T':
+			remote.token_file = optarg;
 			break;
 		case 'j':
 			as_json = true;
@@ -761,11 +803,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EX_USAGE;
 	}
+	if ((rc = remote_setup(&remote, &endpoint)))
+		return rc;
 	const char *cmd = argv[optind];
 	int n = argc - optind - 1;
 	char **args = argv + optind + 1;
 	json_object *res;
-	int rc;
 	if (!strcmp(cmd, "ls") && !n)
 		return cmd_ls();
 	if (!strcmp(cmd, "paths") && !n)
@@ -804,5 +847,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "call") && n >= 1)
 		return cmd_call(n, args);
+	if (!strcmp(cmd, "token"))
+		return cmd_token(n, args);
 	return die_usage("'%s': unknown command or wrong arguments", cmd);
 }

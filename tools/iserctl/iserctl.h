@@ -61,6 +61,20 @@ void print_fleet(json_object *fleet);
 /* import.c: iserctl import lio|tgt FILE (EX_DROPPED: written, some items not carried) */
 int cmd_import(int argc, char **argv);
 
+/* remote.c: --url and its options (else the environment's ISERCTL_*), checked once options are read */
+struct admin_endpoint;
+struct remote_args {
+	const char *url, *cacert, *cert, *key, *token_file;
+	bool socket_given;
+};
+/* ep's url, cacert, cert, key and token from a and the environment; EX_OK or EX_USAGE (said why). */
+int remote_setup(const struct remote_args *a, struct admin_endpoint *ep);
+/* The token of --token-file read (once, at the first call); EX_OK or EX_USAGE (said why). */
+int remote_token(struct admin_endpoint *ep);
+
+/* token.c: iserctl token create TOKEN_FILE HASH_FILE | token hash TOKEN_FILE (no isertd needed) */
+int cmd_token(int argc, char **argv);
+
 /* stats.c */
 int cmd_stats(int argc, char **argv);
 int cmd_top(int argc, char **argv);
