@@ -185,6 +185,11 @@ static int ctx_setup(struct conn *c)
 	SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
 	/* The listener may close without close_notify after a Content-Length answer; the length delimits it. */
 	SSL_CTX_set_options(c->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+	/* OpenSSL says "system lib" for a file it cannot open: the errno says more. */
+	const char *files[][2] = { { "--cacert", ep->cacert }, { "--cert", ep->cert }, { "--key", ep->key } };
+	for (size_t i = 0; i < 3; i++)
+		if (files[i][1] && access(files[i][1], R_OK))
+			return fail(c, EINVAL, "%s %s: %s", files[i][0], files[i][1], strerror(errno));
 	if (ep->cacert ? SSL_CTX_load_verify_locations(c->ctx, ep->cacert, NULL) != 1
 		       : SSL_CTX_set_default_verify_paths(c->ctx) != 1)
 		return fail(c, EINVAL, "%s%s: cannot load the CA certificates: %s", ep->cacert ? "--cacert " : "",
@@ -199,6 +204,13 @@ static int ctx_setup(struct conn *c)
 			    ssl_errtext(why, sizeof(why)));
 	if (ep->key && SSL_CTX_check_private_key(c->ctx) != 1)
 		return fail(c, EINVAL, "--key %s is not the key of --cert %s", ep->key, ep->cert);
+	return 0;
+}
+
+/* The connection's TLS side, over c->fd. */
+static int ssl_setup(struct conn *c)
+{
+	char why[256];
 	c->ssl = SSL_new(c->ctx);
 	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1)
 		return fail(c, ENOMEM, "TLS: %s", ssl_errtext(why, sizeof(why)));
@@ -426,8 +438,9 @@ static int read_answer(struct conn *c, struct https_answer *a)
 
 static int exchange(struct conn *c, const char *body, size_t len, struct https_answer *a)
 {
-	int r = tcp_connect(c);
-	if (r || (r = ctx_setup(c)))
+	/* The files first: a certificate that cannot be used is said even when isertd cannot be reached. */
+	int r = ctx_setup(c);
+	if (r || (r = tcp_connect(c)) || (r = ssl_setup(c)))
 		return r;
 	for (;;) {
 		ERR_clear_error();
