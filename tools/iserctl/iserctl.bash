@@ -18,21 +18,24 @@ _iserctl()
 	local sock=() i cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		-s|--socket) sock=(-s "${COMP_WORDS[i+1]}"); ((i++)) ;;
+		-s|--socket) sock+=(-s "${COMP_WORDS[i+1]}"); ((i++)) ;;
+		# The listener and credentials, so that paths and methods are asked where the command goes.
+		--url|--cacert|--cert|--key|--token-file) sock+=("${COMP_WORDS[i]}" "${COMP_WORDS[i+1]}"); ((i++)) ;;
 		-g|--generation) ((i++)) ;;
 		-*) ;;
 		*) cmd=${COMP_WORDS[i]}; break ;;
 		esac
 	done
 	case $prev in
-	-s|--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	-s|--socket|--cacert|--cert|--key|--token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--url) COMPREPLY=($(compgen -W "https://" -- "$cur")); compopt -o nospace 2>/dev/null; return ;;
 	-g|--generation|--backups) return ;;
 	--target|--backstore|--initiator|--lun|--tsih|-d) return ;;
 	--by) COMPREPLY=($(compgen -W "lun initiator" -- "$cur")); return ;;
 	esac
 	if [ -z "$cmd" ]; then
-		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top alua cluster gateway import
-			-s --socket -j --json -g --generation -n --dry-run -h --help" -- "$cur"))
+		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top alua cluster gateway import token
+			-s --socket --url --cacert --cert --key --token-file -j --json -g --generation -n --dry-run -h --help" -- "$cur"))
 		return
 	fi
 	case $cmd in
@@ -59,6 +62,12 @@ _iserctl()
 		[ "$prev" = gateway ] && COMPREPLY=($(compgen -W "add remove list" -- "$cur")) ;;
 	sessions)
 		COMPREPLY=($(compgen -W "close" -- "$cur")) ;;
+	token)
+		if [ "$prev" = token ]; then
+			COMPREPLY=($(compgen -W "create hash" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -f -- "$cur"))
+		fi ;;
 	stats)
 		COMPREPLY=($(compgen -W "reset --target --initiator --lun --tsih --json" -- "$cur")) ;;
 	top)
