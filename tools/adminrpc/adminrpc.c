@@ -12,15 +12,22 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "adminrpc_int.h"
 #include "https.h"
 
 #define REPLY_MAX (256u << 20)
 
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
+int admin_vfail(char *err, size_t errlen, int e, const char *fmt, va_list ap)
+{
+	vsnprintf(err, errlen, fmt, ap);
+	return -e;
+}
+
+int admin_fail(char *err, size_t errlen, int e, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	admin_vfail(err, errlen, e, fmt, ap);
 	va_end(ap);
 	return -e;
 }
@@ -29,14 +36,14 @@ static int connect_unix(const char *sock, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(sock) >= sizeof(sa.sun_path))
-		return fail(err, errlen, ENAMETOOLONG, "%s: socket path too long", sock);
+		return admin_fail(err, errlen, ENAMETOOLONG, "%s: socket path too long", sock);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		return fail(err, errlen, e, "cannot reach isertd at %s: %s", sock, strerror(e));
+		return admin_fail(err, errlen, e, "cannot reach isertd at %s: %s", sock, strerror(e));
 	}
 	return fd;
 }
@@ -53,7 +60,7 @@ static int rpc_unix(const char *sock, const char *text, size_t len, int timeout_
 	while (off < len && !rc) {
 		ssize_t n = write(fd, text + off, len - off);
 		if (n <= 0)
-			rc = fail(err, errlen, errno ? errno : EIO, "writing to %s: %s", sock, strerror(errno));
+			rc = admin_fail(err, errlen, errno ? errno : EIO, "writing to %s: %s", sock, strerror(errno));
 		else
 			off += (size_t)n;
 	}
@@ -66,19 +73,19 @@ static int rpc_unix(const char *sock, const char *text, size_t len, int timeout_
 		if (ready < 0 && errno == EINTR)
 			continue; /* a signal the caller handles (iserctl top's quit): the answer is near */
 		if (ready <= 0) {
-			rc = fail(err, errlen, ETIMEDOUT, "isertd did not answer within %d s", timeout_ms / 1000);
+			rc = admin_fail(err, errlen, ETIMEDOUT, "isertd did not answer within %d s", timeout_ms / 1000);
 			break;
 		}
 		ssize_t n = read(fd, buf, sizeof(buf));
 		if (n <= 0) {
-			rc = fail(err, errlen, ECONNRESET, "isertd closed the connection without an answer");
+			rc = admin_fail(err, errlen, ECONNRESET, "isertd closed the connection without an answer");
 			break;
 		}
 		got += (size_t)n;
 		*reply = json_tokener_parse_ex(tok, buf, (int)n);
 		enum json_tokener_error e = json_tokener_get_error(tok);
 		if (!*reply && (e != json_tokener_continue || got > REPLY_MAX))
-			rc = fail(err, errlen, EPROTO, "the answer is not JSON: %s", json_tokener_error_desc(e));
+			rc = admin_fail(err, errlen, EPROTO, "the answer is not JSON: %s", json_tokener_error_desc(e));
 	}
 	explicit_bzero(buf, sizeof(buf));
 	json_tokener_free(tok);
@@ -103,8 +110,8 @@ static int rpc_https(const struct admin_endpoint *ep, const char *text, size_t l
 		*reply = NULL;
 	}
 	if (!*reply)
-		rc = fail(err, errlen, EPROTO, "HTTP %d %s from %s: the answer is not JSON-RPC (not JSON)", a.status,
-			  a.reason, ep->url);
+		rc = admin_fail(err, errlen, EPROTO, "HTTP %d %s from %s: the answer is not JSON-RPC (not JSON)",
+				a.status, a.reason, ep->url);
 	json_tokener_free(tok);
 	https_answer_free(&a);
 	return rc;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "adminrpc.h"
+#include "adminrpc_int.h"
 #include "token.h"
 #include "url.h"
 
@@ -44,7 +45,7 @@ __attribute__((format(printf, 3, 4))) static int fail(struct conn *c, int e, con
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(c->err, c->errlen, fmt, ap);
+	admin_vfail(c->err, c->errlen, e, fmt, ap);
 	va_end(ap);
 	return -e;
 }

@@ -5,20 +5,12 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -e;
-}
+#include "adminrpc_int.h"
 
 bool admin_token_valid(const char *s, size_t n)
 {
@@ -34,24 +26,24 @@ int admin_token_read(const char *path, char *out, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
-		return fail(err, errlen, errno, "%s: cannot open: %s", path, strerror(errno));
+		return admin_fail(err, errlen, errno, "%s: cannot open: %s", path, strerror(errno));
 	struct stat st;
 	/* Room for the token, "\r\n" and one more byte, which tells a longer file. */
 	char buf[ADMIN_TOKEN_LEN + 3];
 	ssize_t n = -1;
 	int r = 0;
 	if (fstat(fd, &st))
-		r = fail(err, errlen, errno, "%s: stat: %s", path, strerror(errno));
+		r = admin_fail(err, errlen, errno, "%s: stat: %s", path, strerror(errno));
 	else if (!S_ISREG(st.st_mode))
-		r = fail(err, errlen, EINVAL, "%s: not a regular file", path);
+		r = admin_fail(err, errlen, EINVAL, "%s: not a regular file", path);
 	else if (st.st_uid != 0 && st.st_uid != geteuid())
-		r = fail(err, errlen, EPERM, "%s: owned by uid %u: a token's file belongs to root or to you (uid %u)",
-			 path, (unsigned)st.st_uid, (unsigned)geteuid());
+		r = admin_fail(err, errlen, EPERM, "%s: owned by uid %u: a token's file belongs to root or to you (uid %u)",
+			       path, (unsigned)st.st_uid, (unsigned)geteuid());
 	else if (st.st_mode & 0077)
-		r = fail(err, errlen, EPERM, "%s: mode %04o lets %s read it: chmod 600 it", path,
-			 (unsigned)(st.st_mode & 07777), !(st.st_mode & 0070) ? "others" : "its group");
+		r = admin_fail(err, errlen, EPERM, "%s: mode %04o lets %s read it: chmod 600 it", path,
+			       (unsigned)(st.st_mode & 07777), !(st.st_mode & 0070) ? "others" : "its group");
 	else if ((n = read(fd, buf, sizeof(buf))) < 0)
-		r = fail(err, errlen, errno, "%s: read: %s", path, strerror(errno));
+		r = admin_fail(err, errlen, errno, "%s: read: %s", path, strerror(errno));
 	close(fd);
 	if (!r) {
 		size_t len = (size_t)n;
@@ -60,8 +52,8 @@ int admin_token_read(const char *path, char *out, char *err, size_t errlen)
 		if (len && buf[len - 1] == '\r')
 			len--;
 		if (!admin_token_valid(buf, len))
-			r = fail(err, errlen, EINVAL, "%s: not a token (one line of 64 lowercase hex characters, as "
-						      "iserctl token create writes)", path);
+			r = admin_fail(err, errlen, EINVAL, "%s: not a token (one line of 64 lowercase hex characters, "
+							    "as iserctl token create writes)", path);
 		else
 			memcpy(out, buf, ADMIN_TOKEN_LEN), out[ADMIN_TOKEN_LEN] = 0;
 	}

@@ -96,5 +96,8 @@ int cmd_token(int argc, char **argv)
 		return token_create(argv[1], argv[2]);
 	if (argc == 2 && !strcmp(argv[0], "hash"))
 		return token_hash(argv[1]);
-	return die_usage("token: expected 'token create TOKEN_FILE HASH_FILE' or 'token hash TOKEN_FILE'%s", "");
+	/* Said here, not with iserctl.c's die_usage: this command needs nothing of the client's. */
+	fprintf(stderr, "iserctl: token: expected 'token create TOKEN_FILE HASH_FILE' or 'token hash TOKEN_FILE' "
+			"(try iserctl --help)\n");
+	return EX_USAGE;
 }
