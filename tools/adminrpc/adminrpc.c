@@ -5,32 +5,16 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "adminrpc_int.h"
+#include "fail.h"
 #include "https.h"
 
 #define REPLY_MAX (256u << 20)
-
-int admin_vfail(char *err, size_t errlen, int e, const char *fmt, va_list ap)
-{
-	vsnprintf(err, errlen, fmt, ap);
-	return -e;
-}
-
-int admin_fail(char *err, size_t errlen, int e, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	admin_vfail(err, errlen, e, fmt, ap);
-	va_end(ap);
-	return -e;
-}
 
 static int connect_unix(const char *sock, char *err, size_t errlen)
 {

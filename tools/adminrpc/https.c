@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "adminrpc.h"
-#include "adminrpc_int.h"
+#include "fail.h"
 #include "token.h"
 #include "url.h"
 

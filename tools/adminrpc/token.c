@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "adminrpc_int.h"
+#include "fail.h"
 
 bool admin_token_valid(const char *s, size_t n)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "adminrpc_int.h"
+#include "fail.h"
 
 static bool dns_name(const char *h, size_t n)
 {

@@ -1,6 +1,6 @@
-/* What the files of tools/adminrpc share and do not show their users. */
-#ifndef TOOLS_ADMINRPC_INT_H
-#define TOOLS_ADMINRPC_INT_H
+/* How the files of tools/adminrpc say a failure: in the caller's err buffer, returning -errno. */
+#ifndef TOOLS_FAIL_H
+#define TOOLS_FAIL_H
 
 #include <stdarg.h>
 #include <stddef.h>
