@@ -8,9 +8,11 @@ $ISERCTL_TOKEN, the client certificate the server sees), that the answer
 prints as it does over the socket, and every refusal: an untrusted
 certificate, a name mismatch, URLs that could carry a secret or are not
 https, a token file others can read, an answer that is not JSON, one past
-the bound, a server that never answers; iserctl token create/hash.
+the bound, a server that never answers; iserctl token create/hash.  Last,
+the same against isertd's real listener: answers as over its socket, a
+change, each credential and a refused role.
 
-usage: test_https_client.py ISERCTL PORT   (PORT and PORT+1)"""
+usage: test_https_client.py ISERTD ISERCTL PORT   (PORT and PORT+1)"""
 import hashlib
 import http.server
 import json
@@ -26,9 +28,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402
+from admin_rpc import end_isertd, start_isertd  # noqa: E402
 from checks import check  # noqa: E402
 
-ISERCTL, PORT = sys.argv[1], int(sys.argv[2])
+ISERTD, ISERCTL, PORT = sys.argv[1], sys.argv[2], int(sys.argv[3])
 WORK = checks.workdir('isert-https-cli-')
 ANSWER_MAX = 64 << 20
 
@@ -440,5 +443,46 @@ Fake.release.set()
 Fake.mode = 'json'
 rc, out, err, _ = iserctl('--url', f'https://127.0.0.1:{PORT + 1}', *CA, 'config')
 check('nobody listening: connection refused, EX_UNREACHABLE', rc == 3 and 'Connection refused' in err, err)
+
+# The real listener, on the fakes' ports: the portal on PORT, admin_https on PORT+1.
+for s in (srv4, srv6):
+    if s:
+        s.shutdown()
+        s.server_close()
+RTOK, RHASH = path('reader.token'), path('reader.hash')
+iserctl('token', 'create', RTOK, RHASH)
+IQN = 'iqn.2026-11.org.isert:https-client'
+cfg = {'global': {'admin_https': {
+    'listen': f'127.0.0.1:{PORT + 1}', 'certificate': path('server.pem'), 'key': path('server.key'),
+    'client_ca': path('ca.pem'), 'principals': [
+        {'name': 'bot', 'role': 'admin', 'token_hash_file': HASH},
+        {'name': 'watcher', 'role': 'reader', 'token_hash_file': RHASH},
+        {'name': 'ops', 'role': 'operator', 'subject': 'CN=admin-client'}]}},
+    'backstores': [{'name': 'r1', 'type': 'ram', 'size': '16M'}],
+    'targets': [{'iqn': IQN, 'tpgs': [{'tag': 1, 'portals': [{'ip': '127.0.0.1', 'port': PORT}],
+                                       'luns': [{'lun': 0, 'backstore': 'r1'}]}]}]}
+for f in ('server.key', 'client.key'):
+    os.chmod(path(f), 0o600)
+with open(path('isertd.json'), 'w') as f:
+    json.dump(cfg, f)
+proc, sock = start_isertd(ISERTD, WORK, path('isertd.json'), ready=PORT + 1)
+REAL = ['--url', f'https://127.0.0.1:{PORT + 1}', '--cacert', path('ca.pem')]
+for args in (['ls'], ['config'], ['--json', 'sessions'], ['paths'], ['stats'], ['call', 'rpc.methods']):
+    a = iserctl('-s', sock, *args)
+    b = iserctl(*REAL, '--token-file', TOK, *args)
+    check(f'isertd: {" ".join(args)} as over its socket', a[:3] == b[:3] and a[0] == 0, f'{a[:3]} {b[:3]}'[:600])
+rc, out, err, _ = iserctl(*REAL, '--token-file', TOK, 'create', '/backstores/r2', 'type=ram', 'size=8M')
+check('isertd: a change by the admin token', rc == 0 and 'r2' in iserctl('-s', sock, 'paths')[1], f'{rc} {err}')
+rc, out, err, _ = iserctl(*REAL, '--token-file', RTOK, 'delete', '/backstores/r2')
+check('isertd: a reader\'s change refused (403): exit 1, the role named',
+      rc == 1 and 'reader' in err and 'r2' in iserctl('-s', sock, 'paths')[1], f'{rc} {err}')
+rc, out, err, _ = iserctl(*REAL, 'ls')
+check('isertd: no credentials (401): exit 1 with its message', rc == 1 and err.startswith('iserctl: '), f'{rc} {err}')
+rc, out, err, _ = iserctl(*REAL, '--cert', path('client.pem'), '--key', path('client.key'), 'stats', 'reset')
+check('isertd: the operator by client certificate resets statistics', rc == 0, f'{rc} {err}')
+rc, out, err, _ = iserctl(*REAL, '--cert', path('stranger.pem'), '--key', path('stranger.key'), 'ls')
+check('isertd: a client certificate of another CA refused: exit 1, said', rc == 1 and 'client certificate' in err,
+      f'{rc} {err}')
+end_isertd(proc, WORK)
 
 checks.finish()
