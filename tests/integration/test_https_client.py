@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """iserctl --url against a fake of isertd's HTTPS admin listener
-(docs/admin-remote-client.md): Python's ssl and http.server speaking the
+(docs/admin.md, "iserctl over HTTPS"): Python's ssl and http.server speaking the
 protocol's client-facing half, with a CA, server and client certificates
 made here with openssl.  Checks the request iserctl sends (POST /rpc, its
 headers, the JSON-RPC body, the bearer token from a file and from

@@ -35,7 +35,7 @@ _iserctl()
 	esac
 	if [ -z "$cmd" ]; then
 		COMPREPLY=($(compgen -W "ls paths sessions create delete set apply restore save config call stats top alua cluster gateway import token
-			-s --socket --url --cacert --cert --key --token-file -j --json -g --generation -n --dry-run -h --help" -- "$cur"))
+			-s --socket --url --cacert --cert --key --token-file -j --json -g --generation -n --dry-run -h --help --version" -- "$cur"))
 		return
 	fi
 	case $cmd in

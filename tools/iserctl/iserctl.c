@@ -125,7 +125,7 @@ static void usage(FILE *f)
 		"  -g, --generation N    refuse the change unless the configuration is still at generation N\n"
 		"  -n, --dry-run         show what a change would do, do nothing\n"
 		"  -h, --help            this help\n"
-		"      --version         print iserctl's version and exit (the first argument)\n\n"
+		"      --version         print iserctl's version and exit\n\n"
 		"Exit status: 0 done, 1 refused, 2 usage, 3 isertd not reachable, 4 no such object,\n"
 		"5 stale generation, 6 imported with items not carried.\n");
 }
@@ -743,17 +743,13 @@ static int cmd_save(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	if (argc == 2 && !strcmp(argv[1], "--version")) {
-		puts("iserctl " ISERT_VERSION);
-		return 0;
-	}
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },     { "json", no_argument, NULL, 'j' },
 		{ "generation", required_argument, NULL, 'g' }, { "help", no_argument, NULL, 'h' },
 		{ "dry-run", no_argument, NULL, 'n' },          { "url", required_argument, NULL, 'U' },
 		{ "cacert", required_argument, NULL, 'A' },     { "cert", required_argument, NULL, 'C' },
 		{ "key", required_argument, NULL, 'K' },        { "token-file", required_argument, NULL, 'T' },
-		{ NULL, 0, NULL, 0 },
+		{ "version", no_argument, NULL, 'V' },          { NULL, 0, NULL, 0 },
 	};
 	struct remote_args remote = { 0 };
 	int o, rc;
@@ -793,6 +789,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			puts("iserctl " ISERT_VERSION);
 			return 0;
 		default:
 			usage(stderr);
