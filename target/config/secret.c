@@ -9,13 +9,12 @@
  */
 #include "target/config/config_int.h"
 
+#include "common/secret_file.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static const char *const holders[] = { "chap", "demo_chap", NULL };
 static const char *const members[] = { "password", "mutual_password", NULL };
@@ -213,28 +212,13 @@ int cfg_read_secret_file(struct pctx *p, const char *name, char **out)
 	} else if ((size_t)snprintf(path, sizeof(path), "%s", name) >= sizeof(path)) {
 		return cfg_perr(p, "longer than %zu bytes", sizeof(path) - 1);
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return cfg_perr(p, "%s: cannot open: %s", path, strerror(errno));
-	struct stat st;
-	char buf[CFG_CHAP_MAX + 3];
-	ssize_t n = -1;
-	int r = 0;
-	if (fstat(fd, &st))
-		r = cfg_perr(p, "%s: stat: %s", path, strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		r = cfg_perr(p, "%s: not a regular file", path);
-	else if (st.st_uid != 0 && st.st_uid != geteuid())
-		r = cfg_perr(p, "%s: owned by uid %u: a secret's file belongs to root or to isertd's user (uid %u)",
-			     path, (unsigned)st.st_uid, (unsigned)geteuid());
-	else if (st.st_mode & (credential ? 0007 : 0077))
-		r = cfg_perr(p, "%s: mode %04o lets %s read it: chmod 600 it", path, (unsigned)(st.st_mode & 07777),
-			     credential || !(st.st_mode & 0070) ? "others" : "its group");
-	else if ((n = read(fd, buf, sizeof(buf))) < 0)
-		r = cfg_perr(p, "%s: read: %s", path, strerror(errno));
-	close(fd);
-	if (!r)
-		r = one_line_secret(p, path, buf, (size_t)n, out);
+	char buf[CFG_CHAP_MAX + 3], why[4200];
+	size_t n;
+	int r = secret_file_read(path, credential, "isertd's user", buf, sizeof(buf), &n, why, sizeof(why));
+	if (r)
+		r = cfg_perr(p, "%s", why);
+	else
+		r = one_line_secret(p, path, buf, n, out);
 	/* The file's text, refused or not: only the copy the CHAP code keeps outlives this call. */
 	explicit_bzero(buf, sizeof(buf));
 	return r;

@@ -2,14 +2,12 @@
 #include "token.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "common/secret_file.h"
 #include "fail.h"
 
 bool admin_token_valid(const char *s, size_t n)
@@ -24,29 +22,11 @@ bool admin_token_valid(const char *s, size_t n)
 
 int admin_token_read(const char *path, char *out, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return admin_fail(err, errlen, errno, "%s: cannot open: %s", path, strerror(errno));
-	struct stat st;
 	/* Room for the token, "\r\n" and one more byte, which tells a longer file. */
 	char buf[ADMIN_TOKEN_LEN + 3];
-	ssize_t n = -1;
-	int r = 0;
-	if (fstat(fd, &st))
-		r = admin_fail(err, errlen, errno, "%s: stat: %s", path, strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		r = admin_fail(err, errlen, EINVAL, "%s: not a regular file", path);
-	else if (st.st_uid != 0 && st.st_uid != geteuid())
-		r = admin_fail(err, errlen, EPERM, "%s: owned by uid %u: a token's file belongs to root or to you (uid %u)",
-			       path, (unsigned)st.st_uid, (unsigned)geteuid());
-	else if (st.st_mode & 0077)
-		r = admin_fail(err, errlen, EPERM, "%s: mode %04o lets %s read it: chmod 600 it", path,
-			       (unsigned)(st.st_mode & 07777), !(st.st_mode & 0070) ? "others" : "its group");
-	else if ((n = read(fd, buf, sizeof(buf))) < 0)
-		r = admin_fail(err, errlen, errno, "%s: read: %s", path, strerror(errno));
-	close(fd);
+	size_t len;
+	int r = secret_file_read(path, false, "you", buf, sizeof(buf), &len, err, errlen);
 	if (!r) {
-		size_t len = (size_t)n;
 		if (len && buf[len - 1] == '\n')
 			len--;
 		if (len && buf[len - 1] == '\r')
